@@ -1,0 +1,42 @@
+#include "backends/gradient_sync.h"
+
+#include <fmt/format.h>
+
+#include "backends/mpi_allreduce.h"
+#include "harness/errors.h"
+
+namespace harness {
+
+const std::vector<BackendInfo>& backend_table() {
+  static const std::vector<BackendInfo> table = {
+      {"allreduce", "MPI_Allreduce (in place, SUM) on one fused buffer",
+       [](MPI_Comm comm) -> std::unique_ptr<GradientSync> {
+         return std::make_unique<MpiAllreduce>(comm);
+       }},
+  };
+  return table;
+}
+
+const BackendInfo& find_backend(std::string_view name) {
+  std::vector<std::string_view> names;
+  for (const auto& info : backend_table()) {
+    if (info.name == name) return info;
+    names.push_back(info.name);
+  }
+  throw ConfigError(fmt::format("unknown backend \"{}\" (expected one of: {})", name,
+                                fmt::join(names, ", ")));
+}
+
+std::unique_ptr<GradientSync> make_gradient_sync(std::string_view name, MPI_Comm communicator) {
+  return find_backend(name).make(communicator);
+}
+
+void check_mpi(int code, std::string_view operation) {
+  if (code == MPI_SUCCESS) return;
+  char message[MPI_MAX_ERROR_STRING] = {};
+  int length = 0;
+  MPI_Error_string(code, message, &length);
+  throw CommError(fmt::format("{} failed: {}", operation, std::string(message, length)));
+}
+
+}  // namespace harness

@@ -1,0 +1,44 @@
+// GradientSync: how ranks combine their gradients. One implementation per file pair in this
+// folder, chosen by the experiment's "backend" setting through make_gradient_sync().
+//
+// Contract:
+// - Collective: every rank of the communicator calls each method with the same element count,
+//   in the same order. Buffers are host memory, owned by the caller, float32.
+// - Single-threaded: called from the training thread only (MPI_THREAD_FUNNELED suffices).
+// - Errors: a failed MPI call throws CommError carrying MPI_Error_string.
+#pragma once
+
+#include <mpi.h>
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace harness {
+
+class GradientSync {
+ public:
+  virtual ~GradientSync() = default;
+  virtual std::string_view name() const = 0;
+  // Replaces `buffer` on every rank with the elementwise sum of all ranks' buffers.
+  virtual void allreduce_sum(std::span<float> buffer) = 0;
+};
+
+struct BackendInfo {
+  std::string_view name;     // the string used in experiment files
+  std::string_view summary;  // one line for --help and error messages
+  std::unique_ptr<GradientSync> (*make)(MPI_Comm communicator);
+};
+
+// The name -> factory table, in the order --help lists it.
+const std::vector<BackendInfo>& backend_table();
+// Throws ConfigError listing the valid names when `name` is unknown.
+const BackendInfo& find_backend(std::string_view name);
+std::unique_ptr<GradientSync> make_gradient_sync(std::string_view name, MPI_Comm communicator);
+
+// Throws CommError("<operation>: <MPI_Error_string>") when `code` is not MPI_SUCCESS.
+void check_mpi(int code, std::string_view operation);
+
+}  // namespace harness

@@ -1,0 +1,233 @@
+#include "harness/commands.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "harness/errors.h"
+#include "harness/experiment.h"
+#include "harness/launcher.h"
+#include "harness/plots.h"
+#include "harness/results.h"
+#include "harness/validate.h"
+
+namespace harness {
+namespace {
+
+std::string self_executable() {
+  std::error_code error;
+  const auto path = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (error) throw LaunchError("cannot resolve /proc/self/exe to start the worker");
+  return path.string();
+}
+
+std::string default_out_dir(const std::string& experiment_name) {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm local{};
+  ::localtime_r(&now, &local);
+  char stamp[32];
+  std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &local);
+  return fmt::format("results/{}/{}", experiment_name, stamp);
+}
+
+// "iris_mlp allreduce ranks=2 batch_size=4" for progress lines: the settings that vary.
+std::string describe_point(const Experiment& experiment, const Point& point) {
+  const Json values = to_json(point.settings);
+  std::string text = point.settings.workload + " " + point.settings.backend;
+  for (const auto& axis : experiment.sweep) {
+    if (axis.key == "workload" || axis.key == "backend") continue;
+    text += fmt::format(" {}={}", axis.key, values[axis.key].dump());
+  }
+  return text;
+}
+
+struct Loaded {
+  Experiment experiment;
+  std::vector<Point> points;
+};
+
+Loaded load_and_validate(const std::string& path) {
+  Loaded loaded;
+  loaded.experiment = load_experiment(path);
+  loaded.points = expand(loaded.experiment);
+  validate_points(loaded.experiment, loaded.points);
+  return loaded;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Runs one point and writes its record. Returns false when it failed.
+bool run_point(const Experiment& experiment, const Point& point, Launcher& launcher,
+               const ResultsLayout& layout, const Json& provenance) {
+  const std::string output = layout.worker_output(point.id);
+  std::filesystem::remove(output);
+  LaunchRequest request;
+  request.settings = point.settings;
+  request.worker_argv = {self_executable(), "worker", "--settings", to_json(point.settings).dump(),
+                         "--output", output};
+  request.log_path = layout.point_log(point.id);
+  std::filesystem::remove(request.log_path);
+
+  Json run_provenance = provenance;
+  run_provenance["started_at"] = utc_timestamp();
+  const LaunchOutcome launch = launcher.launch(request);
+  run_provenance["finished_at"] = utc_timestamp();
+
+  std::string failure;
+  Json measurements;
+  if (!launch.process.ok()) {
+    failure = "mpirun " + launch.process.describe();
+  } else {
+    try {
+      measurements = read_json_file(output);
+      point_metrics(measurements);  // refuse a record the summary could not read
+    } catch (const Error& error) {
+      failure = fmt::format("rank 0 left no usable measurements: {}", error.what());
+    }
+  }
+  std::filesystem::remove(output);
+  const auto log_tail = failure.empty() ? std::vector<std::string>{}
+                                        : tail_lines(request.log_path, 20);
+  const Json record = make_point_record(experiment.name, point, launch, run_provenance,
+                                        measurements, failure, log_tail);
+  if (!launch.process.interrupted) {
+    write_file_atomically(layout.point_record(point.id), record.dump(1));
+  }
+  if (failure.empty()) {
+    std::cout << fmt::format(" ok ({:.1f} s)\n", launch.process.wall_time_s);
+  } else {
+    std::cout << fmt::format(" FAILED: {}\n", failure);
+    // The last line of a log usually says why (the worker's own one-line error).
+    for (auto it = log_tail.rbegin(); it != log_tail.rend(); ++it) {
+      if (it->find("harness worker") != std::string::npos) {
+        std::cout << "    " << *it << "\n";
+        break;
+      }
+    }
+    std::cout << "    log: " << request.log_path << "\n";
+  }
+  std::cout << std::flush;
+  return failure.empty();
+}
+
+}  // namespace
+
+int run_command(const RunOptions& options) {
+  Loaded loaded;
+  ResultsLayout layout("");
+  std::unique_ptr<Launcher> launcher;
+  try {
+    loaded = load_and_validate(options.experiment_path);
+    launcher = make_launcher(loaded.experiment.launcher);
+    layout = ResultsLayout(options.out_dir.empty() ? default_out_dir(loaded.experiment.name)
+                                                   : options.out_dir);
+    launcher->check_available();
+    layout.create();
+  } catch (const ConfigError& error) {
+    std::cerr << "harness: " << error.what() << "\n";
+    return kExitBadInput;
+  } catch (const Error& error) {
+    std::cerr << "harness: " << error.what() << "\n";
+    return kExitFailure;
+  }
+  const Experiment& experiment = loaded.experiment;
+  write_file_atomically(layout.experiment_copy(), read_text(options.experiment_path));
+  const Json provenance = collect_provenance(options.command_line);
+
+  std::cout << fmt::format("harness: experiment \"{}\", {} point(s), results in {}\n",
+                           experiment.name, loaded.points.size(), layout.directory());
+  install_interrupt_handlers();
+  int failed = 0;
+  bool interrupted = false;
+  for (const auto& point : loaded.points) {
+    std::cout << fmt::format("[{}/{}] {} {}", point.index + 1, loaded.points.size(), point.id,
+                             describe_point(experiment, point))
+              << std::flush;
+    try {
+      if (!run_point(experiment, point, *launcher, layout, provenance)) ++failed;
+    } catch (const Error& error) {
+      std::cout << " FAILED: " << error.what() << std::endl;
+      ++failed;
+    }
+    if (interrupt_requested()) {
+      interrupted = true;
+      std::cout << "harness: interrupted; keeping the points completed so far\n";
+      break;
+    }
+  }
+
+  // Summaries and plots come from the stored records of this experiment's points only.
+  std::set<std::string> ids;
+  for (const auto& point : loaded.points) ids.insert(point.id);
+  try {
+    std::vector<SummaryRow> rows = load_summary(layout);
+    rows.erase(std::remove_if(rows.begin(), rows.end(),
+                              [&ids](const SummaryRow& row) { return ids.count(row.id) == 0; }),
+               rows.end());
+    write_file_atomically(layout.summary_csv(), summary_csv(rows));
+    std::cout << "\n" << summary_table(rows) << "\nsummary: " << layout.summary_csv() << "\n";
+    const auto images = write_plots(layout, experiment.name, rows);
+    if (!images.empty()) {
+      std::cout << "plots:   " << layout.plots_dir() << "/ (";
+      for (std::size_t i = 0; i < images.size(); ++i) {
+        std::cout << (i ? ", " : "") << std::filesystem::path(images[i]).filename().string();
+      }
+      std::cout << ")\n";
+    }
+  } catch (const Error& error) {
+    std::cerr << "harness: " << error.what() << "\n";
+    return kExitFailure;
+  }
+  if (interrupted) return kExitInterrupted;
+  if (failed > 0) {
+    std::cerr << fmt::format("harness: {} of {} point(s) failed\n", failed, loaded.points.size());
+    return kExitFailure;
+  }
+  return kExitOk;
+}
+
+int plan_command(const std::string& experiment_path) {
+  Loaded loaded;
+  try {
+    loaded = load_and_validate(experiment_path);
+  } catch (const ConfigError& error) {
+    std::cerr << "harness: " << error.what() << "\n";
+    return kExitBadInput;
+  }
+  const Experiment& experiment = loaded.experiment;
+  std::cout << fmt::format("experiment \"{}\" ({}): {} point(s), launcher {}\n", experiment.name,
+                           experiment.source_path, loaded.points.size(), experiment.launcher);
+  if (!experiment.description.empty()) std::cout << experiment.description << "\n";
+  const Json base = to_json(experiment.base);
+  std::cout << "fixed:";
+  for (const auto& [key, value] : base.items()) {
+    const bool swept = std::any_of(experiment.sweep.begin(), experiment.sweep.end(),
+                                   [&key](const SweepAxis& axis) { return axis.key == key; });
+    if (!swept) std::cout << " " << key << "=" << value.dump();
+  }
+  std::cout << "\n";
+  int64_t rank_slots = 0;
+  for (const auto& point : loaded.points) {
+    std::cout << fmt::format("  {} {}\n", point.id, describe_point(experiment, point));
+    rank_slots += point.settings.ranks;
+  }
+  std::cout << fmt::format("total: {} point(s), {} rank-slot(s)\n", loaded.points.size(),
+                           rank_slots);
+  return kExitOk;
+}
+
+}  // namespace harness

@@ -1,0 +1,54 @@
+// Experiment files: parsing, validation and expansion of the sweep into points.
+//
+// Format (v1):
+//   {
+//     "name": "speedup",                      // required; names the results directory
+//     "description": "...",                   // optional
+//     "launcher": "local",                    // optional; how points are started
+//     "settings": { "workload": "iris_mlp", "epochs": 20 },   // fixed for every point
+//     "sweep": { "ranks": [1, 2], "batch_size": [4, 16] }      // cartesian product
+//   }
+// Keys of "settings" and "sweep" are the setting keys of settings.h; a key may not be in both.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "harness/settings.h"
+
+namespace harness {
+
+struct SweepAxis {
+  std::string key;
+  std::vector<Json> values;
+};
+
+struct Experiment {
+  std::string source_path;  // as given on the command line, for error messages
+  std::string name;
+  std::string description;
+  std::string launcher = "local";
+  PointSettings base;            // defaults overlaid with "settings"
+  std::vector<SweepAxis> sweep;  // in file order; the last axis varies fastest
+};
+
+// One resolved point of the sweep.
+struct Point {
+  int index = 0;    // 0-based position in the expansion order
+  std::string id;   // stable across runs: depends only on the settings (see point_id)
+  PointSettings settings;
+};
+
+// Reads and validates an experiment file. Throws ConfigError ("file: field: expected ..., got ...").
+Experiment load_experiment(const std::string& path);
+// Same, from already-read text (tests use this; `source_path` only labels errors).
+Experiment parse_experiment(const std::string& text, const std::string& source_path);
+
+// Cartesian product of the sweep over the base settings, last axis fastest.
+std::vector<Point> expand(const Experiment& experiment);
+
+// "p003-1a2b3c4d": position plus a hash of the point's settings, so an id names its settings.
+std::string point_id(int index, const PointSettings& settings);
+
+}  // namespace harness

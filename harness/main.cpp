@@ -1,0 +1,76 @@
+// `harness`: command-line entry point. `harness worker ...` is the rank program that launchers
+// start under mpirun; every other subcommand is for people.
+#include <CLI/CLI.hpp>
+
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "backends/gradient_sync.h"
+#include "harness/commands.h"
+#include "harness/version.h"
+#include "harness/worker.h"
+#include "workloads/registry.h"
+
+namespace {
+
+std::string names_help() {
+  std::string text = "\nWorkloads:\n";
+  for (const auto& info : harness::workload_table()) {
+    text += fmt::format("  {:<12} {}\n", info.name, info.summary);
+  }
+  text += "Backends:\n";
+  for (const auto& info : harness::backend_table()) {
+    text += fmt::format("  {:<12} {}\n", info.name, info.summary);
+  }
+  return text;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // The worker parses its own arguments: it runs under mpirun, before anything else.
+  if (argc >= 2 && std::strcmp(argv[1], "worker") == 0) {
+    return harness::worker_main(argc - 2, argv + 2);
+  }
+
+  CLI::App app{"harness: scaling studies of data-parallel training over MPI"};
+  app.set_version_flag("--version", fmt::format("harness {} ({})", harness::kHarnessVersion,
+                                                harness::git_commit()));
+  app.require_subcommand(1);
+  app.footer(names_help());
+
+  harness::RunOptions run_options;
+  auto* run = app.add_subcommand("run", "Run every point of an experiment file, then write "
+                                        "summary.csv and plots");
+  run->add_option("FILE", run_options.experiment_path, "experiment file (JSON)")->required();
+  run->add_option("--out", run_options.out_dir,
+                  "results directory (default: results/<experiment name>/<timestamp>)");
+
+  std::string plan_path;
+  auto* plan = app.add_subcommand("plan", "Print the points an experiment expands to, without "
+                                          "running anything");
+  plan->add_option("FILE", plan_path, "experiment file (JSON)")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& help) {
+    return app.exit(help);
+  } catch (const CLI::CallForAllHelp& help) {
+    return app.exit(help);
+  } catch (const CLI::CallForVersion& version) {
+    return app.exit(version);
+  } catch (const CLI::ParseError& error) {
+    std::cerr << "harness: " << error.what() << " (see harness --help)\n";
+    return harness::kExitBadInput;
+  }
+
+  if (*run) {
+    run_options.command_line.assign(argv, argv + argc);
+    return harness::run_command(run_options);
+  }
+  return harness::plan_command(plan_path);
+}

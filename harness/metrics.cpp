@@ -1,0 +1,77 @@
+#include "harness/metrics.h"
+
+#include <fmt/format.h>
+
+#include "harness/errors.h"
+
+namespace harness {
+namespace {
+
+double mean_of(const Json& values, const char* field) {
+  if (!values.is_array()) throw Error(fmt::format("measurements: {} is not a list", field));
+  if (values.empty()) return 0;
+  double sum = 0;
+  for (const auto& value : values) sum += value.get<double>();
+  return sum / static_cast<double>(values.size());
+}
+
+// Settings that must match for two points to be on one scaling curve: all but ranks, and but
+// the timeout (a limit, not part of the computation).
+Json comparable_settings(const PointSettings& settings) {
+  Json object = to_json(settings);
+  object.erase("ranks");
+  object.erase("timeout_s");
+  return object;
+}
+
+}  // namespace
+
+PointMetrics point_metrics(const Json& measurements) {
+  try {
+    PointMetrics metrics;
+    const Json& steps = measurements.at("steps");
+    metrics.time_s = measurements.at("train_time_s").get<double>();
+    const double samples = measurements.at("samples_trained").get<double>();
+    metrics.throughput_samples_per_s = metrics.time_s > 0 ? samples / metrics.time_s : 0;
+    metrics.step_time_s = mean_of(steps.at("step_s"), "steps.step_s");
+    metrics.compute_time_s = mean_of(steps.at("compute_s"), "steps.compute_s");
+    metrics.comm_time_s = mean_of(steps.at("comm_s"), "steps.comm_s");
+    metrics.comm_fraction =
+        metrics.step_time_s > 0 ? metrics.comm_time_s / metrics.step_time_s : 0;
+    const Json& epochs = measurements.at("epochs");
+    if (!epochs.empty()) {
+      metrics.final_loss = epochs.back().at("train_loss").get<double>();
+      metrics.accuracy = epochs.back().at("test_accuracy").get<double>();
+    }
+    return metrics;
+  } catch (const Json::exception& error) {
+    throw Error(fmt::format("measurements: {}", error.what()));
+  }
+}
+
+std::vector<std::optional<Scaling>> scaling_metrics(const std::vector<ScalingInput>& points) {
+  std::vector<std::optional<Scaling>> result(points.size());
+  std::vector<Json> keys;
+  keys.reserve(points.size());
+  for (const auto& point : points) keys.push_back(comparable_settings(point.settings));
+
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    if (!points[i].ok || points[i].time_s <= 0) continue;
+    int baseline = -1;
+    for (std::size_t j = 0; j < points.size(); ++j) {
+      if (!points[j].ok || points[j].time_s <= 0 || keys[j] != keys[i]) continue;
+      if (baseline < 0 || points[j].settings.ranks < points[baseline].settings.ranks) {
+        baseline = static_cast<int>(j);
+      }
+    }
+    const ScalingInput& base = points[baseline];
+    Scaling scaling;
+    scaling.baseline = baseline;
+    scaling.speedup = base.time_s / points[i].time_s;
+    scaling.efficiency = scaling.speedup * base.settings.ranks / points[i].settings.ranks;
+    result[i] = scaling;
+  }
+  return result;
+}
+
+}  // namespace harness

@@ -1,0 +1,44 @@
+// Metrics derived from stored results only, so they can be recomputed without rerunning.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "harness/settings.h"
+
+namespace harness {
+
+// Per point, from the worker's measurements (see worker.h for the record it writes).
+struct PointMetrics {
+  double time_s = 0;                    // training wall time, evaluation excluded
+  double throughput_samples_per_s = 0;  // over all ranks
+  double step_time_s = 0;               // mean over steps of the slowest rank's step
+  double compute_time_s = 0;            // mean over steps of the slowest rank's compute
+  double comm_time_s = 0;               // mean over steps of the slowest rank's communication
+  double comm_fraction = 0;             // comm_time_s / step_time_s
+  double final_loss = 0;                // training loss of the last epoch
+  double accuracy = 0;                  // held-out accuracy after the last epoch, in [0, 1]
+};
+
+// Throws Error when `measurements` lacks a field the metrics need.
+PointMetrics point_metrics(const Json& measurements);
+
+// One point as the cross-point metrics see it.
+struct ScalingInput {
+  PointSettings settings;
+  bool ok = false;
+  double time_s = 0;
+};
+
+struct Scaling {
+  int baseline = -1;  // index into the input of the point this one is compared with
+  double speedup = 0;
+  double efficiency = 0;
+};
+
+// Speedup = baseline time / time, where the baseline is the successful point with the fewest
+// ranks among those whose settings are otherwise equal (timeout_s aside); efficiency = speedup
+// × baseline ranks / ranks. Empty for failed points and points without a baseline.
+std::vector<std::optional<Scaling>> scaling_metrics(const std::vector<ScalingInput>& points);
+
+}  // namespace harness

@@ -1,0 +1,190 @@
+#include "harness/plots.h"
+
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "harness/errors.h"
+#include "harness/plot_templates.h"
+#include "harness/process.h"
+
+namespace harness {
+namespace {
+
+// Setting keys whose values differ between points: they label the lines.
+std::vector<std::string> varying_keys(const std::vector<SummaryRow>& rows) {
+  std::vector<std::string> keys;
+  if (rows.empty()) return keys;
+  const Json first = to_json(rows.front().settings);
+  for (const auto& [key, value] : first.items()) {
+    if (key == "timeout_s") continue;
+    for (const auto& row : rows) {
+      if (to_json(row.settings)[key] != value) {
+        keys.push_back(key);
+        break;
+      }
+    }
+  }
+  return keys;
+}
+
+std::string label_for(const PointSettings& settings, const std::vector<std::string>& keys,
+                      bool include_ranks) {
+  const Json values = to_json(settings);
+  std::string label;
+  for (const auto& key : keys) {
+    if (key == "ranks" && !include_ranks) continue;
+    const Json& value = values[key];
+    label += fmt::format("{}{}={}", label.empty() ? "" : " ", key,
+                         value.is_string() ? value.get<std::string>() : value.dump());
+  }
+  if (label.empty()) label = settings.workload + " / " + settings.backend;
+  if (include_ranks && label.find("ranks=") == std::string::npos) {
+    label += fmt::format(" ranks={}", settings.ranks);
+  }
+  return label;
+}
+
+// gnuplot's columnheader reads the first line of a block as its title; quote it.
+std::string block_title(const std::string& title) {
+  std::string escaped;
+  for (const char c : title) escaped += (c == '"' ? '\'' : c);
+  return "\"" + escaped + "\"\n";
+}
+
+struct Series {
+  std::string title;
+  std::vector<const SummaryRow*> rows;  // in rank order
+};
+
+// Groups successful points into scaling curves: equal settings except ranks.
+std::vector<Series> scaling_series(const std::vector<SummaryRow>& rows,
+                                   const std::vector<std::string>& keys) {
+  std::map<std::string, Series> by_title;
+  std::vector<std::string> order;
+  for (const auto& row : rows) {
+    if (!row.ok || !row.scaling || !row.metrics) continue;
+    const std::string title = label_for(row.settings, keys, false);
+    if (by_title.count(title) == 0) order.push_back(title);
+    by_title[title].title = title;
+    by_title[title].rows.push_back(&row);
+  }
+  std::vector<Series> series;
+  for (const auto& title : order) {
+    Series s = by_title[title];
+    std::sort(s.rows.begin(), s.rows.end(), [](const SummaryRow* a, const SummaryRow* b) {
+      return a->settings.ranks < b->settings.ranks;
+    });
+    series.push_back(std::move(s));
+  }
+  return series;
+}
+
+std::string gnuplot_string(const std::string& text) {
+  std::string escaped;
+  for (const char c : text) {
+    if (c == '"' || c == '\\') escaped += '\\';
+    escaped += c;
+  }
+  return "\"" + escaped + "\"";
+}
+
+}  // namespace
+
+const std::string& plot_template(const std::string& name) {
+  for (const auto& [template_name, text] : kPlotTemplates) {
+    if (template_name == name) return text;
+  }
+  throw Error(fmt::format("no plot template named \"{}\"", name));
+}
+
+std::vector<std::string> write_plots(const ResultsLayout& layout, const std::string& experiment_name,
+                                     const std::vector<SummaryRow>& rows) {
+  const std::vector<std::string> keys = varying_keys(rows);
+  const std::vector<Series> series = scaling_series(rows, keys);
+
+  std::map<std::string, std::string> data;  // plot name -> .dat contents
+  if (!series.empty()) {
+    // The ideal lines span the ranks that were measured, from the smallest baseline.
+    std::set<int> all_ranks;
+    int fewest_ranks = std::numeric_limits<int>::max();
+    for (const auto& s : series) {
+      for (const auto* row : s.rows) {
+        all_ranks.insert(row->settings.ranks);
+        fewest_ranks = std::min(fewest_ranks, row->settings.ranks);
+      }
+    }
+    std::string speedup = block_title("ideal");
+    std::string efficiency = block_title("ideal");
+    for (const int ranks : all_ranks) {
+      speedup += fmt::format("{} {}\n", ranks, static_cast<double>(ranks) / fewest_ranks);
+      efficiency += fmt::format("{} 100\n", ranks);
+    }
+    std::string throughput;
+    for (const auto& s : series) {
+      speedup += "\n\n" + block_title(s.title);
+      efficiency += "\n\n" + block_title(s.title);
+      throughput += (throughput.empty() ? "" : "\n\n") + block_title(s.title);
+      for (const auto* row : s.rows) {
+        speedup += fmt::format("{} {:.6g}\n", row->settings.ranks, row->scaling->speedup);
+        efficiency +=
+            fmt::format("{} {:.6g}\n", row->settings.ranks, 100 * row->scaling->efficiency);
+        throughput += fmt::format("{} {:.6g}\n", row->settings.ranks,
+                                  row->metrics->throughput_samples_per_s);
+      }
+    }
+    data["speedup"] = speedup;
+    data["efficiency"] = efficiency;
+    data["throughput"] = throughput;
+  }
+
+  std::string loss;
+  for (const auto& row : rows) {
+    if (!row.ok || row.epochs.empty()) continue;
+    loss += (loss.empty() ? "" : "\n\n") + block_title(label_for(row.settings, keys, true));
+    for (const auto& epoch : row.epochs) {
+      loss += fmt::format("{} {:.6g}\n", epoch.at("epoch").get<int>(),
+                          epoch.at("train_loss").get<double>());
+    }
+  }
+  if (!loss.empty()) data["loss"] = loss;
+
+  if (data.empty()) return {};
+  if (find_program("gnuplot").empty()) {
+    throw Error("gnuplot not found on PATH; install gnuplot-nox (bash .ci/install-deps), then "
+                "run the experiment again to draw the plots");
+  }
+
+  std::vector<std::string> images;
+  for (const auto& [name, contents] : data) {
+    const std::string base = layout.plots_dir() + "/" + name;
+    write_file_atomically(base + ".dat", contents);
+    const std::string script = fmt::format("EXPERIMENT = {}\n", gnuplot_string(experiment_name)) +
+                               plot_template(name) + plot_template("render");
+    write_file_atomically(base + ".gp", script);
+
+    ProcessRequest gnuplot;
+    gnuplot.argv = {"gnuplot", name + ".gp"};
+    gnuplot.working_directory = layout.plots_dir();
+    gnuplot.log_path = layout.plots_dir() + "/gnuplot.log";
+    gnuplot.timeout_s = 60;
+    const ProcessOutcome outcome = run_process(gnuplot);
+    if (!outcome.ok()) {
+      throw Error(fmt::format("gnuplot {}.gp failed ({}); see {}", name, outcome.describe(),
+                              gnuplot.log_path));
+    }
+    for (const char* extension : {".png", ".svg"}) {
+      const std::string image = base + extension;
+      std::error_code error;
+      if (std::filesystem::file_size(image, error) == 0 || error) {
+        throw Error(fmt::format("gnuplot {}.gp wrote no {}; see {}", name, image, gnuplot.log_path));
+      }
+      images.push_back(image);
+    }
+  }
+  return images;
+}
+
+}  // namespace harness

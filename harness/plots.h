@@ -1,0 +1,21 @@
+// Plots made from stored results only: DIR/plots/{speedup,efficiency,throughput,loss}.{png,svg},
+// each with the .dat it plots and the complete .gp script that drew it (rerun it with gnuplot to
+// restyle a figure by hand).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "harness/results.h"
+
+namespace harness {
+
+// The plot templates compiled into the binary (from plots/*.gp), by name.
+const std::string& plot_template(const std::string& name);
+
+// Writes the data files and scripts and runs gnuplot. Returns the image paths written. A plot
+// with no data (every point failed) is skipped. Throws Error when gnuplot is missing or fails.
+std::vector<std::string> write_plots(const ResultsLayout& layout, const std::string& experiment_name,
+                                     const std::vector<SummaryRow>& rows);
+
+}  // namespace harness

@@ -1,0 +1,220 @@
+#include "harness/results.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "harness/errors.h"
+#include "harness/version.h"
+
+namespace harness {
+namespace fs = std::filesystem;
+
+void ResultsLayout::create() const {
+  for (const auto& directory : {directory_, points_dir(), logs_dir(), plots_dir()}) {
+    std::error_code error;
+    fs::create_directories(directory, error);
+    if (error) {
+      throw ConfigError(fmt::format("--out: cannot create directory {}: {}", directory,
+                                    error.message()));
+    }
+    if (::access(directory.c_str(), W_OK) != 0) {
+      throw ConfigError(fmt::format("--out: directory {} is not writable", directory));
+    }
+  }
+}
+
+void write_file_atomically(const std::string& path, const std::string& content) {
+  const std::string temporary = fmt::format("{}.tmp.{}", path, ::getpid());
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    out << content;
+    out.flush();
+    if (!out) throw Error(fmt::format("{}: cannot write: {}", temporary, std::strerror(errno)));
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    const std::string reason = std::strerror(errno);
+    std::remove(temporary.c_str());
+    throw Error(fmt::format("{}: cannot rename into place: {}", path, reason));
+  }
+}
+
+Json read_json_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(fmt::format("{}: cannot open", path));
+  try {
+    return Json::parse(in);
+  } catch (const Json::exception& error) {
+    throw Error(fmt::format("{}: invalid JSON: {}", path, error.what()));
+  }
+}
+
+std::string utc_timestamp() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm utc{};
+  ::gmtime_r(&now, &utc);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
+Json collect_provenance(const std::vector<std::string>& command_line) {
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  Json provenance = Json::object();
+  provenance["harness_version"] = kHarnessVersion;
+  provenance["git_commit"] = git_commit();
+  provenance["host"] = host;
+  provenance["command_line"] = command_line;
+  provenance["working_directory"] = fs::current_path().string();
+  return provenance;
+}
+
+Json make_point_record(const std::string& experiment_name, const Point& point,
+                       const LaunchOutcome& launch, const Json& provenance,
+                       const Json& measurements, const std::string& failure_reason,
+                       const std::vector<std::string>& log_tail) {
+  const bool ok = failure_reason.empty();
+  Json record = Json::object();
+  record["schema_version"] = kRecordSchemaVersion;
+  record["experiment"] = experiment_name;
+  record["id"] = point.id;
+  record["index"] = point.index;
+  record["status"] = ok ? "ok" : "failed";
+  if (!ok) {
+    record["reason"] = failure_reason;
+    record["log_tail"] = log_tail;
+  }
+  record["settings"] = to_json(point.settings);
+  record["launch"] = {
+      {"command", launch.command},
+      {"threads_per_rank", launch.threads_per_rank},
+      {"outcome", launch.process.describe()},
+      {"wall_time_s", launch.process.wall_time_s},
+  };
+  record["provenance"] = provenance;
+  record["measurements"] = ok ? measurements : Json();
+  return record;
+}
+
+std::vector<SummaryRow> load_summary(const ResultsLayout& layout) {
+  std::vector<SummaryRow> rows;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(layout.points_dir(), error)) {
+    if (entry.path().extension() != ".json") continue;
+    const Json record = read_json_file(entry.path().string());
+    SummaryRow row;
+    try {
+      row.index = record.at("index").get<int>();
+      row.id = record.at("id").get<std::string>();
+      row.settings = settings_from_json(record.at("settings"), entry.path().string());
+      row.ok = record.at("status") == "ok";
+      row.reason = record.value("reason", "");
+      if (row.ok) {
+        const Json& measurements = record.at("measurements");
+        row.metrics = point_metrics(measurements);
+        row.train_samples = measurements.at("train_samples").get<int64_t>();
+        row.epochs = measurements.at("epochs");
+      }
+    } catch (const Json::exception& bad) {
+      throw Error(fmt::format("{}: malformed point record: {}", entry.path().string(), bad.what()));
+    }
+    rows.push_back(std::move(row));
+  }
+  if (error) throw Error(fmt::format("{}: cannot list: {}", layout.points_dir(), error.message()));
+  std::sort(rows.begin(), rows.end(),
+            [](const SummaryRow& a, const SummaryRow& b) { return a.index < b.index; });
+
+  std::vector<ScalingInput> inputs;
+  for (const auto& row : rows) {
+    inputs.push_back({row.settings, row.ok, row.metrics ? row.metrics->time_s : 0});
+  }
+  const auto scaling = scaling_metrics(inputs);
+  for (std::size_t i = 0; i < rows.size(); ++i) rows[i].scaling = scaling[i];
+  return rows;
+}
+
+namespace {
+
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\n") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (const char c : text) {
+    if (c == '"') quoted += '"';
+    quoted += c;
+  }
+  return quoted + "\"";
+}
+
+// Numbers in CSV: enough digits to round-trip timings, empty when not measured.
+std::string number_or_empty(bool present, double value) {
+  return present ? fmt::format("{:.6g}", value) : "";
+}
+
+}  // namespace
+
+std::string summary_csv(const std::vector<SummaryRow>& rows) {
+  std::string out =
+      "index,id,status,workload,backend,device,ranks,batch_size,dataset_size,epochs,lr,seed,"
+      "threads_per_rank,time_s,throughput_samples_per_s,step_time_s,compute_time_s,comm_time_s,"
+      "comm_fraction,speedup,efficiency,final_loss,accuracy,reason\n";
+  for (const auto& row : rows) {
+    const PointSettings& s = row.settings;
+    const bool m = row.metrics.has_value();
+    const PointMetrics metrics = row.metrics.value_or(PointMetrics{});
+    const bool scaled = row.scaling.has_value();
+    const Scaling scaling = row.scaling.value_or(Scaling{});
+    const int64_t dataset_size = row.ok ? row.train_samples : s.dataset_size;
+    out += fmt::format(
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", row.index,
+        row.id, row.ok ? "ok" : "failed", csv_field(s.workload), csv_field(s.backend), s.device,
+        s.ranks, s.batch_size, dataset_size, s.epochs, s.lr, s.seed, s.threads_per_rank,
+        number_or_empty(m, metrics.time_s), number_or_empty(m, metrics.throughput_samples_per_s),
+        number_or_empty(m, metrics.step_time_s), number_or_empty(m, metrics.compute_time_s),
+        number_or_empty(m, metrics.comm_time_s), number_or_empty(m, metrics.comm_fraction),
+        number_or_empty(scaled, scaling.speedup), number_or_empty(scaled, scaling.efficiency),
+        number_or_empty(m, metrics.final_loss), number_or_empty(m, metrics.accuracy),
+        csv_field(row.reason));
+  }
+  return out;
+}
+
+std::string summary_table(const std::vector<SummaryRow>& rows) {
+  std::string out;
+  const auto line = [&out](auto&&... fields) {
+    out += fmt::format("{:<13} {:>9} {:>10} {:>5} {:>6} {:>7} {:>8} {:>10} {:>9} {:>7} {:>7} {:>6} "
+                       "{:>8} {:>6}\n",
+                       fields...);
+  };
+  line("id", "workload", "backend", "ranks", "batch", "status", "time", "throughput", "step", "comm",
+       "speedup", "effic", "loss", "acc");
+  line("", "", "", "", "/rank", "", "s", "samples/s", "ms", "%", "x", "%", "", "%");
+  for (const auto& row : rows) {
+    if (!row.metrics) {
+      line(row.id, row.settings.workload, row.settings.backend, row.settings.ranks, row.settings.batch_size, "failed", "-",
+           "-", "-", "-", "-", "-", "-", "-");
+      continue;
+    }
+    const PointMetrics& m = *row.metrics;
+    const std::string speedup = row.scaling ? fmt::format("{:.2f}", row.scaling->speedup) : "-";
+    const std::string efficiency =
+        row.scaling ? fmt::format("{:.0f}", 100 * row.scaling->efficiency) : "-";
+    line(row.id, row.settings.workload, row.settings.backend, row.settings.ranks, row.settings.batch_size, "ok",
+         fmt::format("{:.2f}", m.time_s), fmt::format("{:.0f}", m.throughput_samples_per_s),
+         fmt::format("{:.3f}", 1e3 * m.step_time_s), fmt::format("{:.1f}", 100 * m.comm_fraction),
+         speedup, efficiency, fmt::format("{:.4f}", m.final_loss),
+         fmt::format("{:.1f}", 100 * m.accuracy));
+  }
+  return out;
+}
+
+}  // namespace harness

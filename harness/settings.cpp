@@ -1,0 +1,215 @@
+#include "harness/settings.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "harness/errors.h"
+
+namespace harness {
+namespace {
+
+[[noreturn]] void fail(const std::string& where, std::string_view expected, const Json& got) {
+  throw ConfigError(fmt::format("{}: expected {}, got {}", where, expected, describe_json(got)));
+}
+
+int64_t read_integer(const Json& value, const std::string& where, int64_t min, int64_t max,
+                     std::string_view expected) {
+  // JSON has one number type: accept 4 and 4.0, refuse 4.5 and "4".
+  if (value.is_number_integer()) {
+    const auto number = value.get<int64_t>();
+    if (number >= min && number <= max) return number;
+  } else if (value.is_number_float()) {
+    const double number = value.get<double>();
+    if (std::trunc(number) == number && number >= static_cast<double>(min) &&
+        number <= static_cast<double>(max)) {
+      return static_cast<int64_t>(number);
+    }
+  }
+  fail(where, expected, value);
+}
+
+double read_positive_number(const Json& value, const std::string& where) {
+  if (value.is_number() && value.get<double>() > 0 && std::isfinite(value.get<double>())) {
+    return value.get<double>();
+  }
+  fail(where, "a positive number", value);
+}
+
+std::string read_string(const Json& value, const std::string& where, std::string_view expected) {
+  if (value.is_string() && !value.get<std::string>().empty()) return value.get<std::string>();
+  fail(where, expected, value);
+}
+
+constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
+constexpr int64_t kMaxInt64 = std::numeric_limits<int64_t>::max();
+
+using Reader = std::function<void(PointSettings&, const Json&, const std::string&)>;
+
+struct SettingEntry {
+  SettingInfo info;
+  Reader read;
+  std::function<Json(const PointSettings&)> write;
+};
+
+// The single source of truth for keys, their validation and their serialisation.
+const std::vector<SettingEntry>& entries() {
+  static const std::vector<SettingEntry> table = {
+      {{"workload", "a workload name", "what each rank trains (see `harness run --help`)"},
+       [](auto& s, const Json& v, const auto& w) { s.workload = read_string(v, w, "a workload name"); },
+       [](const auto& s) { return Json(s.workload); }},
+      {{"backend", "a backend name", "how gradients are synchronised between ranks"},
+       [](auto& s, const Json& v, const auto& w) { s.backend = read_string(v, w, "a backend name"); },
+       [](const auto& s) { return Json(s.backend); }},
+      {{"device", "\"cpu\" or \"cuda\"", "where tensors live"},
+       [](auto& s, const Json& v, const auto& w) {
+         if (!v.is_string() || (v != "cpu" && v != "cuda")) fail(w, "\"cpu\" or \"cuda\"", v);
+         s.device = v.get<std::string>();
+       },
+       [](const auto& s) { return Json(s.device); }},
+      {{"ranks", "a positive integer", "MPI ranks (processes) for the point"},
+       [](auto& s, const Json& v, const auto& w) {
+         s.ranks = static_cast<int>(read_integer(v, w, 1, 4096, "a positive integer (at most 4096)"));
+       },
+       [](const auto& s) { return Json(s.ranks); }},
+      {{"batch_size", "a positive integer", "samples per rank per step"},
+       [](auto& s, const Json& v, const auto& w) {
+         s.batch_size = static_cast<int>(read_integer(v, w, 1, kMaxInt, "a positive integer"));
+       },
+       [](const auto& s) { return Json(s.batch_size); }},
+      {{"dataset_size", "a non-negative integer (0 = whole training set)",
+        "training samples used"},
+       [](auto& s, const Json& v, const auto& w) {
+         s.dataset_size =
+             read_integer(v, w, 0, kMaxInt64, "a non-negative integer (0 = whole training set)");
+       },
+       [](const auto& s) { return Json(s.dataset_size); }},
+      {{"epochs", "a positive integer", "passes over the training set"},
+       [](auto& s, const Json& v, const auto& w) {
+         s.epochs = static_cast<int>(read_integer(v, w, 1, kMaxInt, "a positive integer"));
+       },
+       [](const auto& s) { return Json(s.epochs); }},
+      {{"lr", "a positive number", "SGD learning rate"},
+       [](auto& s, const Json& v, const auto& w) { s.lr = read_positive_number(v, w); },
+       [](const auto& s) { return Json(s.lr); }},
+      {{"seed", "a non-negative integer", "seed for initial weights, splits and shuffles"},
+       [](auto& s, const Json& v, const auto& w) {
+         s.seed = read_integer(v, w, 0, kMaxInt64, "a non-negative integer");
+       },
+       [](const auto& s) { return Json(s.seed); }},
+      {{"threads_per_rank", "a non-negative integer (0 = cores / ranks)",
+        "LibTorch and OpenBLAS threads in each rank"},
+       [](auto& s, const Json& v, const auto& w) {
+         s.threads_per_rank = static_cast<int>(
+             read_integer(v, w, 0, 1024, "a non-negative integer (0 = cores / ranks)"));
+       },
+       [](const auto& s) { return Json(s.threads_per_rank); }},
+      {{"timeout_s", "a positive number", "wall-clock limit of the point, in seconds"},
+       [](auto& s, const Json& v, const auto& w) { s.timeout_s = read_positive_number(v, w); },
+       [](const auto& s) { return Json(s.timeout_s); }},
+      {{"data_path", "a file path", "training data file (default: the workload's own)"},
+       [](auto& s, const Json& v, const auto& w) {
+         if (!v.is_string()) fail(w, "a file path", v);
+         s.data_path = v.get<std::string>();
+       },
+       [](const auto& s) { return Json(s.data_path); }},
+  };
+  return table;
+}
+
+const SettingEntry* find_entry(std::string_view key) {
+  for (const auto& entry : entries()) {
+    if (entry.info.key == key) return &entry;
+  }
+  return nullptr;
+}
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+std::vector<std::string_view> setting_keys() {
+  std::vector<std::string_view> keys;
+  for (const auto& entry : entries()) keys.push_back(entry.info.key);
+  return keys;
+}
+
+}  // namespace
+
+const std::vector<SettingInfo>& setting_table() {
+  static const std::vector<SettingInfo> infos = [] {
+    std::vector<SettingInfo> result;
+    for (const auto& entry : entries()) result.push_back(entry.info);
+    return result;
+  }();
+  return infos;
+}
+
+void apply_setting(PointSettings& settings, std::string_view key, const Json& value,
+                   const std::string& where) {
+  const SettingEntry* entry = find_entry(key);
+  if (entry == nullptr) {
+    const std::string suggestion = closest_name(key, setting_keys());
+    throw ConfigError(fmt::format("{}: unknown setting \"{}\"{}", where, key,
+                                  suggestion.empty() ? ""
+                                                     : fmt::format(" (did you mean \"{}\"?)",
+                                                                   suggestion)));
+  }
+  entry->read(settings, value, where);
+}
+
+Json to_json(const PointSettings& settings) {
+  Json object = Json::object();
+  for (const auto& entry : entries()) object[std::string(entry.info.key)] = entry.write(settings);
+  return object;
+}
+
+PointSettings settings_from_json(const Json& object, const std::string& where) {
+  if (!object.is_object()) fail(where, "an object of settings", object);
+  PointSettings settings;
+  for (const auto& [key, value] : object.items()) {
+    apply_setting(settings, key, value, where + "." + key);
+  }
+  return settings;
+}
+
+int resolved_threads_per_rank(const PointSettings& settings, int cores) {
+  if (settings.threads_per_rank > 0) return settings.threads_per_rank;
+  return std::max(1, cores / std::max(1, settings.ranks));
+}
+
+std::string closest_name(std::string_view unknown, const std::vector<std::string_view>& candidates) {
+  std::string best;
+  std::size_t best_distance = std::max<std::size_t>(2, unknown.size() / 3) + 1;
+  for (const auto candidate : candidates) {
+    const std::size_t distance = edit_distance(unknown, candidate);
+    if (distance < best_distance) {
+      best_distance = distance;
+      best = std::string(candidate);
+    }
+  }
+  return best;
+}
+
+std::string describe_json(const Json& value) {
+  std::string text = value.dump();
+  constexpr std::size_t kMaxChars = 60;
+  if (text.size() > kMaxChars) text = text.substr(0, kMaxChars - 3) + "...";
+  return text;
+}
+
+}  // namespace harness

@@ -1,0 +1,60 @@
+// The settings of one point of an experiment: everything a rank needs to train one
+// configuration. An experiment file fixes some of them and sweeps others; each key of the
+// experiment's "settings" and "sweep" objects is one field below, under the same name.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace harness {
+
+using Json = nlohmann::ordered_json;
+
+struct PointSettings {
+  std::string workload = "iris_mlp";
+  std::string backend = "allreduce";
+  std::string device = "cpu";
+  int ranks = 1;
+  int batch_size = 4;         // samples per rank per step
+  int64_t dataset_size = 0;   // training samples used; 0 = the workload's whole training set
+  int epochs = 10;
+  double lr = 0.01;
+  int64_t seed = 42;
+  int threads_per_rank = 0;   // LibTorch/OpenBLAS threads per rank; 0 = cores / ranks (at least 1)
+  double timeout_s = 600;     // wall-clock limit for the point's whole mpirun
+  std::string data_path;      // "" = the workload's default data file
+};
+
+// One row of the settings table: the key used in experiment files and how to read it.
+struct SettingInfo {
+  std::string_view key;
+  std::string_view expected;  // what a valid value looks like, for error messages and docs
+  std::string_view help;
+};
+
+// Every key an experiment may set, in the order records and tables print them.
+const std::vector<SettingInfo>& setting_table();
+
+// Sets one field from a JSON value. `where` prefixes the error ("exp.json: sweep.ranks[2]").
+// Throws ConfigError naming `where`, the expected form and the value found.
+void apply_setting(PointSettings& settings, std::string_view key, const Json& value,
+                   const std::string& where);
+
+Json to_json(const PointSettings& settings);
+// Reads a JSON object written by to_json (every key optional). Throws ConfigError.
+PointSettings settings_from_json(const Json& object, const std::string& where);
+
+// Threads each rank uses: threads_per_rank, or cores / ranks when it is 0 (auto).
+int resolved_threads_per_rank(const PointSettings& settings, int cores);
+
+// The closest key to `unknown` from `candidates`, or "" if none is close; for "did you mean".
+std::string closest_name(std::string_view unknown, const std::vector<std::string_view>& candidates);
+
+// Short rendering of a JSON value for error messages: strings quoted, long values cut.
+std::string describe_json(const Json& value);
+
+}  // namespace harness

@@ -1,0 +1,147 @@
+#include "harness/trainer.h"
+
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "harness/errors.h"
+#include "harness/shuffle.h"
+
+namespace harness {
+
+DataParallelTrainer::DataParallelTrainer(Workload& workload, GradientSync& backend,
+                                         MPI_Comm communicator, const PointSettings& settings)
+    : workload_(workload),
+      backend_(backend),
+      communicator_(communicator),
+      settings_(settings),
+      parameters_(workload.parameters()) {
+  check_mpi(MPI_Comm_rank(communicator_, &rank_), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_size(communicator_, &world_size_), "MPI_Comm_size");
+  int64_t elements = 0;
+  for (auto& parameter : parameters_) {
+    if (parameter.scalar_type() != torch::kFloat32 || !parameter.is_contiguous()) {
+      throw NotSupported("trainer: parameters must be contiguous float32 tensors");
+    }
+    elements += parameter.numel();
+    // Allocate .grad now, so packing never meets an undefined gradient.
+    parameter.mutable_grad() = torch::zeros_like(parameter);
+  }
+  fused_.resize(static_cast<std::size_t>(elements));
+}
+
+void DataParallelTrainer::pack_gradients() {
+  float* out = fused_.data();
+  for (const auto& parameter : parameters_) {
+    const auto& grad = parameter.grad();
+    std::copy_n(grad.data_ptr<float>(), grad.numel(), out);
+    out += grad.numel();
+  }
+}
+
+void DataParallelTrainer::unpack_gradients(float scale) {
+  const float* in = fused_.data();
+  for (auto& parameter : parameters_) {
+    auto grad = parameter.mutable_grad();
+    float* out = grad.data_ptr<float>();
+    for (int64_t i = 0; i < grad.numel(); ++i) out[i] = in[i] * scale;
+    in += grad.numel();
+  }
+}
+
+void DataParallelTrainer::broadcast_parameters() {
+  torch::NoGradGuard no_grad;
+  float* cursor = fused_.data();
+  for (const auto& parameter : parameters_) {
+    std::copy_n(parameter.data_ptr<float>(), parameter.numel(), cursor);
+    cursor += parameter.numel();
+  }
+  check_mpi(MPI_Bcast(fused_.data(), static_cast<int>(fused_.size()), MPI_FLOAT, 0, communicator_),
+            "MPI_Bcast(parameters)");
+  const float* in = fused_.data();
+  for (auto& parameter : parameters_) {
+    std::copy_n(in, parameter.numel(), parameter.data_ptr<float>());
+    in += parameter.numel();
+  }
+}
+
+void DataParallelTrainer::average_gradients() {
+  pack_gradients();
+  backend_.allreduce_sum(fused_);
+  unpack_gradients(1.0F / static_cast<float>(world_size_));
+}
+
+int64_t DataParallelTrainer::steps_per_epoch() const {
+  return workload_.train_size() / (static_cast<int64_t>(world_size_) * settings_.batch_size);
+}
+
+TrainingResult DataParallelTrainer::train() {
+  TrainingResult result;
+  result.steps_per_epoch = steps_per_epoch();
+  if (result.steps_per_epoch == 0) {
+    throw ConfigError(fmt::format(
+        "batch_size: ranks × batch_size = {} × {} exceeds the {} training samples", world_size_,
+        settings_.batch_size, workload_.train_size()));
+  }
+  const int64_t batch = settings_.batch_size;
+  const int64_t global_batch = batch * world_size_;
+  const auto total_steps = static_cast<std::size_t>(result.steps_per_epoch * settings_.epochs);
+  result.steps.compute_s.reserve(total_steps);
+  result.steps.comm_s.reserve(total_steps);
+  result.steps.step_s.reserve(total_steps);
+
+  std::vector<int64_t> permutation(static_cast<std::size_t>(workload_.train_size()));
+  const auto lr = static_cast<float>(settings_.lr);
+
+  for (int epoch = 1; epoch <= settings_.epochs; ++epoch) {
+    std::iota(permutation.begin(), permutation.end(), 0);
+    deterministic_shuffle(permutation, static_cast<uint64_t>(settings_.seed),
+                          static_cast<uint64_t>(epoch));
+    double loss_sum = 0;
+
+    check_mpi(MPI_Barrier(communicator_), "MPI_Barrier");
+    const double epoch_start = MPI_Wtime();
+    for (int64_t step = 0; step < result.steps_per_epoch; ++step) {
+      const double start = MPI_Wtime();
+      for (auto& parameter : parameters_) parameter.mutable_grad().zero_();
+      const std::span<const int64_t> positions(
+          permutation.data() + (step * world_size_ + rank_) * batch, static_cast<std::size_t>(batch));
+      loss_sum += workload_.forward_backward(positions);
+      const double computed = MPI_Wtime();
+
+      average_gradients();
+      const double reduced = MPI_Wtime();
+
+      {
+        torch::NoGradGuard no_grad;
+        for (auto& parameter : parameters_) parameter.sub_(parameter.grad(), lr);
+      }
+      const double end = MPI_Wtime();
+      result.steps.compute_s.push_back((computed - start) + (end - reduced));
+      result.steps.comm_s.push_back(reduced - computed);
+      result.steps.step_s.push_back(end - start);
+    }
+    check_mpi(MPI_Barrier(communicator_), "MPI_Barrier");
+    const double epoch_time = MPI_Wtime() - epoch_start;
+    result.train_time_s += epoch_time;
+    result.samples_trained += result.steps_per_epoch * global_batch;
+
+    // Bookkeeping outside the timed region: the epoch's mean loss over all ranks' batches.
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, &loss_sum, 1, MPI_DOUBLE, MPI_SUM, communicator_),
+              "MPI_Allreduce(loss)");
+    if (rank_ == 0) {
+      const Evaluation evaluation = workload_.evaluate();
+      EpochRecord record;
+      record.epoch = epoch;
+      record.train_loss = loss_sum / static_cast<double>(result.steps_per_epoch * world_size_);
+      record.test_loss = evaluation.loss;
+      record.test_accuracy = evaluation.accuracy;
+      record.train_time_s = epoch_time;
+      record.samples_seen = result.samples_trained;
+      result.epochs.push_back(record);
+    }
+  }
+  return result;
+}
+
+}  // namespace harness

@@ -1,0 +1,73 @@
+// Synchronous data-parallel SGD over MPI: what every rank runs for one point.
+//
+// Each step, rank r of p trains on positions perm[(s·p + r)·b, (s·p + r + 1)·b) of the epoch's
+// permutation (same seed and epoch on every rank, so the ranks' batches are disjoint and
+// together the same global batch one rank would take with batch p·b). Gradients are summed with
+// the chosen GradientSync backend, divided by p, and every rank applies the same SGD update.
+//
+// Threading: the caller's thread only; MPI must be initialised (MPI_THREAD_FUNNELED is enough).
+#pragma once
+
+#include <mpi.h>
+
+#include <vector>
+
+#include "backends/gradient_sync.h"
+#include "harness/settings.h"
+#include "workloads/workload.h"
+
+namespace harness {
+
+struct EpochRecord {
+  int epoch = 0;              // 1-based
+  double train_loss = 0;      // mean of the steps' global-batch losses
+  double test_loss = 0;
+  double test_accuracy = 0;
+  double train_time_s = 0;    // this epoch's training wall time, evaluation excluded
+  int64_t samples_seen = 0;   // cumulative, all ranks
+};
+
+// Per-step times of this rank; the worker reduces them to the slowest rank.
+struct StepTimes {
+  std::vector<double> compute_s;  // forward, backward and optimizer update
+  std::vector<double> comm_s;     // gradient packing, reduction and unpacking
+  std::vector<double> step_s;
+};
+
+struct TrainingResult {
+  std::vector<EpochRecord> epochs;  // filled on rank 0
+  StepTimes steps;                  // this rank's
+  int64_t steps_per_epoch = 0;
+  double train_time_s = 0;          // sum over epochs
+  int64_t samples_trained = 0;      // all ranks
+};
+
+class DataParallelTrainer {
+ public:
+  // The trainer keeps references: workload and backend must outlive it.
+  DataParallelTrainer(Workload& workload, GradientSync& backend, MPI_Comm communicator,
+                      const PointSettings& settings);
+
+  // Copies rank 0's parameters to every rank, so all start from the same model.
+  void broadcast_parameters();
+  // Sums every rank's gradients with the backend and divides by the number of ranks.
+  void average_gradients();
+  int64_t steps_per_epoch() const;
+  TrainingResult train();
+
+ private:
+  // Copies between the parameters' gradients and the fused buffer the backend reduces.
+  void pack_gradients();
+  void unpack_gradients(float scale);
+
+  Workload& workload_;
+  GradientSync& backend_;
+  MPI_Comm communicator_;
+  PointSettings settings_;
+  int rank_ = 0;
+  int world_size_ = 1;
+  std::vector<torch::Tensor> parameters_;
+  std::vector<float> fused_;  // one float per parameter element, in parameters_ order
+};
+
+}  // namespace harness

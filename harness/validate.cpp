@@ -1,0 +1,88 @@
+#include "harness/validate.h"
+
+#include <map>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "backends/gradient_sync.h"
+#include "harness/errors.h"
+#include "workloads/registry.h"
+
+namespace harness {
+namespace {
+
+// Where a setting's value for a point came from, for error messages.
+std::string field_of(const Experiment& experiment, const std::string& key, const Json& value) {
+  for (const auto& axis : experiment.sweep) {
+    if (axis.key != key) continue;
+    for (std::size_t i = 0; i < axis.values.size(); ++i) {
+      if (axis.values[i] == value) return fmt::format("{}: sweep.{}[{}]", experiment.source_path, key, i);
+    }
+  }
+  return fmt::format("{}: settings.{}", experiment.source_path, key);
+}
+
+std::string point_label(const Experiment& experiment, const Point& point) {
+  return fmt::format("{}: point {} (ranks={}, batch_size={}, dataset_size={})",
+                     experiment.source_path, point.id, point.settings.ranks,
+                     point.settings.batch_size, point.settings.dataset_size);
+}
+
+}  // namespace
+
+bool built_with_cuda() {
+#ifdef HARNESS_WITH_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+void validate_points(const Experiment& experiment, const std::vector<Point>& points) {
+  // Samples available per (workload, data file, seed): read each data set once.
+  std::map<std::tuple<std::string, std::string, int64_t>, int64_t> available;
+  for (const auto& point : points) {
+    const PointSettings& s = point.settings;
+    try {
+      find_workload(s.workload);
+    } catch (const ConfigError& error) {
+      throw ConfigError(fmt::format("{}: {}", field_of(experiment, "workload", s.workload), error.what()));
+    }
+    try {
+      find_backend(s.backend);
+    } catch (const ConfigError& error) {
+      throw ConfigError(fmt::format("{}: {}", field_of(experiment, "backend", s.backend), error.what()));
+    }
+    if (s.device == "cuda" && !built_with_cuda()) {
+      throw ConfigError(fmt::format(
+          "{}: expected \"cpu\": this build has no CUDA support (configure with "
+          "-DHARNESS_WITH_CUDA=ON on a machine with a CUDA toolkit and GPU), got \"cuda\"",
+          field_of(experiment, "device", s.device)));
+    }
+
+    const auto key = std::make_tuple(s.workload, s.data_path, s.seed);
+    if (available.count(key) == 0) {
+      try {
+        available[key] = find_workload(s.workload).available_train_samples(s);
+      } catch (const ConfigError& error) {
+        throw ConfigError(fmt::format("{}: {}", point_label(experiment, point), error.what()));
+      }
+    }
+    const int64_t samples = available[key];
+    if (s.dataset_size > samples) {
+      throw ConfigError(fmt::format("{}: expected at most {} (the {} training samples), got {}",
+                                    field_of(experiment, "dataset_size", s.dataset_size), samples,
+                                    s.workload, s.dataset_size));
+    }
+    const int64_t used = s.dataset_size > 0 ? s.dataset_size : samples;
+    if (static_cast<int64_t>(s.ranks) * s.batch_size > used) {
+      throw ConfigError(fmt::format(
+          "{}: batch_size: ranks × batch_size = {} × {} exceeds the {} training samples, so no "
+          "full step fits in an epoch",
+          point_label(experiment, point), s.ranks, s.batch_size, used));
+    }
+  }
+}
+
+}  // namespace harness

@@ -1,0 +1,18 @@
+// Checks, before anything is launched, that every point of an experiment can run here: names
+// exist in the workload and backend tables, the device is built in, the data is readable and
+// large enough. Errors name the experiment file and the field the offending value came from.
+#pragma once
+
+#include <vector>
+
+#include "harness/experiment.h"
+
+namespace harness {
+
+// Throws ConfigError ("file: sweep.backend[1]: unknown backend ...").
+void validate_points(const Experiment& experiment, const std::vector<Point>& points);
+
+// True when this build can place tensors on CUDA devices.
+bool built_with_cuda();
+
+}  // namespace harness

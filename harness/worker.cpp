@@ -1,0 +1,166 @@
+#include "harness/worker.h"
+
+#include <mpi.h>
+#include <ATen/Parallel.h>
+#include <torch/version.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "backends/gradient_sync.h"
+#include "harness/errors.h"
+#include "harness/results.h"
+#include "harness/trainer.h"
+#include "workloads/registry.h"
+#include "workloads/workload.h"
+
+namespace harness {
+namespace {
+
+struct WorkerArguments {
+  Json settings;
+  std::string output;
+};
+
+WorkerArguments parse_arguments(int argc, char** argv) {
+  WorkerArguments arguments;
+  for (int i = 0; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (i + 1 >= argc) throw ConfigError(fmt::format("worker: {} needs a value", flag));
+    if (flag == "--settings") {
+      arguments.settings = Json::parse(argv[++i]);
+    } else if (flag == "--output") {
+      arguments.output = argv[++i];
+    } else {
+      throw ConfigError(fmt::format("worker: unknown argument {}", flag));
+    }
+  }
+  if (arguments.settings.is_null() || arguments.output.empty()) {
+    throw ConfigError("worker: usage: harness worker --settings JSON --output FILE");
+  }
+  return arguments;
+}
+
+int threads_from_environment() {
+  const char* value = std::getenv("HARNESS_THREADS_PER_RANK");
+  const int threads = value != nullptr ? std::atoi(value) : 1;
+  return threads > 0 ? threads : 1;
+}
+
+// Element-wise maximum over ranks, gathered on rank 0: the slowest rank's time for each step.
+std::vector<double> slowest_rank(const std::vector<double>& local, MPI_Comm communicator,
+                                 int rank) {
+  std::vector<double> slowest(rank == 0 ? local.size() : 0);
+  check_mpi(MPI_Reduce(local.data(), slowest.data(), static_cast<int>(local.size()), MPI_DOUBLE,
+                       MPI_MAX, 0, communicator),
+            "MPI_Reduce(step times)");
+  return slowest;
+}
+
+std::vector<std::string> gather_hosts(MPI_Comm communicator, int rank, int world_size) {
+  char host[MPI_MAX_PROCESSOR_NAME] = {};
+  int length = 0;
+  MPI_Get_processor_name(host, &length);
+  std::vector<char> all(rank == 0 ? static_cast<std::size_t>(world_size) * MPI_MAX_PROCESSOR_NAME : 0);
+  check_mpi(MPI_Gather(host, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME,
+                       MPI_CHAR, 0, communicator),
+            "MPI_Gather(hosts)");
+  std::vector<std::string> hosts;
+  for (int r = 0; rank == 0 && r < world_size; ++r) {
+    hosts.emplace_back(all.data() + static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME);
+  }
+  return hosts;
+}
+
+std::string mpi_library_version() {
+  char version[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int length = 0;
+  MPI_Get_library_version(version, &length);
+  std::string text(version, length);
+  if (const auto newline = text.find('\n'); newline != std::string::npos) text.resize(newline);
+  return text;
+}
+
+void run(const WorkerArguments& arguments, MPI_Comm communicator) {
+  int rank = 0;
+  int world_size = 1;
+  MPI_Comm_rank(communicator, &rank);
+  MPI_Comm_size(communicator, &world_size);
+
+  const PointSettings settings = settings_from_json(arguments.settings, "worker: --settings");
+  if (settings.ranks != world_size) {
+    throw LaunchError(fmt::format("worker: settings ask for {} ranks but MPI started {}",
+                                  settings.ranks, world_size));
+  }
+  const int threads = threads_from_environment();
+  at::set_num_threads(threads);
+
+  const auto workload = find_workload(settings.workload).make(settings);
+  const auto backend = make_gradient_sync(settings.backend, communicator);
+  DataParallelTrainer trainer(*workload, *backend, communicator, settings);
+  trainer.broadcast_parameters();
+  const TrainingResult result = trainer.train();
+
+  const auto step_s = slowest_rank(result.steps.step_s, communicator, rank);
+  const auto compute_s = slowest_rank(result.steps.compute_s, communicator, rank);
+  const auto comm_s = slowest_rank(result.steps.comm_s, communicator, rank);
+  const auto hosts = gather_hosts(communicator, rank, world_size);
+  if (rank != 0) return;
+
+  int64_t parameter_count = 0;
+  for (const auto& parameter : workload->parameters()) parameter_count += parameter.numel();
+  Json measurements = Json::object();
+  measurements["schema_version"] = kRecordSchemaVersion;
+  measurements["world_size"] = world_size;
+  measurements["threads_per_rank"] = threads;
+  measurements["hosts"] = hosts;
+  measurements["mpi_library"] = mpi_library_version();
+  measurements["torch_version"] = TORCH_VERSION;
+  measurements["parameters"] = parameter_count;
+  measurements["train_samples"] = workload->train_size();
+  measurements["test_samples"] = workload->test_size();
+  measurements["global_batch"] = static_cast<int64_t>(settings.batch_size) * world_size;
+  measurements["steps_per_epoch"] = result.steps_per_epoch;
+  measurements["samples_trained"] = result.samples_trained;
+  measurements["train_time_s"] = result.train_time_s;
+  measurements["steps"] = {{"step_s", step_s}, {"compute_s", compute_s}, {"comm_s", comm_s}};
+  Json epochs = Json::array();
+  for (const auto& epoch : result.epochs) {
+    epochs.push_back({{"epoch", epoch.epoch},
+                      {"train_loss", epoch.train_loss},
+                      {"test_loss", epoch.test_loss},
+                      {"test_accuracy", epoch.test_accuracy},
+                      {"train_time_s", epoch.train_time_s},
+                      {"samples_seen", epoch.samples_seen}});
+  }
+  measurements["epochs"] = std::move(epochs);
+  write_file_atomically(arguments.output, measurements.dump(1));
+}
+
+}  // namespace
+
+int worker_main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  try {
+    // Inter-op threads are never used by this loop; fix them before any parallel work starts.
+    at::set_num_interop_threads(1);
+    run(parse_arguments(argc, argv), MPI_COMM_WORLD);
+  } catch (const std::exception& error) {
+    std::cerr << fmt::format("harness worker (rank {}): {}\n", rank, error.what()) << std::flush;
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    return 1;
+  }
+  MPI_Finalize();
+  return 0;
+}
+
+}  // namespace harness

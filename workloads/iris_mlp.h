@@ -1,0 +1,23 @@
+// `iris_mlp`: the network of the classic Go/MPI course project. 4 inputs (standardised
+// measurements), hidden layers of 30 and 20 sigmoid units, 3 sigmoid outputs, squared error
+// against one-hot labels, plain SGD. 20% of each species is held out for accuracy (30 rows), the
+// other 120 rows are the training set.
+//
+// Settings used: data_path (default data/iris.csv), dataset_size (≤ 120), seed, lr, batch_size.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "harness/settings.h"
+
+namespace harness {
+
+class Workload;
+
+inline constexpr double kIrisTestFraction = 0.2;
+
+int64_t iris_mlp_train_samples(const PointSettings& settings);
+std::unique_ptr<Workload> make_iris_mlp(const PointSettings& settings);
+
+}  // namespace harness
