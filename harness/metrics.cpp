@@ -24,6 +24,12 @@ Json comparable_settings(const PointSettings& settings) {
   return object;
 }
 
+bool usable(const ScalingInput& point) {
+  return point.ok && point.time_s > 0 && point.samples_trained > 0;
+}
+
+double time_per_sample(const ScalingInput& point) { return point.time_s / point.samples_trained; }
+
 }  // namespace
 
 PointMetrics point_metrics(const Json& measurements) {
@@ -56,10 +62,10 @@ std::vector<std::optional<Scaling>> scaling_metrics(const std::vector<ScalingInp
   for (const auto& point : points) keys.push_back(comparable_settings(point.settings));
 
   for (std::size_t i = 0; i < points.size(); ++i) {
-    if (!points[i].ok || points[i].time_s <= 0) continue;
+    if (!usable(points[i])) continue;
     int baseline = -1;
     for (std::size_t j = 0; j < points.size(); ++j) {
-      if (!points[j].ok || points[j].time_s <= 0 || keys[j] != keys[i]) continue;
+      if (!usable(points[j]) || keys[j] != keys[i]) continue;
       if (baseline < 0 || points[j].settings.ranks < points[baseline].settings.ranks) {
         baseline = static_cast<int>(j);
       }
@@ -67,7 +73,7 @@ std::vector<std::optional<Scaling>> scaling_metrics(const std::vector<ScalingInp
     const ScalingInput& base = points[baseline];
     Scaling scaling;
     scaling.baseline = baseline;
-    scaling.speedup = base.time_s / points[i].time_s;
+    scaling.speedup = time_per_sample(base) / time_per_sample(points[i]);
     scaling.efficiency = scaling.speedup * base.settings.ranks / points[i].settings.ranks;
     result[i] = scaling;
   }

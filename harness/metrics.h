@@ -28,6 +28,7 @@ struct ScalingInput {
   PointSettings settings;
   bool ok = false;
   double time_s = 0;
+  double samples_trained = 0;
 };
 
 struct Scaling {
@@ -39,6 +40,9 @@ struct Scaling {
 // Speedup = baseline time / time, where the baseline is the successful point with the fewest
 // ranks among those whose settings are otherwise equal (timeout_s aside); efficiency = speedup
 // × baseline ranks / ranks. Empty for failed points and points without a baseline.
+// Times are compared per trained sample: an epoch drops the last partial global batch, so with
+// more ranks an epoch may train a few samples fewer, and a plain time ratio would credit that to
+// scaling. When both points trained the same samples this is exactly the plain time ratio.
 std::vector<std::optional<Scaling>> scaling_metrics(const std::vector<ScalingInput>& points);
 
 }  // namespace harness

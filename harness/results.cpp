@@ -136,7 +136,9 @@ std::vector<SummaryRow> load_summary(const ResultsLayout& layout) {
 
   std::vector<ScalingInput> inputs;
   for (const auto& row : rows) {
-    inputs.push_back({row.settings, row.ok, row.metrics ? row.metrics->time_s : 0});
+    const PointMetrics metrics = row.metrics.value_or(PointMetrics{});
+    inputs.push_back({row.settings, row.ok, metrics.time_s,
+                      metrics.time_s * metrics.throughput_samples_per_s});
   }
   const auto scaling = scaling_metrics(inputs);
   for (std::size_t i = 0; i < rows.size(); ++i) rows[i].scaling = scaling[i];

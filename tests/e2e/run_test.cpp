@@ -1,0 +1,231 @@
+// End to end: the real `harness` binary on small experiment files, as a user runs it.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "harness/process.h"
+#include "harness/results.h"
+
+namespace harness {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct HarnessRun {
+  ProcessOutcome outcome;
+  std::vector<std::string> output;  // stdout and stderr
+};
+
+fs::path scratch(const std::string& name) {
+  const fs::path path = fs::temp_directory_path() / ("harness_e2e_" + name);
+  fs::remove_all(path);
+  fs::create_directories(path);
+  return path;
+}
+
+HarnessRun run_harness(const std::vector<std::string>& arguments, const fs::path& log) {
+  ProcessRequest request;
+  request.argv = {HARNESS_BINARY};
+  request.argv.insert(request.argv.end(), arguments.begin(), arguments.end());
+  request.log_path = log.string();
+  request.timeout_s = 300;
+  HarnessRun run;
+  run.outcome = run_process(request);
+  run.output = tail_lines(log.string(), 1000);
+  return run;
+}
+
+fs::path write_experiment(const fs::path& directory, const std::string& text) {
+  const fs::path path = directory / "experiment.json";
+  std::ofstream(path) << text;
+  return path;
+}
+
+// summary.csv as rows of column name -> value.
+std::vector<std::map<std::string, std::string>> read_csv(const fs::path& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  std::vector<std::string> columns;
+  std::stringstream header(line);
+  for (std::string column; std::getline(header, column, ',');) columns.push_back(column);
+  std::vector<std::map<std::string, std::string>> rows;
+  while (std::getline(in, line)) {
+    std::map<std::string, std::string> row;
+    std::stringstream fields(line);
+    std::string field;
+    for (const auto& column : columns) {
+      std::getline(fields, field, ',');
+      row[column] = field;
+      field.clear();
+    }
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string text;
+  for (const auto& line : lines) text += line + "\n";
+  return text;
+}
+
+TEST(EndToEnd, TinyScalingStudyWritesRecordsSummaryAndPlots) {
+  const fs::path dir = scratch("tiny");
+  const fs::path experiment = write_experiment(dir, R"({
+    "name": "tiny",
+    "settings": {"workload": "iris_mlp", "backend": "allreduce", "epochs": 8, "lr": 0.5,
+                 "batch_size": 4},
+    "sweep": {"ranks": [1, 2]}})");
+  const fs::path out = dir / "out";
+  const HarnessRun run = run_harness({"run", experiment.string(), "--out", out.string()}, dir / "log");
+  ASSERT_TRUE(run.outcome.ok()) << run.outcome.describe() << "\n" << joined(run.output);
+
+  const auto rows = read_csv(out / "summary.csv");
+  ASSERT_EQ(rows.size(), 2U);
+  for (const auto& row : rows) {
+    EXPECT_EQ(row.at("status"), "ok");
+    EXPECT_EQ(row.at("workload"), "iris_mlp");
+    EXPECT_EQ(row.at("dataset_size"), "120");
+    EXPECT_GT(std::stod(row.at("time_s")), 0.0);
+    EXPECT_GT(std::stod(row.at("throughput_samples_per_s")), 0.0);
+    EXPECT_GE(std::stod(row.at("comm_fraction")), 0.0);
+    EXPECT_LE(std::stod(row.at("comm_fraction")), 1.0);
+  }
+  EXPECT_EQ(rows[0].at("ranks"), "1");
+  EXPECT_EQ(rows[0].at("speedup"), "1");
+  EXPECT_EQ(rows[0].at("efficiency"), "1");
+  EXPECT_EQ(rows[1].at("ranks"), "2");
+  EXPECT_NEAR(std::stod(rows[1].at("efficiency")), std::stod(rows[1].at("speedup")) / 2, 1e-4);
+
+  for (const auto& row : rows) {
+    const Json record = read_json_file((out / "points" / (row.at("id") + ".json")).string());
+    EXPECT_EQ(record["schema_version"], 1);
+    EXPECT_EQ(record["status"], "ok");
+    for (const char* key : {"git_commit", "host", "command_line", "started_at", "finished_at"}) {
+      EXPECT_TRUE(record["provenance"].contains(key)) << key;
+    }
+    const Json& measurements = record["measurements"];
+    EXPECT_NE(measurements["mpi_library"].get<std::string>().find("MPI"), std::string::npos);
+    EXPECT_FALSE(measurements["torch_version"].get<std::string>().empty());
+    const Json& epochs = measurements["epochs"];
+    ASSERT_EQ(epochs.size(), 8U);
+    EXPECT_LT(epochs.back()["train_loss"].get<double>(), epochs.front()["train_loss"].get<double>())
+        << "loss did not decrease for " << row.at("id");
+    EXPECT_TRUE(fs::exists(out / "logs" / (row.at("id") + ".log")));
+  }
+  for (const char* plot : {"speedup", "efficiency", "throughput", "loss"}) {
+    for (const char* extension : {".png", ".svg"}) {
+      const fs::path image = out / "plots" / (std::string(plot) + extension);
+      ASSERT_TRUE(fs::exists(image)) << image;
+      EXPECT_GT(fs::file_size(image), 1000U) << image;
+    }
+  }
+  EXPECT_TRUE(fs::exists(out / "experiment.json"));
+}
+
+TEST(EndToEnd, FailedPointIsRecordedAndTheSweepGoesOn) {
+  const fs::path dir = scratch("failing");
+  // The second point cannot finish a million epochs in two seconds: it times out.
+  const fs::path experiment = write_experiment(dir, R"({
+    "name": "failing",
+    "settings": {"timeout_s": 2},
+    "sweep": {"epochs": [1000000, 2]}})");
+  const fs::path out = dir / "out";
+  const HarnessRun run = run_harness({"run", experiment.string(), "--out", out.string()}, dir / "log");
+  EXPECT_TRUE(run.outcome.exited);
+  EXPECT_EQ(run.outcome.exit_code, 1) << joined(run.output);
+
+  const auto rows = read_csv(out / "summary.csv");
+  ASSERT_EQ(rows.size(), 2U);
+  EXPECT_EQ(rows[0].at("status"), "failed");
+  EXPECT_NE(rows[0].at("reason").find("timed out"), std::string::npos) << rows[0].at("reason");
+  EXPECT_EQ(rows[1].at("status"), "ok");
+  const Json record = read_json_file((out / "points" / (rows[0].at("id") + ".json")).string());
+  EXPECT_EQ(record["status"], "failed");
+  EXPECT_TRUE(record["log_tail"].is_array());
+}
+
+struct BadExperiment {
+  const char* name;
+  const char* text;
+  const char* message;  // expected in the one line the harness prints
+};
+
+void PrintTo(const BadExperiment& bad, std::ostream* out) { *out << bad.name; }
+
+class BadExperimentFile : public ::testing::TestWithParam<BadExperiment> {};
+
+TEST_P(BadExperimentFile, ExitsTwoWithOneLineAndLaunchesNothing) {
+  const fs::path dir = scratch(std::string("bad_") + GetParam().name);
+  const fs::path experiment = write_experiment(dir, GetParam().text);
+  const fs::path out = dir / "out";
+  const HarnessRun run = run_harness({"run", experiment.string(), "--out", out.string()}, dir / "log");
+  EXPECT_TRUE(run.outcome.exited);
+  EXPECT_EQ(run.outcome.exit_code, 2);
+  ASSERT_EQ(run.output.size(), 1U) << joined(run.output);
+  EXPECT_NE(run.output[0].find(experiment.string() + ": "), std::string::npos) << run.output[0];
+  EXPECT_NE(run.output[0].find(GetParam().message), std::string::npos) << run.output[0];
+  EXPECT_FALSE(fs::exists(out)) << "the results directory was created";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Files, BadExperimentFile,
+    ::testing::Values(
+        BadExperiment{"invalid_json", R"({"name": "x",)", "invalid JSON"},
+        BadExperiment{"unknown_key", R"({"name": "x", "setings": {}})", "unknown key \"setings\""},
+        BadExperiment{"wrong_type", R"({"name": "x", "sweep": {"ranks": [1, "two"]}})",
+                      "sweep.ranks[1]: expected a positive integer"},
+        BadExperiment{"empty_sweep", R"({"name": "x", "sweep": {"batch_size": []}})",
+                      "sweep.batch_size: expected a non-empty list"},
+        BadExperiment{"unknown_backend", R"({"name": "x", "sweep": {"backend": ["smoke"]}})",
+                      "sweep.backend[0]: unknown backend \"smoke\""},
+        BadExperiment{"unknown_workload", R"({"name": "x", "settings": {"workload": "bert"}})",
+                      "settings.workload: unknown workload \"bert\""}),
+    [](const ::testing::TestParamInfo<BadExperiment>& info) { return info.param.name; });
+
+TEST(EndToEnd, MissingExperimentFileExitsTwo) {
+  const fs::path dir = scratch("missing");
+  const HarnessRun run = run_harness({"run", (dir / "nope.json").string()}, dir / "log");
+  EXPECT_EQ(run.outcome.exit_code, 2);
+  ASSERT_EQ(run.output.size(), 1U);
+  EXPECT_NE(run.output[0].find("nope.json: cannot open experiment file"), std::string::npos);
+}
+
+TEST(EndToEnd, PlanListsThePointsWithoutRunningThem) {
+  const fs::path dir = scratch("plan");
+  const fs::path experiment =
+      write_experiment(dir, R"({"name": "p", "sweep": {"ranks": [1, 2, 4], "lr": [0.1, 0.5]}})");
+  const HarnessRun run = run_harness({"plan", experiment.string()}, dir / "log");
+  ASSERT_TRUE(run.outcome.ok()) << joined(run.output);
+  const std::string text = joined(run.output);
+  EXPECT_NE(text.find("6 point(s)"), std::string::npos) << text;
+  EXPECT_NE(text.find("14 rank-slot(s)"), std::string::npos) << text;
+  EXPECT_NE(text.find("ranks=4 lr=0.5"), std::string::npos) << text;
+  EXPECT_FALSE(fs::exists(dir / "results"));
+}
+
+TEST(EndToEnd, ShippedSpeedupExperimentIsValid) {
+  const fs::path dir = scratch("shipped");
+  const HarnessRun run = run_harness(
+      {"plan", std::string(HARNESS_SOURCE_DIR) + "/experiments/speedup.json"}, dir / "log");
+  EXPECT_TRUE(run.outcome.ok()) << joined(run.output);
+}
+
+TEST(EndToEnd, VersionAndHelp) {
+  const fs::path dir = scratch("version");
+  HarnessRun run = run_harness({"--version"}, dir / "log");
+  ASSERT_TRUE(run.outcome.ok());
+  EXPECT_EQ(run.output.at(0).rfind("harness 0.", 0), 0U) << run.output.at(0);
+  run = run_harness({"--help"}, dir / "log2");
+  ASSERT_TRUE(run.outcome.ok());
+  EXPECT_NE(joined(run.output).find("iris_mlp"), std::string::npos);
+  run = run_harness({"frobnicate"}, dir / "log3");
+  EXPECT_EQ(run.outcome.exit_code, 2);
+}
+
+}  // namespace
+}  // namespace harness

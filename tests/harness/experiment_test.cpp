@@ -1,0 +1,145 @@
+#include "harness/experiment.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "harness/errors.h"
+
+namespace harness {
+namespace {
+
+// The message of the ConfigError that parsing `text` throws, or "" if it parses.
+std::string parse_error(const std::string& text) {
+  try {
+    parse_experiment(text, "exp.json");
+  } catch (const ConfigError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(Experiment, SweepExpandsToTheCartesianProductLastAxisFastest) {
+  const Experiment experiment = parse_experiment(R"({
+      "name": "grid",
+      "settings": {"epochs": 3, "lr": 0.5},
+      "sweep": {"ranks": [1, 2, 4], "batch_size": [4, 16]}})",
+                                                 "exp.json");
+  const auto points = expand(experiment);
+  ASSERT_EQ(points.size(), 6U);
+  const std::vector<std::pair<int, int>> expected = {{1, 4},  {1, 16}, {2, 4},
+                                                     {2, 16}, {4, 4},  {4, 16}};
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    EXPECT_EQ(points[i].index, static_cast<int>(i));
+    EXPECT_EQ(points[i].settings.ranks, expected[i].first);
+    EXPECT_EQ(points[i].settings.batch_size, expected[i].second);
+    EXPECT_EQ(points[i].settings.epochs, 3);
+    EXPECT_DOUBLE_EQ(points[i].settings.lr, 0.5);
+  }
+}
+
+TEST(Experiment, NoSweepGivesOnePointWithDefaultsAndFixedSettings) {
+  const auto points = expand(parse_experiment(R"({"name": "one", "settings": {"ranks": 2}})", "e"));
+  ASSERT_EQ(points.size(), 1U);
+  EXPECT_EQ(points[0].settings.ranks, 2);
+  EXPECT_EQ(points[0].settings.workload, "iris_mlp");
+  EXPECT_EQ(points[0].settings.backend, "allreduce");
+}
+
+TEST(Experiment, PointIdsAreDistinctAndDependOnlyOnSettings) {
+  const char* text = R"({"name": "n", "sweep": {"ranks": [1, 2], "lr": [0.1, 0.2]}})";
+  const auto first = expand(parse_experiment(text, "a.json"));
+  const auto second = expand(parse_experiment(text, "b.json"));
+  std::set<std::string> ids;
+  for (std::size_t i = 0; i < first.size(); ++i) {
+    ids.insert(first[i].id);
+    EXPECT_EQ(first[i].id, second[i].id);
+  }
+  EXPECT_EQ(ids.size(), first.size());
+}
+
+TEST(Experiment, IntegralFloatsAreAcceptedAsIntegers) {
+  const auto points = expand(parse_experiment(R"({"name": "n", "settings": {"ranks": 2.0}})", "e"));
+  EXPECT_EQ(points[0].settings.ranks, 2);
+}
+
+struct BadInput {
+  const char* text;
+  const char* expected_message;
+};
+
+void PrintTo(const BadInput& bad, std::ostream* out) { *out << bad.text; }
+
+class ExperimentValidation : public ::testing::TestWithParam<BadInput> {};
+
+TEST_P(ExperimentValidation, RejectsWithOneLineNamingFileAndField) {
+  const std::string message = parse_error(GetParam().text);
+  ASSERT_FALSE(message.empty()) << "accepted: " << GetParam().text;
+  EXPECT_NE(message.find(GetParam().expected_message), std::string::npos) << message;
+  EXPECT_EQ(message.rfind("exp.json: ", 0), 0U) << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    BadFiles, ExperimentValidation,
+    ::testing::Values(
+        BadInput{R"({"name": "x", )", "exp.json: invalid JSON"},
+        BadInput{R"([1, 2])", "expected a JSON object at the top level"},
+        BadInput{R"({"sweep": {}})", "name: required key is missing"},
+        BadInput{R"({"name": "a b"})", "name: expected a name of letters"},
+        BadInput{R"({"name": "x", "sweeps": {}})", "unknown key \"sweeps\" (did you mean \"sweep\"?)"},
+        BadInput{R"({"name": "x", "settings": {"epoch": 3}})",
+                 "settings.epoch: unknown setting \"epoch\" (did you mean \"epochs\"?)"},
+        BadInput{R"({"name": "x", "sweep": {"ranks": [1, 2, "four"]}})",
+                 "sweep.ranks[2]: expected a positive integer (at most 4096), got \"four\""},
+        BadInput{R"({"name": "x", "sweep": {"ranks": []}})",
+                 "sweep.ranks: expected a non-empty list of values, got []"},
+        BadInput{R"({"name": "x", "sweep": {"ranks": 2}})",
+                 "sweep.ranks: expected a non-empty list of values, got 2"},
+        BadInput{R"({"name": "x", "sweep": {"ranks": [1, 1]}})", "sweep.ranks[1]: duplicate value"},
+        BadInput{R"({"name": "x", "settings": {"ranks": 2}, "sweep": {"ranks": [1]}})",
+                 "sweep.ranks: key is also in \"settings\""},
+        BadInput{R"({"name": "x", "settings": {"batch_size": 0}})",
+                 "settings.batch_size: expected a positive integer, got 0"},
+        BadInput{R"({"name": "x", "settings": {"batch_size": 2.5}})",
+                 "settings.batch_size: expected a positive integer, got 2.5"},
+        BadInput{R"({"name": "x", "settings": {"lr": -1}})", "settings.lr: expected a positive number"},
+        BadInput{R"({"name": "x", "settings": {"workload": 3}})",
+                 "settings.workload: expected a workload name, got 3"},
+        BadInput{R"({"name": "x", "settings": {"device": "tpu"}})",
+                 "settings.device: expected \"cpu\" or \"cuda\", got \"tpu\""},
+        BadInput{R"({"name": "x", "settings": []})", "settings: expected an object"},
+        BadInput{R"({"name": "x", "launcher": "pbs"})", "launcher: expected one of: local"}));
+
+TEST(Experiment, MissingFileIsAConfigError) {
+  try {
+    load_experiment("/nonexistent/experiment.json");
+    FAIL() << "no error";
+  } catch (const ConfigError& error) {
+    EXPECT_STREQ(error.what(), "/nonexistent/experiment.json: cannot open experiment file");
+  }
+}
+
+TEST(Settings, RoundTripThroughJson) {
+  PointSettings settings;
+  settings.ranks = 3;
+  settings.lr = 0.25;
+  settings.data_path = "/tmp/x.csv";
+  const PointSettings back = settings_from_json(to_json(settings), "t");
+  EXPECT_EQ(to_json(back), to_json(settings));
+}
+
+TEST(Settings, AutoThreadsShareTheCoresBetweenRanks) {
+  PointSettings settings;
+  settings.ranks = 1;
+  EXPECT_EQ(resolved_threads_per_rank(settings, 2), 2);
+  settings.ranks = 2;
+  EXPECT_EQ(resolved_threads_per_rank(settings, 2), 1);
+  settings.ranks = 4;
+  EXPECT_EQ(resolved_threads_per_rank(settings, 2), 1);
+  settings.threads_per_rank = 3;
+  EXPECT_EQ(resolved_threads_per_rank(settings, 2), 3);
+}
+
+}  // namespace
+}  // namespace harness

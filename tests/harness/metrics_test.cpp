@@ -1,0 +1,86 @@
+#include "harness/metrics.h"
+
+#include <gtest/gtest.h>
+
+#include "harness/errors.h"
+
+namespace harness {
+namespace {
+
+ScalingInput point(int ranks, double time_s, int batch_size = 4, bool ok = true) {
+  ScalingInput input;
+  input.settings.ranks = ranks;
+  input.settings.batch_size = batch_size;
+  input.ok = ok;
+  input.time_s = time_s;
+  input.samples_trained = 1200;
+  return input;
+}
+
+TEST(Metrics, SpeedupAndEfficiencyAgainstTheFewestRanks) {
+  const auto scaling = scaling_metrics({point(1, 8.0), point(2, 5.0), point(4, 4.0)});
+  ASSERT_TRUE(scaling[0] && scaling[1] && scaling[2]);
+  EXPECT_DOUBLE_EQ(scaling[0]->speedup, 1.0);
+  EXPECT_DOUBLE_EQ(scaling[0]->efficiency, 1.0);
+  EXPECT_DOUBLE_EQ(scaling[1]->speedup, 1.6);
+  EXPECT_DOUBLE_EQ(scaling[1]->efficiency, 0.8);
+  EXPECT_DOUBLE_EQ(scaling[2]->speedup, 2.0);
+  EXPECT_DOUBLE_EQ(scaling[2]->efficiency, 0.5);
+  EXPECT_EQ(scaling[2]->baseline, 0);
+}
+
+TEST(Metrics, BaselineOnlyAmongOtherwiseEqualSettings) {
+  // Two curves (batch 4 and 16); each is measured against its own one-rank point.
+  const auto scaling =
+      scaling_metrics({point(1, 8.0, 4), point(1, 2.0, 16), point(2, 4.0, 4), point(2, 1.5, 16)});
+  EXPECT_EQ(scaling[2]->baseline, 0);
+  EXPECT_DOUBLE_EQ(scaling[2]->speedup, 2.0);
+  EXPECT_EQ(scaling[3]->baseline, 1);
+  EXPECT_NEAR(scaling[3]->speedup, 4.0 / 3.0, 1e-12);
+}
+
+TEST(Metrics, BaselineWithMoreThanOneRankScalesEfficiency) {
+  const auto scaling = scaling_metrics({point(2, 6.0), point(4, 4.0)});
+  EXPECT_DOUBLE_EQ(scaling[1]->speedup, 1.5);
+  EXPECT_DOUBLE_EQ(scaling[1]->efficiency, 0.75);
+}
+
+TEST(Metrics, SpeedupComparesTimePerTrainedSample) {
+  // Two ranks dropped a partial global batch each epoch: 1120 samples instead of 1200.
+  ScalingInput fewer_samples = point(2, 4.0);
+  fewer_samples.samples_trained = 1120;
+  const auto scaling = scaling_metrics({point(1, 8.0), fewer_samples});
+  EXPECT_NEAR(scaling[1]->speedup, (8.0 / 1200) / (4.0 / 1120), 1e-12);
+}
+
+TEST(Metrics, FailedPointsHaveNoScalingAndAreNoBaseline) {
+  const auto scaling = scaling_metrics({point(1, 8.0, 4, false), point(2, 4.0), point(4, 3.0)});
+  EXPECT_FALSE(scaling[0].has_value());
+  EXPECT_EQ(scaling[2]->baseline, 1);
+  EXPECT_DOUBLE_EQ(scaling[1]->speedup, 1.0);
+  EXPECT_NEAR(scaling[2]->speedup, 4.0 / 3.0, 1e-12);
+}
+
+TEST(Metrics, PointMetricsFromMeasurements) {
+  const Json measurements = Json::parse(R"({
+    "train_time_s": 2.0, "samples_trained": 1000,
+    "steps": {"step_s": [0.010, 0.030], "compute_s": [0.008, 0.020], "comm_s": [0.002, 0.010]},
+    "epochs": [{"epoch": 1, "train_loss": 0.5, "test_accuracy": 0.7},
+               {"epoch": 2, "train_loss": 0.25, "test_accuracy": 0.9}]})");
+  const PointMetrics metrics = point_metrics(measurements);
+  EXPECT_DOUBLE_EQ(metrics.time_s, 2.0);
+  EXPECT_DOUBLE_EQ(metrics.throughput_samples_per_s, 500.0);
+  EXPECT_DOUBLE_EQ(metrics.step_time_s, 0.020);
+  EXPECT_DOUBLE_EQ(metrics.compute_time_s, 0.014);
+  EXPECT_DOUBLE_EQ(metrics.comm_time_s, 0.006);
+  EXPECT_NEAR(metrics.comm_fraction, 0.3, 1e-12);
+  EXPECT_DOUBLE_EQ(metrics.final_loss, 0.25);
+  EXPECT_DOUBLE_EQ(metrics.accuracy, 0.9);
+}
+
+TEST(Metrics, MalformedMeasurementsThrow) {
+  EXPECT_THROW(point_metrics(Json::parse(R"({"steps": {}})")), Error);
+}
+
+}  // namespace
+}  // namespace harness

@@ -1,0 +1,79 @@
+#include "harness/process.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "harness/errors.h"
+
+namespace harness {
+namespace {
+
+std::string temp_log(const std::string& name) {
+  const auto path = std::filesystem::temp_directory_path() / ("harness_process_test_" + name);
+  std::filesystem::remove(path);
+  return path.string();
+}
+
+TEST(Process, ExitCodeAndOutputGoToTheLog) {
+  ProcessRequest request;
+  request.argv = {"sh", "-c", "echo out; echo err >&2; exit 3"};
+  request.log_path = temp_log("exit");
+  const ProcessOutcome outcome = run_process(request);
+  EXPECT_TRUE(outcome.exited);
+  EXPECT_EQ(outcome.exit_code, 3);
+  EXPECT_FALSE(outcome.ok());
+  EXPECT_EQ(outcome.describe(), "exit code 3");
+  EXPECT_EQ(tail_lines(request.log_path, 10), (std::vector<std::string>{"out", "err"}));
+}
+
+TEST(Process, EnvironmentAndWorkingDirectoryReachTheChild) {
+  ProcessRequest request;
+  request.argv = {"sh", "-c", "echo \"$HARNESS_TEST_VALUE $(pwd)\""};
+  request.environment = {{"HARNESS_TEST_VALUE", "forty-two"}};
+  request.working_directory = "/";
+  request.log_path = temp_log("env");
+  ASSERT_TRUE(run_process(request).ok());
+  EXPECT_EQ(tail_lines(request.log_path, 1), (std::vector<std::string>{"forty-two /"}));
+}
+
+TEST(Process, TimeoutStopsTheWholeProcessGroup) {
+  ProcessRequest request;
+  // The grandchild would outlive a plain kill of the shell.
+  request.argv = {"sh", "-c", "sleep 60 & echo started; wait"};
+  request.log_path = temp_log("timeout");
+  request.timeout_s = 0.5;
+  const ProcessOutcome outcome = run_process(request);
+  EXPECT_TRUE(outcome.timed_out);
+  EXPECT_FALSE(outcome.ok());
+  EXPECT_LT(outcome.wall_time_s, 10.0);
+  EXPECT_NE(outcome.describe().find("timed out"), std::string::npos);
+}
+
+TEST(Process, SignalIsReported) {
+  ProcessRequest request;
+  request.argv = {"sh", "-c", "kill -9 $$"};
+  const ProcessOutcome outcome = run_process(request);
+  EXPECT_FALSE(outcome.exited);
+  EXPECT_EQ(outcome.signal, SIGKILL);
+  EXPECT_NE(outcome.describe().find("killed by signal 9"), std::string::npos);
+}
+
+TEST(Process, MissingProgramThrowsLaunchError) {
+  ProcessRequest request;
+  request.argv = {"harness-no-such-program"};
+  EXPECT_THROW(run_process(request), LaunchError);
+}
+
+TEST(Process, TailLinesKeepsTheLastLines) {
+  const std::string path = temp_log("tail");
+  std::ofstream(path) << "a\nb\nc\nd\n";
+  EXPECT_EQ(tail_lines(path, 2), (std::vector<std::string>{"c", "d"}));
+  EXPECT_TRUE(tail_lines("/nonexistent/log", 2).empty());
+}
+
+}  // namespace
+}  // namespace harness

@@ -1,0 +1,128 @@
+// Runs on every rank under mpirun (1, 2 and 3 ranks).
+#include "harness/trainer.h"
+
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cmath>
+#include <numeric>
+
+#include "backends/mpi_allreduce.h"
+#include "workloads/registry.h"
+
+namespace harness {
+namespace {
+
+constexpr int kBatch = 4;
+
+struct Fixture {
+  PointSettings settings;
+  std::unique_ptr<Workload> workload;
+  MpiAllreduce backend{MPI_COMM_WORLD};
+  std::unique_ptr<DataParallelTrainer> trainer;
+  int rank = 0;
+  int size = 1;
+
+  Fixture() {
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    settings.ranks = size;
+    settings.batch_size = kBatch;
+    workload = find_workload("iris_mlp").make(settings);
+    trainer = std::make_unique<DataParallelTrainer>(*workload, backend, MPI_COMM_WORLD, settings);
+  }
+
+  std::vector<float> flat_gradients() {
+    std::vector<float> flat;
+    for (const auto& parameter : workload->parameters()) {
+      const auto grad = parameter.grad().contiguous();
+      flat.insert(flat.end(), grad.data_ptr<float>(), grad.data_ptr<float>() + grad.numel());
+    }
+    return flat;
+  }
+
+  void zero_gradients() {
+    for (auto& parameter : workload->parameters()) parameter.mutable_grad().zero_();
+  }
+};
+
+std::vector<int64_t> positions(int first, int count) {
+  std::vector<int64_t> result(count);
+  std::iota(result.begin(), result.end(), first);
+  return result;
+}
+
+TEST(DataParallelTrainer, BroadcastGivesEveryRankRankZerosParameters) {
+  Fixture f;
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& parameter : f.workload->parameters()) parameter.add_(f.rank);  // make ranks differ
+  }
+  f.trainer->broadcast_parameters();
+  std::vector<float> flat;
+  for (const auto& parameter : f.workload->parameters()) {
+    flat.insert(flat.end(), parameter.data_ptr<float>(), parameter.data_ptr<float>() + parameter.numel());
+  }
+  std::vector<float> from_zero = flat;
+  MPI_Bcast(from_zero.data(), static_cast<int>(from_zero.size()), MPI_FLOAT, 0, MPI_COMM_WORLD);
+  EXPECT_EQ(flat, from_zero);
+}
+
+TEST(DataParallelTrainer, AveragedGradientIsTheMeanOfTheRanksGradients) {
+  Fixture f;
+  f.trainer->broadcast_parameters();
+  f.zero_gradients();
+  f.workload->forward_backward(positions(f.rank * kBatch, kBatch));
+  const std::vector<float> local = f.flat_gradients();
+  const std::size_t count = local.size();
+
+  std::vector<float> all(count * f.size);
+  MPI_Allgather(local.data(), static_cast<int>(count), MPI_FLOAT, all.data(),
+                static_cast<int>(count), MPI_FLOAT, MPI_COMM_WORLD);
+  f.trainer->average_gradients();
+  const std::vector<float> averaged = f.flat_gradients();
+
+  int wrong = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    double mean = 0;
+    for (int r = 0; r < f.size; ++r) mean += all[r * count + i];
+    mean /= f.size;
+    if (std::abs(averaged[i] - mean) > 1e-6 * std::max(1e-3, std::abs(mean))) ++wrong;
+  }
+  EXPECT_EQ(wrong, 0) << "of " << count << " gradient elements";
+
+  // Equal-sized batches and a mean loss: the average is also the gradient of the union batch,
+  // which one process computes here without any communication.
+  f.zero_gradients();
+  f.workload->forward_backward(positions(0, kBatch * f.size));
+  const std::vector<float> full_batch = f.flat_gradients();
+  for (std::size_t i = 0; i < count; ++i) {
+    ASSERT_NEAR(averaged[i], full_batch[i], 1e-6 + 1e-5 * std::abs(full_batch[i])) << "element " << i;
+  }
+}
+
+TEST(DataParallelTrainer, ShortTrainingLowersTheLossAndKeepsRanksInStep) {
+  Fixture f;
+  f.settings.epochs = 15;
+  f.settings.lr = 0.5;
+  DataParallelTrainer trainer(*f.workload, f.backend, MPI_COMM_WORLD, f.settings);
+  trainer.broadcast_parameters();
+  const TrainingResult result = trainer.train();
+  EXPECT_EQ(result.steps_per_epoch, 120 / (kBatch * f.size));
+  EXPECT_EQ(result.steps.step_s.size(), static_cast<std::size_t>(result.steps_per_epoch * 15));
+  if (f.rank == 0) {
+    ASSERT_EQ(result.epochs.size(), 15U);
+    EXPECT_LT(result.epochs.back().train_loss, result.epochs.front().train_loss);
+  }
+  // Synchronous SGD: every rank holds the same parameters at the end.
+  std::vector<float> flat;
+  for (const auto& parameter : f.workload->parameters()) {
+    flat.insert(flat.end(), parameter.data_ptr<float>(), parameter.data_ptr<float>() + parameter.numel());
+  }
+  std::vector<float> from_zero = flat;
+  MPI_Bcast(from_zero.data(), static_cast<int>(from_zero.size()), MPI_FLOAT, 0, MPI_COMM_WORLD);
+  EXPECT_EQ(flat, from_zero);
+}
+
+}  // namespace
+}  // namespace harness

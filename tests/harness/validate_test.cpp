@@ -1,0 +1,65 @@
+#include "harness/validate.h"
+
+#include <gtest/gtest.h>
+
+#include "harness/errors.h"
+
+namespace harness {
+namespace {
+
+std::string validation_error(const std::string& text) {
+  try {
+    const Experiment experiment = parse_experiment(text, "exp.json");
+    validate_points(experiment, expand(experiment));
+  } catch (const ConfigError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(Validate, AcceptsTheDefaults) {
+  EXPECT_EQ(validation_error(R"({"name": "ok", "sweep": {"ranks": [1, 2]}})"), "");
+}
+
+TEST(Validate, UnknownBackendNamesTheSweepEntryAndListsValidNames) {
+  EXPECT_EQ(validation_error(R"({"name": "x", "sweep": {"backend": ["allreduce", "nccl"]}})"),
+            "exp.json: sweep.backend[1]: unknown backend \"nccl\" (expected one of: allreduce)");
+}
+
+TEST(Validate, UnknownWorkloadNamesTheSetting) {
+  EXPECT_EQ(validation_error(R"({"name": "x", "settings": {"workload": "gpt"}})"),
+            "exp.json: settings.workload: unknown workload \"gpt\" (expected one of: iris_mlp)");
+}
+
+TEST(Validate, CudaWithoutCudaBuildIsRejected) {
+  if (built_with_cuda()) GTEST_SKIP() << "this build has CUDA";
+  const std::string message = validation_error(R"({"name": "x", "settings": {"device": "cuda"}})");
+  EXPECT_NE(message.find("exp.json: settings.device: expected \"cpu\": this build has no CUDA"),
+            std::string::npos)
+      << message;
+}
+
+TEST(Validate, DatasetLargerThanTheDataIsRejected) {
+  EXPECT_EQ(validation_error(R"({"name": "x", "sweep": {"dataset_size": [60, 500]}})"),
+            "exp.json: sweep.dataset_size[1]: expected at most 120 (the iris_mlp training "
+            "samples), got 500");
+}
+
+TEST(Validate, GlobalBatchLargerThanTheDataIsRejected) {
+  const std::string message =
+      validation_error(R"({"name": "x", "settings": {"ranks": 4, "batch_size": 40}})");
+  EXPECT_NE(message.find("batch_size: ranks × batch_size = 4 × 40 exceeds the 120 training"),
+            std::string::npos)
+      << message;
+}
+
+TEST(Validate, MissingDataFileNamesTheSettingAndPath) {
+  const std::string message =
+      validation_error(R"({"name": "x", "settings": {"data_path": "/nonexistent/iris.csv"}})");
+  EXPECT_NE(message.find("data_path: /nonexistent/iris.csv: cannot open Iris CSV file"),
+            std::string::npos)
+      << message;
+}
+
+}  // namespace
+}  // namespace harness

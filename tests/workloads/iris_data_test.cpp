@@ -1,0 +1,90 @@
+#include "workloads/iris_data.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "harness/errors.h"
+
+namespace harness {
+namespace {
+
+std::string write_csv(const std::string& name, const std::string& text) {
+  const auto path = std::filesystem::temp_directory_path() / ("harness_iris_" + name + ".csv");
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+TEST(IrisData, ShippedFileHas150RowsFiftyPerSpecies) {
+  const IrisData data = load_iris_csv(default_iris_path());
+  ASSERT_EQ(data.rows(), 150);
+  for (int c = 0; c < IrisData::kClasses; ++c) {
+    EXPECT_EQ(std::count(data.labels.begin(), data.labels.end(), c), 50);
+  }
+  EXPECT_FLOAT_EQ(data.features[0], 5.1F);  // first row: 5.1,3.5,1.4,0.2,setosa
+  EXPECT_FLOAT_EQ(data.features[3], 0.2F);
+}
+
+TEST(IrisData, SplitIsStratifiedDisjointAndDeterministic) {
+  const IrisData data = load_iris_csv(default_iris_path());
+  const IrisSplit split = split_iris(data, 0.2, 7);
+  EXPECT_EQ(split.test.size(), 30U);
+  EXPECT_EQ(split.train.size(), 120U);
+  std::set<int64_t> all(split.train.begin(), split.train.end());
+  all.insert(split.test.begin(), split.test.end());
+  EXPECT_EQ(all.size(), 150U);
+  for (int c = 0; c < IrisData::kClasses; ++c) {
+    EXPECT_EQ(std::count_if(split.test.begin(), split.test.end(),
+                            [&](int64_t row) { return data.labels[row] == c; }),
+              10);
+  }
+  EXPECT_EQ(split_iris(data, 0.2, 7).train, split.train);
+  EXPECT_NE(split_iris(data, 0.2, 8).train, split.train);
+}
+
+TEST(IrisData, StandardizedTrainingFeaturesHaveZeroMeanUnitVariance) {
+  IrisData data = load_iris_csv(default_iris_path());
+  const IrisSplit split = split_iris(data, 0.2, 1);
+  standardize(data, split.train);
+  for (int f = 0; f < IrisData::kFeatures; ++f) {
+    double sum = 0;
+    double squares = 0;
+    for (const int64_t row : split.train) {
+      const double x = data.features[row * IrisData::kFeatures + f];
+      sum += x;
+      squares += x * x;
+    }
+    EXPECT_NEAR(sum / 120, 0.0, 1e-5);
+    EXPECT_NEAR(squares / 120, 1.0, 1e-4);
+  }
+}
+
+TEST(IrisData, MalformedFilesGiveLineNumbers) {
+  const std::string header = "sepal_length,sepal_width,petal_length,petal_width,species\n";
+  const auto message = [](const std::string& path) {
+    try {
+      load_iris_csv(path);
+    } catch (const ConfigError& error) {
+      return std::string(error.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(message(write_csv("bad_number", header + "5.1,x,1.4,0.2,setosa\n"))
+                .find(":2: field 2: expected a number, got \"x\""),
+            std::string::npos);
+  EXPECT_NE(message(write_csv("bad_species", header + "5.1,3.5,1.4,0.2,rose\n"))
+                .find(":2: field 5: expected setosa, versicolor or virginica"),
+            std::string::npos);
+  EXPECT_NE(message(write_csv("short_row", header + "5.1,3.5\n")).find(":2: expected 5"),
+            std::string::npos);
+  EXPECT_NE(message(write_csv("no_header", "1,2,3,4,setosa\n")).find(":1: expected the header"),
+            std::string::npos);
+  EXPECT_NE(message("/nonexistent.csv").find("cannot open"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace harness
