@@ -70,15 +70,19 @@ std::string read_text(const std::string& path) {
   return text.str();
 }
 
-// Runs one point and writes its record. Returns false when it failed.
-bool run_point(const Experiment& experiment, const Point& point, Launcher& launcher,
-               const ResultsLayout& layout, const Json& provenance) {
+enum class PointStatus { kOk, kFailed, kInterrupted };
+
+// Runs one point and writes its record; an interrupted point leaves no record, so that a later
+// run into the same directory sees it as missing.
+PointStatus run_point(const Experiment& experiment, const Point& point, Launcher& launcher,
+                      const ResultsLayout& layout, const Json& provenance,
+                      const std::string& harness_executable) {
   const std::string output = layout.worker_output(point.id);
   std::filesystem::remove(output);
   LaunchRequest request;
   request.settings = point.settings;
-  request.worker_argv = {self_executable(), "worker", "--settings", to_json(point.settings).dump(),
-                         "--output", output};
+  request.worker_argv = {harness_executable, "worker", "--settings",
+                         to_json(point.settings).dump(), "--output", output};
   request.log_path = layout.point_log(point.id);
   std::filesystem::remove(request.log_path);
 
@@ -100,13 +104,15 @@ bool run_point(const Experiment& experiment, const Point& point, Launcher& launc
     }
   }
   std::filesystem::remove(output);
+  if (launch.process.interrupted) {
+    std::cout << " interrupted (not recorded)" << std::endl;
+    return PointStatus::kInterrupted;
+  }
   const auto log_tail = failure.empty() ? std::vector<std::string>{}
                                         : tail_lines(request.log_path, 20);
   const Json record = make_point_record(experiment.name, point, launch, run_provenance,
                                         measurements, failure, log_tail);
-  if (!launch.process.interrupted) {
-    write_file_atomically(layout.point_record(point.id), record.dump(1));
-  }
+  write_file_atomically(layout.point_record(point.id), record.dump(1));
   if (failure.empty()) {
     std::cout << fmt::format(" ok ({:.1f} s)\n", launch.process.wall_time_s);
   } else {
@@ -121,7 +127,7 @@ bool run_point(const Experiment& experiment, const Point& point, Launcher& launc
     std::cout << "    log: " << request.log_path << "\n";
   }
   std::cout << std::flush;
-  return failure.empty();
+  return failure.empty() ? PointStatus::kOk : PointStatus::kFailed;
 }
 
 }  // namespace
@@ -130,13 +136,16 @@ int run_command(const RunOptions& options) {
   Loaded loaded;
   ResultsLayout layout("");
   std::unique_ptr<Launcher> launcher;
+  std::string harness_executable;
   try {
     loaded = load_and_validate(options.experiment_path);
     launcher = make_launcher(loaded.experiment.launcher);
     layout = ResultsLayout(options.out_dir.empty() ? default_out_dir(loaded.experiment.name)
                                                    : options.out_dir);
     launcher->check_available();
+    harness_executable = self_executable();
     layout.create();
+    write_file_atomically(layout.experiment_copy(), read_text(options.experiment_path));
   } catch (const ConfigError& error) {
     std::cerr << "harness: " << error.what() << "\n";
     return kExitBadInput;
@@ -145,7 +154,6 @@ int run_command(const RunOptions& options) {
     return kExitFailure;
   }
   const Experiment& experiment = loaded.experiment;
-  write_file_atomically(layout.experiment_copy(), read_text(options.experiment_path));
   const Json provenance = collect_provenance(options.command_line);
 
   std::cout << fmt::format("harness: experiment \"{}\", {} point(s), results in {}\n",
@@ -158,7 +166,9 @@ int run_command(const RunOptions& options) {
                              describe_point(experiment, point))
               << std::flush;
     try {
-      if (!run_point(experiment, point, *launcher, layout, provenance)) ++failed;
+      const PointStatus status =
+          run_point(experiment, point, *launcher, layout, provenance, harness_executable);
+      if (status == PointStatus::kFailed) ++failed;
     } catch (const Error& error) {
       std::cout << " FAILED: " << error.what() << std::endl;
       ++failed;

@@ -157,12 +157,20 @@ std::vector<std::string> write_plots(const ResultsLayout& layout, const std::str
                 "run the experiment again to draw the plots");
   }
 
+  // Variables every template may use: the title and the rank counts to put tics at.
+  std::set<int> measured_ranks;
+  for (const auto& row : rows) {
+    if (row.ok) measured_ranks.insert(row.settings.ranks);
+  }
+  const std::string header =
+      fmt::format("EXPERIMENT = {}\nRANK_TICS = \"({})\"\n", gnuplot_string(experiment_name),
+                  fmt::join(measured_ranks, ", "));
+
   std::vector<std::string> images;
   for (const auto& [name, contents] : data) {
     const std::string base = layout.plots_dir() + "/" + name;
     write_file_atomically(base + ".dat", contents);
-    const std::string script = fmt::format("EXPERIMENT = {}\n", gnuplot_string(experiment_name)) +
-                               plot_template(name) + plot_template("render");
+    const std::string script = header + plot_template(name) + plot_template("render");
     write_file_atomically(base + ".gp", script);
 
     ProcessRequest gnuplot;
@@ -170,6 +178,7 @@ std::vector<std::string> write_plots(const ResultsLayout& layout, const std::str
     gnuplot.working_directory = layout.plots_dir();
     gnuplot.log_path = layout.plots_dir() + "/gnuplot.log";
     gnuplot.timeout_s = 60;
+    gnuplot.stop_on_interrupt = false;  // after Ctrl-C the plots of the completed points are still drawn
     const ProcessOutcome outcome = run_process(gnuplot);
     if (!outcome.ok()) {
       throw Error(fmt::format("gnuplot {}.gp failed ({}); see {}", name, outcome.describe(),

@@ -155,7 +155,7 @@ ProcessOutcome run_process(const ProcessRequest& request) {
     if (result < 0 && errno != EINTR) break;
     const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
     const bool timed_out = request.timeout_s > 0 && elapsed > request.timeout_s;
-    if (timed_out || interrupt_requested()) {
+    if (timed_out || (request.stop_on_interrupt && interrupt_requested())) {
       outcome.timed_out = timed_out;
       outcome.interrupted = !timed_out;
       // SIGTERM lets mpirun take its ranks down; SIGKILL the group if it does not.

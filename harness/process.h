@@ -25,6 +25,7 @@ struct ProcessRequest {
   std::string log_path;    // stdout and stderr, appended; "" = inherit the harness's
   std::string working_directory;  // "" = the harness's
   double timeout_s = 0;    // 0 = no limit
+  bool stop_on_interrupt = true;  // false for short helpers (gnuplot) that must finish after Ctrl-C
   std::vector<std::pair<std::string, std::string>> environment;  // set in the child only
 };
 

@@ -5,10 +5,10 @@ DATAFILE = "speedup.dat"
 OUTBASE = "speedup"
 stats DATAFILE using 1 nooutput
 BLOCKS = STATS_blocks
-set title EXPERIMENT.": speedup (strong scaling)"
+set title "Speedup (strong scaling), experiment ".EXPERIMENT
 set xlabel "MPI ranks"
-set key top left
 set ylabel "speedup over the fewest-rank point (x)"
 set logscale x 2
-set xtics 2
-PLOT = 'plot DATAFILE index 0 using 1:2 with lines dt 2 lw 1.5 lc "gray40" title columnheader(1), for [i=1:BLOCKS-1] DATAFILE index i using 1:2 with linespoints lw 2 pt (i % 12) + 1 ps 1.3 title columnheader(1)'
+# RANK_TICS lists the measured rank counts, e.g. "(1, 2, 3, 4)".
+eval "set xtics ".RANK_TICS
+PLOT = 'plot DATAFILE index 0 using 1:2 with lines dt 2 lw 1.5 lc "gray40" title columnheader(1), for [i=1:BLOCKS-1] DATAFILE index i using 1:2 with linespoints lt i lw 2 pt (i % 12) + 1 ps 1.3 title columnheader(1)'

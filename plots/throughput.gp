@@ -4,11 +4,11 @@ DATAFILE = "throughput.dat"
 OUTBASE = "throughput"
 stats DATAFILE using 1 nooutput
 BLOCKS = STATS_blocks
-set title EXPERIMENT.": training throughput"
+set title "Training throughput, experiment ".EXPERIMENT
 set xlabel "MPI ranks"
-set key top left
 set ylabel "throughput (samples/s, all ranks)"
 set logscale x 2
-set xtics 2
+# RANK_TICS lists the measured rank counts, e.g. "(1, 2, 3, 4)".
+eval "set xtics ".RANK_TICS
 set yrange [0:*]
-PLOT = 'plot for [i=0:BLOCKS-1] DATAFILE index i using 1:2 with linespoints lw 2 pt (i % 12) + 1 ps 1.3 title columnheader(1)'
+PLOT = 'plot for [i=0:BLOCKS-1] DATAFILE index i using 1:2 with linespoints lt i + 1 lw 2 pt (i % 12) + 2 ps 1.3 title columnheader(1)'

@@ -13,7 +13,10 @@ namespace harness {
 namespace {
 
 std::string temp_log(const std::string& name) {
-  const auto path = std::filesystem::temp_directory_path() / ("harness_process_test_" + name);
+  // Appending (rather than "literal" + name) avoids GCC 12's false -Wrestrict (bug 105329).
+  std::string file_name = "harness_process_test_";
+  file_name += name;
+  const auto path = std::filesystem::temp_directory_path() / file_name;
   std::filesystem::remove(path);
   return path.string();
 }
