@@ -13,10 +13,7 @@ namespace harness {
 namespace {
 
 std::string temp_log(const std::string& name) {
-  // Appending (rather than "literal" + name) avoids GCC 12's false -Wrestrict (bug 105329).
-  std::string file_name = "harness_process_test_";
-  file_name += name;
-  const auto path = std::filesystem::temp_directory_path() / file_name;
+  const auto path = std::filesystem::temp_directory_path() / ("harness_process_test_" + name);
   std::filesystem::remove(path);
   return path.string();
 }
@@ -37,7 +34,7 @@ TEST(Process, EnvironmentAndWorkingDirectoryReachTheChild) {
   ProcessRequest request;
   request.argv = {"sh", "-c", "echo \"$HARNESS_TEST_VALUE $(pwd)\""};
   request.environment = {{"HARNESS_TEST_VALUE", "forty-two"}};
-  request.working_directory = "/";
+  request.working_directory = std::string(1, '/');  // not = "/": GCC 12 false -Wrestrict (bug 105329)
   request.log_path = temp_log("env");
   ASSERT_TRUE(run_process(request).ok());
   EXPECT_EQ(tail_lines(request.log_path, 1), (std::vector<std::string>{"forty-two /"}));
