@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include "backends/mpi_allreduce.h"
+#include "backends/parameter_server.h"
+#include "backends/ring_allreduce.h"
 #include "harness/errors.h"
 
 namespace harness {
@@ -12,6 +14,14 @@ const std::vector<BackendInfo>& backend_table() {
       {"allreduce", "MPI_Allreduce (in place, SUM) on one fused buffer",
        [](MPI_Comm comm) -> std::unique_ptr<GradientSync> {
          return std::make_unique<MpiAllreduce>(comm);
+       }},
+      {"ring", "bandwidth-optimal ring allreduce (reduce-scatter + allgather) over MPI_Sendrecv",
+       [](MPI_Comm comm) -> std::unique_ptr<GradientSync> {
+         return std::make_unique<RingAllreduce>(comm);
+       }},
+      {"ps", "parameter server: rank 0 receives, sums and sends back with MPI_Send/MPI_Recv",
+       [](MPI_Comm comm) -> std::unique_ptr<GradientSync> {
+         return std::make_unique<ParameterServer>(comm);
        }},
   };
   return table;

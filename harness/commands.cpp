@@ -63,13 +63,6 @@ Loaded load_and_validate(const std::string& path) {
   return loaded;
 }
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 enum class PointStatus { kOk, kFailed, kInterrupted };
 
 // Runs one point and writes its record; an interrupted point leaves no record, so that a later
@@ -84,6 +77,8 @@ PointStatus run_point(const Experiment& experiment, const Point& point, Launcher
   request.worker_argv = {harness_executable, "worker", "--settings",
                          to_json(point.settings).dump(), "--output", output};
   request.log_path = layout.point_log(point.id);
+  // A record left by an earlier run must not pass for this one's if this one is interrupted.
+  std::filesystem::remove(layout.point_record(point.id));
   std::filesystem::remove(request.log_path);
 
   Json run_provenance = provenance;
@@ -145,7 +140,7 @@ int run_command(const RunOptions& options) {
     launcher->check_available();
     harness_executable = self_executable();
     layout.create();
-    write_file_atomically(layout.experiment_copy(), read_text(options.experiment_path));
+    write_file_atomically(layout.experiment_copy(), loaded.experiment.source_text);
   } catch (const ConfigError& error) {
     std::cerr << "harness: " << error.what() << "\n";
     return kExitBadInput;
@@ -181,13 +176,10 @@ int run_command(const RunOptions& options) {
   }
 
   // Summaries and plots come from the stored records of this experiment's points only.
-  std::set<std::string> ids;
-  for (const auto& point : loaded.points) ids.insert(point.id);
+  std::vector<std::string> ids;
+  for (const auto& point : loaded.points) ids.push_back(point.id);
   try {
-    std::vector<SummaryRow> rows = load_summary(layout);
-    rows.erase(std::remove_if(rows.begin(), rows.end(),
-                              [&ids](const SummaryRow& row) { return ids.count(row.id) == 0; }),
-               rows.end());
+    const std::vector<SummaryRow> rows = load_summary(layout, ids);
     write_file_atomically(layout.summary_csv(), summary_csv(rows));
     std::cout << "\n" << summary_table(rows) << "\nsummary: " << layout.summary_csv() << "\n";
     const auto images = write_plots(layout, experiment.name, rows);

@@ -2,20 +2,21 @@
 
 #include <cstdint>
 #include <fstream>
-#include <regex>
+#include <algorithm>
+#include <cctype>
 #include <set>
 #include <sstream>
 
 #include <fmt/format.h>
 
 #include "harness/errors.h"
+#include "harness/launcher.h"
 
 namespace harness {
 namespace {
 
 const std::vector<std::string_view> kTopLevelKeys = {"name", "description", "launcher", "settings",
                                                      "sweep"};
-const std::vector<std::string_view> kLaunchers = {"local"};
 
 std::string unknown_key_message(const std::string& where, const std::string& key,
                                 const std::vector<std::string_view>& valid) {
@@ -33,6 +34,17 @@ std::string read_file_text(const std::string& path) {
   std::ostringstream buffer;
   buffer << in.rdbuf();
   return buffer.str();
+}
+
+constexpr std::size_t kMaxNameLength = 100;
+
+bool is_directory_name(const std::string& name) {
+  if (name.empty() || name.size() > kMaxNameLength || name[0] == '.' || name[0] == '-') {
+    return false;
+  }
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '.' || c == '-';
+  });
 }
 
 uint64_t fnv1a_64(std::string_view text) {
@@ -67,6 +79,7 @@ Experiment parse_experiment(const std::string& text, const std::string& source_p
 
   Experiment experiment;
   experiment.source_path = source_path;
+  experiment.source_text = text;
   for (const auto& [key, value] : root.items()) {
     if (std::find(kTopLevelKeys.begin(), kTopLevelKeys.end(), key) == kTopLevelKeys.end()) {
       throw ConfigError(unknown_key_message(source_path, key, kTopLevelKeys));
@@ -75,11 +88,11 @@ Experiment parse_experiment(const std::string& text, const std::string& source_p
 
   const std::string name_where = source_path + ": name";
   if (!root.contains("name")) throw ConfigError(name_where + ": required key is missing");
-  static const std::regex kNamePattern("[A-Za-z0-9][A-Za-z0-9_.-]*");
-  if (!root["name"].is_string() || !std::regex_match(root["name"].get<std::string>(), kNamePattern)) {
+  if (!root["name"].is_string() || !is_directory_name(root["name"].get<std::string>())) {
     throw ConfigError(fmt::format(
-        "{}: expected a name of letters, digits, '_', '.' and '-' (it names a directory), got {}",
-        name_where, describe_json(root["name"])));
+        "{}: expected up to {} letters, digits, '_', '.' and '-', not starting with '.' or '-' "
+        "(it names a directory), got {}",
+        name_where, kMaxNameLength, describe_json(root["name"])));
   }
   experiment.name = root["name"].get<std::string>();
 
@@ -93,11 +106,11 @@ Experiment parse_experiment(const std::string& text, const std::string& source_p
 
   if (root.contains("launcher")) {
     const Json& launcher = root["launcher"];
+    const auto& names = launcher_names();
     if (!launcher.is_string() ||
-        std::find(kLaunchers.begin(), kLaunchers.end(), launcher.get<std::string>()) ==
-            kLaunchers.end()) {
+        std::find(names.begin(), names.end(), launcher.get<std::string>()) == names.end()) {
       throw ConfigError(fmt::format("{}: launcher: expected one of: {}, got {}", source_path,
-                                    fmt::join(kLaunchers, ", "), describe_json(launcher)));
+                                    fmt::join(names, ", "), describe_json(launcher)));
     }
     experiment.launcher = launcher.get<std::string>();
   }
@@ -148,6 +161,16 @@ Experiment parse_experiment(const std::string& text, const std::string& source_p
 }
 
 std::vector<Point> expand(const Experiment& experiment) {
+  std::size_t count = 1;
+  for (const auto& axis : experiment.sweep) {
+    count *= axis.values.size();
+    if (count > kMaxPoints) {
+      throw ConfigError(fmt::format(
+          "{}: sweep: expected at most {} points in all, but the lists multiply to more (at "
+          "\"{}\")",
+          experiment.source_path, kMaxPoints, axis.key));
+    }
+  }
   std::vector<Point> points;
   std::vector<std::size_t> position(experiment.sweep.size(), 0);
   while (true) {

@@ -26,6 +26,7 @@ struct SweepAxis {
 
 struct Experiment {
   std::string source_path;  // as given on the command line, for error messages
+  std::string source_text;  // the file as read, copied into the results
   std::string name;
   std::string description;
   std::string launcher = "local";
@@ -45,7 +46,10 @@ Experiment load_experiment(const std::string& path);
 // Same, from already-read text (tests use this; `source_path` only labels errors).
 Experiment parse_experiment(const std::string& text, const std::string& source_path);
 
-// Cartesian product of the sweep over the base settings, last axis fastest.
+inline constexpr std::size_t kMaxPoints = 10000;
+
+// Cartesian product of the sweep over the base settings, last axis fastest. Throws ConfigError
+// when it would exceed kMaxPoints.
 std::vector<Point> expand(const Experiment& experiment);
 
 // "p003-1a2b3c4d": position plus a hash of the point's settings, so an id names its settings.

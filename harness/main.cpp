@@ -68,9 +68,16 @@ int main(int argc, char** argv) {
     return harness::kExitBadInput;
   }
 
-  if (*run) {
-    run_options.command_line.assign(argv, argv + argc);
-    return harness::run_command(run_options);
+  try {
+    if (*run) {
+      run_options.command_line.assign(argv, argv + argc);
+      return harness::run_command(run_options);
+    }
+    return harness::plan_command(plan_path);
+  } catch (const std::exception& error) {
+    // The subcommands report their own errors; this is the last line of defence (out of memory,
+    // a filesystem error), so that nothing ends in std::terminate.
+    std::cerr << "harness: " << error.what() << "\n";
+    return harness::kExitFailure;
   }
-  return harness::plan_command(plan_path);
 }

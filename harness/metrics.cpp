@@ -37,8 +37,9 @@ PointMetrics point_metrics(const Json& measurements) {
     PointMetrics metrics;
     const Json& steps = measurements.at("steps");
     metrics.time_s = measurements.at("train_time_s").get<double>();
-    const double samples = measurements.at("samples_trained").get<double>();
-    metrics.throughput_samples_per_s = metrics.time_s > 0 ? samples / metrics.time_s : 0;
+    metrics.samples_trained = measurements.at("samples_trained").get<double>();
+    metrics.throughput_samples_per_s =
+        metrics.time_s > 0 ? metrics.samples_trained / metrics.time_s : 0;
     metrics.step_time_s = mean_of(steps.at("step_s"), "steps.step_s");
     metrics.compute_time_s = mean_of(steps.at("compute_s"), "steps.compute_s");
     metrics.comm_time_s = mean_of(steps.at("comm_s"), "steps.comm_s");

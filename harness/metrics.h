@@ -11,10 +11,13 @@ namespace harness {
 // Per point, from the worker's measurements (see worker.h for the record it writes).
 struct PointMetrics {
   double time_s = 0;                    // training wall time, evaluation excluded
+  double samples_trained = 0;           // by all ranks
   double throughput_samples_per_s = 0;  // over all ranks
-  double step_time_s = 0;               // mean over steps of the slowest rank's step
-  double compute_time_s = 0;            // mean over steps of the slowest rank's compute
-  double comm_time_s = 0;               // mean over steps of the slowest rank's communication
+  // Means over steps of the slowest rank's step time and of that same rank's compute and
+  // communication time.
+  double step_time_s = 0;
+  double compute_time_s = 0;
+  double comm_time_s = 0;
   double comm_fraction = 0;             // comm_time_s / step_time_s
   double final_loss = 0;                // training loss of the last epoch
   double accuracy = 0;                  // held-out accuracy after the last epoch, in [0, 1]

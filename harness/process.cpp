@@ -1,7 +1,9 @@
 #include "harness/process.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,6 +15,7 @@
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -41,11 +44,43 @@ bool stop_group(pid_t pid, int signal, std::chrono::milliseconds grace, int& sta
   return false;
 }
 
+// Kills and reaps every remaining child of this process: the orphans (ranks) that the subreaper
+// setting re-parented to us after their mpirun ended.
+void kill_orphans() {
+  const pid_t self = ::getpid();
+  DIR* proc = ::opendir("/proc");
+  if (proc == nullptr) return;
+  while (const dirent* entry = ::readdir(proc)) {
+    char* end = nullptr;
+    const long pid = std::strtol(entry->d_name, &end, 10);
+    if (*end != '\0' || pid <= 0) continue;
+    std::ifstream stat(fmt::format("/proc/{}/stat", pid));
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    // Fields after the parenthesised command name: state, ppid, ...
+    const auto close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream fields(line.substr(close + 1));
+    std::string state;
+    long parent = 0;
+    fields >> state >> parent;
+    if (parent == self) ::kill(static_cast<pid_t>(pid), SIGKILL);
+  }
+  ::closedir(proc);
+  int status = 0;
+  const auto deadline = Clock::now() + std::chrono::seconds(5);
+  while (Clock::now() < deadline) {
+    const pid_t reaped = ::waitpid(-1, &status, WNOHANG);
+    if (reaped < 0) break;  // no children left
+    if (reaped == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
 }  // namespace
 
 std::string ProcessOutcome::describe() const {
   if (interrupted) return "interrupted";
-  if (timed_out) return fmt::format("timed out after {:.0f} s", wall_time_s);
+  if (timed_out) return fmt::format("timed out after the {:g} s limit", timeout_s);
   if (exited) return fmt::format("exit code {}", exit_code);
   if (signal != 0) return fmt::format("killed by signal {} ({})", signal, ::strsignal(signal));
   return "unknown status";
@@ -117,6 +152,9 @@ ProcessOutcome run_process(const ProcessRequest& request) {
   for (auto& entry : env_storage) envp.push_back(entry.data());
   envp.push_back(nullptr);
 
+  // Orphaned grandchildren come back to us rather than to init (see kill_orphans).
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  const pid_t parent = ::getpid();
   const auto start = Clock::now();
   const pid_t pid = ::fork();
   if (pid < 0) {
@@ -125,6 +163,9 @@ ProcessOutcome run_process(const ProcessRequest& request) {
   }
   if (pid == 0) {
     ::setpgid(0, 0);
+    // If the harness dies (even by SIGKILL), mpirun is told to stop and takes its ranks down.
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(126);
     if (!request.working_directory.empty() && ::chdir(request.working_directory.c_str()) != 0) {
       ::_exit(126);
     }
@@ -165,8 +206,10 @@ ProcessOutcome run_process(const ProcessRequest& request) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  // Whatever the child left in its group (ranks that outlived mpirun) goes too.
+  // Whatever the child left behind (in its group, or ranks in groups of their own) goes too.
   ::kill(-pid, SIGKILL);
+  kill_orphans();
+  outcome.timeout_s = request.timeout_s;
   outcome.wall_time_s = std::chrono::duration<double>(Clock::now() - start).count();
   if (reaped) {
     if (WIFEXITED(status)) {

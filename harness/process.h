@@ -1,6 +1,9 @@
 // Runs a child program (argv only, never a shell) with its output in a log file and a
-// wall-clock limit. The child gets its own process group so a timeout or Ctrl-C can stop it and
-// everything it started (mpirun and its ranks) at once.
+// wall-clock limit. A timeout or Ctrl-C sends SIGTERM to the child's process group (mpirun then
+// takes its ranks down), SIGKILL if it does not end. Ranks can sit in process groups of their own
+// (Open MPI 4 does that), so the harness also makes itself a child subreaper: whatever the child
+// leaves behind is re-parented to the harness, which kills and reaps it. A child also gets
+// SIGTERM when the harness itself dies.
 #pragma once
 
 #include <string>
@@ -15,6 +18,7 @@ struct ProcessOutcome {
   bool exited = false;
   bool timed_out = false;
   bool interrupted = false;  // the harness itself got SIGINT/SIGTERM while waiting
+  double timeout_s = 0;      // the limit that applied
   double wall_time_s = 0;
   bool ok() const { return exited && exit_code == 0 && !timed_out && !interrupted; }
   std::string describe() const;  // "exit code 3", "killed by signal 9", "timed out after 5 s", ...

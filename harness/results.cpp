@@ -106,11 +106,16 @@ Json make_point_record(const std::string& experiment_name, const Point& point,
   return record;
 }
 
-std::vector<SummaryRow> load_summary(const ResultsLayout& layout) {
+std::vector<SummaryRow> load_summary(const ResultsLayout& layout,
+                                     const std::vector<std::string>& only_ids) {
   std::vector<SummaryRow> rows;
   std::error_code error;
   for (const auto& entry : fs::directory_iterator(layout.points_dir(), error)) {
     if (entry.path().extension() != ".json") continue;
+    if (!only_ids.empty() && std::find(only_ids.begin(), only_ids.end(),
+                                       entry.path().stem().string()) == only_ids.end()) {
+      continue;
+    }
     const Json record = read_json_file(entry.path().string());
     SummaryRow row;
     try {
@@ -137,8 +142,7 @@ std::vector<SummaryRow> load_summary(const ResultsLayout& layout) {
   std::vector<ScalingInput> inputs;
   for (const auto& row : rows) {
     const PointMetrics metrics = row.metrics.value_or(PointMetrics{});
-    inputs.push_back({row.settings, row.ok, metrics.time_s,
-                      metrics.time_s * metrics.throughput_samples_per_s});
+    inputs.push_back({row.settings, row.ok, metrics.time_s, metrics.samples_trained});
   }
   const auto scaling = scaling_metrics(inputs);
   for (std::size_t i = 0; i < rows.size(); ++i) rows[i].scaling = scaling[i];

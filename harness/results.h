@@ -68,8 +68,11 @@ struct SummaryRow {
   Json epochs = Json::array();         // per-epoch loss and accuracy
 };
 
-// Reads every record under DIR/points, in point order, and computes the cross-point metrics.
-std::vector<SummaryRow> load_summary(const ResultsLayout& layout);
+// Reads the records under DIR/points, in point order, and computes the cross-point metrics
+// among them. With `only_ids`, records of other points (an earlier experiment written into the
+// same directory) are ignored, also as baselines.
+std::vector<SummaryRow> load_summary(const ResultsLayout& layout,
+                                     const std::vector<std::string>& only_ids = {});
 std::string summary_csv(const std::vector<SummaryRow>& rows);
 // A console table with a units row, like nccl-tests.
 std::string summary_table(const std::vector<SummaryRow>& rows);

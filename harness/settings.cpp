@@ -24,7 +24,9 @@ int64_t read_integer(const Json& value, const std::string& where, int64_t min, i
     if (number >= min && number <= max) return number;
   } else if (value.is_number_float()) {
     const double number = value.get<double>();
-    if (std::trunc(number) == number && number >= static_cast<double>(min) &&
+    // Compare below 2^63 exactly: (double)INT64_MAX rounds up to 2^63, whose cast is undefined.
+    constexpr double kTwoTo63 = 9223372036854775808.0;
+    if (std::trunc(number) == number && number >= static_cast<double>(min) && number < kTwoTo63 &&
         number <= static_cast<double>(max)) {
       return static_cast<int64_t>(number);
     }
@@ -116,6 +118,13 @@ const std::vector<SettingEntry>& entries() {
          s.data_path = v.get<std::string>();
        },
        [](const auto& s) { return Json(s.data_path); }},
+      {{"ps_server_trains", "true or false",
+        "backend \"ps\": rank 0 trains too (false: it only serves, p ranks give p-1 workers)"},
+       [](auto& s, const Json& v, const auto& w) {
+         if (!v.is_boolean()) fail(w, "true or false", v);
+         s.ps_server_trains = v.get<bool>();
+       },
+       [](const auto& s) { return Json(s.ps_server_trains); }},
   };
   return table;
 }
@@ -185,6 +194,13 @@ PointSettings settings_from_json(const Json& object, const std::string& where) {
     apply_setting(settings, key, value, where + "." + key);
   }
   return settings;
+}
+
+WorkerLayout worker_layout(const PointSettings& settings, int rank, int world_size) {
+  if (settings.backend == "ps" && !settings.ps_server_trains) {
+    return {std::max(1, world_size - 1), rank == 0 ? -1 : rank - 1};
+  }
+  return {world_size, rank};
 }
 
 int resolved_threads_per_rank(const PointSettings& settings, int cores) {

@@ -27,6 +27,7 @@ struct PointSettings {
   int threads_per_rank = 0;   // LibTorch/OpenBLAS threads per rank; 0 = cores / ranks (at least 1)
   double timeout_s = 600;     // wall-clock limit for the point's whole mpirun
   std::string data_path;      // "" = the workload's default data file
+  bool ps_server_trains = false;  // backend "ps": whether rank 0 trains as well as serving
 };
 
 // One row of the settings table: the key used in experiment files and how to read it.
@@ -47,6 +48,14 @@ void apply_setting(PointSettings& settings, std::string_view key, const Json& va
 Json to_json(const PointSettings& settings);
 // Reads a JSON object written by to_json (every key optional). Throws ConfigError.
 PointSettings settings_from_json(const Json& object, const std::string& where);
+
+// Which ranks compute gradients: all of them, except rank 0 under a parameter server that only
+// serves (backend "ps" without ps_server_trains).
+struct WorkerLayout {
+  int workers = 1;  // ranks that train
+  int index = 0;    // this rank's position among them; -1 when it does not train
+};
+WorkerLayout worker_layout(const PointSettings& settings, int rank, int world_size);
 
 // Threads each rank uses: threads_per_rank, or cores / ranks when it is 0 (auto).
 int resolved_threads_per_rank(const PointSettings& settings, int cores);

@@ -18,6 +18,7 @@ DataParallelTrainer::DataParallelTrainer(Workload& workload, GradientSync& backe
       parameters_(workload.parameters()) {
   check_mpi(MPI_Comm_rank(communicator_, &rank_), "MPI_Comm_rank");
   check_mpi(MPI_Comm_size(communicator_, &world_size_), "MPI_Comm_size");
+  layout_ = worker_layout(settings_, rank_, world_size_);
   int64_t elements = 0;
   for (auto& parameter : parameters_) {
     if (parameter.scalar_type() != torch::kFloat32 || !parameter.is_contiguous()) {
@@ -68,11 +69,11 @@ void DataParallelTrainer::broadcast_parameters() {
 void DataParallelTrainer::average_gradients() {
   pack_gradients();
   backend_.allreduce_sum(fused_);
-  unpack_gradients(1.0F / static_cast<float>(world_size_));
+  unpack_gradients(1.0F / static_cast<float>(layout_.workers));
 }
 
 int64_t DataParallelTrainer::steps_per_epoch() const {
-  return workload_.train_size() / (static_cast<int64_t>(world_size_) * settings_.batch_size);
+  return workload_.train_size() / (static_cast<int64_t>(layout_.workers) * settings_.batch_size);
 }
 
 TrainingResult DataParallelTrainer::train() {
@@ -80,15 +81,11 @@ TrainingResult DataParallelTrainer::train() {
   result.steps_per_epoch = steps_per_epoch();
   if (result.steps_per_epoch == 0) {
     throw ConfigError(fmt::format(
-        "batch_size: ranks × batch_size = {} × {} exceeds the {} training samples", world_size_,
-        settings_.batch_size, workload_.train_size()));
+        "batch_size: training ranks × batch_size = {} × {} exceeds the {} training samples",
+        layout_.workers, settings_.batch_size, workload_.train_size()));
   }
   const int64_t batch = settings_.batch_size;
-  const int64_t global_batch = batch * world_size_;
-  const auto total_steps = static_cast<std::size_t>(result.steps_per_epoch * settings_.epochs);
-  result.steps.compute_s.reserve(total_steps);
-  result.steps.comm_s.reserve(total_steps);
-  result.steps.step_s.reserve(total_steps);
+  const int64_t global_batch = batch * layout_.workers;
 
   std::vector<int64_t> permutation(static_cast<std::size_t>(workload_.train_size()));
   const auto lr = static_cast<float>(settings_.lr);
@@ -104,9 +101,12 @@ TrainingResult DataParallelTrainer::train() {
     for (int64_t step = 0; step < result.steps_per_epoch; ++step) {
       const double start = MPI_Wtime();
       for (auto& parameter : parameters_) parameter.mutable_grad().zero_();
-      const std::span<const int64_t> positions(
-          permutation.data() + (step * world_size_ + rank_) * batch, static_cast<std::size_t>(batch));
-      loss_sum += workload_.forward_backward(positions);
+      if (layout_.index >= 0) {  // a serving-only rank contributes zero gradients
+        const std::span<const int64_t> positions(
+            permutation.data() + (step * layout_.workers + layout_.index) * batch,
+            static_cast<std::size_t>(batch));
+        loss_sum += workload_.forward_backward(positions);
+      }
       const double computed = MPI_Wtime();
 
       average_gradients();
@@ -133,7 +133,8 @@ TrainingResult DataParallelTrainer::train() {
       const Evaluation evaluation = workload_.evaluate();
       EpochRecord record;
       record.epoch = epoch;
-      record.train_loss = loss_sum / static_cast<double>(result.steps_per_epoch * world_size_);
+      record.train_loss =
+          loss_sum / static_cast<double>(result.steps_per_epoch * layout_.workers);
       record.test_loss = evaluation.loss;
       record.test_accuracy = evaluation.accuracy;
       record.train_time_s = epoch_time;

@@ -1,9 +1,10 @@
 // Synchronous data-parallel SGD over MPI: what every rank runs for one point.
 //
-// Each step, rank r of p trains on positions perm[(s·p + r)·b, (s·p + r + 1)·b) of the epoch's
-// permutation (same seed and epoch on every rank, so the ranks' batches are disjoint and
-// together the same global batch one rank would take with batch p·b). Gradients are summed with
-// the chosen GradientSync backend, divided by p, and every rank applies the same SGD update.
+// Each step, worker w of W trains on positions perm[(s·W + w)·b, (s·W + w + 1)·b) of the epoch's
+// permutation (same seed and epoch on every rank, so the workers' batches are disjoint and
+// together the same global batch one rank would take with batch W·b). Gradients are summed with
+// the chosen GradientSync backend, divided by W, and every rank applies the same SGD update.
+// W is the number of ranks, or one less for a parameter server whose rank 0 does not train.
 //
 // Threading: the caller's thread only; MPI must be initialised (MPI_THREAD_FUNNELED is enough).
 #pragma once
@@ -50,7 +51,7 @@ class DataParallelTrainer {
 
   // Copies rank 0's parameters to every rank, so all start from the same model.
   void broadcast_parameters();
-  // Sums every rank's gradients with the backend and divides by the number of ranks.
+  // Sums every rank's gradients with the backend and divides by the number of workers.
   void average_gradients();
   int64_t steps_per_epoch() const;
   TrainingResult train();
@@ -66,6 +67,7 @@ class DataParallelTrainer {
   PointSettings settings_;
   int rank_ = 0;
   int world_size_ = 1;
+  WorkerLayout layout_;
   std::vector<torch::Tensor> parameters_;
   std::vector<float> fused_;  // one float per parameter element, in parameters_ order
 };

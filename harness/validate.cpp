@@ -54,11 +54,19 @@ void validate_points(const Experiment& experiment, const std::vector<Point>& poi
     } catch (const ConfigError& error) {
       throw ConfigError(fmt::format("{}: {}", field_of(experiment, "backend", s.backend), error.what()));
     }
-    if (s.device == "cuda" && !built_with_cuda()) {
+    if (s.device == "cuda") {
       throw ConfigError(fmt::format(
-          "{}: expected \"cpu\": this build has no CUDA support (configure with "
-          "-DHARNESS_WITH_CUDA=ON on a machine with a CUDA toolkit and GPU), got \"cuda\"",
-          field_of(experiment, "device", s.device)));
+          "{}: expected \"cpu\": {}, got \"cuda\"", field_of(experiment, "device", s.device),
+          built_with_cuda() ? "the CUDA device path of the trainer is not written yet"
+                            : "this build has no CUDA support (configure with "
+                              "-DHARNESS_WITH_CUDA=ON on a machine with a CUDA toolkit and GPU)"));
+    }
+
+    if (worker_layout(s, 0, s.ranks).index < 0 && s.ranks < 2) {
+      throw ConfigError(fmt::format(
+          "{}: ranks: backend \"ps\" without ps_server_trains needs at least 2 ranks (rank 0 only "
+          "serves); expected ranks >= 2 or \"ps_server_trains\": true",
+          point_label(experiment, point)));
     }
 
     const auto key = std::make_tuple(s.workload, s.data_path, s.seed);
@@ -76,11 +84,20 @@ void validate_points(const Experiment& experiment, const std::vector<Point>& poi
                                     s.workload, s.dataset_size));
     }
     const int64_t used = s.dataset_size > 0 ? s.dataset_size : samples;
-    if (static_cast<int64_t>(s.ranks) * s.batch_size > used) {
+    const int workers = worker_layout(s, 0, s.ranks).workers;
+    if (static_cast<int64_t>(workers) * s.batch_size > used) {
       throw ConfigError(fmt::format(
-          "{}: batch_size: ranks × batch_size = {} × {} exceeds the {} training samples, so no "
-          "full step fits in an epoch",
-          point_label(experiment, point), s.ranks, s.batch_size, used));
+          "{}: batch_size: training ranks × batch_size = {} × {} exceeds the {} training samples, "
+          "so no full step fits in an epoch",
+          point_label(experiment, point), workers, s.batch_size, used));
+    }
+    // Every step's timings are kept (and gathered on rank 0), so the step count is bounded.
+    const int64_t steps = used / (static_cast<int64_t>(workers) * s.batch_size) * s.epochs;
+    if (steps > kMaxStepsPerPoint) {
+      throw ConfigError(fmt::format(
+          "{}: epochs: expected at most {} steps per point, got {} epochs × {} steps = {}",
+          point_label(experiment, point), kMaxStepsPerPoint, s.epochs,
+          used / (static_cast<int64_t>(workers) * s.batch_size), steps));
     }
   }
 }

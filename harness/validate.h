@@ -9,6 +9,8 @@
 
 namespace harness {
 
+inline constexpr int64_t kMaxStepsPerPoint = 2'000'000;
+
 // Throws ConfigError ("file: sweep.backend[1]: unknown backend ...").
 void validate_points(const Experiment& experiment, const std::vector<Point>& points);
 

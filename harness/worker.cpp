@@ -52,13 +52,35 @@ int threads_from_environment() {
   return threads > 0 ? threads : 1;
 }
 
-// Element-wise maximum over ranks, gathered on rank 0: the slowest rank's time for each step.
-std::vector<double> slowest_rank(const std::vector<double>& local, MPI_Comm communicator,
-                                 int rank) {
-  std::vector<double> slowest(rank == 0 ? local.size() : 0);
-  check_mpi(MPI_Reduce(local.data(), slowest.data(), static_cast<int>(local.size()), MPI_DOUBLE,
-                       MPI_MAX, 0, communicator),
-            "MPI_Reduce(step times)");
+std::vector<double> gather_to_root(const std::vector<double>& local, MPI_Comm communicator,
+                                   int rank, int world_size) {
+  std::vector<double> all(rank == 0 ? local.size() * world_size : 0);
+  check_mpi(MPI_Gather(local.data(), static_cast<int>(local.size()), MPI_DOUBLE, all.data(),
+                       static_cast<int>(local.size()), MPI_DOUBLE, 0, communicator),
+            "MPI_Gather(step times)");
+  return all;
+}
+
+// On rank 0: for every step, the times of the rank whose step took longest. Compute and
+// communication come from that same rank, so they add up to (at most) its step time.
+StepTimes slowest_rank_per_step(const StepTimes& local, MPI_Comm communicator, int rank,
+                                int world_size) {
+  const auto step_s = gather_to_root(local.step_s, communicator, rank, world_size);
+  const auto compute_s = gather_to_root(local.compute_s, communicator, rank, world_size);
+  const auto comm_s = gather_to_root(local.comm_s, communicator, rank, world_size);
+  StepTimes slowest;
+  if (rank != 0) return slowest;
+  const std::size_t steps = local.step_s.size();
+  for (std::size_t step = 0; step < steps; ++step) {
+    std::size_t worst = step;  // rank 0's entry
+    for (int r = 1; r < world_size; ++r) {
+      const std::size_t candidate = r * steps + step;
+      if (step_s[candidate] > step_s[worst]) worst = candidate;
+    }
+    slowest.step_s.push_back(step_s[worst]);
+    slowest.compute_s.push_back(compute_s[worst]);
+    slowest.comm_s.push_back(comm_s[worst]);
+  }
   return slowest;
 }
 
@@ -106,9 +128,7 @@ void run(const WorkerArguments& arguments, MPI_Comm communicator) {
   trainer.broadcast_parameters();
   const TrainingResult result = trainer.train();
 
-  const auto step_s = slowest_rank(result.steps.step_s, communicator, rank);
-  const auto compute_s = slowest_rank(result.steps.compute_s, communicator, rank);
-  const auto comm_s = slowest_rank(result.steps.comm_s, communicator, rank);
+  const StepTimes slowest = slowest_rank_per_step(result.steps, communicator, rank, world_size);
   const auto hosts = gather_hosts(communicator, rank, world_size);
   if (rank != 0) return;
 
@@ -124,11 +144,14 @@ void run(const WorkerArguments& arguments, MPI_Comm communicator) {
   measurements["parameters"] = parameter_count;
   measurements["train_samples"] = workload->train_size();
   measurements["test_samples"] = workload->test_size();
-  measurements["global_batch"] = static_cast<int64_t>(settings.batch_size) * world_size;
+  measurements["training_ranks"] = worker_layout(settings, rank, world_size).workers;
+  measurements["global_batch"] =
+      static_cast<int64_t>(settings.batch_size) * worker_layout(settings, rank, world_size).workers;
   measurements["steps_per_epoch"] = result.steps_per_epoch;
   measurements["samples_trained"] = result.samples_trained;
   measurements["train_time_s"] = result.train_time_s;
-  measurements["steps"] = {{"step_s", step_s}, {"compute_s", compute_s}, {"comm_s", comm_s}};
+  measurements["steps"] = {
+      {"step_s", slowest.step_s}, {"compute_s", slowest.compute_s}, {"comm_s", slowest.comm_s}};
   Json epochs = Json::array();
   for (const auto& epoch : result.epochs) {
     epochs.push_back({{"epoch", epoch.epoch},

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <cstdlib>
 #include <map>
 #include <sstream>
 
@@ -26,11 +27,13 @@ fs::path scratch(const std::string& name) {
   return path;
 }
 
+// Runs the harness in the directory that holds `log`, as a user would from their project.
 HarnessRun run_harness(const std::vector<std::string>& arguments, const fs::path& log) {
   ProcessRequest request;
   request.argv = {HARNESS_BINARY};
   request.argv.insert(request.argv.end(), arguments.begin(), arguments.end());
   request.log_path = log.string();
+  request.working_directory = log.parent_path().string();
   request.timeout_s = 300;
   HarnessRun run;
   run.outcome = run_process(request);
@@ -44,24 +47,38 @@ fs::path write_experiment(const fs::path& directory, const std::string& text) {
   return path;
 }
 
+// One CSV line split into fields, with RFC 4180 quoting ("a,b" and "say ""hi""").
+std::vector<std::string> csv_fields(const std::string& line) {
+  std::vector<std::string> fields(1);
+  bool quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+      fields.back() += '"';
+      ++i;
+    } else if (c == '"') {
+      quoted = !quoted;
+    } else if (c == ',' && !quoted) {
+      fields.emplace_back();
+    } else {
+      fields.back() += c;
+    }
+  }
+  return fields;
+}
+
 // summary.csv as rows of column name -> value.
 std::vector<std::map<std::string, std::string>> read_csv(const fs::path& path) {
   std::ifstream in(path);
   std::string line;
   std::getline(in, line);
-  std::vector<std::string> columns;
-  std::stringstream header(line);
-  for (std::string column; std::getline(header, column, ',');) columns.push_back(column);
+  const std::vector<std::string> columns = csv_fields(line);
   std::vector<std::map<std::string, std::string>> rows;
   while (std::getline(in, line)) {
+    const std::vector<std::string> fields = csv_fields(line);
+    EXPECT_EQ(fields.size(), columns.size()) << line;
     std::map<std::string, std::string> row;
-    std::stringstream fields(line);
-    std::string field;
-    for (const auto& column : columns) {
-      std::getline(fields, field, ',');
-      row[column] = field;
-      field.clear();
-    }
+    for (std::size_t i = 0; i < columns.size() && i < fields.size(); ++i) row[columns[i]] = fields[i];
     rows.push_back(row);
   }
   return rows;
@@ -129,11 +146,11 @@ TEST(EndToEnd, TinyScalingStudyWritesRecordsSummaryAndPlots) {
 
 TEST(EndToEnd, FailedPointIsRecordedAndTheSweepGoesOn) {
   const fs::path dir = scratch("failing");
-  // The second point cannot finish a million epochs in two seconds: it times out.
+  // The first point cannot finish 50,000 epochs (1.5 M steps) in five seconds: it times out.
   const fs::path experiment = write_experiment(dir, R"({
     "name": "failing",
-    "settings": {"timeout_s": 2},
-    "sweep": {"epochs": [1000000, 2]}})");
+    "settings": {"timeout_s": 5},
+    "sweep": {"epochs": [50000, 2]}})");
   const fs::path out = dir / "out";
   const HarnessRun run = run_harness({"run", experiment.string(), "--out", out.string()}, dir / "log");
   EXPECT_TRUE(run.outcome.exited);
@@ -205,7 +222,60 @@ TEST(EndToEnd, PlanListsThePointsWithoutRunningThem) {
   EXPECT_NE(text.find("6 point(s)"), std::string::npos) << text;
   EXPECT_NE(text.find("14 rank-slot(s)"), std::string::npos) << text;
   EXPECT_NE(text.find("ranks=4 lr=0.5"), std::string::npos) << text;
-  EXPECT_FALSE(fs::exists(dir / "results"));
+  EXPECT_FALSE(fs::exists(dir / "results")) << "plan wrote results";
+}
+
+TEST(EndToEnd, DefaultResultsDirectoryIsUnderResultsByNameAndTime) {
+  const fs::path dir = scratch("default_out");
+  const fs::path experiment = write_experiment(dir, R"({"name": "quick", "settings": {"epochs": 1}})");
+  const HarnessRun run = run_harness({"run", experiment.string()}, dir / "log");
+  ASSERT_TRUE(run.outcome.ok()) << joined(run.output);
+  ASSERT_TRUE(fs::is_directory(dir / "results" / "quick"));
+  const auto runs = fs::directory_iterator(dir / "results" / "quick");
+  const fs::path first = runs->path();
+  EXPECT_TRUE(fs::exists(first / "summary.csv"));
+  EXPECT_EQ(first.filename().string().size(), std::string("20261122-030652").size());
+}
+
+TEST(EndToEnd, EarlierRecordsInTheSameDirectoryAreNotBaselines) {
+  const fs::path dir = scratch("reuse");
+  const fs::path out = dir / "out";
+  const fs::path first = dir / "first.json";
+  std::ofstream(first) << R"({"name": "a", "settings": {"epochs": 2}, "sweep": {"ranks": [1, 2]}})";
+  ASSERT_TRUE(run_harness({"run", first.string(), "--out", out.string()}, dir / "log1").outcome.ok());
+  const fs::path second = dir / "second.json";
+  std::ofstream(second) << R"({"name": "b", "settings": {"epochs": 2, "lr": 0.1}, "sweep": {"ranks": [2]}})";
+  ASSERT_TRUE(run_harness({"run", second.string(), "--out", out.string()}, dir / "log2").outcome.ok());
+  const auto rows = read_csv(out / "summary.csv");
+  ASSERT_EQ(rows.size(), 1U);
+  EXPECT_EQ(rows[0].at("speedup"), "1") << "measured against a point of another experiment";
+}
+
+TEST(EndToEnd, InterruptKeepsCompletedPointsAndExits130) {
+  const fs::path dir = scratch("interrupt");
+  // The first point finishes in about a second; the second would run for minutes.
+  const fs::path experiment = write_experiment(dir, R"({
+    "name": "interrupt", "sweep": {"epochs": [2, 50000]}})");
+  const fs::path out = dir / "out";
+  const fs::path log = dir / "log";
+  ProcessRequest request;
+  request.argv = {"sh", "-c",
+                  std::string(HARNESS_BINARY) + " run " + experiment.string() + " --out " +
+                      out.string() + " & pid=$!; "
+                      // Wait until the second point is running, then press Ctrl-C.
+                      "while ! grep -q '\\[2/2\\]' " + log.string() + "; do sleep 0.2; done; "
+                      "sleep 1; kill -INT $pid; wait $pid; echo \"exit=$?\""};
+  request.log_path = log.string();
+  request.timeout_s = 120;
+  ASSERT_TRUE(run_process(request).ok());
+  const auto lines = tail_lines(log.string(), 200);
+  EXPECT_EQ(lines.back(), "exit=130") << joined(lines);
+  const auto rows = read_csv(out / "summary.csv");
+  ASSERT_EQ(rows.size(), 1U) << "the interrupted point must leave no record";
+  EXPECT_EQ(rows[0].at("status"), "ok");
+  EXPECT_EQ(rows[0].at("epochs"), "2");
+  EXPECT_TRUE(fs::exists(out / "plots" / "loss.png"));
+  EXPECT_EQ(std::system("pgrep -f '[h]arness worker' > /dev/null"), 256) << "a rank outlived Ctrl-C";
 }
 
 TEST(EndToEnd, ShippedSpeedupExperimentIsValid) {

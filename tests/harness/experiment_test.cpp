@@ -86,7 +86,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{R"({"name": "x", )", "exp.json: invalid JSON"},
         BadInput{R"([1, 2])", "expected a JSON object at the top level"},
         BadInput{R"({"sweep": {}})", "name: required key is missing"},
-        BadInput{R"({"name": "a b"})", "name: expected a name of letters"},
+        BadInput{R"({"name": "a b"})", "name: expected up to 100 letters, digits"},
         BadInput{R"({"name": "x", "sweeps": {}})", "unknown key \"sweeps\" (did you mean \"sweep\"?)"},
         BadInput{R"({"name": "x", "settings": {"epoch": 3}})",
                  "settings.epoch: unknown setting \"epoch\" (did you mean \"epochs\"?)"},
@@ -109,7 +109,33 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{R"({"name": "x", "settings": {"device": "tpu"}})",
                  "settings.device: expected \"cpu\" or \"cuda\", got \"tpu\""},
         BadInput{R"({"name": "x", "settings": []})", "settings: expected an object"},
-        BadInput{R"({"name": "x", "launcher": "pbs"})", "launcher: expected one of: local"}));
+        BadInput{R"({"name": "x", "launcher": "pbs"})", "launcher: expected one of: local"},
+        BadInput{R"({"name": "x", "settings": {"seed": 9223372036854775808.0}})",
+                 "settings.seed: expected a non-negative integer"},
+        BadInput{R"({"name": "x", "settings": {"ps_server_trains": "yes"}})",
+                 "settings.ps_server_trains: expected true or false, got \"yes\""},
+        BadInput{R"({"name": "../up"})", "name: expected up to 100 letters"}));
+
+TEST(Experiment, VeryLongNamesAreRejectedWithoutCrashing) {
+  const std::string name(50000, 'a');
+  EXPECT_NE(parse_error(R"({"name": ")" + name + "\"}").find("name: expected up to 100"),
+            std::string::npos);
+}
+
+TEST(Experiment, SweepsBeyondTheLimitAreRejectedBeforeExpanding) {
+  std::string values;
+  for (int i = 1; i <= 30; ++i) values += (i > 1 ? ", " : "") + std::to_string(i);
+  const std::string text = R"({"name": "big", "sweep": {"ranks": [)" + values +
+                           R"(], "batch_size": [)" + values + R"(], "epochs": [)" + values + "]}}";
+  try {
+    expand(parse_experiment(text, "exp.json"));
+    FAIL() << "27000 points accepted";
+  } catch (const ConfigError& error) {
+    EXPECT_NE(std::string(error.what()).find("sweep: expected at most 10000 points"),
+              std::string::npos)
+        << error.what();
+  }
+}
 
 TEST(Experiment, MissingFileIsAConfigError) {
   try {

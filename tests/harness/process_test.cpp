@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -40,17 +41,39 @@ TEST(Process, EnvironmentAndWorkingDirectoryReachTheChild) {
   EXPECT_EQ(tail_lines(request.log_path, 1), (std::vector<std::string>{"forty-two /"}));
 }
 
-TEST(Process, TimeoutStopsTheWholeProcessGroup) {
+// The pid the child printed on the first line of its log.
+pid_t first_line_pid(const std::string& log_path) {
+  const auto lines = tail_lines(log_path, 100);
+  return lines.empty() ? 0 : static_cast<pid_t>(std::stol(lines.front()));
+}
+
+bool process_exists(pid_t pid) { return ::kill(pid, 0) == 0 || errno != ESRCH; }
+
+TEST(Process, TimeoutStopsTheChildAndWhatItStarted) {
   ProcessRequest request;
-  // The grandchild would outlive a plain kill of the shell.
-  request.argv = {"sh", "-c", "sleep 60 & echo started; wait"};
+  // The grandchild sits in a session and process group of its own, as Open MPI's ranks do, so
+  // signalling the child's group does not reach it.
+  request.argv = {"sh", "-c", "setsid sleep 60 & echo $!; wait"};
   request.log_path = temp_log("timeout");
   request.timeout_s = 0.5;
   const ProcessOutcome outcome = run_process(request);
   EXPECT_TRUE(outcome.timed_out);
   EXPECT_FALSE(outcome.ok());
   EXPECT_LT(outcome.wall_time_s, 10.0);
-  EXPECT_NE(outcome.describe().find("timed out"), std::string::npos);
+  EXPECT_EQ(outcome.describe(), "timed out after the 0.5 s limit");
+  const pid_t grandchild = first_line_pid(request.log_path);
+  ASSERT_GT(grandchild, 0);
+  EXPECT_FALSE(process_exists(grandchild)) << "sleep " << grandchild << " outlived the timeout";
+}
+
+TEST(Process, LeftoversOfAChildThatExitedAreStopped) {
+  ProcessRequest request;
+  request.argv = {"sh", "-c", "setsid sleep 60 & echo $!"};  // exits at once, leaving sleep
+  request.log_path = temp_log("leftover");
+  EXPECT_TRUE(run_process(request).ok());
+  const pid_t grandchild = first_line_pid(request.log_path);
+  ASSERT_GT(grandchild, 0);
+  EXPECT_FALSE(process_exists(grandchild)) << "sleep " << grandchild << " was left running";
 }
 
 TEST(Process, SignalIsReported) {

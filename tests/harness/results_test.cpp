@@ -89,9 +89,18 @@ TEST(Results, SummaryReadsRecordsInPointOrderWithScaling) {
   EXPECT_NE(row.find("mpirun exit code 1"), std::string::npos) << row;
 }
 
+TEST(Results, CsvQuotesFieldsWithCommasAndQuotes) {
+  SummaryRow row;
+  row.id = "p000-00000000";
+  row.reason = "mpirun exit code 1: \"bad\", really";
+  const std::string csv = summary_csv({row});
+  EXPECT_NE(csv.find(",\"mpirun exit code 1: \"\"bad\"\", really\"\n"), std::string::npos) << csv;
+}
+
 TEST(Results, ProvenanceNamesCommitHostAndCommandLine) {
   const Json provenance = collect_provenance({"harness", "run", "x.json"});
-  EXPECT_FALSE(provenance["git_commit"].get<std::string>().empty());
+  EXPECT_NE(provenance["git_commit"].get<std::string>(), "");
+  EXPECT_EQ(provenance["harness_version"], HARNESS_VERSION);
   EXPECT_FALSE(provenance["host"].get<std::string>().empty());
   EXPECT_EQ(provenance["command_line"][2], "x.json");
 }

@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "backends/mpi_allreduce.h"
+#include "harness/settings.h"
 #include "workloads/registry.h"
 
 namespace harness {
@@ -122,6 +123,66 @@ TEST(DataParallelTrainer, ShortTrainingLowersTheLossAndKeepsRanksInStep) {
   std::vector<float> from_zero = flat;
   MPI_Bcast(from_zero.data(), static_cast<int>(from_zero.size()), MPI_FLOAT, 0, MPI_COMM_WORLD);
   EXPECT_EQ(flat, from_zero);
+}
+
+std::vector<float> flat_parameters(Workload& workload) {
+  std::vector<float> flat;
+  for (const auto& parameter : workload.parameters()) {
+    flat.insert(flat.end(), parameter.data_ptr<float>(),
+                parameter.data_ptr<float>() + parameter.numel());
+  }
+  return flat;
+}
+
+// Trains a fresh Iris MLP for at least 50 steps with `settings` and returns its parameters.
+std::vector<float> trained_parameters(PointSettings settings) {
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  settings.ranks = size;
+  settings.batch_size = kBatch;
+  settings.lr = 0.5;
+  const int workers = worker_layout(settings, 0, size).workers;
+  const int steps_per_epoch = 120 / (kBatch * workers);
+  settings.epochs = (50 + steps_per_epoch - 1) / steps_per_epoch;
+  auto workload = find_workload("iris_mlp").make(settings);
+  auto backend = make_gradient_sync(settings.backend, MPI_COMM_WORLD);
+  DataParallelTrainer trainer(*workload, *backend, MPI_COMM_WORLD, settings);
+  trainer.broadcast_parameters();
+  trainer.train();
+  return flat_parameters(*workload);
+}
+
+TEST(DataParallelTrainer, EveryBackendTrainsTheSameParameters) {
+  PointSettings settings;
+  settings.backend = "allreduce";
+  const std::vector<float> reference = trained_parameters(settings);
+  for (const auto& info : backend_table()) {
+    settings.backend = std::string(info.name);
+    settings.ps_server_trains = true;  // same workers, same batches: the same computation
+    const std::vector<float> parameters = trained_parameters(settings);
+    ASSERT_EQ(parameters.size(), reference.size());
+    double worst = 0;
+    for (std::size_t i = 0; i < parameters.size(); ++i) {
+      worst = std::max(worst, std::abs(static_cast<double>(parameters[i]) - reference[i]) /
+                                  std::max(1.0, std::abs(static_cast<double>(reference[i]))));
+    }
+    EXPECT_LE(worst, 1e-5) << info.name;
+  }
+}
+
+TEST(DataParallelTrainer, ParameterServerThatOnlyServesKeepsItsCopyInStep) {
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size < 2) GTEST_SKIP() << "a serving-only parameter server needs 2 ranks";
+  PointSettings settings;
+  settings.backend = "ps";
+  settings.ps_server_trains = false;
+  const std::vector<float> parameters = trained_parameters(settings);
+  std::vector<float> from_zero = parameters;
+  MPI_Bcast(from_zero.data(), static_cast<int>(from_zero.size()), MPI_FLOAT, 0, MPI_COMM_WORLD);
+  EXPECT_EQ(parameters, from_zero);
+  EXPECT_EQ(worker_layout(settings, 0, size).index, -1);
+  EXPECT_EQ(worker_layout(settings, 1, size).workers, size - 1);
 }
 
 }  // namespace

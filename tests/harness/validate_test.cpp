@@ -23,7 +23,7 @@ TEST(Validate, AcceptsTheDefaults) {
 
 TEST(Validate, UnknownBackendNamesTheSweepEntryAndListsValidNames) {
   EXPECT_EQ(validation_error(R"({"name": "x", "sweep": {"backend": ["allreduce", "nccl"]}})"),
-            "exp.json: sweep.backend[1]: unknown backend \"nccl\" (expected one of: allreduce)");
+            "exp.json: sweep.backend[1]: unknown backend \"nccl\" (expected one of: allreduce, ring, ps)");
 }
 
 TEST(Validate, UnknownWorkloadNamesTheSetting) {
@@ -48,7 +48,34 @@ TEST(Validate, DatasetLargerThanTheDataIsRejected) {
 TEST(Validate, GlobalBatchLargerThanTheDataIsRejected) {
   const std::string message =
       validation_error(R"({"name": "x", "settings": {"ranks": 4, "batch_size": 40}})");
-  EXPECT_NE(message.find("batch_size: ranks × batch_size = 4 × 40 exceeds the 120 training"),
+  EXPECT_NE(message.find("batch_size: training ranks × batch_size = 4 × 40 exceeds the 120 training"),
+            std::string::npos)
+      << message;
+}
+
+TEST(Validate, ServingOnlyParameterServerNeedsTwoRanks) {
+  const std::string message =
+      validation_error(R"({"name": "x", "settings": {"backend": "ps", "ranks": 1}})");
+  EXPECT_NE(message.find("ranks: backend \"ps\" without ps_server_trains needs at least 2 ranks"),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(validation_error(
+                R"({"name": "x", "settings": {"backend": "ps", "ranks": 1, "ps_server_trains": true}})"),
+            "");
+}
+
+TEST(Validate, ServingOnlyParameterServerShardsOverTheWorkers) {
+  // 3 ranks, 2 of them train: 2 × 60 fits the 120 samples, 3 × 60 would not.
+  EXPECT_EQ(validation_error(
+                R"({"name": "x", "settings": {"backend": "ps", "ranks": 3, "batch_size": 60}})"),
+            "");
+}
+
+TEST(Validate, TooManyStepsPerPointIsRejected) {
+  const std::string message =
+      validation_error(R"({"name": "x", "settings": {"epochs": 100000, "batch_size": 1}})");
+  EXPECT_NE(message.find("epochs: expected at most 2000000 steps per point, got 100000 epochs × "
+                         "120 steps = 12000000"),
             std::string::npos)
       << message;
 }
