@@ -6,6 +6,7 @@
 #include "backends/parameter_server.h"
 #include "backends/ring_allreduce.h"
 #include "harness/errors.h"
+#include "harness/name_table.h"
 
 namespace harness {
 
@@ -28,13 +29,7 @@ const std::vector<BackendInfo>& backend_table() {
 }
 
 const BackendInfo& find_backend(std::string_view name) {
-  std::vector<std::string_view> names;
-  for (const auto& info : backend_table()) {
-    if (info.name == name) return info;
-    names.push_back(info.name);
-  }
-  throw ConfigError(fmt::format("unknown backend \"{}\" (expected one of: {})", name,
-                                fmt::join(names, ", ")));
+  return find_by_name(backend_table(), name, "backend");
 }
 
 std::unique_ptr<GradientSync> make_gradient_sync(std::string_view name, MPI_Comm communicator) {

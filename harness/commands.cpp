@@ -194,7 +194,7 @@ int run_command(const RunOptions& options) {
     std::cerr << "harness: " << error.what() << "\n";
     return kExitFailure;
   }
-  if (interrupted) return kExitInterrupted;
+  if (interrupted || interrupt_requested()) return kExitInterrupted;
   if (failed > 0) {
     std::cerr << fmt::format("harness: {} of {} point(s) failed\n", failed, loaded.points.size());
     return kExitFailure;

@@ -11,6 +11,7 @@
 
 #include "backends/gradient_sync.h"
 #include "harness/commands.h"
+#include "harness/settings.h"
 #include "harness/version.h"
 #include "harness/worker.h"
 #include "workloads/registry.h"
@@ -18,7 +19,13 @@
 namespace {
 
 std::string names_help() {
-  std::string text = "\nWorkloads:\n";
+  std::string text = "\nExperiment settings (keys of \"settings\" and \"sweep\"):\n";
+  const harness::Json defaults = harness::to_json(harness::PointSettings{});
+  for (const auto& setting : harness::setting_table()) {
+    text += fmt::format("  {:<17} {} (default {})\n", setting.key, setting.help,
+                        defaults[std::string(setting.key)].dump());
+  }
+  text += "Workloads:\n";
   for (const auto& info : harness::workload_table()) {
     text += fmt::format("  {:<12} {}\n", info.name, info.summary);
   }

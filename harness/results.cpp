@@ -39,7 +39,11 @@ void write_file_atomically(const std::string& path, const std::string& content) 
     std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
     out << content;
     out.flush();
-    if (!out) throw Error(fmt::format("{}: cannot write: {}", temporary, std::strerror(errno)));
+    if (!out) {
+      std::remove(temporary.c_str());
+      throw Error(fmt::format("{}: cannot write (no such directory, no permission or disk full)",
+                              temporary));
+    }
   }
   if (std::rename(temporary.c_str(), path.c_str()) != 0) {
     const std::string reason = std::strerror(errno);

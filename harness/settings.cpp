@@ -60,13 +60,13 @@ struct SettingEntry {
 // The single source of truth for keys, their validation and their serialisation.
 const std::vector<SettingEntry>& entries() {
   static const std::vector<SettingEntry> table = {
-      {{"workload", "a workload name", "what each rank trains (see `harness run --help`)"},
+      {{"workload", "a workload name", "what each rank trains (see Workloads)"},
        [](auto& s, const Json& v, const auto& w) { s.workload = read_string(v, w, "a workload name"); },
        [](const auto& s) { return Json(s.workload); }},
-      {{"backend", "a backend name", "how gradients are synchronised between ranks"},
+      {{"backend", "a backend name", "how gradients are synchronised (see Backends)"},
        [](auto& s, const Json& v, const auto& w) { s.backend = read_string(v, w, "a backend name"); },
        [](const auto& s) { return Json(s.backend); }},
-      {{"device", "\"cpu\" or \"cuda\"", "where tensors live"},
+      {{"device", "\"cpu\" or \"cuda\"", "where tensors live: cpu or cuda"},
        [](auto& s, const Json& v, const auto& w) {
          if (!v.is_string() || (v != "cpu" && v != "cuda")) fail(w, "\"cpu\" or \"cuda\"", v);
          s.device = v.get<std::string>();
@@ -83,7 +83,7 @@ const std::vector<SettingEntry>& entries() {
        },
        [](const auto& s) { return Json(s.batch_size); }},
       {{"dataset_size", "a non-negative integer (0 = whole training set)",
-        "training samples used"},
+        "training samples used (0 = all)"},
        [](auto& s, const Json& v, const auto& w) {
          s.dataset_size =
              read_integer(v, w, 0, kMaxInt64, "a non-negative integer (0 = whole training set)");
@@ -103,7 +103,7 @@ const std::vector<SettingEntry>& entries() {
        },
        [](const auto& s) { return Json(s.seed); }},
       {{"threads_per_rank", "a non-negative integer (0 = cores / ranks)",
-        "LibTorch and OpenBLAS threads in each rank"},
+        "LibTorch and OpenBLAS threads per rank (0 = cores / ranks)"},
        [](auto& s, const Json& v, const auto& w) {
          s.threads_per_rank = static_cast<int>(
              read_integer(v, w, 0, 1024, "a non-negative integer (0 = cores / ranks)"));
@@ -112,7 +112,7 @@ const std::vector<SettingEntry>& entries() {
       {{"timeout_s", "a positive number", "wall-clock limit of the point, in seconds"},
        [](auto& s, const Json& v, const auto& w) { s.timeout_s = read_positive_number(v, w); },
        [](const auto& s) { return Json(s.timeout_s); }},
-      {{"data_path", "a file path", "training data file (default: the workload's own)"},
+      {{"data_path", "a file path", "training data file (empty = the workload's own)"},
        [](auto& s, const Json& v, const auto& w) {
          if (!v.is_string()) fail(w, "a file path", v);
          s.data_path = v.get<std::string>();

@@ -31,45 +31,52 @@ DataParallelTrainer::DataParallelTrainer(Workload& workload, GradientSync& backe
   fused_.resize(static_cast<std::size_t>(elements));
 }
 
-void DataParallelTrainer::pack_gradients() {
-  float* out = fused_.data();
-  for (const auto& parameter : parameters_) {
-    const auto& grad = parameter.grad();
-    std::copy_n(grad.data_ptr<float>(), grad.numel(), out);
-    out += grad.numel();
+namespace {
+
+// Copies tensors (gradients or parameters, contiguous float32) into one flat buffer, in order.
+template <typename TensorOf>
+void flatten_into(const std::vector<torch::Tensor>& parameters, TensorOf tensor_of, float* out) {
+  for (const auto& parameter : parameters) {
+    const torch::Tensor& tensor = tensor_of(parameter);
+    std::copy_n(tensor.data_ptr<float>(), tensor.numel(), out);
+    out += tensor.numel();
   }
 }
 
-void DataParallelTrainer::unpack_gradients(float scale) {
-  const float* in = fused_.data();
-  for (auto& parameter : parameters_) {
-    auto grad = parameter.mutable_grad();
-    float* out = grad.data_ptr<float>();
-    for (int64_t i = 0; i < grad.numel(); ++i) out[i] = in[i] * scale;
-    in += grad.numel();
+// The inverse, multiplying by `scale` on the way.
+template <typename TensorOf>
+void unflatten_from(const float* in, float scale, std::vector<torch::Tensor>& parameters,
+                    TensorOf tensor_of) {
+  for (auto& parameter : parameters) {
+    torch::Tensor tensor = tensor_of(parameter);
+    float* out = tensor.data_ptr<float>();
+    for (int64_t i = 0; i < tensor.numel(); ++i) out[i] = in[i] * scale;
+    in += tensor.numel();
   }
 }
+
+const auto kGradientOf = [](const torch::Tensor& parameter) -> const torch::Tensor& {
+  return parameter.grad();
+};
+const auto kValueOf = [](const torch::Tensor& parameter) -> const torch::Tensor& {
+  return parameter;
+};
+
+}  // namespace
 
 void DataParallelTrainer::broadcast_parameters() {
   torch::NoGradGuard no_grad;
-  float* cursor = fused_.data();
-  for (const auto& parameter : parameters_) {
-    std::copy_n(parameter.data_ptr<float>(), parameter.numel(), cursor);
-    cursor += parameter.numel();
-  }
+  flatten_into(parameters_, kValueOf, fused_.data());
   check_mpi(MPI_Bcast(fused_.data(), static_cast<int>(fused_.size()), MPI_FLOAT, 0, communicator_),
             "MPI_Bcast(parameters)");
-  const float* in = fused_.data();
-  for (auto& parameter : parameters_) {
-    std::copy_n(in, parameter.numel(), parameter.data_ptr<float>());
-    in += parameter.numel();
-  }
+  unflatten_from(fused_.data(), 1.0F, parameters_, kValueOf);
 }
 
 void DataParallelTrainer::average_gradients() {
-  pack_gradients();
+  flatten_into(parameters_, kGradientOf, fused_.data());
   backend_.allreduce_sum(fused_);
-  unpack_gradients(1.0F / static_cast<float>(layout_.workers));
+  unflatten_from(fused_.data(), 1.0F / static_cast<float>(layout_.workers), parameters_,
+                 kGradientOf);
 }
 
 int64_t DataParallelTrainer::steps_per_epoch() const {

@@ -57,10 +57,6 @@ class DataParallelTrainer {
   TrainingResult train();
 
  private:
-  // Copies between the parameters' gradients and the fused buffer the backend reduces.
-  void pack_gradients();
-  void unpack_gradients(float scale);
-
   Workload& workload_;
   GradientSync& backend_;
   MPI_Comm communicator_;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "harness/errors.h"
+#include "harness/name_table.h"
 #include "workloads/iris_mlp.h"
 
 namespace harness {
@@ -16,13 +17,7 @@ const std::vector<WorkloadInfo>& workload_table() {
 }
 
 const WorkloadInfo& find_workload(std::string_view name) {
-  std::vector<std::string_view> names;
-  for (const auto& info : workload_table()) {
-    if (info.name == name) return info;
-    names.push_back(info.name);
-  }
-  throw ConfigError(fmt::format("unknown workload \"{}\" (expected one of: {})", name,
-                                fmt::join(names, ", ")));
+  return find_by_name(workload_table(), name, "workload");
 }
 
 }  // namespace harness

@@ -16,6 +16,21 @@ namespace {
 
 constexpr int kBatch = 4;
 
+std::vector<float> flat_parameters(Workload& workload) {
+  std::vector<float> flat;
+  for (const auto& parameter : workload.parameters()) {
+    flat.insert(flat.end(), parameter.data_ptr<float>(),
+                parameter.data_ptr<float>() + parameter.numel());
+  }
+  return flat;
+}
+
+// Rank 0's copy of `values`, for checking that every rank holds the same.
+std::vector<float> rank_zeros(std::vector<float> values) {
+  MPI_Bcast(values.data(), static_cast<int>(values.size()), MPI_FLOAT, 0, MPI_COMM_WORLD);
+  return values;
+}
+
 struct Fixture {
   PointSettings settings;
   std::unique_ptr<Workload> workload;
@@ -60,13 +75,8 @@ TEST(DataParallelTrainer, BroadcastGivesEveryRankRankZerosParameters) {
     for (auto& parameter : f.workload->parameters()) parameter.add_(f.rank);  // make ranks differ
   }
   f.trainer->broadcast_parameters();
-  std::vector<float> flat;
-  for (const auto& parameter : f.workload->parameters()) {
-    flat.insert(flat.end(), parameter.data_ptr<float>(), parameter.data_ptr<float>() + parameter.numel());
-  }
-  std::vector<float> from_zero = flat;
-  MPI_Bcast(from_zero.data(), static_cast<int>(from_zero.size()), MPI_FLOAT, 0, MPI_COMM_WORLD);
-  EXPECT_EQ(flat, from_zero);
+  const std::vector<float> flat = flat_parameters(*f.workload);
+  EXPECT_EQ(flat, rank_zeros(flat));
 }
 
 TEST(DataParallelTrainer, AveragedGradientIsTheMeanOfTheRanksGradients) {
@@ -116,22 +126,8 @@ TEST(DataParallelTrainer, ShortTrainingLowersTheLossAndKeepsRanksInStep) {
     EXPECT_LT(result.epochs.back().train_loss, result.epochs.front().train_loss);
   }
   // Synchronous SGD: every rank holds the same parameters at the end.
-  std::vector<float> flat;
-  for (const auto& parameter : f.workload->parameters()) {
-    flat.insert(flat.end(), parameter.data_ptr<float>(), parameter.data_ptr<float>() + parameter.numel());
-  }
-  std::vector<float> from_zero = flat;
-  MPI_Bcast(from_zero.data(), static_cast<int>(from_zero.size()), MPI_FLOAT, 0, MPI_COMM_WORLD);
-  EXPECT_EQ(flat, from_zero);
-}
-
-std::vector<float> flat_parameters(Workload& workload) {
-  std::vector<float> flat;
-  for (const auto& parameter : workload.parameters()) {
-    flat.insert(flat.end(), parameter.data_ptr<float>(),
-                parameter.data_ptr<float>() + parameter.numel());
-  }
-  return flat;
+  const std::vector<float> flat = flat_parameters(*f.workload);
+  EXPECT_EQ(flat, rank_zeros(flat));
 }
 
 // Trains a fresh Iris MLP for at least 50 steps with `settings` and returns its parameters.
@@ -178,9 +174,7 @@ TEST(DataParallelTrainer, ParameterServerThatOnlyServesKeepsItsCopyInStep) {
   settings.backend = "ps";
   settings.ps_server_trains = false;
   const std::vector<float> parameters = trained_parameters(settings);
-  std::vector<float> from_zero = parameters;
-  MPI_Bcast(from_zero.data(), static_cast<int>(from_zero.size()), MPI_FLOAT, 0, MPI_COMM_WORLD);
-  EXPECT_EQ(parameters, from_zero);
+  EXPECT_EQ(parameters, rank_zeros(parameters));
   EXPECT_EQ(worker_layout(settings, 0, size).index, -1);
   EXPECT_EQ(worker_layout(settings, 1, size).workers, size - 1);
 }
