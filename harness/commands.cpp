@@ -42,7 +42,8 @@ std::string default_out_dir(const std::string& experiment_name) {
 // "iris_mlp allreduce ranks=2 batch_size=4" for progress lines: the settings that vary.
 std::string describe_point(const Experiment& experiment, const Point& point) {
   const Json values = to_json(point.settings);
-  std::string text = point.settings.workload + " " + point.settings.backend;
+  std::string text = (point.settings.kind == "comm" ? "comm" : point.settings.workload) + " " +
+                     point.settings.backend;
   for (const auto& axis : experiment.sweep) {
     if (axis.key == "workload" || axis.key == "backend") continue;
     text += fmt::format(" {}={}", axis.key, values[axis.key].dump());
@@ -93,7 +94,14 @@ PointStatus run_point(const Experiment& experiment, const Point& point, Launcher
   } else {
     try {
       measurements = read_json_file(output);
-      point_metrics(measurements);  // refuse a record the summary could not read
+      // Refuse a record the summary could not read; a benchmark that summed wrong has failed.
+      if (point.settings.kind == "comm") {
+        int64_t wrong = 0;
+        for (const auto& size : message_size_metrics(measurements)) wrong += size.wrong;
+        if (wrong > 0) failure = fmt::format("#wrong = {}: the backend's sums differ from MPI_Allreduce's", wrong);
+      } else {
+        point_metrics(measurements);
+      }
     } catch (const Error& error) {
       failure = fmt::format("rank 0 left no usable measurements: {}", error.what());
     }
@@ -180,9 +188,11 @@ int run_command(const RunOptions& options) {
   for (const auto& point : loaded.points) ids.push_back(point.id);
   try {
     const std::vector<SummaryRow> rows = load_summary(layout, ids);
-    write_file_atomically(layout.summary_csv(), summary_csv(rows));
-    std::cout << "\n" << summary_table(rows) << "\nsummary: " << layout.summary_csv() << "\n";
-    const auto images = write_plots(layout, experiment.name, rows);
+    const bool comm = experiment.base.kind == "comm";
+    write_file_atomically(layout.summary_csv(), comm ? comm_summary_csv(rows) : summary_csv(rows));
+    std::cout << "\n" << (comm ? comm_summary_table(rows) : summary_table(rows))
+              << "\nsummary: " << layout.summary_csv() << "\n";
+    const auto images = write_plots(layout, experiment.name, experiment.base.kind, rows);
     if (!images.empty()) {
       std::cout << "plots:   " << layout.plots_dir() << "/ (";
       for (std::size_t i = 0; i < images.size(); ++i) {

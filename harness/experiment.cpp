@@ -136,6 +136,10 @@ Experiment parse_experiment(const std::string& text, const std::string& source_p
     }
     for (const auto& [key, values] : sweep.items()) {
       const std::string where = fmt::format("{}: sweep.{}", source_path, key);
+      if (key == "kind") {
+        throw ConfigError(where + ": \"kind\" cannot be swept (an experiment either trains or "
+                                  "benchmarks communication); set it in \"settings\"");
+      }
       if (fixed_keys.count(key) != 0) {
         throw ConfigError(where + ": key is also in \"settings\"; set it in one place only");
       }

@@ -56,6 +56,37 @@ PointMetrics point_metrics(const Json& measurements) {
   }
 }
 
+Json to_json(const MessageSizeMetrics& size) {
+  return {{"bytes", size.bytes},
+          {"time_us_median", size.time_us_median},
+          {"time_us_min", size.time_us_min},
+          {"time_us_max", size.time_us_max},
+          {"algbw_gbps", size.algbw_gbps},
+          {"busbw_gbps", size.busbw_gbps},
+          {"wrong", size.wrong}};
+}
+
+std::vector<MessageSizeMetrics> message_size_metrics(const Json& measurements) {
+  try {
+    std::vector<MessageSizeMetrics> sizes;
+    for (const auto& entry : measurements.at("sizes")) {
+      MessageSizeMetrics size;
+      size.bytes = entry.at("bytes").get<int64_t>();
+      size.time_us_median = entry.at("time_us_median").get<double>();
+      size.time_us_min = entry.at("time_us_min").get<double>();
+      size.time_us_max = entry.at("time_us_max").get<double>();
+      size.algbw_gbps = entry.at("algbw_gbps").get<double>();
+      size.busbw_gbps = entry.at("busbw_gbps").get<double>();
+      size.wrong = entry.at("wrong").get<int64_t>();
+      sizes.push_back(size);
+    }
+    if (sizes.empty()) throw Error("measurements: no message sizes");
+    return sizes;
+  } catch (const Json::exception& error) {
+    throw Error(fmt::format("measurements: {}", error.what()));
+  }
+}
+
 std::vector<std::optional<Scaling>> scaling_metrics(const std::vector<ScalingInput>& points) {
   std::vector<std::optional<Scaling>> result(points.size());
   std::vector<Json> keys;

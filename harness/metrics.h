@@ -26,6 +26,21 @@ struct PointMetrics {
 // Throws Error when `measurements` lacks a field the metrics need.
 PointMetrics point_metrics(const Json& measurements);
 
+// One message size of a communication benchmark point (kind "comm"); see comm_benchmark.h.
+struct MessageSizeMetrics {
+  int64_t bytes = 0;
+  double time_us_median = 0;  // of the slowest rank's time per reduction
+  double time_us_min = 0;
+  double time_us_max = 0;
+  double algbw_gbps = 0;      // bytes / median time, 10^9 bytes/s
+  double busbw_gbps = 0;      // algbw · 2(p−1)/p
+  int64_t wrong = 0;          // elements that differ from MPI_Allreduce's result, all ranks
+};
+
+Json to_json(const MessageSizeMetrics& size);
+// Reads measurements["sizes"]; throws Error when it is missing or malformed.
+std::vector<MessageSizeMetrics> message_size_metrics(const Json& measurements);
+
 // One point as the cross-point metrics see it.
 struct ScalingInput {
   PointSettings settings;

@@ -91,6 +91,30 @@ std::string gnuplot_string(const std::string& text) {
   return "\"" + escaped + "\"";
 }
 
+// Binary-prefixed byte counts for axis labels: 4 B, 64 KiB, 16 MiB.
+std::string byte_label(int64_t bytes) {
+  constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB"};
+  int unit = 0;
+  double value = static_cast<double>(bytes);
+  while (value >= 1024 && unit < 3) {
+    value /= 1024;
+    ++unit;
+  }
+  return fmt::format("{:g} {}", value, kUnits[unit]);
+}
+
+// gnuplot tics at the measured message sizes (every other one when there are many), labelled
+// with binary prefixes: gnuplot's own %c prefixes are decimal and put "33kB" under 32 KiB.
+std::string size_tics(const std::set<int64_t>& sizes) {
+  std::vector<std::string> tics;
+  const std::size_t stride = sizes.size() > 9 ? 2 : 1;
+  std::size_t position = 0;
+  for (const int64_t bytes : sizes) {
+    if (position++ % stride == 0) tics.push_back(fmt::format("'{}' {}", byte_label(bytes), bytes));
+  }
+  return fmt::format("{}", fmt::join(tics, ", "));
+}
+
 }  // namespace
 
 const std::string& plot_template(const std::string& name) {
@@ -100,8 +124,10 @@ const std::string& plot_template(const std::string& name) {
   throw Error(fmt::format("no plot template named \"{}\"", name));
 }
 
-std::vector<std::string> write_plots(const ResultsLayout& layout, const std::string& experiment_name,
-                                     const std::vector<SummaryRow>& rows) {
+namespace {
+
+// Plot name -> .dat contents for a training experiment.
+std::map<std::string, std::string> training_plot_data(const std::vector<SummaryRow>& rows) {
   const std::vector<std::string> keys = varying_keys(rows);
   const std::vector<Series> series = scaling_series(rows, keys);
 
@@ -151,6 +177,34 @@ std::vector<std::string> write_plots(const ResultsLayout& layout, const std::str
   }
   if (!loss.empty()) data["loss"] = loss;
 
+  return data;
+}
+
+// Plot name -> .dat contents for a communication benchmark.
+std::map<std::string, std::string> comm_plot_data(const std::vector<SummaryRow>& rows) {
+  const std::vector<std::string> keys = varying_keys(rows);
+  std::string bandwidth;
+  std::string latency;
+  for (const auto& row : rows) {
+    if (!row.ok || row.message_sizes.empty()) continue;
+    const std::string title = block_title(label_for(row.settings, keys, true));
+    bandwidth += (bandwidth.empty() ? "" : "\n\n") + title;
+    latency += (latency.empty() ? "" : "\n\n") + title;
+    for (const auto& size : row.message_sizes) {
+      bandwidth += fmt::format("{} {:.6g}\n", size.bytes, size.busbw_gbps);
+      latency += fmt::format("{} {:.6g}\n", size.bytes, size.time_us_median);
+    }
+  }
+  if (bandwidth.empty()) return {};
+  return {{"bandwidth", bandwidth}, {"latency", latency}};
+}
+
+}  // namespace
+
+std::vector<std::string> write_plots(const ResultsLayout& layout, const std::string& experiment_name,
+                                     const std::string& kind, const std::vector<SummaryRow>& rows) {
+  const std::map<std::string, std::string> data =
+      kind == "comm" ? comm_plot_data(rows) : training_plot_data(rows);
   if (data.empty()) return {};
   if (find_program("gnuplot").empty()) {
     throw Error("gnuplot not found on PATH; install gnuplot-nox (bash .ci/install-deps), then "
@@ -162,9 +216,14 @@ std::vector<std::string> write_plots(const ResultsLayout& layout, const std::str
   for (const auto& row : rows) {
     if (row.ok) measured_ranks.insert(row.settings.ranks);
   }
+  std::set<int64_t> message_sizes;
+  for (const auto& row : rows) {
+    for (const auto& size : row.message_sizes) message_sizes.insert(size.bytes);
+  }
   const std::string header =
-      fmt::format("EXPERIMENT = {}\nRANK_TICS = \"({})\"\n", gnuplot_string(experiment_name),
-                  fmt::join(measured_ranks, ", "));
+      fmt::format("EXPERIMENT = {}\nRANK_TICS = \"({})\"\nSIZE_TICS = \"({})\"\n",
+                  gnuplot_string(experiment_name), fmt::join(measured_ranks, ", "),
+                  size_tics(message_sizes));
 
   std::vector<std::string> images;
   for (const auto& [name, contents] : data) {

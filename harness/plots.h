@@ -1,6 +1,7 @@
-// Plots made from stored results only: DIR/plots/{speedup,efficiency,throughput,loss}.{png,svg},
-// each with the .dat it plots and the complete .gp script that drew it (rerun it with gnuplot to
-// restyle a figure by hand).
+// Plots made from stored results only, each as .png and .svg with the .dat it plots and the
+// complete .gp script that drew it (rerun it with gnuplot to restyle a figure by hand):
+// training experiments get speedup, efficiency, throughput and loss; communication benchmarks
+// (kind "comm") get bandwidth and latency against message size.
 #pragma once
 
 #include <string>
@@ -16,6 +17,6 @@ const std::string& plot_template(const std::string& name);
 // Writes the data files and scripts and runs gnuplot. Returns the image paths written. A plot
 // with no data (every point failed) is skipped. Throws Error when gnuplot is missing or fails.
 std::vector<std::string> write_plots(const ResultsLayout& layout, const std::string& experiment_name,
-                                     const std::vector<SummaryRow>& rows);
+                                     const std::string& kind, const std::vector<SummaryRow>& rows);
 
 }  // namespace harness

@@ -128,7 +128,9 @@ std::vector<SummaryRow> load_summary(const ResultsLayout& layout,
       row.settings = settings_from_json(record.at("settings"), entry.path().string());
       row.ok = record.at("status") == "ok";
       row.reason = record.value("reason", "");
-      if (row.ok) {
+      if (row.ok && row.settings.kind == "comm") {
+        row.message_sizes = message_size_metrics(record.at("measurements"));
+      } else if (row.ok) {
         const Json& measurements = record.at("measurements");
         row.metrics = point_metrics(measurements);
         row.train_samples = measurements.at("train_samples").get<int64_t>();
@@ -146,7 +148,7 @@ std::vector<SummaryRow> load_summary(const ResultsLayout& layout,
   std::vector<ScalingInput> inputs;
   for (const auto& row : rows) {
     const PointMetrics metrics = row.metrics.value_or(PointMetrics{});
-    inputs.push_back({row.settings, row.ok, metrics.time_s, metrics.samples_trained});
+    inputs.push_back({row.settings, row.ok && row.metrics, metrics.time_s, metrics.samples_trained});
   }
   const auto scaling = scaling_metrics(inputs);
   for (std::size_t i = 0; i < rows.size(); ++i) rows[i].scaling = scaling[i];
@@ -223,6 +225,50 @@ std::string summary_table(const std::vector<SummaryRow>& rows) {
          fmt::format("{:.3f}", 1e3 * m.step_time_s), fmt::format("{:.1f}", 100 * m.comm_fraction),
          speedup, efficiency, fmt::format("{:.4f}", m.final_loss),
          fmt::format("{:.1f}", 100 * m.accuracy));
+  }
+  return out;
+}
+
+std::string comm_summary_csv(const std::vector<SummaryRow>& rows) {
+  std::string out =
+      "index,id,status,backend,ranks,bytes,time_us_median,time_us_min,time_us_max,algbw_gbps,"
+      "busbw_gbps,wrong,reason\n";
+  for (const auto& row : rows) {
+    const std::string prefix = fmt::format("{},{},{},{},{}", row.index, row.id,
+                                           row.ok ? "ok" : "failed",
+                                           csv_field(row.settings.backend), row.settings.ranks);
+    if (row.message_sizes.empty()) {
+      out += fmt::format("{},,,,,,,,{}\n", prefix, csv_field(row.reason));
+      continue;
+    }
+    for (const auto& size : row.message_sizes) {
+      out += fmt::format("{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{}\n", prefix, size.bytes,
+                         size.time_us_median, size.time_us_min, size.time_us_max, size.algbw_gbps,
+                         size.busbw_gbps, size.wrong, csv_field(row.reason));
+    }
+  }
+  return out;
+}
+
+std::string comm_summary_table(const std::vector<SummaryRow>& rows) {
+  std::string out;
+  const auto line = [&out](auto&&... fields) {
+    out += fmt::format("{:<13} {:>9} {:>5} {:>11} {:>10} {:>10} {:>10} {:>8} {:>8} {:>7}\n",
+                       fields...);
+  };
+  line("id", "backend", "ranks", "size", "time", "min", "max", "algbw", "busbw", "#wrong");
+  line("", "", "", "B", "us", "us", "us", "GB/s", "GB/s", "");
+  for (const auto& row : rows) {
+    if (!row.ok) {
+      line(row.id, row.settings.backend, row.settings.ranks, "failed", "-", "-", "-", "-", "-", "-");
+      continue;
+    }
+    for (const auto& size : row.message_sizes) {
+      line(row.id, row.settings.backend, row.settings.ranks, size.bytes,
+           fmt::format("{:.1f}", size.time_us_median), fmt::format("{:.1f}", size.time_us_min),
+           fmt::format("{:.1f}", size.time_us_max), fmt::format("{:.3f}", size.algbw_gbps),
+           fmt::format("{:.3f}", size.busbw_gbps), size.wrong);
+    }
   }
   return out;
 }

@@ -63,9 +63,10 @@ struct SummaryRow {
   bool ok = false;
   std::string reason;                  // why it failed
   int64_t train_samples = 0;           // samples actually used (dataset_size resolved)
-  std::optional<PointMetrics> metrics;
+  std::optional<PointMetrics> metrics;  // kind "train"
   std::optional<Scaling> scaling;
   Json epochs = Json::array();         // per-epoch loss and accuracy
+  std::vector<MessageSizeMetrics> message_sizes;  // kind "comm"
 };
 
 // Reads the records under DIR/points, in point order, and computes the cross-point metrics
@@ -73,8 +74,11 @@ struct SummaryRow {
 // same directory) are ignored, also as baselines.
 std::vector<SummaryRow> load_summary(const ResultsLayout& layout,
                                      const std::vector<std::string>& only_ids = {});
+// summary.csv and a console table with a units row (like nccl-tests), for training points; for
+// communication benchmark points (kind "comm") one row per point and message size.
 std::string summary_csv(const std::vector<SummaryRow>& rows);
-// A console table with a units row, like nccl-tests.
 std::string summary_table(const std::vector<SummaryRow>& rows);
+std::string comm_summary_csv(const std::vector<SummaryRow>& rows);
+std::string comm_summary_table(const std::vector<SummaryRow>& rows);
 
 }  // namespace harness

@@ -47,6 +47,14 @@ std::string read_string(const Json& value, const std::string& where, std::string
 }
 
 constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
+
+// Message sizes are whole float32 elements, at most 1 GiB.
+int64_t read_float_bytes(const Json& value, const std::string& where) {
+  constexpr const char* kExpected = "a positive multiple of 4 (bytes of float32), at most 2^30";
+  const int64_t bytes = read_integer(value, where, 4, int64_t{1} << 30, kExpected);
+  if (bytes % 4 != 0) fail(where, kExpected, value);
+  return bytes;
+}
 constexpr int64_t kMaxInt64 = std::numeric_limits<int64_t>::max();
 
 using Reader = std::function<void(PointSettings&, const Json&, const std::string&)>;
@@ -60,6 +68,13 @@ struct SettingEntry {
 // The single source of truth for keys, their validation and their serialisation.
 const std::vector<SettingEntry>& entries() {
   static const std::vector<SettingEntry> table = {
+      {{"kind", "\"train\" or \"comm\"",
+        "train: data-parallel training; comm: message-size sweep of the backend alone"},
+       [](auto& s, const Json& v, const auto& w) {
+         if (!v.is_string() || (v != "train" && v != "comm")) fail(w, "\"train\" or \"comm\"", v);
+         s.kind = v.get<std::string>();
+       },
+       [](const auto& s) { return Json(s.kind); }},
       {{"workload", "a workload name", "what each rank trains (see Workloads)"},
        [](auto& s, const Json& v, const auto& w) { s.workload = read_string(v, w, "a workload name"); },
        [](const auto& s) { return Json(s.workload); }},
@@ -125,6 +140,34 @@ const std::vector<SettingEntry>& entries() {
          s.ps_server_trains = v.get<bool>();
        },
        [](const auto& s) { return Json(s.ps_server_trains); }},
+      {{"comm_min_bytes", "a positive multiple of 4", "kind comm: smallest message, bytes"},
+       [](auto& s, const Json& v, const auto& w) {
+         s.comm_min_bytes = read_float_bytes(v, w);
+       },
+       [](const auto& s) { return Json(s.comm_min_bytes); }},
+      {{"comm_max_bytes", "a positive multiple of 4", "kind comm: largest message, bytes"},
+       [](auto& s, const Json& v, const auto& w) {
+         s.comm_max_bytes = read_float_bytes(v, w);
+       },
+       [](const auto& s) { return Json(s.comm_max_bytes); }},
+      {{"comm_size_factor", "an integer from 2 to 1024", "kind comm: each size is the last × this"},
+       [](auto& s, const Json& v, const auto& w) {
+         s.comm_size_factor =
+             static_cast<int>(read_integer(v, w, 2, 1024, "an integer from 2 to 1024"));
+       },
+       [](const auto& s) { return Json(s.comm_size_factor); }},
+      {{"comm_iterations", "a positive integer", "kind comm: timed reductions per size"},
+       [](auto& s, const Json& v, const auto& w) {
+         s.comm_iterations =
+             static_cast<int>(read_integer(v, w, 1, 100000, "an integer from 1 to 100000"));
+       },
+       [](const auto& s) { return Json(s.comm_iterations); }},
+      {{"comm_warmup_iterations", "a non-negative integer", "kind comm: untimed reductions first"},
+       [](auto& s, const Json& v, const auto& w) {
+         s.comm_warmup_iterations =
+             static_cast<int>(read_integer(v, w, 0, 100000, "an integer from 0 to 100000"));
+       },
+       [](const auto& s) { return Json(s.comm_warmup_iterations); }},
   };
   return table;
 }

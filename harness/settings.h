@@ -15,6 +15,9 @@ namespace harness {
 using Json = nlohmann::ordered_json;
 
 struct PointSettings {
+  // "train": data-parallel training of `workload`. "comm": a message-size sweep of `backend`
+  // alone (nccl-tests style); the comm_* keys below apply.
+  std::string kind = "train";
   std::string workload = "iris_mlp";
   std::string backend = "allreduce";
   std::string device = "cpu";
@@ -28,6 +31,12 @@ struct PointSettings {
   double timeout_s = 600;     // wall-clock limit for the point's whole mpirun
   std::string data_path;      // "" = the workload's default data file
   bool ps_server_trains = false;  // backend "ps": whether rank 0 trains as well as serving
+  // kind "comm": message sizes from comm_min_bytes to comm_max_bytes, × comm_size_factor.
+  int64_t comm_min_bytes = 4;
+  int64_t comm_max_bytes = 64 << 20;
+  int comm_size_factor = 4;
+  int comm_iterations = 20;         // timed reductions per size
+  int comm_warmup_iterations = 5;   // untimed reductions per size, first
 };
 
 // One row of the settings table: the key used in experiment files and how to read it.

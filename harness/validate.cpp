@@ -62,6 +62,17 @@ void validate_points(const Experiment& experiment, const std::vector<Point>& poi
                               "-DHARNESS_WITH_CUDA=ON on a machine with a CUDA toolkit and GPU)"));
     }
 
+    if (s.kind == "comm") {
+      // A communication benchmark has no workload or data; only its sizes need checking.
+      if (s.comm_min_bytes > s.comm_max_bytes) {
+        throw ConfigError(fmt::format(
+            "{}: expected comm_min_bytes ({}) <= comm_max_bytes ({})",
+            field_of(experiment, "comm_min_bytes", s.comm_min_bytes), s.comm_min_bytes,
+            s.comm_max_bytes));
+      }
+      continue;
+    }
+
     if (worker_layout(s, 0, s.ranks).index < 0 && s.ranks < 2) {
       throw ConfigError(fmt::format(
           "{}: ranks: backend \"ps\" without ps_server_trains needs at least 2 ranks (rank 0 only "

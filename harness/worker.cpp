@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "backends/gradient_sync.h"
+#include "harness/comm_benchmark.h"
 #include "harness/errors.h"
 #include "harness/results.h"
 #include "harness/trainer.h"
@@ -108,45 +109,24 @@ std::string mpi_library_version() {
   return text;
 }
 
-void run(const WorkerArguments& arguments, MPI_Comm communicator) {
-  int rank = 0;
-  int world_size = 1;
-  MPI_Comm_rank(communicator, &rank);
-  MPI_Comm_size(communicator, &world_size);
-
-  const PointSettings settings = settings_from_json(arguments.settings, "worker: --settings");
-  if (settings.ranks != world_size) {
-    throw LaunchError(fmt::format("worker: settings ask for {} ranks but MPI started {}",
-                                  settings.ranks, world_size));
-  }
-  const int threads = threads_from_environment();
-  at::set_num_threads(threads);
-
+// Measurements of a training point (kind "train"), complete on rank 0.
+Json train(const PointSettings& settings, MPI_Comm communicator, int rank, int world_size) {
   const auto workload = find_workload(settings.workload).make(settings);
   const auto backend = make_gradient_sync(settings.backend, communicator);
   DataParallelTrainer trainer(*workload, *backend, communicator, settings);
   trainer.broadcast_parameters();
   const TrainingResult result = trainer.train();
-
   const StepTimes slowest = slowest_rank_per_step(result.steps, communicator, rank, world_size);
-  const auto hosts = gather_hosts(communicator, rank, world_size);
-  if (rank != 0) return;
 
   int64_t parameter_count = 0;
   for (const auto& parameter : workload->parameters()) parameter_count += parameter.numel();
+  const int training_ranks = worker_layout(settings, rank, world_size).workers;
   Json measurements = Json::object();
-  measurements["schema_version"] = kRecordSchemaVersion;
-  measurements["world_size"] = world_size;
-  measurements["threads_per_rank"] = threads;
-  measurements["hosts"] = hosts;
-  measurements["mpi_library"] = mpi_library_version();
-  measurements["torch_version"] = TORCH_VERSION;
   measurements["parameters"] = parameter_count;
   measurements["train_samples"] = workload->train_size();
   measurements["test_samples"] = workload->test_size();
-  measurements["training_ranks"] = worker_layout(settings, rank, world_size).workers;
-  measurements["global_batch"] =
-      static_cast<int64_t>(settings.batch_size) * worker_layout(settings, rank, world_size).workers;
+  measurements["training_ranks"] = training_ranks;
+  measurements["global_batch"] = static_cast<int64_t>(settings.batch_size) * training_ranks;
   measurements["steps_per_epoch"] = result.steps_per_epoch;
   measurements["samples_trained"] = result.samples_trained;
   measurements["train_time_s"] = result.train_time_s;
@@ -162,6 +142,48 @@ void run(const WorkerArguments& arguments, MPI_Comm communicator) {
                       {"samples_seen", epoch.samples_seen}});
   }
   measurements["epochs"] = std::move(epochs);
+  return measurements;
+}
+
+// Measurements of a communication benchmark point (kind "comm").
+Json benchmark_communication(const PointSettings& settings, MPI_Comm communicator) {
+  const auto backend = make_gradient_sync(settings.backend, communicator);
+  Json sizes = Json::array();
+  for (const auto& size : run_comm_benchmark(*backend, communicator, settings)) {
+    sizes.push_back(to_json(size));
+  }
+  return Json{{"sizes", std::move(sizes)}};
+}
+
+void run(const WorkerArguments& arguments, MPI_Comm communicator) {
+  int rank = 0;
+  int world_size = 1;
+  MPI_Comm_rank(communicator, &rank);
+  MPI_Comm_size(communicator, &world_size);
+
+  const PointSettings settings = settings_from_json(arguments.settings, "worker: --settings");
+  if (settings.ranks != world_size) {
+    throw LaunchError(fmt::format("worker: settings ask for {} ranks but MPI started {}",
+                                  settings.ranks, world_size));
+  }
+  const int threads = threads_from_environment();
+  at::set_num_threads(threads);
+
+  const Json kind_measurements = settings.kind == "comm"
+                                     ? benchmark_communication(settings, communicator)
+                                     : train(settings, communicator, rank, world_size);
+  const auto hosts = gather_hosts(communicator, rank, world_size);
+  if (rank != 0) return;
+
+  Json measurements = Json::object();
+  measurements["schema_version"] = kRecordSchemaVersion;
+  measurements["kind"] = settings.kind;
+  measurements["world_size"] = world_size;
+  measurements["threads_per_rank"] = threads;
+  measurements["hosts"] = hosts;
+  measurements["mpi_library"] = mpi_library_version();
+  measurements["torch_version"] = TORCH_VERSION;
+  measurements.update(kind_measurements);
   write_file_atomically(arguments.output, measurements.dump(1));
 }
 

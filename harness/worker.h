@@ -1,12 +1,19 @@
 // The rank program: `harness worker --settings JSON --output FILE`, started by a launcher under
-// mpirun. Every rank builds the workload and backend named in the settings and trains; rank 0
-// writes the measurements (JSON, atomically) to FILE:
-//   { "schema_version", "world_size", "threads_per_rank", "hosts", "mpi_library",
-//     "torch_version", "parameters", "train_samples", "test_samples", "global_batch",
+// mpirun. For kind "train" every rank builds the workload and backend named in the settings and
+// trains; for kind "comm" it runs the communication benchmark (comm_benchmark.h). Rank 0 writes
+// the measurements (JSON, atomically) to FILE:
+//   { "schema_version", "kind", "world_size", "threads_per_rank", "hosts", "mpi_library",
+//     "torch_version",
+//     // kind "train":
+//     "parameters", "train_samples", "test_samples", "training_ranks", "global_batch",
 //     "steps_per_epoch", "samples_trained", "train_time_s",
-//     "steps": { "step_s": [...], "compute_s": [...], "comm_s": [...] },  // slowest rank per step
+//     "steps": { "step_s": [...], "compute_s": [...], "comm_s": [...] },  // per step, the
+//                                              // times of the rank whose step took longest
 //     "epochs": [ { "epoch", "train_loss", "test_loss", "test_accuracy", "train_time_s",
-//                   "samples_seen" } ] }
+//                   "samples_seen" } ],
+//     // kind "comm":
+//     "sizes": [ { "bytes", "time_us_median", "time_us_min", "time_us_max", "algbw_gbps",
+//                  "busbw_gbps", "wrong" } ] }
 // On any error a rank prints one line to stderr and calls MPI_Abort, so no rank is left waiting.
 #pragma once
 

@@ -144,6 +144,34 @@ TEST(EndToEnd, TinyScalingStudyWritesRecordsSummaryAndPlots) {
   EXPECT_TRUE(fs::exists(out / "experiment.json"));
 }
 
+TEST(EndToEnd, CommBenchmarkOfEveryBackendSumsCorrectly) {
+  const fs::path dir = scratch("comm");
+  const fs::path experiment = write_experiment(dir, R"({
+    "name": "comm",
+    "settings": {"kind": "comm", "ranks": 2, "comm_min_bytes": 4, "comm_max_bytes": 65536,
+                 "comm_size_factor": 16, "comm_iterations": 3, "comm_warmup_iterations": 1},
+    "sweep": {"backend": ["allreduce", "ring", "ps"]}})");
+  const fs::path out = dir / "out";
+  const HarnessRun run = run_harness({"run", experiment.string(), "--out", out.string()}, dir / "log");
+  ASSERT_TRUE(run.outcome.ok()) << run.outcome.describe() << "\n" << joined(run.output);
+  const auto rows = read_csv(out / "summary.csv");
+  ASSERT_EQ(rows.size(), 3U * 5U);  // 3 backends × sizes 4, 64, 1024, 16384, 65536
+  for (const auto& row : rows) {
+    EXPECT_EQ(row.at("status"), "ok");
+    EXPECT_EQ(row.at("ranks"), "2");
+    EXPECT_EQ(row.at("wrong"), "0") << row.at("backend") << " " << row.at("bytes");
+    EXPECT_GT(std::stod(row.at("time_us_median")), 0.0);
+    EXPECT_LE(std::stod(row.at("time_us_min")), std::stod(row.at("time_us_median")));
+    EXPECT_GE(std::stod(row.at("time_us_max")), std::stod(row.at("time_us_median")));
+    // Two ranks: busbw = algbw · 2(p-1)/p = algbw.
+    EXPECT_EQ(row.at("busbw_gbps"), row.at("algbw_gbps"));
+  }
+  EXPECT_EQ(rows[4].at("bytes"), "65536");
+  for (const char* plot : {"bandwidth.png", "bandwidth.svg", "latency.png", "latency.svg"}) {
+    EXPECT_GT(fs::file_size(out / "plots" / plot), 1000U) << plot;
+  }
+}
+
 TEST(EndToEnd, FailedPointIsRecordedAndTheSweepGoesOn) {
   const fs::path dir = scratch("failing");
   // The first point cannot finish 50,000 epochs (1.5 M steps) in five seconds: it times out.

@@ -114,7 +114,15 @@ INSTANTIATE_TEST_SUITE_P(
                  "settings.seed: expected a non-negative integer"},
         BadInput{R"({"name": "x", "settings": {"ps_server_trains": "yes"}})",
                  "settings.ps_server_trains: expected true or false, got \"yes\""},
-        BadInput{R"({"name": "../up"})", "name: expected up to 100 letters"}));
+        BadInput{R"({"name": "../up"})", "name: expected up to 100 letters"},
+        BadInput{R"({"name": "x", "sweep": {"kind": ["train", "comm"]}})",
+                 "sweep.kind: \"kind\" cannot be swept"},
+        BadInput{R"({"name": "x", "settings": {"kind": "bench"}})",
+                 "settings.kind: expected \"train\" or \"comm\", got \"bench\""},
+        BadInput{R"({"name": "x", "settings": {"comm_max_bytes": 6}})",
+                 "settings.comm_max_bytes: expected a positive multiple of 4"},
+        BadInput{R"({"name": "x", "settings": {"comm_size_factor": 1}})",
+                 "settings.comm_size_factor: expected an integer from 2 to 1024, got 1"}));
 
 TEST(Experiment, VeryLongNamesAreRejectedWithoutCrashing) {
   const std::string name(50000, 'a');

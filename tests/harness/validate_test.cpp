@@ -80,6 +80,15 @@ TEST(Validate, TooManyStepsPerPointIsRejected) {
       << message;
 }
 
+TEST(Validate, CommBenchmarkChecksItsSizesAndNotTheData) {
+  EXPECT_EQ(validation_error(R"({"name": "x", "settings": {"kind": "comm", "ranks": 4,
+                                 "batch_size": 1000, "backend": "ps"}})"),
+            "");
+  EXPECT_EQ(validation_error(R"({"name": "x", "settings": {"kind": "comm", "comm_min_bytes": 64,
+                                 "comm_max_bytes": 16}})"),
+            "exp.json: settings.comm_min_bytes: expected comm_min_bytes (64) <= comm_max_bytes (16)");
+}
+
 TEST(Validate, MissingDataFileNamesTheSettingAndPath) {
   const std::string message =
       validation_error(R"({"name": "x", "settings": {"data_path": "/nonexistent/iris.csv"}})");

@@ -1,0 +1,89 @@
+#include "harness/comm_benchmark.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+
+namespace harness {
+
+std::vector<int64_t> comm_message_sizes(const PointSettings& settings) {
+  std::vector<int64_t> sizes;
+  for (int64_t bytes = settings.comm_min_bytes; bytes < settings.comm_max_bytes;
+       bytes *= settings.comm_size_factor) {
+    sizes.push_back(bytes);
+  }
+  sizes.push_back(settings.comm_max_bytes);
+  return sizes;
+}
+
+double allreduce_bus_bandwidth(double algbw, int ranks) {
+  return ranks > 1 ? algbw * 2.0 * (ranks - 1) / ranks : algbw;
+}
+
+std::vector<MessageSizeMetrics> run_comm_benchmark(GradientSync& backend, MPI_Comm communicator,
+                                               const PointSettings& settings) {
+  int rank = 0;
+  int ranks = 1;
+  check_mpi(MPI_Comm_rank(communicator, &rank), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_size(communicator, &ranks), "MPI_Comm_size");
+
+  std::vector<MessageSizeMetrics> results;
+  for (const int64_t bytes : comm_message_sizes(settings)) {
+    const auto count = static_cast<std::size_t>(bytes / 4);
+    std::vector<float> input(count);
+    std::mt19937 engine(static_cast<uint32_t>(settings.seed) + 7919U * static_cast<uint32_t>(rank));
+    std::uniform_real_distribution<float> uniform(-1.0F, 1.0F);
+    for (auto& value : input) value = uniform(engine);
+
+    std::vector<float> expected = input;
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, expected.data(), static_cast<int>(count), MPI_FLOAT,
+                            MPI_SUM, communicator),
+              "MPI_Allreduce(reference)");
+
+    // The reduction is in place, so every iteration starts from a fresh copy of the input
+    // (the copy is outside the timed region).
+    std::vector<float> buffer(count);
+    for (int i = 0; i < settings.comm_warmup_iterations; ++i) {
+      std::memcpy(buffer.data(), input.data(), bytes);
+      backend.allreduce_sum(buffer);
+    }
+    std::vector<double> seconds(static_cast<std::size_t>(settings.comm_iterations));
+    for (auto& elapsed : seconds) {
+      std::memcpy(buffer.data(), input.data(), bytes);
+      check_mpi(MPI_Barrier(communicator), "MPI_Barrier");
+      const double start = MPI_Wtime();
+      backend.allreduce_sum(buffer);
+      elapsed = MPI_Wtime() - start;
+    }
+    // The slowest rank's time for each iteration.
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, seconds.data(), static_cast<int>(seconds.size()),
+                            MPI_DOUBLE, MPI_MAX, communicator),
+              "MPI_Allreduce(times)");
+
+    int64_t wrong = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+      if (std::abs(buffer[i] - expected[i]) > 1e-5F * std::max(1.0F, std::abs(expected[i]))) {
+        ++wrong;
+      }
+    }
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_INT64_T, MPI_SUM, communicator),
+              "MPI_Allreduce(wrong)");
+
+    std::sort(seconds.begin(), seconds.end());
+    const std::size_t n = seconds.size();
+    const double median = n % 2 == 1 ? seconds[n / 2] : 0.5 * (seconds[n / 2 - 1] + seconds[n / 2]);
+    MessageSizeMetrics result;
+    result.bytes = bytes;
+    result.time_us_median = 1e6 * median;
+    result.time_us_min = 1e6 * seconds.front();
+    result.time_us_max = 1e6 * seconds.back();
+    result.algbw_gbps = median > 0 ? static_cast<double>(bytes) / median / 1e9 : 0;
+    result.busbw_gbps = allreduce_bus_bandwidth(result.algbw_gbps, ranks);
+    result.wrong = wrong;
+    results.push_back(result);
+  }
+  return results;
+}
+
+}  // namespace harness
