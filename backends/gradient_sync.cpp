@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "backends/gloo_allreduce.h"
 #include "backends/mpi_allreduce.h"
 #include "backends/parameter_server.h"
 #include "backends/ring_allreduce.h"
@@ -24,6 +25,8 @@ const std::vector<BackendInfo>& backend_table() {
        [](MPI_Comm comm) -> std::unique_ptr<GradientSync> {
          return std::make_unique<ParameterServer>(comm);
        }},
+      {"gloo", "Gloo allreduce through LibTorch's c10d::ProcessGroupGloo (what PyTorch DDP uses)",
+       make_gloo_allreduce},
   };
   return table;
 }

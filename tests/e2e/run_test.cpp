@@ -150,12 +150,12 @@ TEST(EndToEnd, CommBenchmarkOfEveryBackendSumsCorrectly) {
     "name": "comm",
     "settings": {"kind": "comm", "ranks": 2, "comm_min_bytes": 4, "comm_max_bytes": 65536,
                  "comm_size_factor": 16, "comm_iterations": 3, "comm_warmup_iterations": 1},
-    "sweep": {"backend": ["allreduce", "ring", "ps"]}})");
+    "sweep": {"backend": ["allreduce", "ring", "ps", "gloo"]}})");
   const fs::path out = dir / "out";
   const HarnessRun run = run_harness({"run", experiment.string(), "--out", out.string()}, dir / "log");
   ASSERT_TRUE(run.outcome.ok()) << run.outcome.describe() << "\n" << joined(run.output);
   const auto rows = read_csv(out / "summary.csv");
-  ASSERT_EQ(rows.size(), 3U * 5U);  // 3 backends × sizes 4, 64, 1024, 16384, 65536
+  ASSERT_EQ(rows.size(), 4U * 5U);  // 4 backends × sizes 4, 64, 1024, 16384, 65536
   for (const auto& row : rows) {
     EXPECT_EQ(row.at("status"), "ok");
     EXPECT_EQ(row.at("ranks"), "2");

@@ -1,0 +1,23 @@
+// `gloo`: the collective library under PyTorch DistributedDataParallel on CPU, through
+// LibTorch's c10d::ProcessGroupGloo (compiled into Debian's libtorch_cpu; its headers need
+// libgloo-dev). It lets a study compare MPI with what PyTorch itself uses, in one harness.
+//
+// Rendezvous: rank 0 starts a c10d TCPStore on an ephemeral port and sends host and port to the
+// other ranks over MPI; Gloo then opens its own TCP connections between the ranks. When every
+// rank runs on one host, store and transport use the loopback address; otherwise each rank's
+// host name (set GLOO_SOCKET_IFNAME-style routing through the host's name resolution).
+#pragma once
+
+#include <memory>
+
+#include "backends/gradient_sync.h"
+
+namespace harness {
+
+// True when this build has the gloo backend (libgloo-dev headers were found at configure time).
+bool gloo_available();
+
+// Throws NotSupported when !gloo_available(), CommError when the rendezvous fails.
+std::unique_ptr<GradientSync> make_gloo_allreduce(MPI_Comm communicator);
+
+}  // namespace harness
