@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "backends/gloo_allreduce.h"
 #include "backends/gradient_sync.h"
 #include "harness/errors.h"
 #include "workloads/registry.h"
@@ -53,6 +54,12 @@ void validate_points(const Experiment& experiment, const std::vector<Point>& poi
       find_backend(s.backend);
     } catch (const ConfigError& error) {
       throw ConfigError(fmt::format("{}: {}", field_of(experiment, "backend", s.backend), error.what()));
+    }
+    if (s.backend == "gloo" && !gloo_available()) {
+      throw ConfigError(fmt::format(
+          "{}: backend \"gloo\" is not in this build (libgloo-dev was missing at configure "
+          "time; install it with bash .ci/install-deps and configure again)",
+          field_of(experiment, "backend", s.backend)));
     }
     if (s.device == "cuda") {
       throw ConfigError(fmt::format(
