@@ -43,8 +43,11 @@ PointMetrics point_metrics(const Json& measurements) {
     metrics.step_time_s = mean_of(steps.at("step_s"), "steps.step_s");
     metrics.compute_time_s = mean_of(steps.at("compute_s"), "steps.compute_s");
     metrics.comm_time_s = mean_of(steps.at("comm_s"), "steps.comm_s");
+    metrics.exposed_comm_time_s = mean_of(steps.at("exposed_comm_s"), "steps.exposed_comm_s");
     metrics.comm_fraction =
-        metrics.step_time_s > 0 ? metrics.comm_time_s / metrics.step_time_s : 0;
+        metrics.step_time_s > 0 ? metrics.exposed_comm_time_s / metrics.step_time_s : 0;
+    metrics.overlap =
+        metrics.comm_time_s > 0 ? 1.0 - metrics.exposed_comm_time_s / metrics.comm_time_s : 0;
     const Json& epochs = measurements.at("epochs");
     if (!epochs.empty()) {
       metrics.final_loss = epochs.back().at("train_loss").get<double>();

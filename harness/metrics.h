@@ -17,8 +17,10 @@ struct PointMetrics {
   // communication time.
   double step_time_s = 0;
   double compute_time_s = 0;
-  double comm_time_s = 0;
-  double comm_fraction = 0;             // comm_time_s / step_time_s
+  double comm_time_s = 0;          // in the backend (with packing, unless overlapped)
+  double exposed_comm_time_s = 0;  // the step waited for communication after backward
+  double comm_fraction = 0;        // exposed_comm_time_s / step_time_s
+  double overlap = 0;              // 1 - exposed / comm: the share of communication hidden
   double final_loss = 0;                // training loss of the last epoch
   double accuracy = 0;                  // held-out accuracy after the last epoch, in [0, 1]
 };

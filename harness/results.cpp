@@ -177,8 +177,9 @@ std::string number_or_empty(bool present, double value) {
 std::string summary_csv(const std::vector<SummaryRow>& rows) {
   std::string out =
       "index,id,status,workload,backend,device,ranks,batch_size,dataset_size,epochs,lr,seed,"
-      "threads_per_rank,time_s,throughput_samples_per_s,step_time_s,compute_time_s,comm_time_s,"
-      "comm_fraction,speedup,efficiency,final_loss,accuracy,reason\n";
+      "threads_per_rank,bucket_mb,overlap,time_s,throughput_samples_per_s,step_time_s,"
+      "compute_time_s,comm_time_s,exposed_comm_time_s,comm_fraction,overlap_fraction,speedup,"
+      "efficiency,final_loss,accuracy,reason\n";
   for (const auto& row : rows) {
     const PointSettings& s = row.settings;
     const bool m = row.metrics.has_value();
@@ -187,12 +188,14 @@ std::string summary_csv(const std::vector<SummaryRow>& rows) {
     const Scaling scaling = row.scaling.value_or(Scaling{});
     const int64_t dataset_size = row.ok ? row.train_samples : s.dataset_size;
     out += fmt::format(
-        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", row.index,
-        row.id, row.ok ? "ok" : "failed", csv_field(s.workload), csv_field(s.backend), s.device,
-        s.ranks, s.batch_size, dataset_size, s.epochs, s.lr, s.seed, s.threads_per_rank,
-        number_or_empty(m, metrics.time_s), number_or_empty(m, metrics.throughput_samples_per_s),
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+        row.index, row.id, row.ok ? "ok" : "failed", csv_field(s.workload), csv_field(s.backend),
+        s.device, s.ranks, s.batch_size, dataset_size, s.epochs, s.lr, s.seed, s.threads_per_rank,
+        s.bucket_mb, s.overlap, number_or_empty(m, metrics.time_s),
+        number_or_empty(m, metrics.throughput_samples_per_s),
         number_or_empty(m, metrics.step_time_s), number_or_empty(m, metrics.compute_time_s),
-        number_or_empty(m, metrics.comm_time_s), number_or_empty(m, metrics.comm_fraction),
+        number_or_empty(m, metrics.comm_time_s), number_or_empty(m, metrics.exposed_comm_time_s),
+        number_or_empty(m, metrics.comm_fraction), number_or_empty(m, metrics.overlap),
         number_or_empty(scaled, scaling.speedup), number_or_empty(scaled, scaling.efficiency),
         number_or_empty(m, metrics.final_loss), number_or_empty(m, metrics.accuracy),
         csv_field(row.reason));
@@ -203,17 +206,17 @@ std::string summary_csv(const std::vector<SummaryRow>& rows) {
 std::string summary_table(const std::vector<SummaryRow>& rows) {
   std::string out;
   const auto line = [&out](auto&&... fields) {
-    out += fmt::format("{:<13} {:>9} {:>10} {:>5} {:>6} {:>7} {:>8} {:>10} {:>9} {:>7} {:>7} {:>6} "
-                       "{:>8} {:>6}\n",
+    out += fmt::format("{:<13} {:>9} {:>10} {:>5} {:>6} {:>7} {:>8} {:>10} {:>9} {:>7} {:>7} "
+                       "{:>7} {:>6} {:>8} {:>6}\n",
                        fields...);
   };
-  line("id", "workload", "backend", "ranks", "batch", "status", "time", "throughput", "step", "comm",
-       "speedup", "effic", "loss", "acc");
-  line("", "", "", "", "/rank", "", "s", "samples/s", "ms", "%", "x", "%", "", "%");
+  line("id", "workload", "backend", "ranks", "batch", "status", "time", "throughput", "step",
+       "comm", "hidden", "speedup", "effic", "loss", "acc");
+  line("", "", "", "", "/rank", "", "s", "samples/s", "ms", "% step", "%", "x", "%", "", "%");
   for (const auto& row : rows) {
     if (!row.metrics) {
-      line(row.id, row.settings.workload, row.settings.backend, row.settings.ranks, row.settings.batch_size, "failed", "-",
-           "-", "-", "-", "-", "-", "-", "-");
+      line(row.id, row.settings.workload, row.settings.backend, row.settings.ranks,
+           row.settings.batch_size, "failed", "-", "-", "-", "-", "-", "-", "-", "-", "-");
       continue;
     }
     const PointMetrics& m = *row.metrics;
@@ -223,7 +226,7 @@ std::string summary_table(const std::vector<SummaryRow>& rows) {
     line(row.id, row.settings.workload, row.settings.backend, row.settings.ranks, row.settings.batch_size, "ok",
          fmt::format("{:.2f}", m.time_s), fmt::format("{:.0f}", m.throughput_samples_per_s),
          fmt::format("{:.3f}", 1e3 * m.step_time_s), fmt::format("{:.1f}", 100 * m.comm_fraction),
-         speedup, efficiency, fmt::format("{:.4f}", m.final_loss),
+         fmt::format("{:.0f}", 100 * m.overlap), speedup, efficiency, fmt::format("{:.4f}", m.final_loss),
          fmt::format("{:.1f}", 100 * m.accuracy));
   }
   return out;

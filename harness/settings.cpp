@@ -140,6 +140,16 @@ const std::vector<SettingEntry>& entries() {
          s.ps_server_trains = v.get<bool>();
        },
        [](const auto& s) { return Json(s.ps_server_trains); }},
+      {{"bucket_mb", "a positive number", "gradient bucket size, MiB (default 25, as PyTorch DDP)"},
+       [](auto& s, const Json& v, const auto& w) { s.bucket_mb = read_positive_number(v, w); },
+       [](const auto& s) { return Json(s.bucket_mb); }},
+      {{"overlap", "true or false",
+        "reduce each bucket during the backward pass, as soon as its gradients are ready"},
+       [](auto& s, const Json& v, const auto& w) {
+         if (!v.is_boolean()) fail(w, "true or false", v);
+         s.overlap = v.get<bool>();
+       },
+       [](const auto& s) { return Json(s.overlap); }},
       {{"comm_min_bytes", "a positive multiple of 4", "kind comm: smallest message, bytes"},
        [](auto& s, const Json& v, const auto& w) {
          s.comm_min_bytes = read_float_bytes(v, w);

@@ -31,6 +31,8 @@ struct PointSettings {
   double timeout_s = 600;     // wall-clock limit for the point's whole mpirun
   std::string data_path;      // "" = the workload's default data file
   bool ps_server_trains = false;  // backend "ps": whether rank 0 trains as well as serving
+  double bucket_mb = 25;      // gradients are reduced in buckets of about this many MiB (as DDP)
+  bool overlap = false;       // reduce each bucket during backward, as soon as it is complete
   // kind "comm": message sizes from comm_min_bytes to comm_max_bytes, × comm_size_factor.
   int64_t comm_min_bytes = 4;
   int64_t comm_max_bytes = 64 << 20;

@@ -9,74 +9,60 @@
 
 namespace harness {
 
-DataParallelTrainer::DataParallelTrainer(Workload& workload, GradientSync& backend,
-                                         MPI_Comm communicator, const PointSettings& settings)
-    : workload_(workload),
-      backend_(backend),
-      communicator_(communicator),
-      settings_(settings),
-      parameters_(workload.parameters()) {
-  check_mpi(MPI_Comm_rank(communicator_, &rank_), "MPI_Comm_rank");
-  check_mpi(MPI_Comm_size(communicator_, &world_size_), "MPI_Comm_size");
-  layout_ = worker_layout(settings_, rank_, world_size_);
-  int64_t elements = 0;
-  for (auto& parameter : parameters_) {
+namespace {
+
+int rank_of(MPI_Comm communicator) {
+  int rank = 0;
+  check_mpi(MPI_Comm_rank(communicator, &rank), "MPI_Comm_rank");
+  return rank;
+}
+
+int size_of(MPI_Comm communicator) {
+  int size = 1;
+  check_mpi(MPI_Comm_size(communicator, &size), "MPI_Comm_size");
+  return size;
+}
+
+// The workload's parameters, each with an allocated .grad so packing never meets an undefined
+// gradient. Throws NotSupported for parameters the flat buffers cannot hold.
+std::vector<torch::Tensor> checked_parameters(Workload& workload) {
+  std::vector<torch::Tensor> parameters = workload.parameters();
+  for (auto& parameter : parameters) {
     if (parameter.scalar_type() != torch::kFloat32 || !parameter.is_contiguous()) {
       throw NotSupported("trainer: parameters must be contiguous float32 tensors");
     }
-    elements += parameter.numel();
-    // Allocate .grad now, so packing never meets an undefined gradient.
     parameter.mutable_grad() = torch::zeros_like(parameter);
   }
-  fused_.resize(static_cast<std::size_t>(elements));
+  return parameters;
 }
-
-namespace {
-
-// Copies tensors (gradients or parameters, contiguous float32) into one flat buffer, in order.
-template <typename TensorOf>
-void flatten_into(const std::vector<torch::Tensor>& parameters, TensorOf tensor_of, float* out) {
-  for (const auto& parameter : parameters) {
-    const torch::Tensor& tensor = tensor_of(parameter);
-    std::copy_n(tensor.data_ptr<float>(), tensor.numel(), out);
-    out += tensor.numel();
-  }
-}
-
-// The inverse, multiplying by `scale` on the way.
-template <typename TensorOf>
-void unflatten_from(const float* in, float scale, std::vector<torch::Tensor>& parameters,
-                    TensorOf tensor_of) {
-  for (auto& parameter : parameters) {
-    torch::Tensor tensor = tensor_of(parameter);
-    float* out = tensor.data_ptr<float>();
-    for (int64_t i = 0; i < tensor.numel(); ++i) out[i] = in[i] * scale;
-    in += tensor.numel();
-  }
-}
-
-const auto kGradientOf = [](const torch::Tensor& parameter) -> const torch::Tensor& {
-  return parameter.grad();
-};
-const auto kValueOf = [](const torch::Tensor& parameter) -> const torch::Tensor& {
-  return parameter;
-};
 
 }  // namespace
 
+DataParallelTrainer::DataParallelTrainer(Workload& workload, GradientSync& backend,
+                                         MPI_Comm communicator, const PointSettings& settings)
+    : workload_(workload),
+      communicator_(communicator),
+      settings_(settings),
+      rank_(rank_of(communicator)),
+      world_size_(size_of(communicator)),
+      layout_(worker_layout(settings, rank_, world_size_)),
+      parameters_(checked_parameters(workload)),
+      buckets_(parameters_, backend, settings.bucket_mb, settings.overlap, layout_.workers) {}
+
 void DataParallelTrainer::broadcast_parameters() {
   torch::NoGradGuard no_grad;
-  flatten_into(parameters_, kValueOf, fused_.data());
-  check_mpi(MPI_Bcast(fused_.data(), static_cast<int>(fused_.size()), MPI_FLOAT, 0, communicator_),
+  std::vector<float> flat;
+  for (const auto& parameter : parameters_) {
+    flat.insert(flat.end(), parameter.data_ptr<float>(),
+                parameter.data_ptr<float>() + parameter.numel());
+  }
+  check_mpi(MPI_Bcast(flat.data(), static_cast<int>(flat.size()), MPI_FLOAT, 0, communicator_),
             "MPI_Bcast(parameters)");
-  unflatten_from(fused_.data(), 1.0F, parameters_, kValueOf);
-}
-
-void DataParallelTrainer::average_gradients() {
-  flatten_into(parameters_, kGradientOf, fused_.data());
-  backend_.allreduce_sum(fused_);
-  unflatten_from(fused_.data(), 1.0F / static_cast<float>(layout_.workers), parameters_,
-                 kGradientOf);
+  const float* in = flat.data();
+  for (auto& parameter : parameters_) {
+    std::copy_n(in, parameter.numel(), parameter.data_ptr<float>());
+    in += parameter.numel();
+  }
 }
 
 int64_t DataParallelTrainer::steps_per_epoch() const {
@@ -108,6 +94,7 @@ TrainingResult DataParallelTrainer::train() {
     for (int64_t step = 0; step < result.steps_per_epoch; ++step) {
       const double start = MPI_Wtime();
       for (auto& parameter : parameters_) parameter.mutable_grad().zero_();
+      begin_step();
       if (layout_.index >= 0) {  // a serving-only rank contributes zero gradients
         const std::span<const int64_t> positions(
             permutation.data() + (step * layout_.workers + layout_.index) * batch,
@@ -116,7 +103,7 @@ TrainingResult DataParallelTrainer::train() {
       }
       const double computed = MPI_Wtime();
 
-      average_gradients();
+      const BucketTiming communication = average_gradients();
       const double reduced = MPI_Wtime();
 
       {
@@ -125,7 +112,8 @@ TrainingResult DataParallelTrainer::train() {
       }
       const double end = MPI_Wtime();
       result.steps.compute_s.push_back((computed - start) + (end - reduced));
-      result.steps.comm_s.push_back(reduced - computed);
+      result.steps.comm_s.push_back(communication.comm_s);
+      result.steps.exposed_s.push_back(communication.exposed_s);
       result.steps.step_s.push_back(end - start);
     }
     check_mpi(MPI_Barrier(communicator_), "MPI_Barrier");

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backends/gradient_sync.h"
+#include "harness/gradient_buckets.h"
 #include "harness/settings.h"
 #include "workloads/workload.h"
 
@@ -31,7 +32,8 @@ struct EpochRecord {
 // Per-step times of this rank; the worker reduces them to the slowest rank.
 struct StepTimes {
   std::vector<double> compute_s;  // forward, backward and optimizer update
-  std::vector<double> comm_s;     // gradient packing, reduction and unpacking
+  std::vector<double> comm_s;     // gradient reduction (with packing, unless overlapped)
+  std::vector<double> exposed_s;  // what the step waited for communication after backward
   std::vector<double> step_s;
 };
 
@@ -51,21 +53,24 @@ class DataParallelTrainer {
 
   // Copies rank 0's parameters to every rank, so all start from the same model.
   void broadcast_parameters();
-  // Sums every rank's gradients with the backend and divides by the number of workers.
-  void average_gradients();
+  // One step's gradient exchange: begin_step() before the backward pass, average_gradients()
+  // after it; then every rank's .grad holds the mean over the training ranks.
+  void begin_step() { buckets_.begin_step(); }
+  BucketTiming average_gradients() { return buckets_.finish_step(); }
   int64_t steps_per_epoch() const;
+  std::size_t bucket_count() const { return buckets_.bucket_count(); }
   TrainingResult train();
 
  private:
   Workload& workload_;
-  GradientSync& backend_;
   MPI_Comm communicator_;
   PointSettings settings_;
-  int rank_ = 0;
-  int world_size_ = 1;
+  // Initialised in this order: the buckets need the layout.
+  int rank_;
+  int world_size_;
   WorkerLayout layout_;
   std::vector<torch::Tensor> parameters_;
-  std::vector<float> fused_;  // one float per parameter element, in parameters_ order
+  GradientBuckets buckets_;
 };
 
 }  // namespace harness

@@ -69,6 +69,7 @@ StepTimes slowest_rank_per_step(const StepTimes& local, MPI_Comm communicator, i
   const auto step_s = gather_to_root(local.step_s, communicator, rank, world_size);
   const auto compute_s = gather_to_root(local.compute_s, communicator, rank, world_size);
   const auto comm_s = gather_to_root(local.comm_s, communicator, rank, world_size);
+  const auto exposed_s = gather_to_root(local.exposed_s, communicator, rank, world_size);
   StepTimes slowest;
   if (rank != 0) return slowest;
   const std::size_t steps = local.step_s.size();
@@ -81,6 +82,7 @@ StepTimes slowest_rank_per_step(const StepTimes& local, MPI_Comm communicator, i
     slowest.step_s.push_back(step_s[worst]);
     slowest.compute_s.push_back(compute_s[worst]);
     slowest.comm_s.push_back(comm_s[worst]);
+    slowest.exposed_s.push_back(exposed_s[worst]);
   }
   return slowest;
 }
@@ -130,8 +132,11 @@ Json train(const PointSettings& settings, MPI_Comm communicator, int rank, int w
   measurements["steps_per_epoch"] = result.steps_per_epoch;
   measurements["samples_trained"] = result.samples_trained;
   measurements["train_time_s"] = result.train_time_s;
-  measurements["steps"] = {
-      {"step_s", slowest.step_s}, {"compute_s", slowest.compute_s}, {"comm_s", slowest.comm_s}};
+  measurements["buckets"] = trainer.bucket_count();
+  measurements["steps"] = {{"step_s", slowest.step_s},
+                           {"compute_s", slowest.compute_s},
+                           {"comm_s", slowest.comm_s},
+                           {"exposed_comm_s", slowest.exposed_s}};
   Json epochs = Json::array();
   for (const auto& epoch : result.epochs) {
     epochs.push_back({{"epoch", epoch.epoch},
@@ -190,8 +195,10 @@ void run(const WorkerArguments& arguments, MPI_Comm communicator) {
 }  // namespace
 
 int worker_main(int argc, char** argv) {
+  // SERIALIZED: with overlap a communication thread makes the backend's MPI calls while the
+  // training thread runs backward (never both at once; see gradient_buckets.h).
   int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

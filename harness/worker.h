@@ -6,9 +6,9 @@
 //     "torch_version",
 //     // kind "train":
 //     "parameters", "train_samples", "test_samples", "training_ranks", "global_batch",
-//     "steps_per_epoch", "samples_trained", "train_time_s",
-//     "steps": { "step_s": [...], "compute_s": [...], "comm_s": [...] },  // per step, the
-//                                              // times of the rank whose step took longest
+//     "steps_per_epoch", "samples_trained", "train_time_s", "buckets",
+//     "steps": { "step_s": [...], "compute_s": [...], "comm_s": [...], "exposed_comm_s": [...] },
+//              // per step, the times of the rank whose step took longest
 //     "epochs": [ { "epoch", "train_loss", "test_loss", "test_accuracy", "train_time_s",
 //                   "samples_seen" } ],
 //     // kind "comm":

@@ -64,7 +64,8 @@ TEST(Metrics, FailedPointsHaveNoScalingAndAreNoBaseline) {
 TEST(Metrics, PointMetricsFromMeasurements) {
   const Json measurements = Json::parse(R"({
     "train_time_s": 2.0, "samples_trained": 1000,
-    "steps": {"step_s": [0.010, 0.030], "compute_s": [0.008, 0.020], "comm_s": [0.002, 0.010]},
+    "steps": {"step_s": [0.010, 0.030], "compute_s": [0.008, 0.020], "comm_s": [0.002, 0.010],
+              "exposed_comm_s": [0.001, 0.005]},
     "epochs": [{"epoch": 1, "train_loss": 0.5, "test_accuracy": 0.7},
                {"epoch": 2, "train_loss": 0.25, "test_accuracy": 0.9}]})");
   const PointMetrics metrics = point_metrics(measurements);
@@ -73,7 +74,9 @@ TEST(Metrics, PointMetricsFromMeasurements) {
   EXPECT_DOUBLE_EQ(metrics.step_time_s, 0.020);
   EXPECT_DOUBLE_EQ(metrics.compute_time_s, 0.014);
   EXPECT_DOUBLE_EQ(metrics.comm_time_s, 0.006);
-  EXPECT_NEAR(metrics.comm_fraction, 0.3, 1e-12);
+  EXPECT_DOUBLE_EQ(metrics.exposed_comm_time_s, 0.003);
+  EXPECT_NEAR(metrics.comm_fraction, 0.15, 1e-12);  // exposed / step
+  EXPECT_NEAR(metrics.overlap, 0.5, 1e-12);         // 1 - exposed / comm
   EXPECT_DOUBLE_EQ(metrics.final_loss, 0.25);
   EXPECT_DOUBLE_EQ(metrics.accuracy, 0.9);
 }

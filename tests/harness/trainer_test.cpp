@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <numeric>
+#include <tuple>
 
 #include "backends/mpi_allreduce.h"
 #include "harness/settings.h"
@@ -39,11 +40,13 @@ struct Fixture {
   int rank = 0;
   int size = 1;
 
-  Fixture() {
+  explicit Fixture(double bucket_mb = 25, bool overlap = false) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     settings.ranks = size;
     settings.batch_size = kBatch;
+    settings.bucket_mb = bucket_mb;
+    settings.overlap = overlap;
     workload = find_workload("iris_mlp").make(settings);
     trainer = std::make_unique<DataParallelTrainer>(*workload, backend, MPI_COMM_WORLD, settings);
   }
@@ -79,12 +82,23 @@ TEST(DataParallelTrainer, BroadcastGivesEveryRankRankZerosParameters) {
   EXPECT_EQ(flat, rank_zeros(flat));
 }
 
-TEST(DataParallelTrainer, AveragedGradientIsTheMeanOfTheRanksGradients) {
-  Fixture f;
+// Bucket sizes (MiB) and overlap: one bucket for the whole 3.3 KB model, or 1 KiB buckets
+// (three of them), each with and without overlap.
+using BucketsAndOverlap = std::tuple<double, bool>;
+
+class GradientExchange : public ::testing::TestWithParam<BucketsAndOverlap> {};
+
+TEST_P(GradientExchange, AveragedGradientIsTheMeanOfTheRanksGradients) {
+  Fixture f(std::get<0>(GetParam()), std::get<1>(GetParam()));
   f.trainer->broadcast_parameters();
+  // The local gradient, computed without any exchange.
   f.zero_gradients();
   f.workload->forward_backward(positions(f.rank * kBatch, kBatch));
   const std::vector<float> local = f.flat_gradients();
+  // The same backward pass again, now with the exchange (hooks fire during it with overlap).
+  f.zero_gradients();
+  f.trainer->begin_step();
+  f.workload->forward_backward(positions(f.rank * kBatch, kBatch));
   const std::size_t count = local.size();
 
   std::vector<float> all(count * f.size);
@@ -92,6 +106,7 @@ TEST(DataParallelTrainer, AveragedGradientIsTheMeanOfTheRanksGradients) {
                 static_cast<int>(count), MPI_FLOAT, MPI_COMM_WORLD);
   f.trainer->average_gradients();
   const std::vector<float> averaged = f.flat_gradients();
+  EXPECT_EQ(f.trainer->bucket_count(), std::get<0>(GetParam()) < 0.01 ? 3U : 1U);
 
   int wrong = 0;
   for (std::size_t i = 0; i < count; ++i) {
@@ -111,6 +126,15 @@ TEST(DataParallelTrainer, AveragedGradientIsTheMeanOfTheRanksGradients) {
     ASSERT_NEAR(averaged[i], full_batch[i], 1e-6 + 1e-5 * std::abs(full_batch[i])) << "element " << i;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Buckets, GradientExchange,
+                         ::testing::Combine(::testing::Values(25.0, 1.0 / 1024),
+                                            ::testing::Bool()),
+                         [](const ::testing::TestParamInfo<BucketsAndOverlap>& info) {
+                           return std::string(std::get<0>(info.param) < 0.01 ? "three_buckets"
+                                                                              : "one_bucket") +
+                                  (std::get<1>(info.param) ? "_overlap" : "_blocking");
+                         });
 
 TEST(DataParallelTrainer, ShortTrainingLowersTheLossAndKeepsRanksInStep) {
   Fixture f;
@@ -148,21 +172,28 @@ std::vector<float> trained_parameters(PointSettings settings) {
   return flat_parameters(*workload);
 }
 
-TEST(DataParallelTrainer, EveryBackendTrainsTheSameParameters) {
+TEST(DataParallelTrainer, EveryBackendWithAndWithoutBucketsAndOverlapTrainsTheSameParameters) {
   PointSettings settings;
   settings.backend = "allreduce";
   const std::vector<float> reference = trained_parameters(settings);
   for (const auto& info : backend_table()) {
-    settings.backend = std::string(info.name);
-    settings.ps_server_trains = true;  // same workers, same batches: the same computation
-    const std::vector<float> parameters = trained_parameters(settings);
-    ASSERT_EQ(parameters.size(), reference.size());
-    double worst = 0;
-    for (std::size_t i = 0; i < parameters.size(); ++i) {
-      worst = std::max(worst, std::abs(static_cast<double>(parameters[i]) - reference[i]) /
-                                  std::max(1.0, std::abs(static_cast<double>(reference[i]))));
+    for (const double bucket_mb : {25.0, 1.0 / 1024}) {
+      for (const bool overlap : {false, true}) {
+        settings.backend = std::string(info.name);
+        settings.ps_server_trains = true;  // same workers, same batches: the same computation
+        settings.bucket_mb = bucket_mb;
+        settings.overlap = overlap;
+        const std::vector<float> parameters = trained_parameters(settings);
+        ASSERT_EQ(parameters.size(), reference.size());
+        double worst = 0;
+        for (std::size_t i = 0; i < parameters.size(); ++i) {
+          worst = std::max(worst, std::abs(static_cast<double>(parameters[i]) - reference[i]) /
+                                      std::max(1.0, std::abs(static_cast<double>(reference[i]))));
+        }
+        EXPECT_LE(worst, 1e-5) << info.name << " bucket_mb=" << bucket_mb
+                               << " overlap=" << overlap;
+      }
     }
-    EXPECT_LE(worst, 1e-5) << info.name;
   }
 }
 
@@ -173,6 +204,8 @@ TEST(DataParallelTrainer, ParameterServerThatOnlyServesKeepsItsCopyInStep) {
   PointSettings settings;
   settings.backend = "ps";
   settings.ps_server_trains = false;
+  settings.overlap = true;  // rank 0 runs no backward, so no hook fires there
+  settings.bucket_mb = 1.0 / 1024;
   const std::vector<float> parameters = trained_parameters(settings);
   EXPECT_EQ(parameters, rank_zeros(parameters));
   EXPECT_EQ(worker_layout(settings, 0, size).index, -1);

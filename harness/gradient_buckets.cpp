@@ -1,0 +1,176 @@
+#include "harness/gradient_buckets.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "harness/errors.h"
+
+namespace harness {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+}  // namespace
+
+GradientBuckets::GradientBuckets(std::vector<torch::Tensor> parameters, GradientSync& backend,
+                                 double bucket_mb, bool overlap, int divisor)
+    : parameters_(std::move(parameters)),
+      backend_(backend),
+      overlap_(overlap),
+      scale_(1.0F / static_cast<float>(divisor)) {
+  if (overlap_) {
+    int provided = MPI_THREAD_SINGLE;
+    check_mpi(MPI_Query_thread(&provided), "MPI_Query_thread");
+    if (provided < MPI_THREAD_SERIALIZED) {
+      throw NotSupported("overlap: MPI was initialised below MPI_THREAD_SERIALIZED, so a "
+                         "communication thread may not call it");
+    }
+  }
+  // Reverse parameter order: backward produces the last layer's gradients first.
+  const auto bucket_elements =
+      std::max<std::size_t>(1, static_cast<std::size_t>(bucket_mb * 1024 * 1024 / sizeof(float)));
+  parameter_offset_.resize(parameters_.size());
+  parameter_bucket_.resize(parameters_.size());
+  std::size_t offset = 0;
+  for (std::size_t i = parameters_.size(); i-- > 0;) {
+    const auto elements = static_cast<std::size_t>(parameters_[i].numel());
+    if (buckets_.empty() || (buckets_.back().count > 0 &&
+                             buckets_.back().count + elements > bucket_elements)) {
+      buckets_.push_back(Bucket{offset, 0, {}, 0, false});
+    }
+    Bucket& bucket = buckets_.back();
+    bucket.count += elements;
+    bucket.parameters.push_back(i);
+    parameter_offset_[i] = offset;
+    parameter_bucket_[i] = buckets_.size() - 1;
+    offset += elements;
+  }
+  fused_.resize(offset);
+
+  if (overlap_) {
+    for (std::size_t i = 0; i < parameters_.size(); ++i) {
+      // The hook sees the gradient autograd is about to accumulate into .grad. The trainer zeroes
+      // .grad before every backward, so this value is the step's whole gradient.
+      hooks_.push_back(parameters_[i].register_hook(
+          [this, i](const torch::Tensor& gradient) { on_gradient(i, gradient); }));
+    }
+    thread_ = std::thread([this] { communication_loop(); });
+  }
+}
+
+GradientBuckets::~GradientBuckets() {
+  if (thread_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    work_ready_.notify_all();
+    thread_.join();
+  }
+  for (std::size_t i = 0; i < hooks_.size(); ++i) parameters_[i].remove_hook(hooks_[i]);
+}
+
+void GradientBuckets::begin_step() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  in_step_ = true;
+  for (auto& bucket : buckets_) {
+    bucket.pending = static_cast<int>(bucket.parameters.size());
+    bucket.launched = false;
+  }
+  next_launch_ = 0;
+  completed_ = 0;
+  comm_s_ = 0;
+}
+
+void GradientBuckets::on_gradient(std::size_t parameter, const torch::Tensor& gradient) {
+  // A backward pass outside begin_step()/finish_step() (evaluation, tests) exchanges nothing.
+  if (!in_step_) return;
+  const torch::Tensor values = gradient.contiguous();
+  std::copy_n(values.data_ptr<float>(), values.numel(), fused_.data() + parameter_offset_[parameter]);
+  std::lock_guard<std::mutex> lock(mutex_);
+  --buckets_[parameter_bucket_[parameter]].pending;
+  launch_ready_buckets();
+}
+
+void GradientBuckets::pack(const Bucket& bucket) {
+  for (const std::size_t i : bucket.parameters) {
+    const torch::Tensor& grad = parameters_[i].grad();
+    std::copy_n(grad.data_ptr<float>(), grad.numel(), fused_.data() + parameter_offset_[i]);
+  }
+}
+
+// Caller holds mutex_.
+void GradientBuckets::launch_ready_buckets() {
+  while (next_launch_ < buckets_.size() && buckets_[next_launch_].pending == 0) {
+    buckets_[next_launch_].launched = true;
+    queue_.push_back(next_launch_++);
+  }
+  work_ready_.notify_one();
+}
+
+void GradientBuckets::communication_loop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    work_ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stopping, nothing left
+    const Bucket& bucket = buckets_[queue_.front()];
+    queue_.pop_front();
+    lock.unlock();
+    const auto start = Clock::now();
+    std::exception_ptr failure;
+    try {
+      backend_.allreduce_sum(std::span<float>(fused_.data() + bucket.offset, bucket.count));
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    const double elapsed = seconds_since(start);
+    lock.lock();
+    comm_s_ += elapsed;
+    if (failure && !failure_) failure_ = failure;
+    ++completed_;
+    work_done_.notify_all();
+  }
+}
+
+BucketTiming GradientBuckets::finish_step() {
+  BucketTiming timing;
+  const auto start = Clock::now();
+  if (!overlap_) {
+    for (const auto& bucket : buckets_) {
+      pack(bucket);
+      backend_.allreduce_sum(std::span<float>(fused_.data() + bucket.offset, bucket.count));
+    }
+  } else {
+    std::unique_lock<std::mutex> lock(mutex_);
+    // Whatever the hooks did not deliver comes from .grad (zeros on a rank that only serves).
+    for (auto& bucket : buckets_) {
+      if (bucket.launched || bucket.pending == 0) continue;
+      pack(bucket);
+      bucket.pending = 0;
+    }
+    launch_ready_buckets();
+    work_done_.wait(lock, [this] { return completed_ == buckets_.size(); });
+    in_step_ = false;
+    if (failure_) std::rethrow_exception(std::exchange(failure_, nullptr));
+    timing.comm_s = comm_s_;
+  }
+  for (std::size_t p = 0; p < parameters_.size(); ++p) {
+    torch::Tensor grad = parameters_[p].mutable_grad();
+    const float* in = fused_.data() + parameter_offset_[p];
+    float* out = grad.data_ptr<float>();
+    for (int64_t i = 0; i < grad.numel(); ++i) out[i] = in[i] * scale_;
+  }
+  timing.exposed_s = seconds_since(start);
+  // Without overlap all of it is communication, packing and unpacking included (as before
+  // buckets existed); with overlap, comm_s is the reductions alone.
+  if (!overlap_) timing.comm_s = timing.exposed_s;
+  return timing;
+}
+
+}  // namespace harness

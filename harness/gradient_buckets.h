@@ -1,0 +1,96 @@
+// Gradient buckets, as in PyTorch DDP's Reducer: the parameters' gradients are laid out in one
+// fused buffer in reverse parameter order (the order backward produces them) and cut into
+// buckets of about bucket_mb; each bucket is summed across ranks with one backend call.
+//
+// Without overlap, finish_step() packs, reduces and unpacks the buckets one after the other once
+// backward is over. With overlap, a hook on every parameter copies its gradient into the bucket
+// as soon as autograd computes it; a bucket whose gradients are all in is handed to a
+// communication thread, which reduces buckets strictly in bucket order (so every rank issues the
+// same sequence of collectives) while backward goes on; finish_step() then only waits for what
+// is still in flight. Buckets whose hooks did not fire (unused parameters, a rank that only
+// serves) are packed from .grad and launched by finish_step().
+//
+// Threading: the communication thread is the only one calling the backend between begin_step()
+// and finish_step(); the caller must not make MPI calls in that window. That is what
+// MPI_THREAD_SERIALIZED allows, and overlap requires at least that level.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <torch/types.h>
+
+#include "backends/gradient_sync.h"
+
+namespace harness {
+
+struct BucketTiming {
+  double comm_s = 0;     // time spent in the backend's reductions (on whichever thread ran them)
+  double exposed_s = 0;  // time the training thread waited in finish_step()
+};
+
+class GradientBuckets {
+ public:
+  // `parameters` are contiguous float32 tensors with defined .grad; `divisor` is what the sums
+  // are divided by (the number of training ranks). Throws NotSupported when overlap is asked for
+  // and MPI's thread level is below MPI_THREAD_SERIALIZED.
+  GradientBuckets(std::vector<torch::Tensor> parameters, GradientSync& backend, double bucket_mb,
+                  bool overlap, int divisor);
+  ~GradientBuckets();
+  GradientBuckets(const GradientBuckets&) = delete;
+  GradientBuckets& operator=(const GradientBuckets&) = delete;
+
+  // Call before the step's backward pass. Backward passes outside a step exchange nothing.
+  void begin_step();
+  // Call after it: every parameter's .grad then holds the average over the training ranks, and
+  // no reduction is in flight any more.
+  BucketTiming finish_step();
+
+  std::size_t bucket_count() const { return buckets_.size(); }
+
+ private:
+  struct Bucket {
+    std::size_t offset = 0;  // into fused_
+    std::size_t count = 0;
+    std::vector<std::size_t> parameters;  // indices into parameters_
+    int pending = 0;                       // gradients not yet copied in, this step
+    bool launched = false;
+  };
+
+  void on_gradient(std::size_t parameter, const torch::Tensor& gradient);
+  void pack(const Bucket& bucket);
+  void launch_ready_buckets();  // in bucket order, as far as they are complete
+  void communication_loop();
+
+  std::vector<torch::Tensor> parameters_;
+  GradientSync& backend_;
+  bool overlap_;
+  float scale_;
+  std::vector<float> fused_;
+  std::vector<std::size_t> parameter_offset_;  // into fused_
+  std::vector<std::size_t> parameter_bucket_;
+  std::vector<Bucket> buckets_;
+  std::size_t next_launch_ = 0;
+  // Between begin_step() and finish_step(); hooks act only then. Training thread only (CPU
+  // autograd runs the hooks on the thread that called backward).
+  bool in_step_ = false;
+  std::vector<unsigned> hooks_;  // handle per parameter (overlap only)
+
+  // Communication thread (overlap only).
+  std::thread thread_;
+  std::mutex mutex_;
+  std::condition_variable work_ready_;
+  std::condition_variable work_done_;
+  std::deque<std::size_t> queue_;
+  std::size_t completed_ = 0;
+  double comm_s_ = 0;
+  bool stopping_ = false;
+  std::exception_ptr failure_;
+};
+
+}  // namespace harness
