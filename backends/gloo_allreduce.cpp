@@ -22,7 +22,8 @@ class GlooAllreduce final : public GradientSync {
     int size = 1;
     check_mpi(MPI_Comm_rank(communicator, &rank), "MPI_Comm_rank");
     check_mpi(MPI_Comm_size(communicator, &size), "MPI_Comm_size");
-    const std::string address = rendezvous_address(communicator, rank, size);
+    const Addresses addresses = rendezvous_addresses(communicator, rank, size);
+    const std::string& address = addresses.store;
 
     // Rank 0 serves the store; the port it got goes to every rank over MPI.
     c10d::TCPStoreOptions store_options;
@@ -42,7 +43,7 @@ class GlooAllreduce final : public GradientSync {
       store_ = rank == 0 ? server : c10::make_intrusive<c10d::TCPStore>(address, store_options);
 
       auto options = c10d::ProcessGroupGloo::Options::create();
-      options->devices = {c10d::ProcessGroupGloo::createDeviceForHostname(address)};
+      options->devices = {c10d::ProcessGroupGloo::createDeviceForHostname(addresses.own)};
       options->threads = 1;
       group_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store_, rank, size, options);
     } catch (const std::exception& error) {
@@ -66,9 +67,15 @@ class GlooAllreduce final : public GradientSync {
   }
 
  private:
-  // The loopback address when all ranks share a host (the common case on one machine, and the
-  // only one whose traffic must stay on the machine); rank 0's host name otherwise.
-  static std::string rendezvous_address(MPI_Comm communicator, int rank, int size) {
+  struct Addresses {
+    std::string store;  // where rank 0's TCPStore listens
+    std::string own;    // what this rank's Gloo transport binds to
+  };
+
+  // The loopback address for both when all ranks share a host (the common case on one machine,
+  // and the only one whose traffic must stay on the machine); otherwise rank 0's host name for
+  // the store and each rank's own host name for its transport.
+  static Addresses rendezvous_addresses(MPI_Comm communicator, int rank, int size) {
     std::array<char, MPI_MAX_PROCESSOR_NAME> host{};
     int length = 0;
     MPI_Get_processor_name(host.data(), &length);
@@ -80,8 +87,8 @@ class GlooAllreduce final : public GradientSync {
     for (int r = 1; r < size; ++r) {
       one_host = one_host && std::strcmp(all.data(), all.data() + r * host.size()) == 0;
     }
-    (void)rank;
-    return one_host ? "127.0.0.1" : std::string(all.data());
+    if (one_host) return {"127.0.0.1", "127.0.0.1"};
+    return {std::string(all.data()), std::string(all.data() + rank * host.size())};
   }
 
   c10::intrusive_ptr<c10d::Store> store_;

@@ -2,10 +2,10 @@
 // LibTorch's c10d::ProcessGroupGloo (compiled into Debian's libtorch_cpu; its headers need
 // libgloo-dev). It lets a study compare MPI with what PyTorch itself uses, in one harness.
 //
-// Rendezvous: rank 0 starts a c10d TCPStore on an ephemeral port and sends host and port to the
-// other ranks over MPI; Gloo then opens its own TCP connections between the ranks. When every
-// rank runs on one host, store and transport use the loopback address; otherwise each rank's
-// host name (set GLOO_SOCKET_IFNAME-style routing through the host's name resolution).
+// Rendezvous: rank 0 starts a c10d TCPStore on an ephemeral port and sends the port to the other
+// ranks over MPI; Gloo then opens its own TCP connections between the ranks. When every rank runs
+// on one host, store and transport use the loopback address; otherwise the store listens on rank
+// 0's host name and each rank's transport binds to its own host name.
 #pragma once
 
 #include <memory>

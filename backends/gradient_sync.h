@@ -4,7 +4,8 @@
 // Contract:
 // - Collective: every rank of the communicator calls each method with the same element count,
 //   in the same order. Buffers are host memory, owned by the caller, float32.
-// - Single-threaded: called from the training thread only (MPI_THREAD_FUNNELED suffices).
+// - One call at a time: from the training thread, or with overlap from the communication thread
+//   while the training thread makes no MPI call (MPI_THREAD_SERIALIZED).
 // - Errors: a failed MPI call throws CommError carrying MPI_Error_string.
 #pragma once
 

@@ -3,11 +3,12 @@
 // every rank reduces a random float32 buffer with the point's backend, comm_warmup_iterations
 // times untimed and comm_iterations times timed, each timed reduction after a barrier. A
 // reduction's time is the slowest rank's. After the last reduction every element is compared with
-// MPI_Allreduce's result on the same input: `wrong` counts elements off by more than 1e-5
-// relative, over all ranks, and must be 0.
+// MPI_Allreduce's result on the same input: `wrong` counts elements, over all ranks, off by more
+// than 1e-5 × max(1, |expected|), and must be 0.
 //
 // Bandwidths use 10^9 bytes: algbw = bytes / time, busbw = algbw · 2(p−1)/p (the traffic each
-// rank's link carries in a bandwidth-optimal allreduce, so busbw is comparable across p).
+// rank's link carries in a bandwidth-optimal allreduce, so busbw is comparable across p; 0 for
+// one rank, as in nccl-tests).
 #pragma once
 
 #include <mpi.h>

@@ -53,18 +53,26 @@ GradientBuckets::GradientBuckets(std::vector<torch::Tensor> parameters, Gradient
   }
   fused_.resize(offset);
 
+  delivered_.assign(parameters_.size(), false);
   if (overlap_) {
-    for (std::size_t i = 0; i < parameters_.size(); ++i) {
-      // The hook sees the gradient autograd is about to accumulate into .grad. The trainer zeroes
-      // .grad before every backward, so this value is the step's whole gradient.
-      hooks_.push_back(parameters_[i].register_hook(
-          [this, i](const torch::Tensor& gradient) { on_gradient(i, gradient); }));
-    }
     thread_ = std::thread([this] { communication_loop(); });
+    try {
+      for (std::size_t i = 0; i < parameters_.size(); ++i) {
+        // The hook sees the gradient autograd is about to accumulate into .grad. The trainer
+        // zeroes .grad before every backward, so this value is the step's whole gradient.
+        hooks_.push_back(parameters_[i].register_hook(
+            [this, i](const torch::Tensor& gradient) { on_gradient(i, gradient); }));
+      }
+    } catch (...) {
+      stop_thread_and_hooks();
+      throw;
+    }
   }
 }
 
-GradientBuckets::~GradientBuckets() {
+GradientBuckets::~GradientBuckets() { stop_thread_and_hooks(); }
+
+void GradientBuckets::stop_thread_and_hooks() {
   if (thread_.joinable()) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -74,6 +82,7 @@ GradientBuckets::~GradientBuckets() {
     thread_.join();
   }
   for (std::size_t i = 0; i < hooks_.size(); ++i) parameters_[i].remove_hook(hooks_[i]);
+  hooks_.clear();
 }
 
 void GradientBuckets::begin_step() {
@@ -86,16 +95,32 @@ void GradientBuckets::begin_step() {
   next_launch_ = 0;
   completed_ = 0;
   comm_s_ = 0;
+  copy_s_ = 0;
+  hook_launches_ = 0;
+  queue_.clear();
+  failure_ = nullptr;
+  std::fill(delivered_.begin(), delivered_.end(), false);
 }
 
 void GradientBuckets::on_gradient(std::size_t parameter, const torch::Tensor& gradient) {
   // A backward pass outside begin_step()/finish_step() (evaluation, tests) exchanges nothing.
   if (!in_step_) return;
+  if (delivered_[parameter]) {
+    // Its bucket may already be on the wire: adding into it now would race and be lost.
+    throw NotSupported("overlap: a parameter's gradient arrived twice in one step (several "
+                       "backward passes per step are not supported with overlap)");
+  }
+  delivered_[parameter] = true;
+  const auto start = Clock::now();
   const torch::Tensor values = gradient.contiguous();
   std::copy_n(values.data_ptr<float>(), values.numel(), fused_.data() + parameter_offset_[parameter]);
+  const double copied = seconds_since(start);
   std::lock_guard<std::mutex> lock(mutex_);
+  copy_s_ += copied;
   --buckets_[parameter_bucket_[parameter]].pending;
+  const std::size_t before = next_launch_;
   launch_ready_buckets();
+  hook_launches_ += next_launch_ - before;
 }
 
 void GradientBuckets::pack(const Bucket& bucket) {
@@ -121,11 +146,16 @@ void GradientBuckets::communication_loop() {
     if (queue_.empty()) return;  // stopping, nothing left
     const Bucket& bucket = buckets_[queue_.front()];
     queue_.pop_front();
+    // After a failed reduction the ranks' collectives no longer match: run no more of them
+    // (they could hang), just account for the bucket so finish_step() can report the error.
+    const bool skip = failure_ != nullptr;
     lock.unlock();
     const auto start = Clock::now();
     std::exception_ptr failure;
     try {
-      backend_.allreduce_sum(std::span<float>(fused_.data() + bucket.offset, bucket.count));
+      if (!skip) {
+        backend_.allreduce_sum(std::span<float>(fused_.data() + bucket.offset, bucket.count));
+      }
     } catch (...) {
       failure = std::current_exception();
     }
@@ -139,6 +169,8 @@ void GradientBuckets::communication_loop() {
 }
 
 BucketTiming GradientBuckets::finish_step() {
+  // Both modes count packing, reduction and unpacking as communication, so that overlap_fraction
+  // compares like with like; with overlap, the hooks' copies during backward count as well.
   BucketTiming timing;
   const auto start = Clock::now();
   if (!overlap_) {
@@ -158,8 +190,9 @@ BucketTiming GradientBuckets::finish_step() {
     work_done_.wait(lock, [this] { return completed_ == buckets_.size(); });
     in_step_ = false;
     if (failure_) std::rethrow_exception(std::exchange(failure_, nullptr));
-    timing.comm_s = comm_s_;
+    timing.comm_s = comm_s_ + copy_s_;
   }
+  const auto unpack_start = Clock::now();
   for (std::size_t p = 0; p < parameters_.size(); ++p) {
     torch::Tensor grad = parameters_[p].mutable_grad();
     const float* in = fused_.data() + parameter_offset_[p];
@@ -167,9 +200,12 @@ BucketTiming GradientBuckets::finish_step() {
     for (int64_t i = 0; i < grad.numel(); ++i) out[i] = in[i] * scale_;
   }
   timing.exposed_s = seconds_since(start);
-  // Without overlap all of it is communication, packing and unpacking included (as before
-  // buckets existed); with overlap, comm_s is the reductions alone.
-  if (!overlap_) timing.comm_s = timing.exposed_s;
+  if (overlap_) {
+    // Packing leftovers happened inside the exposed window; unpacking is added here.
+    timing.comm_s += seconds_since(unpack_start);
+  } else {
+    timing.comm_s = timing.exposed_s;
+  }
   return timing;
 }
 

@@ -30,8 +30,10 @@
 namespace harness {
 
 struct BucketTiming {
-  double comm_s = 0;     // time spent in the backend's reductions (on whichever thread ran them)
-  double exposed_s = 0;  // time the training thread waited in finish_step()
+  // Packing, reducing and unpacking the buckets, on whichever thread did it (with overlap, the
+  // hooks' copies during backward and the communication thread's reductions included).
+  double comm_s = 0;
+  double exposed_s = 0;  // time the training thread spent in finish_step()
 };
 
 class GradientBuckets {
@@ -52,6 +54,8 @@ class GradientBuckets {
   BucketTiming finish_step();
 
   std::size_t bucket_count() const { return buckets_.size(); }
+  // Buckets that the last step launched from autograd hooks, during backward (overlap only).
+  std::size_t hook_launches() const { return hook_launches_; }
 
  private:
   struct Bucket {
@@ -66,6 +70,7 @@ class GradientBuckets {
   void pack(const Bucket& bucket);
   void launch_ready_buckets();  // in bucket order, as far as they are complete
   void communication_loop();
+  void stop_thread_and_hooks();
 
   std::vector<torch::Tensor> parameters_;
   GradientSync& backend_;
@@ -80,6 +85,8 @@ class GradientBuckets {
   // autograd runs the hooks on the thread that called backward).
   bool in_step_ = false;
   std::vector<unsigned> hooks_;  // handle per parameter (overlap only)
+  std::vector<bool> delivered_;  // this step, per parameter (training thread only)
+  std::size_t hook_launches_ = 0;
 
   // Communication thread (overlap only).
   std::thread thread_;
@@ -89,6 +96,7 @@ class GradientBuckets {
   std::deque<std::size_t> queue_;
   std::size_t completed_ = 0;
   double comm_s_ = 0;
+  double copy_s_ = 0;  // the hooks' copies into buckets
   bool stopping_ = false;
   std::exception_ptr failure_;
 };

@@ -140,8 +140,11 @@ const std::vector<SettingEntry>& entries() {
          s.ps_server_trains = v.get<bool>();
        },
        [](const auto& s) { return Json(s.ps_server_trains); }},
-      {{"bucket_mb", "a positive number", "gradient bucket size, MiB (default 25, as PyTorch DDP)"},
-       [](auto& s, const Json& v, const auto& w) { s.bucket_mb = read_positive_number(v, w); },
+      {{"bucket_mb", "a positive number up to 4096", "gradient bucket size, MiB (25 as in PyTorch DDP)"},
+       [](auto& s, const Json& v, const auto& w) {
+         s.bucket_mb = read_positive_number(v, w);
+         if (s.bucket_mb > 4096) fail(w, "a positive number up to 4096", v);
+       },
        [](const auto& s) { return Json(s.bucket_mb); }},
       {{"overlap", "true or false",
         "reduce each bucket during the backward pass, as soon as its gradients are ready"},

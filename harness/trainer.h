@@ -6,7 +6,8 @@
 // the chosen GradientSync backend, divided by W, and every rank applies the same SGD update.
 // W is the number of ranks, or one less for a parameter server whose rank 0 does not train.
 //
-// Threading: the caller's thread only; MPI must be initialised (MPI_THREAD_FUNNELED is enough).
+// Threading: the caller's thread, plus a communication thread when settings.overlap is set; MPI
+// must then be initialised at MPI_THREAD_SERIALIZED (see gradient_buckets.h).
 #pragma once
 
 #include <mpi.h>
@@ -59,6 +60,7 @@ class DataParallelTrainer {
   BucketTiming average_gradients() { return buckets_.finish_step(); }
   int64_t steps_per_epoch() const;
   std::size_t bucket_count() const { return buckets_.bucket_count(); }
+  std::size_t hook_launches() const { return buckets_.hook_launches(); }
   TrainingResult train();
 
  private:

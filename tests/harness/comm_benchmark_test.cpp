@@ -20,7 +20,7 @@ TEST(CommBenchmark, SizesStepByTheFactorAndEndAtTheMaximum) {
 }
 
 TEST(CommBenchmark, BusBandwidthIsTheAllreduceFormula) {
-  EXPECT_DOUBLE_EQ(allreduce_bus_bandwidth(10.0, 1), 10.0);
+  EXPECT_DOUBLE_EQ(allreduce_bus_bandwidth(10.0, 1), 0.0);
   EXPECT_DOUBLE_EQ(allreduce_bus_bandwidth(10.0, 2), 10.0);
   EXPECT_DOUBLE_EQ(allreduce_bus_bandwidth(10.0, 4), 15.0);
   EXPECT_DOUBLE_EQ(allreduce_bus_bandwidth(8.0, 8), 14.0);
