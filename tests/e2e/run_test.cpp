@@ -308,11 +308,17 @@ TEST(EndToEnd, InterruptKeepsCompletedPointsAndExits130) {
   EXPECT_EQ(std::system("pgrep -f '[h]arness worker' > /dev/null"), 256) << "a rank outlived Ctrl-C";
 }
 
-TEST(EndToEnd, ShippedSpeedupExperimentIsValid) {
+TEST(EndToEnd, EveryShippedExperimentIsValid) {
   const fs::path dir = scratch("shipped");
-  const HarnessRun run = run_harness(
-      {"plan", std::string(HARNESS_SOURCE_DIR) + "/experiments/speedup.json"}, dir / "log");
-  EXPECT_TRUE(run.outcome.ok()) << joined(run.output);
+  int checked = 0;
+  for (const auto& entry : fs::directory_iterator(fs::path(HARNESS_SOURCE_DIR) / "experiments")) {
+    if (entry.path().extension() != ".json") continue;
+    const HarnessRun run =
+        run_harness({"plan", entry.path().string()}, dir / (entry.path().stem().string() + ".log"));
+    EXPECT_TRUE(run.outcome.ok()) << entry.path() << "\n" << joined(run.output);
+    ++checked;
+  }
+  EXPECT_GE(checked, 4);
 }
 
 TEST(EndToEnd, VersionAndHelp) {
