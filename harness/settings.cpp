@@ -104,6 +104,13 @@ const std::vector<SettingEntry>& entries() {
              read_integer(v, w, 0, kMaxInt64, "a non-negative integer (0 = whole training set)");
        },
        [](const auto& s) { return Json(s.dataset_size); }},
+      {{"test_size", "a non-negative integer (0 = the whole held-out set)",
+        "held-out samples evaluated after each epoch (0 = all)"},
+       [](auto& s, const Json& v, const auto& w) {
+         s.test_size =
+             read_integer(v, w, 0, kMaxInt64, "a non-negative integer (0 = the whole held-out set)");
+       },
+       [](const auto& s) { return Json(s.test_size); }},
       {{"epochs", "a positive integer", "passes over the training set"},
        [](auto& s, const Json& v, const auto& w) {
          s.epochs = static_cast<int>(read_integer(v, w, 1, kMaxInt, "a positive integer"));

@@ -24,6 +24,7 @@ struct PointSettings {
   int ranks = 1;
   int batch_size = 4;         // samples per rank per step
   int64_t dataset_size = 0;   // training samples used; 0 = the workload's whole training set
+  int64_t test_size = 0;      // held-out samples evaluated after each epoch; 0 = all
   int epochs = 10;
   double lr = 0.01;
   int64_t seed = 42;

@@ -145,6 +145,27 @@ TEST(EndToEnd, TinyScalingStudyWritesRecordsSummaryAndPlots) {
   EXPECT_TRUE(fs::exists(out / "experiment.json"));
 }
 
+TEST(EndToEnd, FashionMnistCnnTrainsOnTwoRanks) {
+  if (!fs::exists("/usr/share/datasets/fashion-mnist")) GTEST_SKIP() << "no dataset-fashion-mnist";
+  const fs::path dir = scratch("cnn");
+  const fs::path experiment = write_experiment(dir, R"({
+    "name": "cnn",
+    "settings": {"workload": "mnist_cnn", "epochs": 2, "lr": 0.05, "batch_size": 32,
+                 "dataset_size": 512, "test_size": 500, "ranks": 2, "bucket_mb": 1,
+                 "overlap": true}})");
+  const fs::path out = dir / "out";
+  const HarnessRun run = run_harness({"run", experiment.string(), "--out", out.string()}, dir / "log");
+  ASSERT_TRUE(run.outcome.ok()) << run.outcome.describe() << "\n" << joined(run.output);
+  const auto rows = read_csv(out / "summary.csv");
+  ASSERT_EQ(rows.size(), 1U);
+  EXPECT_EQ(rows[0].at("dataset_size"), "512");
+  EXPECT_GT(std::stod(rows[0].at("accuracy")), 0.3);  // ten classes: chance is 0.1
+  const Json record = read_json_file((out / "points" / (rows[0].at("id") + ".json")).string());
+  EXPECT_EQ(record["measurements"]["buckets"], 3);  // fc2 + fc1 bias, fc1 weight, the convs
+  const Json& epochs = record["measurements"]["epochs"];
+  EXPECT_LT(epochs[1]["train_loss"].get<double>(), epochs[0]["train_loss"].get<double>());
+}
+
 TEST(EndToEnd, CommBenchmarkOfEveryBackendSumsCorrectly) {
   const fs::path dir = scratch("comm");
   const bool gloo = gloo_available();  // a build without libgloo-dev has the other three

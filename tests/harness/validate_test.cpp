@@ -28,7 +28,7 @@ TEST(Validate, UnknownBackendNamesTheSweepEntryAndListsValidNames) {
 
 TEST(Validate, UnknownWorkloadNamesTheSetting) {
   EXPECT_EQ(validation_error(R"({"name": "x", "settings": {"workload": "gpt"}})"),
-            "exp.json: settings.workload: unknown workload \"gpt\" (expected one of: iris_mlp)");
+            "exp.json: settings.workload: unknown workload \"gpt\" (expected one of: iris_mlp, mnist_cnn)");
 }
 
 TEST(Validate, CudaWithoutCudaBuildIsRejected) {

@@ -1,0 +1,97 @@
+#include "workloads/idx_reader.h"
+
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "harness/errors.h"
+#include "workloads/mnist_cnn.h"
+
+namespace harness {
+namespace {
+
+namespace fs = std::filesystem;
+
+// An IDX file of unsigned bytes with `shape`, data 0, 1, 2, ... (mod 256), plain or gzipped.
+std::string write_idx(const std::string& name, const std::vector<uint32_t>& shape, bool gzip,
+                      std::size_t drop_bytes = 0) {
+  std::string bytes = {0, 0, 0x08, static_cast<char>(shape.size())};
+  std::size_t items = 1;
+  for (const uint32_t size : shape) {
+    for (int shift = 24; shift >= 0; shift -= 8) bytes += static_cast<char>((size >> shift) & 0xFF);
+    items *= size;
+  }
+  for (std::size_t i = 0; i < items; ++i) bytes += static_cast<char>(i % 256);
+  bytes.resize(bytes.size() - drop_bytes);
+  const fs::path path = fs::temp_directory_path() / ("harness_idx_" + name + (gzip ? ".gz" : ""));
+  if (gzip) {
+    gzFile file = gzopen(path.c_str(), "wb");
+    gzwrite(file, bytes.data(), static_cast<unsigned>(bytes.size()));
+    gzclose(file);
+  } else {
+    std::ofstream(path, std::ios::binary) << bytes;
+  }
+  return path.string();
+}
+
+std::string error_of(const std::string& path) {
+  try {
+    read_idx(path);
+  } catch (const ConfigError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(IdxReader, ReadsPlainAndGzippedFiles) {
+  for (const bool gzip : {false, true}) {
+    const IdxArray array = read_idx(write_idx("images", {3, 4, 5}, gzip));
+    EXPECT_EQ(array.shape, (std::vector<int64_t>{3, 4, 5}));
+    ASSERT_EQ(array.data.size(), 60U);
+    EXPECT_EQ(array.data[59], 59);
+  }
+}
+
+TEST(IdxReader, ReadsOnlyTheFirstItemsWhenAsked) {
+  const IdxArray array = read_idx(write_idx("first", {10, 2}, true), 3);
+  EXPECT_EQ(array.shape, (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(array.data.size(), 6U);
+}
+
+TEST(IdxReader, CorruptOrMissingFilesGiveClearErrors) {
+  EXPECT_NE(error_of("/nonexistent/train-images-idx3-ubyte").find("cannot open IDX file"),
+            std::string::npos);
+  const std::string bad_magic = (fs::temp_directory_path() / "harness_idx_bad_magic").string();
+  std::ofstream(bad_magic, std::ios::binary) << "GIF89a, not an IDX file";
+  EXPECT_NE(error_of(bad_magic).find("not an IDX file of unsigned bytes: expected magic"),
+            std::string::npos)
+      << error_of(bad_magic);
+  const std::string truncated = write_idx("truncated", {4, 28, 28}, true, 100);
+  EXPECT_NE(error_of(truncated).find("corrupt or truncated IDX file: the data ends after"),
+            std::string::npos)
+      << error_of(truncated);
+}
+
+TEST(MnistCnn, DebianFashionMnistHas60000TrainingImages) {
+  if (!fs::exists(kDefaultMnistDirectory)) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  PointSettings settings;
+  settings.workload = "mnist_cnn";
+  EXPECT_EQ(mnist_cnn_train_samples(settings), 60000);
+}
+
+TEST(MnistCnn, DirectoryWithoutIdxFilesNamesTheSetting) {
+  PointSettings settings;
+  settings.data_path = fs::temp_directory_path().string();
+  try {
+    mnist_cnn_train_samples(settings);
+    FAIL() << "no error";
+  } catch (const ConfigError& error) {
+    EXPECT_NE(std::string(error.what()).find("data_path: "), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("train-images-idx3-ubyte"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace harness

@@ -1,0 +1,80 @@
+#include "workloads/idx_reader.h"
+
+#include <zlib.h>
+
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "harness/errors.h"
+
+namespace harness {
+namespace {
+
+using GzFile = std::unique_ptr<gzFile_s, decltype(&gzclose)>;
+
+GzFile open_idx(const std::string& path) {
+  GzFile file(gzopen(path.c_str(), "rb"), &gzclose);
+  if (!file) throw ConfigError(fmt::format("{}: cannot open IDX file", path));
+  return file;
+}
+
+void read_exactly(gzFile file, void* buffer, std::size_t bytes, const std::string& path,
+                  const char* what) {
+  std::size_t done = 0;
+  auto* out = static_cast<unsigned char*>(buffer);
+  while (done < bytes) {
+    // gzread takes an unsigned count: read in pieces below 1 GiB.
+    const auto piece = static_cast<unsigned>(std::min<std::size_t>(bytes - done, 1U << 30));
+    const int got = gzread(file, out + done, piece);
+    if (got <= 0) {
+      int code = 0;
+      const char* message = gzerror(file, &code);
+      throw ConfigError(fmt::format("{}: corrupt or truncated IDX file: {} ends after {} of {} "
+                                    "bytes{}",
+                                    path, what, done, bytes,
+                                    code < 0 ? fmt::format(" ({})", message) : ""));
+    }
+    done += static_cast<std::size_t>(got);
+  }
+}
+
+std::vector<int64_t> read_header(gzFile file, const std::string& path) {
+  unsigned char magic[4] = {};
+  read_exactly(file, magic, sizeof(magic), path, "the header");
+  if (magic[0] != 0 || magic[1] != 0 || magic[2] != 0x08 || magic[3] == 0 || magic[3] > 4) {
+    throw ConfigError(fmt::format(
+        "{}: not an IDX file of unsigned bytes: expected magic 00 00 08 0D with D in 1..4, got "
+        "{:02x} {:02x} {:02x} {:02x}",
+        path, magic[0], magic[1], magic[2], magic[3]));
+  }
+  std::vector<int64_t> shape;
+  for (int d = 0; d < magic[3]; ++d) {
+    unsigned char size[4] = {};
+    read_exactly(file, size, sizeof(size), path, "the header");
+    shape.push_back((int64_t{size[0]} << 24) | (int64_t{size[1]} << 16) | (int64_t{size[2]} << 8) |
+                    int64_t{size[3]});
+  }
+  return shape;
+}
+
+}  // namespace
+
+std::vector<int64_t> read_idx_shape(const std::string& path) {
+  const GzFile file = open_idx(path);
+  return read_header(file.get(), path);
+}
+
+IdxArray read_idx(const std::string& path, int64_t max_items) {
+  const GzFile file = open_idx(path);
+  IdxArray array;
+  array.shape = read_header(file.get(), path);
+  if (max_items > 0 && max_items < array.shape[0]) array.shape[0] = max_items;
+  std::size_t bytes = 1;
+  for (const int64_t size : array.shape) bytes *= static_cast<std::size_t>(size);
+  array.data.resize(bytes);
+  read_exactly(file.get(), array.data.data(), bytes, path, "the data");
+  return array;
+}
+
+}  // namespace harness

@@ -1,0 +1,161 @@
+#include "workloads/mnist_cnn.h"
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/linear.h>
+
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "harness/errors.h"
+#include "workloads/idx_reader.h"
+#include "workloads/workload.h"
+
+namespace harness {
+namespace {
+
+std::string data_directory(const PointSettings& settings) {
+  return settings.data_path.empty() ? kDefaultMnistDirectory : settings.data_path;
+}
+
+// "<dir>/<name>" or "<dir>/<name>.gz", whichever exists.
+std::string idx_file(const PointSettings& settings, const std::string& name) {
+  const std::filesystem::path directory = data_directory(settings);
+  for (const auto& candidate : {directory / name, directory / (name + ".gz")}) {
+    if (std::filesystem::exists(candidate)) return candidate.string();
+  }
+  throw ConfigError(fmt::format(
+      "data_path: {}: no {} or {}.gz (expected a directory of MNIST-format IDX files; Debian's "
+      "Fashion-MNIST is in package dataset-fashion-mnist)",
+      directory.string(), name, name));
+}
+
+struct Split {
+  std::string images;
+  std::string labels;
+};
+
+Split split_files(const PointSettings& settings, bool train) {
+  const std::string prefix = train ? "train" : "t10k";
+  return {idx_file(settings, prefix + "-images-idx3-ubyte"),
+          idx_file(settings, prefix + "-labels-idx1-ubyte")};
+}
+
+// Checks that images are N×28×28 and labels N; returns N.
+int64_t checked_count(const Split& split) {
+  const auto images = read_idx_shape(split.images);
+  const auto labels = read_idx_shape(split.labels);
+  if (images.size() != 3 || images[1] != 28 || images[2] != 28) {
+    throw ConfigError(fmt::format("data_path: {}: expected images of N × 28 × 28", split.images));
+  }
+  if (labels.size() != 1 || labels[0] != images[0]) {
+    throw ConfigError(fmt::format("data_path: {}: expected {} labels to match {}", split.labels,
+                                  images[0], split.images));
+  }
+  return images[0];
+}
+
+torch::Tensor image_tensor(const IdxArray& images) {
+  const int64_t count = images.shape[0];
+  auto bytes = torch::from_blob(const_cast<uint8_t*>(images.data.data()), {count, 1, 28, 28},
+                                torch::kUInt8);
+  return bytes.to(torch::kFloat32).div_(255.0F);
+}
+
+torch::Tensor label_tensor(const IdxArray& labels, const std::string& path) {
+  for (const uint8_t label : labels.data) {
+    if (label > 9) throw ConfigError(fmt::format("{}: label {} is not a class 0..9", path, label));
+  }
+  return torch::from_blob(const_cast<uint8_t*>(labels.data.data()), {labels.shape[0]},
+                          torch::kUInt8)
+      .to(torch::kInt64);
+}
+
+class MnistCnn final : public Workload {
+ public:
+  explicit MnistCnn(const PointSettings& settings) {
+    const Split train = split_files(settings, true);
+    const Split test = split_files(settings, false);
+    const int64_t train_count = settings.dataset_size > 0 ? settings.dataset_size : 0;
+    const int64_t test_count = settings.test_size > 0 ? settings.test_size : 0;
+    train_images_ = image_tensor(read_idx(train.images, train_count));
+    train_labels_ = label_tensor(read_idx(train.labels, train_count), train.labels);
+    test_images_ = image_tensor(read_idx(test.images, test_count));
+    test_labels_ = label_tensor(read_idx(test.labels, test_count), test.labels);
+    // Standardise with the training images' statistics (the same on every rank).
+    const double mean = train_images_.mean().item<double>();
+    const double deviation = train_images_.std().item<double>();
+    train_images_.sub_(mean).div_(deviation);
+    test_images_.sub_(mean).div_(deviation);
+
+    torch::manual_seed(static_cast<uint64_t>(settings.seed));
+    model_ = std::make_shared<torch::nn::Module>();
+    conv1_ = model_->register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 32, 3)));
+    conv2_ = model_->register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(32, 64, 3)));
+    fc1_ = model_->register_module("fc1", torch::nn::Linear(9216, 128));
+    fc2_ = model_->register_module("fc2", torch::nn::Linear(128, 10));
+  }
+
+  int64_t train_size() const override { return train_labels_.size(0); }
+  int64_t test_size() const override { return test_labels_.size(0); }
+  std::vector<torch::Tensor> parameters() override { return model_->parameters(); }
+
+  double forward_backward(std::span<const int64_t> positions) override {
+    const auto index = torch::from_blob(const_cast<int64_t*>(positions.data()),
+                                        {static_cast<int64_t>(positions.size())}, torch::kInt64);
+    const auto loss = torch::nll_loss(forward(train_images_.index_select(0, index)),
+                                      train_labels_.index_select(0, index));
+    loss.backward();
+    return loss.item<double>();
+  }
+
+  Evaluation evaluate() override {
+    torch::NoGradGuard no_grad;
+    constexpr int64_t kChunk = 1000;  // bounds the activations' memory
+    double loss_sum = 0;
+    int64_t correct = 0;
+    for (int64_t start = 0; start < test_size(); start += kChunk) {
+      const int64_t length = std::min(kChunk, test_size() - start);
+      const auto outputs = forward(test_images_.narrow(0, start, length));
+      const auto labels = test_labels_.narrow(0, start, length);
+      loss_sum += torch::nll_loss(outputs, labels, {}, at::Reduction::Sum).item<double>();
+      correct += outputs.argmax(1).eq(labels).sum().item<int64_t>();
+    }
+    Evaluation evaluation;
+    evaluation.samples = test_size();
+    evaluation.loss = loss_sum / static_cast<double>(test_size());
+    evaluation.accuracy = static_cast<double>(correct) / static_cast<double>(test_size());
+    return evaluation;
+  }
+
+ private:
+  torch::Tensor forward(const torch::Tensor& x) {
+    auto y = torch::relu(conv2_(torch::relu(conv1_(x))));
+    y = torch::max_pool2d(y, 2).flatten(1);
+    return torch::log_softmax(fc2_(torch::relu(fc1_(y))), 1);
+  }
+
+  std::shared_ptr<torch::nn::Module> model_;
+  torch::nn::Conv2d conv1_{nullptr}, conv2_{nullptr};
+  torch::nn::Linear fc1_{nullptr}, fc2_{nullptr};
+  torch::Tensor train_images_, train_labels_, test_images_, test_labels_;
+};
+
+}  // namespace
+
+int64_t mnist_cnn_train_samples(const PointSettings& settings) {
+  const int64_t train = checked_count(split_files(settings, true));
+  const int64_t test = checked_count(split_files(settings, false));
+  if (settings.test_size > test) {
+    throw ConfigError(fmt::format("test_size: expected at most {} (the held-out images), got {}",
+                                  test, settings.test_size));
+  }
+  return train;
+}
+
+std::unique_ptr<Workload> make_mnist_cnn(const PointSettings& settings) {
+  return std::make_unique<MnistCnn>(settings);
+}
+
+}  // namespace harness
