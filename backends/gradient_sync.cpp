@@ -31,6 +31,12 @@ const std::vector<BackendInfo>& backend_table() {
   return table;
 }
 
+std::vector<std::string> backend_names() {
+  std::vector<std::string> names;
+  for (const auto& info : backend_table()) names.emplace_back(info.name);
+  return names;
+}
+
 const BackendInfo& find_backend(std::string_view name) {
   return find_by_name(backend_table(), name, "backend");
 }

@@ -35,6 +35,8 @@ struct BackendInfo {
 
 // The name -> factory table, in the order --help lists it.
 const std::vector<BackendInfo>& backend_table();
+// The names alone, in the same order (for sweeps over every backend).
+std::vector<std::string> backend_names();
 // Throws ConfigError listing the valid names when `name` is unknown.
 const BackendInfo& find_backend(std::string_view name);
 std::unique_ptr<GradientSync> make_gradient_sync(std::string_view name, MPI_Comm communicator);

@@ -105,12 +105,6 @@ TEST_P(EveryBackend, BackToBackCallsDoNotMixMessages) {
   }
 }
 
-std::vector<std::string> backend_names() {
-  std::vector<std::string> names;
-  for (const auto& info : backend_table()) names.emplace_back(info.name);
-  return names;
-}
-
 INSTANTIATE_TEST_SUITE_P(
     Sizes, EveryBackend,
     ::testing::Combine(::testing::ValuesIn(backend_names()),

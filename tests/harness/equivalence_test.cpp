@@ -90,12 +90,6 @@ TEST_P(DataParallelEquivalence, PRanksWithBatchBEqualOneRankWithBatchPB) {
       << workload << " with " << backend << " on " << size << " ranks";
 }
 
-std::vector<std::string> backend_names() {
-  std::vector<std::string> names;
-  for (const auto& info : backend_table()) names.emplace_back(info.name);
-  return names;
-}
-
 INSTANTIATE_TEST_SUITE_P(
     Workloads, DataParallelEquivalence,
     ::testing::Combine(::testing::Values("iris_mlp", "mnist_cnn"),
