@@ -23,32 +23,25 @@ class GlooAllreduce final : public GradientSync {
     check_mpi(MPI_Comm_rank(communicator, &rank), "MPI_Comm_rank");
     check_mpi(MPI_Comm_size(communicator, &size), "MPI_Comm_size");
     const Addresses addresses = rendezvous_addresses(communicator, rank, size);
-    const std::string& address = addresses.store;
 
-    // Rank 0 serves the store; the port it got goes to every rank over MPI.
-    c10d::TCPStoreOptions store_options;
-    store_options.isServer = rank == 0;
-    store_options.port = 0;
-    store_options.numWorkers = size;
-    store_options.waitWorkers = false;
-    c10::intrusive_ptr<c10d::TCPStore> server;
-    int port = 0;
-    try {
-      if (rank == 0) {
-        server = c10::make_intrusive<c10d::TCPStore>(address, store_options);
-        port = server->getPort();
+    // Gloo's full-mesh connect occasionally loses a connection on a busy machine ("Connection
+    // closed by peer"), so the ranks agree over MPI whether everyone got through, and if not all
+    // of them start over with a fresh store.
+    constexpr int kAttempts = 3;
+    for (int attempt = 1;; ++attempt) {
+      std::string failure = connect(communicator, rank, size, addresses);
+      int everyone_ok = failure.empty() ? 1 : 0;
+      check_mpi(MPI_Allreduce(MPI_IN_PLACE, &everyone_ok, 1, MPI_INT, MPI_MIN, communicator),
+                "MPI_Allreduce(gloo rendezvous)");
+      if (everyone_ok == 1) return;
+      group_.reset();
+      store_.reset();
+      if (attempt == kAttempts) {
+        throw CommError(fmt::format("gloo rendezvous through {} failed {} times; last error on "
+                                    "this rank: {}",
+                                    addresses.store, kAttempts,
+                                    failure.empty() ? "none (another rank failed)" : failure));
       }
-      check_mpi(MPI_Bcast(&port, 1, MPI_INT, 0, communicator), "MPI_Bcast(gloo store port)");
-      store_options.port = static_cast<std::uint16_t>(port);
-      store_ = rank == 0 ? server : c10::make_intrusive<c10d::TCPStore>(address, store_options);
-
-      auto options = c10d::ProcessGroupGloo::Options::create();
-      options->devices = {c10d::ProcessGroupGloo::createDeviceForHostname(addresses.own)};
-      options->threads = 1;
-      group_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store_, rank, size, options);
-    } catch (const std::exception& error) {
-      throw CommError(fmt::format("gloo rendezvous through {}:{} failed: {}", address, port,
-                                  error.what()));
     }
   }
 
@@ -89,6 +82,44 @@ class GlooAllreduce final : public GradientSync {
     }
     if (one_host) return {"127.0.0.1", "127.0.0.1"};
     return {std::string(all.data()), std::string(all.data() + rank * host.size())};
+  }
+
+  // One rendezvous attempt: rank 0 serves a TCPStore on an ephemeral port and sends the port to
+  // every rank over MPI; then every rank builds its process group. Returns "" or what failed.
+  std::string connect(MPI_Comm communicator, int rank, int size, const Addresses& addresses) {
+    c10d::TCPStoreOptions store_options;
+    store_options.isServer = rank == 0;
+    store_options.port = 0;
+    store_options.numWorkers = size;
+    store_options.waitWorkers = false;
+    std::string failure;
+    int port = 0;
+    if (rank == 0) {
+      try {
+        store_ = c10::make_intrusive<c10d::TCPStore>(addresses.store, store_options);
+        port = static_cast<c10d::TCPStore&>(*store_).getPort();
+      } catch (const std::exception& error) {
+        failure = error.what();
+        port = -1;
+      }
+    }
+    check_mpi(MPI_Bcast(&port, 1, MPI_INT, 0, communicator), "MPI_Bcast(gloo store port)");
+    if (port < 0) return failure.empty() ? "rank 0 could not start the store" : failure;
+    try {
+      if (rank != 0) {
+        store_options.isServer = false;
+        store_options.port = static_cast<std::uint16_t>(port);
+        store_ = c10::make_intrusive<c10d::TCPStore>(addresses.store, store_options);
+      }
+      // A bounded timeout: a peer that failed must not keep this rank waiting for 30 minutes.
+      auto options = c10d::ProcessGroupGloo::Options::create(std::chrono::seconds(60));
+      options->devices = {c10d::ProcessGroupGloo::createDeviceForHostname(addresses.own)};
+      options->threads = 1;
+      group_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store_, rank, size, options);
+    } catch (const std::exception& error) {
+      failure = fmt::format("{}:{}: {}", addresses.store, port, error.what());
+    }
+    return failure;
   }
 
   c10::intrusive_ptr<c10d::Store> store_;

@@ -97,6 +97,13 @@ const std::vector<SettingEntry>& entries() {
          s.batch_size = static_cast<int>(read_integer(v, w, 1, kMaxInt, "a positive integer"));
        },
        [](const auto& s) { return Json(s.batch_size); }},
+      {{"scaling", "\"weak\" or \"strong\"",
+        "weak: batch_size per rank; strong: batch_size is the global batch, split over the ranks"},
+       [](auto& s, const Json& v, const auto& w) {
+         if (!v.is_string() || (v != "weak" && v != "strong")) fail(w, "\"weak\" or \"strong\"", v);
+         s.scaling = v.get<std::string>();
+       },
+       [](const auto& s) { return Json(s.scaling); }},
       {{"dataset_size", "a non-negative integer (0 = whole training set)",
         "training samples used (0 = all)"},
        [](auto& s, const Json& v, const auto& w) {
@@ -119,6 +126,29 @@ const std::vector<SettingEntry>& entries() {
       {{"lr", "a positive number", "SGD learning rate"},
        [](auto& s, const Json& v, const auto& w) { s.lr = read_positive_number(v, w); },
        [](const auto& s) { return Json(s.lr); }},
+      {{"lr_scaling", "\"none\" or \"linear\"",
+        "linear: lr × global batch / lr_reference_batch, after warmup_epochs"},
+       [](auto& s, const Json& v, const auto& w) {
+         if (!v.is_string() || (v != "none" && v != "linear")) fail(w, "\"none\" or \"linear\"", v);
+         s.lr_scaling = v.get<std::string>();
+       },
+       [](const auto& s) { return Json(s.lr_scaling); }},
+      {{"lr_reference_batch", "a non-negative integer (0 = the per-rank batch)",
+        "lr_scaling linear: the batch lr is meant for (0 = the per-rank batch)"},
+       [](auto& s, const Json& v, const auto& w) {
+         s.lr_reference_batch = static_cast<int>(
+             read_integer(v, w, 0, kMaxInt, "a non-negative integer (0 = the per-rank batch)"));
+       },
+       [](const auto& s) { return Json(s.lr_reference_batch); }},
+      {{"warmup_epochs", "a non-negative number",
+        "lr_scaling linear: epochs of linear ramp from lr to the scaled rate"},
+       [](auto& s, const Json& v, const auto& w) {
+         if (!v.is_number() || v.get<double>() < 0 || !std::isfinite(v.get<double>())) {
+           fail(w, "a non-negative number", v);
+         }
+         s.warmup_epochs = v.get<double>();
+       },
+       [](const auto& s) { return Json(s.warmup_epochs); }},
       {{"seed", "a non-negative integer", "seed for initial weights, splits and shuffles"},
        [](auto& s, const Json& v, const auto& w) {
          s.seed = read_integer(v, w, 0, kMaxInt64, "a non-negative integer");
@@ -264,6 +294,24 @@ WorkerLayout worker_layout(const PointSettings& settings, int rank, int world_si
     return {std::max(1, world_size - 1), rank == 0 ? -1 : rank - 1};
   }
   return {world_size, rank};
+}
+
+int64_t per_rank_batch(const PointSettings& settings, int workers) {
+  return settings.scaling == "strong" ? settings.batch_size / std::max(1, workers)
+                                      : settings.batch_size;
+}
+
+int64_t global_batch(const PointSettings& settings, int workers) {
+  return per_rank_batch(settings, workers) * workers;
+}
+
+double learning_rate(const PointSettings& settings, int workers, double epochs_done) {
+  if (settings.lr_scaling != "linear") return settings.lr;
+  const double reference =
+      settings.lr_reference_batch > 0 ? settings.lr_reference_batch : per_rank_batch(settings, workers);
+  const double target = settings.lr * static_cast<double>(global_batch(settings, workers)) / reference;
+  if (epochs_done >= settings.warmup_epochs) return target;
+  return settings.lr + (target - settings.lr) * epochs_done / settings.warmup_epochs;
 }
 
 int resolved_threads_per_rank(const PointSettings& settings, int cores) {

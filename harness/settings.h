@@ -22,11 +22,19 @@ struct PointSettings {
   std::string backend = "allreduce";
   std::string device = "cpu";
   int ranks = 1;
-  int batch_size = 4;         // samples per rank per step
+  int batch_size = 4;         // per training rank (scaling "weak") or global (scaling "strong")
+  // "weak": every training rank takes batch_size samples per step, so the global batch grows
+  // with the ranks; "strong": the global batch is batch_size, split evenly over the ranks.
+  std::string scaling = "weak";
   int64_t dataset_size = 0;   // training samples used; 0 = the workload's whole training set
   int64_t test_size = 0;      // held-out samples evaluated after each epoch; 0 = all
   int epochs = 10;
   double lr = 0.01;
+  // "linear": the learning rate is lr × global batch / lr_reference_batch (Goyal et al., "Accurate,
+  // Large Minibatch SGD"), reached by a linear ramp from lr over warmup_epochs.
+  std::string lr_scaling = "none";
+  int lr_reference_batch = 0;  // 0 = the per-rank batch (so one rank keeps lr)
+  double warmup_epochs = 0;
   int64_t seed = 42;
   int threads_per_rank = 0;   // LibTorch/OpenBLAS threads per rank; 0 = cores / ranks (at least 1)
   double timeout_s = 600;     // wall-clock limit for the point's whole mpirun
@@ -68,6 +76,14 @@ struct WorkerLayout {
   int index = 0;    // this rank's position among them; -1 when it does not train
 };
 WorkerLayout worker_layout(const PointSettings& settings, int rank, int world_size);
+
+// Samples each training rank takes per step, and all of them together.
+int64_t per_rank_batch(const PointSettings& settings, int workers);
+int64_t global_batch(const PointSettings& settings, int workers);
+
+// The learning rate after `epochs_done` epochs (fractional: 1.5 = halfway through the second),
+// with lr_scaling and warmup applied.
+double learning_rate(const PointSettings& settings, int workers, double epochs_done);
 
 // Threads each rank uses: threads_per_rank, or cores / ranks when it is 0 (auto).
 int resolved_threads_per_rank(const PointSettings& settings, int cores);

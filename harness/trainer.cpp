@@ -73,7 +73,7 @@ void DataParallelTrainer::broadcast_parameters() {
 }
 
 int64_t DataParallelTrainer::steps_per_epoch() const {
-  return workload_.train_size() / (static_cast<int64_t>(layout_.workers) * settings_.batch_size);
+  return workload_.train_size() / global_batch(settings_, layout_.workers);
 }
 
 TrainingResult DataParallelTrainer::train() {
@@ -81,14 +81,13 @@ TrainingResult DataParallelTrainer::train() {
   result.steps_per_epoch = steps_per_epoch();
   if (result.steps_per_epoch == 0) {
     throw ConfigError(fmt::format(
-        "batch_size: training ranks × batch_size = {} × {} exceeds the {} training samples",
-        layout_.workers, settings_.batch_size, workload_.train_size()));
+        "batch_size: the global batch of {} exceeds the {} training samples",
+        global_batch(settings_, layout_.workers), workload_.train_size()));
   }
-  const int64_t batch = settings_.batch_size;
-  const int64_t global_batch = batch * layout_.workers;
+  const int64_t batch = per_rank_batch(settings_, layout_.workers);
+  const int64_t samples_per_step = batch * layout_.workers;
 
   std::vector<int64_t> permutation(static_cast<std::size_t>(workload_.train_size()));
-  const auto lr = static_cast<float>(settings_.lr);
 
   for (int epoch = 1; epoch <= settings_.epochs; ++epoch) {
     std::iota(permutation.begin(), permutation.end(), 0);
@@ -115,6 +114,9 @@ TrainingResult DataParallelTrainer::train() {
 
       {
         torch::NoGradGuard no_grad;
+        // The same rate on every rank: a function of the settings and the step alone.
+        const double epochs_done = (epoch - 1) + static_cast<double>(step) / result.steps_per_epoch;
+        const auto lr = static_cast<float>(learning_rate(settings_, layout_.workers, epochs_done));
         for (auto& parameter : parameters_) parameter.sub_(parameter.grad(), lr);
       }
       const auto end = Clock::now();
@@ -126,7 +128,7 @@ TrainingResult DataParallelTrainer::train() {
     check_mpi(MPI_Barrier(communicator_), "MPI_Barrier");
     const double epoch_time = MPI_Wtime() - epoch_start;
     result.train_time_s += epoch_time;
-    result.samples_trained += result.steps_per_epoch * global_batch;
+    result.samples_trained += result.steps_per_epoch * samples_per_step;
 
     // Bookkeeping outside the timed region: the epoch's mean loss over all ranks' batches.
     check_mpi(MPI_Allreduce(MPI_IN_PLACE, &loss_sum, 1, MPI_DOUBLE, MPI_SUM, communicator_),

@@ -103,19 +103,25 @@ void validate_points(const Experiment& experiment, const std::vector<Point>& poi
     }
     const int64_t used = s.dataset_size > 0 ? s.dataset_size : samples;
     const int workers = worker_layout(s, 0, s.ranks).workers;
-    if (static_cast<int64_t>(workers) * s.batch_size > used) {
+    if (s.scaling == "strong" && s.batch_size % workers != 0) {
       throw ConfigError(fmt::format(
-          "{}: batch_size: training ranks × batch_size = {} × {} exceeds the {} training samples, "
-          "so no full step fits in an epoch",
-          point_label(experiment, point), workers, s.batch_size, used));
+          "{}: batch_size: scaling \"strong\" splits the global batch {} evenly over {} training "
+          "ranks; expected a multiple of {}",
+          point_label(experiment, point), s.batch_size, workers, workers));
+    }
+    const int64_t global = global_batch(s, workers);
+    if (global > used) {
+      throw ConfigError(fmt::format(
+          "{}: batch_size: the global batch of {} ({} training ranks × {}) exceeds the {} training "
+          "samples, so no full step fits in an epoch",
+          point_label(experiment, point), global, workers, per_rank_batch(s, workers), used));
     }
     // Every step's timings are kept (and gathered on rank 0), so the step count is bounded.
-    const int64_t steps = used / (static_cast<int64_t>(workers) * s.batch_size) * s.epochs;
+    const int64_t steps = used / global * s.epochs;
     if (steps > kMaxStepsPerPoint) {
       throw ConfigError(fmt::format(
           "{}: epochs: expected at most {} steps per point, got {} epochs × {} steps = {}",
-          point_label(experiment, point), kMaxStepsPerPoint, s.epochs,
-          used / (static_cast<int64_t>(workers) * s.batch_size), steps));
+          point_label(experiment, point), kMaxStepsPerPoint, s.epochs, used / global, steps));
     }
   }
 }

@@ -128,7 +128,10 @@ Json train(const PointSettings& settings, MPI_Comm communicator, int rank, int w
   measurements["train_samples"] = workload->train_size();
   measurements["test_samples"] = workload->test_size();
   measurements["training_ranks"] = training_ranks;
-  measurements["global_batch"] = static_cast<int64_t>(settings.batch_size) * training_ranks;
+  measurements["per_rank_batch"] = per_rank_batch(settings, training_ranks);
+  measurements["global_batch"] = global_batch(settings, training_ranks);
+  measurements["final_lr"] =
+      learning_rate(settings, training_ranks, static_cast<double>(settings.epochs));
   measurements["steps_per_epoch"] = result.steps_per_epoch;
   measurements["samples_trained"] = result.samples_trained;
   measurements["train_time_s"] = result.train_time_s;

@@ -5,7 +5,8 @@
 //   { "schema_version", "kind", "world_size", "threads_per_rank", "hosts", "mpi_library",
 //     "torch_version",
 //     // kind "train":
-//     "parameters", "train_samples", "test_samples", "training_ranks", "global_batch",
+//     "parameters", "train_samples", "test_samples", "training_ranks", "per_rank_batch",
+//     "global_batch", "final_lr",
 //     "steps_per_epoch", "samples_trained", "train_time_s", "buckets",
 //     "steps": { "step_s": [...], "compute_s": [...], "comm_s": [...], "exposed_comm_s": [...] },
 //              // per step, the times of the rank whose step took longest

@@ -90,6 +90,20 @@ TEST_P(DataParallelEquivalence, PRanksWithBatchBEqualOneRankWithBatchPB) {
       << workload << " with " << backend << " on " << size << " ranks";
 }
 
+TEST(DataParallelEquivalence, StrongScalingSplitsOneGlobalBatchOverTheRanks) {
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  PointSettings settings;
+  settings.scaling = "strong";
+  settings.batch_size = 12;  // the global batch: 12, 6 + 6, 4 + 4 + 4 or 3 × 4
+  settings.lr = 0.5;
+  settings.dataset_size = 96;
+  settings.epochs = 3;
+  const std::vector<float> distributed = train_and_flatten(settings, MPI_COMM_WORLD);
+  const std::vector<float> reference = train_and_flatten(settings, MPI_COMM_SELF);
+  EXPECT_LE(relative_difference(distributed, reference), 1e-5) << size << " ranks";
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Workloads, DataParallelEquivalence,
     ::testing::Combine(::testing::Values("iris_mlp", "mnist_cnn"),

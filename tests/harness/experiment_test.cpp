@@ -163,6 +163,34 @@ TEST(Settings, RoundTripThroughJson) {
   EXPECT_EQ(to_json(back), to_json(settings));
 }
 
+TEST(Settings, WeakScalingFixesThePerRankBatchStrongScalingTheGlobalBatch) {
+  PointSettings settings;
+  settings.batch_size = 32;
+  EXPECT_EQ(per_rank_batch(settings, 4), 32);
+  EXPECT_EQ(global_batch(settings, 4), 128);
+  settings.scaling = "strong";
+  EXPECT_EQ(per_rank_batch(settings, 4), 8);
+  EXPECT_EQ(global_batch(settings, 4), 32);
+}
+
+TEST(Settings, LinearLearningRateScalingWithWarmup) {
+  PointSettings settings;
+  settings.lr = 0.1;
+  settings.batch_size = 32;
+  EXPECT_DOUBLE_EQ(learning_rate(settings, 8, 0.0), 0.1);  // lr_scaling none
+  settings.lr_scaling = "linear";
+  EXPECT_DOUBLE_EQ(learning_rate(settings, 1, 0.0), 0.1);  // one rank: the reference batch
+  EXPECT_DOUBLE_EQ(learning_rate(settings, 8, 0.0), 0.8);  // 8 × 32 / 32
+  settings.lr_reference_batch = 256;
+  EXPECT_DOUBLE_EQ(learning_rate(settings, 8, 3.0), 0.1);  // Goyal et al.: 0.1 × 256 / 256
+  settings.lr_reference_batch = 0;
+  settings.warmup_epochs = 2;
+  EXPECT_DOUBLE_EQ(learning_rate(settings, 8, 0.0), 0.1);   // the ramp starts at lr
+  EXPECT_DOUBLE_EQ(learning_rate(settings, 8, 1.0), 0.45);  // halfway
+  EXPECT_DOUBLE_EQ(learning_rate(settings, 8, 2.0), 0.8);   // and ends at the scaled rate
+  EXPECT_DOUBLE_EQ(learning_rate(settings, 8, 5.0), 0.8);
+}
+
 TEST(Settings, AutoThreadsShareTheCoresBetweenRanks) {
   PointSettings settings;
   settings.ranks = 1;

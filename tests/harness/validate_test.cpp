@@ -48,7 +48,20 @@ TEST(Validate, DatasetLargerThanTheDataIsRejected) {
 TEST(Validate, GlobalBatchLargerThanTheDataIsRejected) {
   const std::string message =
       validation_error(R"({"name": "x", "settings": {"ranks": 4, "batch_size": 40}})");
-  EXPECT_NE(message.find("batch_size: training ranks × batch_size = 4 × 40 exceeds the 120 training"),
+  EXPECT_NE(message.find("batch_size: the global batch of 160 (4 training ranks × 40) exceeds the "
+                         "120 training samples"),
+            std::string::npos)
+      << message;
+}
+
+TEST(Validate, StrongScalingSplitsTheGlobalBatchEvenly) {
+  EXPECT_EQ(validation_error(
+                R"({"name": "x", "settings": {"scaling": "strong", "batch_size": 12}, "sweep": {"ranks": [1, 2, 3, 4]}})"),
+            "");
+  const std::string message = validation_error(
+      R"({"name": "x", "settings": {"scaling": "strong", "batch_size": 10, "ranks": 3}})");
+  EXPECT_NE(message.find("batch_size: scaling \"strong\" splits the global batch 10 evenly over 3 "
+                         "training ranks; expected a multiple of 3"),
             std::string::npos)
       << message;
 }
