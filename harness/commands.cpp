@@ -6,10 +6,7 @@
 #include <chrono>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <set>
-#include <sstream>
 
 #include <fmt/format.h>
 
