@@ -16,6 +16,27 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// Copies a gradient into the fused host buffer, from host or device memory.
+void copy_into_host(const torch::Tensor& gradient, float* destination) {
+  if (gradient.is_cpu()) {
+    const torch::Tensor values = gradient.contiguous();
+    std::copy_n(values.data_ptr<float>(), values.numel(), destination);
+  } else {
+    torch::from_blob(destination, {gradient.numel()}).copy_(gradient.reshape({-1}));
+  }
+}
+
+// gradient = host values × scale, into host or device memory.
+void copy_scaled_from_host(const float* source, float scale, torch::Tensor& gradient) {
+  if (gradient.is_cpu()) {
+    float* out = gradient.data_ptr<float>();
+    for (int64_t i = 0; i < gradient.numel(); ++i) out[i] = source[i] * scale;
+  } else {
+    const auto host = torch::from_blob(const_cast<float*>(source), {gradient.numel()});
+    gradient.copy_(host.mul(scale).view_as(gradient));
+  }
+}
+
 }  // namespace
 
 GradientBuckets::GradientBuckets(std::vector<torch::Tensor> parameters, GradientSync& backend,
@@ -51,7 +72,10 @@ GradientBuckets::GradientBuckets(std::vector<torch::Tensor> parameters, Gradient
     parameter_bucket_[i] = buckets_.size() - 1;
     offset += elements;
   }
-  fused_.resize(offset);
+  const bool on_device = !parameters_.empty() && !parameters_.front().is_cpu();
+  fused_tensor_ = torch::empty({static_cast<int64_t>(offset)},
+                               torch::TensorOptions().dtype(torch::kFloat32).pinned_memory(on_device));
+  fused_ = fused_tensor_.data_ptr<float>();
 
   delivered_.assign(parameters_.size(), false);
   if (overlap_) {
@@ -112,8 +136,7 @@ void GradientBuckets::on_gradient(std::size_t parameter, const torch::Tensor& gr
   }
   delivered_[parameter] = true;
   const auto start = Clock::now();
-  const torch::Tensor values = gradient.contiguous();
-  std::copy_n(values.data_ptr<float>(), values.numel(), fused_.data() + parameter_offset_[parameter]);
+  copy_into_host(gradient, fused_ + parameter_offset_[parameter]);
   const double copied = seconds_since(start);
   std::lock_guard<std::mutex> lock(mutex_);
   copy_s_ += copied;
@@ -125,8 +148,7 @@ void GradientBuckets::on_gradient(std::size_t parameter, const torch::Tensor& gr
 
 void GradientBuckets::pack(const Bucket& bucket) {
   for (const std::size_t i : bucket.parameters) {
-    const torch::Tensor& grad = parameters_[i].grad();
-    std::copy_n(grad.data_ptr<float>(), grad.numel(), fused_.data() + parameter_offset_[i]);
+    copy_into_host(parameters_[i].grad(), fused_ + parameter_offset_[i]);
   }
 }
 
@@ -154,7 +176,7 @@ void GradientBuckets::communication_loop() {
     std::exception_ptr failure;
     try {
       if (!skip) {
-        backend_.allreduce_sum(std::span<float>(fused_.data() + bucket.offset, bucket.count));
+        backend_.allreduce_sum(std::span<float>(fused_ + bucket.offset, bucket.count));
       }
     } catch (...) {
       failure = std::current_exception();
@@ -176,7 +198,7 @@ BucketTiming GradientBuckets::finish_step() {
   if (!overlap_) {
     for (const auto& bucket : buckets_) {
       pack(bucket);
-      backend_.allreduce_sum(std::span<float>(fused_.data() + bucket.offset, bucket.count));
+      backend_.allreduce_sum(std::span<float>(fused_ + bucket.offset, bucket.count));
     }
   } else {
     std::unique_lock<std::mutex> lock(mutex_);
@@ -195,9 +217,7 @@ BucketTiming GradientBuckets::finish_step() {
   const auto unpack_start = Clock::now();
   for (std::size_t p = 0; p < parameters_.size(); ++p) {
     torch::Tensor grad = parameters_[p].mutable_grad();
-    const float* in = fused_.data() + parameter_offset_[p];
-    float* out = grad.data_ptr<float>();
-    for (int64_t i = 0; i < grad.numel(); ++i) out[i] = in[i] * scale_;
+    copy_scaled_from_host(fused_ + parameter_offset_[p], scale_, grad);
   }
   timing.exposed_s = seconds_since(start);
   if (overlap_) {

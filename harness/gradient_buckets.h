@@ -10,6 +10,9 @@
 // is still in flight. Buckets whose hooks did not fire (unused parameters, a rank that only
 // serves) are packed from .grad and launched by finish_step().
 //
+// Device: parameters may live on a GPU (a CUDA LibTorch); gradients are then staged through the
+// pinned fused buffer and the backend reduces host memory.
+//
 // Threading: the communication thread is the only one calling the backend between begin_step()
 // and finish_step(); the caller must not make MPI calls in that window. That is what
 // MPI_THREAD_SERIALIZED allows, and overlap requires at least that level.
@@ -76,7 +79,10 @@ class GradientBuckets {
   GradientSync& backend_;
   bool overlap_;
   float scale_;
-  std::vector<float> fused_;
+  // The fused host buffer: a CPU tensor, page-locked when the parameters live on a GPU so the
+  // device-to-host copies need no bounce buffer (the "pinned host staging" path).
+  torch::Tensor fused_tensor_;
+  float* fused_ = nullptr;
   std::vector<std::size_t> parameter_offset_;  // into fused_
   std::vector<std::size_t> parameter_bucket_;
   std::vector<Bucket> buckets_;

@@ -171,11 +171,16 @@ std::string number_or_empty(bool present, double value) {
   return present ? fmt::format("{:.6g}", value) : "";
 }
 
+// "iris_mlp", or "iris_mlp/blas" for a workload on its non-default engine.
+std::string workload_label(const PointSettings& settings) {
+  return settings.engine == "torch" ? settings.workload : settings.workload + "/" + settings.engine;
+}
+
 }  // namespace
 
 std::string summary_csv(const std::vector<SummaryRow>& rows) {
   std::string out =
-      "index,id,status,workload,backend,device,ranks,batch_size,dataset_size,epochs,lr,seed,"
+      "index,id,status,workload,engine,backend,device,ranks,batch_size,dataset_size,epochs,lr,seed,"
       "threads_per_rank,bucket_mb,overlap,time_s,throughput_samples_per_s,step_time_s,"
       "compute_time_s,comm_time_s,exposed_comm_time_s,comm_fraction,overlap_fraction,speedup,"
       "efficiency,final_loss,accuracy,reason\n";
@@ -187,8 +192,9 @@ std::string summary_csv(const std::vector<SummaryRow>& rows) {
     const Scaling scaling = row.scaling.value_or(Scaling{});
     const int64_t dataset_size = row.ok ? row.train_samples : s.dataset_size;
     out += fmt::format(
-        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
-        row.index, row.id, row.ok ? "ok" : "failed", csv_field(s.workload), csv_field(s.backend),
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+        row.index, row.id, row.ok ? "ok" : "failed", csv_field(s.workload), s.engine,
+        csv_field(s.backend),
         s.device, s.ranks, s.batch_size, dataset_size, s.epochs, s.lr, s.seed, s.threads_per_rank,
         s.bucket_mb, s.overlap, number_or_empty(m, metrics.time_s),
         number_or_empty(m, metrics.throughput_samples_per_s),
@@ -205,7 +211,7 @@ std::string summary_csv(const std::vector<SummaryRow>& rows) {
 std::string summary_table(const std::vector<SummaryRow>& rows) {
   std::string out;
   const auto line = [&out](auto&&... fields) {
-    out += fmt::format("{:<13} {:>9} {:>10} {:>5} {:>6} {:>7} {:>8} {:>10} {:>9} {:>7} {:>7} "
+    out += fmt::format("{:<13} {:>14} {:>10} {:>5} {:>6} {:>7} {:>8} {:>10} {:>9} {:>7} {:>7} "
                        "{:>7} {:>6} {:>8} {:>6}\n",
                        fields...);
   };
@@ -214,7 +220,7 @@ std::string summary_table(const std::vector<SummaryRow>& rows) {
   line("", "", "", "", "/rank", "", "s", "samples/s", "ms", "% step", "%", "x", "%", "", "%");
   for (const auto& row : rows) {
     if (!row.metrics) {
-      line(row.id, row.settings.workload, row.settings.backend, row.settings.ranks,
+      line(row.id, workload_label(row.settings), row.settings.backend, row.settings.ranks,
            row.settings.batch_size, "failed", "-", "-", "-", "-", "-", "-", "-", "-", "-");
       continue;
     }
@@ -222,7 +228,8 @@ std::string summary_table(const std::vector<SummaryRow>& rows) {
     const std::string speedup = row.scaling ? fmt::format("{:.2f}", row.scaling->speedup) : "-";
     const std::string efficiency =
         row.scaling ? fmt::format("{:.0f}", 100 * row.scaling->efficiency) : "-";
-    line(row.id, row.settings.workload, row.settings.backend, row.settings.ranks, row.settings.batch_size, "ok",
+    line(row.id, workload_label(row.settings), row.settings.backend, row.settings.ranks,
+         row.settings.batch_size, "ok",
          fmt::format("{:.2f}", m.time_s), fmt::format("{:.0f}", m.throughput_samples_per_s),
          fmt::format("{:.3f}", 1e3 * m.step_time_s), fmt::format("{:.1f}", 100 * m.comm_fraction),
          fmt::format("{:.0f}", 100 * m.overlap), speedup, efficiency, fmt::format("{:.4f}", m.final_loss),

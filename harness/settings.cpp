@@ -78,6 +78,13 @@ const std::vector<SettingEntry>& entries() {
       {{"workload", "a workload name", "what each rank trains (see Workloads)"},
        [](auto& s, const Json& v, const auto& w) { s.workload = read_string(v, w, "a workload name"); },
        [](const auto& s) { return Json(s.workload); }},
+      {{"engine", "\"torch\" or \"blas\"",
+        "torch: LibTorch autograd; blas: forward and backward by hand over cblas_sgemm (iris_mlp)"},
+       [](auto& s, const Json& v, const auto& w) {
+         if (!v.is_string() || (v != "torch" && v != "blas")) fail(w, "\"torch\" or \"blas\"", v);
+         s.engine = v.get<std::string>();
+       },
+       [](const auto& s) { return Json(s.engine); }},
       {{"backend", "a backend name", "how gradients are synchronised (see Backends)"},
        [](auto& s, const Json& v, const auto& w) { s.backend = read_string(v, w, "a backend name"); },
        [](const auto& s) { return Json(s.backend); }},
@@ -190,6 +197,39 @@ const std::vector<SettingEntry>& entries() {
          s.overlap = v.get<bool>();
        },
        [](const auto& s) { return Json(s.overlap); }},
+      {{"resnet_depth", "18 or 50", "workload resnet: ResNet-18 or ResNet-50"},
+       [](auto& s, const Json& v, const auto& w) {
+         const int64_t depth = read_integer(v, w, 18, 50, "18 or 50");
+         if (depth != 18 && depth != 50) fail(w, "18 or 50", v);
+         s.resnet_depth = static_cast<int>(depth);
+       },
+       [](const auto& s) { return Json(s.resnet_depth); }},
+      {{"image_size", "an integer from 32 to 512", "workload resnet: synthetic image side, pixels"},
+       [](auto& s, const Json& v, const auto& w) {
+         s.image_size = static_cast<int>(read_integer(v, w, 32, 512, "an integer from 32 to 512"));
+       },
+       [](const auto& s) { return Json(s.image_size); }},
+      {{"num_classes", "an integer from 2 to 100000", "workload resnet: classes of the random labels"},
+       [](auto& s, const Json& v, const auto& w) {
+         s.num_classes = static_cast<int>(read_integer(v, w, 2, 100000, "an integer from 2 to 100000"));
+       },
+       [](const auto& s) { return Json(s.num_classes); }},
+      {{"kmeans_k", "a positive integer", "workload kmeans: number of clusters"},
+       [](auto& s, const Json& v, const auto& w) {
+         s.kmeans_k = static_cast<int>(read_integer(v, w, 1, 4096, "a positive integer (at most 4096)"));
+       },
+       [](const auto& s) { return Json(s.kmeans_k); }},
+      {{"kmeans_tolerance", "a positive number",
+        "workload kmeans: stop when no centroid moves farther than this"},
+       [](auto& s, const Json& v, const auto& w) { s.kmeans_tolerance = read_positive_number(v, w); },
+       [](const auto& s) { return Json(s.kmeans_tolerance); }},
+      {{"kmeans_data", "\"iris\" or \"blobs\"",
+        "workload kmeans: the Iris measurements, or dataset_size synthetic Gaussian-blob points"},
+       [](auto& s, const Json& v, const auto& w) {
+         if (!v.is_string() || (v != "iris" && v != "blobs")) fail(w, "\"iris\" or \"blobs\"", v);
+         s.kmeans_data = v.get<std::string>();
+       },
+       [](const auto& s) { return Json(s.kmeans_data); }},
       {{"comm_min_bytes", "a positive multiple of 4", "kind comm: smallest message, bytes"},
        [](auto& s, const Json& v, const auto& w) {
          s.comm_min_bytes = read_float_bytes(v, w);

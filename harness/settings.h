@@ -19,6 +19,9 @@ struct PointSettings {
   // alone (nccl-tests style); the comm_* keys below apply.
   std::string kind = "train";
   std::string workload = "iris_mlp";
+  // "torch": LibTorch modules and autograd; "blas": the workload's hand-written forward and
+  // backward over OpenBLAS (iris_mlp only).
+  std::string engine = "torch";
   std::string backend = "allreduce";
   std::string device = "cpu";
   int ranks = 1;
@@ -42,6 +45,16 @@ struct PointSettings {
   bool ps_server_trains = false;  // backend "ps": whether rank 0 trains as well as serving
   double bucket_mb = 25;      // gradients are reduced in buckets of about this many MiB (as DDP)
   bool overlap = false;       // reduce each bucket during backward, as soon as it is complete
+  // workload "resnet": depth (18 or 50), synthetic square RGB images of image_size pixels,
+  // num_classes random labels.
+  int resnet_depth = 18;
+  int image_size = 32;
+  int num_classes = 10;
+  // workload "kmeans": clusters, convergence threshold (largest centroid move), data source
+  // ("iris" or "blobs"); `epochs` bounds the iterations.
+  int kmeans_k = 3;
+  double kmeans_tolerance = 1e-4;
+  std::string kmeans_data = "iris";
   // kind "comm": message sizes from comm_min_bytes to comm_max_bytes, × comm_size_factor.
   int64_t comm_min_bytes = 4;
   int64_t comm_max_bytes = 64 << 20;

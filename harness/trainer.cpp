@@ -58,17 +58,18 @@ DataParallelTrainer::DataParallelTrainer(Workload& workload, GradientSync& backe
 
 void DataParallelTrainer::broadcast_parameters() {
   torch::NoGradGuard no_grad;
-  std::vector<float> flat;
-  for (const auto& parameter : parameters_) {
-    flat.insert(flat.end(), parameter.data_ptr<float>(),
-                parameter.data_ptr<float>() + parameter.numel());
-  }
-  check_mpi(MPI_Bcast(flat.data(), static_cast<int>(flat.size()), MPI_FLOAT, 0, communicator_),
+  // One host buffer for all parameters (staged from and back to the device when they live on a
+  // GPU): one broadcast instead of one per tensor.
+  std::vector<torch::Tensor> host;
+  for (const auto& parameter : parameters_) host.push_back(parameter.reshape({-1}).to(torch::kCPU));
+  torch::Tensor flat = torch::cat(host);
+  check_mpi(MPI_Bcast(flat.data_ptr<float>(), static_cast<int>(flat.numel()), MPI_FLOAT, 0,
+                      communicator_),
             "MPI_Bcast(parameters)");
-  const float* in = flat.data();
+  int64_t offset = 0;
   for (auto& parameter : parameters_) {
-    std::copy_n(in, parameter.numel(), parameter.data_ptr<float>());
-    in += parameter.numel();
+    parameter.copy_(flat.narrow(0, offset, parameter.numel()).view_as(parameter));
+    offset += parameter.numel();
   }
 }
 

@@ -1,10 +1,14 @@
 #include "harness/validate.h"
 
+#include <algorithm>
 #include <map>
-#include <tuple>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <torch/cuda.h>
+
+#include "backends/device_staging.h"
 #include "backends/gloo_allreduce.h"
 #include "backends/gradient_sync.h"
 #include "harness/errors.h"
@@ -30,25 +34,42 @@ std::string point_label(const Experiment& experiment, const Point& point) {
                      point.settings.batch_size, point.settings.dataset_size);
 }
 
-}  // namespace
-
-bool built_with_cuda() {
-#ifdef HARNESS_WITH_CUDA
-  return true;
-#else
-  return false;
-#endif
+// Why `device: "cuda"` cannot run here, or "" when it can. The communication benchmark needs
+// the CUDA path and a device; training also needs a LibTorch with CUDA (Debian's is CPU-only).
+std::string cuda_problem(const std::string& kind) {
+  const CudaStatus status = cuda_status();
+  if (!status.usable) return status.reason;
+  if (kind == "train" && !torch::cuda::is_available()) {
+    return "training on \"cuda\" needs a LibTorch built with CUDA, and this one is CPU-only";
+  }
+  return "";
 }
 
+}  // namespace
+
 void validate_points(const Experiment& experiment, const std::vector<Point>& points) {
-  // Samples available per (workload, data file, seed): read each data set once.
-  std::map<std::tuple<std::string, std::string, int64_t>, int64_t> available;
+  // Sample limits per data source: read each data set once.
+  std::map<std::string, SampleLimits> limits;
   for (const auto& point : points) {
     const PointSettings& s = point.settings;
+    const WorkloadInfo* workload = nullptr;
     try {
-      find_workload(s.workload);
+      workload = &find_workload(s.workload);
     } catch (const ConfigError& error) {
       throw ConfigError(fmt::format("{}: {}", field_of(experiment, "workload", s.workload), error.what()));
+    }
+    if (s.kind == "train" && !workload->engines.empty() &&
+        std::find(workload->engines.begin(), workload->engines.end(), s.engine) ==
+            workload->engines.end()) {
+      std::vector<std::string> quoted;
+      for (const auto engine : workload->engines) quoted.push_back(fmt::format("\"{}\"", engine));
+      throw ConfigError(fmt::format("{}: expected {} for workload {}, got \"{}\"",
+                                    field_of(experiment, "engine", s.engine),
+                                    fmt::join(quoted, " or "), s.workload, s.engine));
+    }
+    if (s.kind == "train" && s.engine == "blas" && s.device != "cpu") {
+      throw ConfigError(fmt::format("{}: expected \"cpu\" with engine \"blas\", got \"{}\"",
+                                    field_of(experiment, "device", s.device), s.device));
     }
     try {
       find_backend(s.backend);
@@ -62,11 +83,11 @@ void validate_points(const Experiment& experiment, const std::vector<Point>& poi
           field_of(experiment, "backend", s.backend)));
     }
     if (s.device == "cuda") {
-      throw ConfigError(fmt::format(
-          "{}: expected \"cpu\": {}, got \"cuda\"", field_of(experiment, "device", s.device),
-          built_with_cuda() ? "the CUDA device path of the trainer is not written yet"
-                            : "this build has no CUDA support (configure with "
-                              "-DHARNESS_WITH_CUDA=ON on a machine with a CUDA toolkit and GPU)"));
+      const std::string problem = cuda_problem(s.kind);
+      if (!problem.empty()) {
+        throw ConfigError(fmt::format("{}: expected \"cpu\" on this build and machine: {}",
+                                      field_of(experiment, "device", s.device), problem));
+      }
     }
 
     if (s.kind == "comm") {
@@ -87,21 +108,35 @@ void validate_points(const Experiment& experiment, const std::vector<Point>& poi
           point_label(experiment, point)));
     }
 
-    const auto key = std::make_tuple(s.workload, s.data_path, s.seed);
-    if (available.count(key) == 0) {
+    // Everything the data's size can depend on.
+    const std::string key = fmt::format("{}|{}|{}|{}|{}", s.workload, s.kmeans_data, s.image_size,
+                                        s.data_path, s.seed);
+    if (limits.count(key) == 0) {
       try {
-        available[key] = find_workload(s.workload).available_train_samples(s);
+        limits[key] = workload->train_samples(s);
       } catch (const ConfigError& error) {
         throw ConfigError(fmt::format("{}: {}", point_label(experiment, point), error.what()));
       }
     }
-    const int64_t samples = available[key];
-    if (s.dataset_size > samples) {
-      throw ConfigError(fmt::format("{}: expected at most {} (the {} training samples), got {}",
-                                    field_of(experiment, "dataset_size", s.dataset_size), samples,
-                                    s.workload, s.dataset_size));
+    const SampleLimits samples = limits[key];
+    if (s.dataset_size > samples.most) {
+      throw ConfigError(fmt::format(
+          "{}: expected at most {} ({}), got {}", field_of(experiment, "dataset_size", s.dataset_size),
+          samples.most,
+          samples.most == samples.standard
+              ? fmt::format("the {} training samples", s.workload)
+              : fmt::format("the synthetic {} samples that fit in memory", s.workload),
+          s.dataset_size));
     }
-    const int64_t used = s.dataset_size > 0 ? s.dataset_size : samples;
+    const int64_t used = s.dataset_size > 0 ? s.dataset_size : samples.standard;
+    if (workload->algorithm == Algorithm::kLloydKMeans) {
+      // No batches: every iteration is one pass over all points; `epochs` bounds the iterations.
+      if (s.kmeans_k > used) {
+        throw ConfigError(fmt::format("{}: expected at most {} clusters (the points used), got {}",
+                                      field_of(experiment, "kmeans_k", s.kmeans_k), used, s.kmeans_k));
+      }
+      continue;
+    }
     const int workers = worker_layout(s, 0, s.ranks).workers;
     if (s.scaling == "strong" && s.batch_size % workers != 0) {
       throw ConfigError(fmt::format(

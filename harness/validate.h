@@ -14,7 +14,4 @@ inline constexpr int64_t kMaxStepsPerPoint = 2'000'000;
 // Throws ConfigError ("file: sweep.backend[1]: unknown backend ...").
 void validate_points(const Experiment& experiment, const std::vector<Point>& points);
 
-// True when this build can place tensors on CUDA devices.
-bool built_with_cuda();
-
 }  // namespace harness

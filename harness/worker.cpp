@@ -16,6 +16,7 @@
 #include "harness/comm_benchmark.h"
 #include "harness/errors.h"
 #include "harness/results.h"
+#include "harness/kmeans_driver.h"
 #include "harness/trainer.h"
 #include "workloads/registry.h"
 #include "workloads/workload.h"
@@ -111,6 +112,19 @@ std::string mpi_library_version() {
   return text;
 }
 
+Json epoch_records(const std::vector<EpochRecord>& records) {
+  Json epochs = Json::array();
+  for (const auto& epoch : records) {
+    epochs.push_back({{"epoch", epoch.epoch},
+                      {"train_loss", epoch.train_loss},
+                      {"test_loss", epoch.test_loss},
+                      {"test_accuracy", epoch.test_accuracy},
+                      {"train_time_s", epoch.train_time_s},
+                      {"samples_seen", epoch.samples_seen}});
+  }
+  return epochs;
+}
+
 // Measurements of a training point (kind "train"), complete on rank 0.
 Json train(const PointSettings& settings, MPI_Comm communicator, int rank, int world_size) {
   const auto workload = find_workload(settings.workload).make(settings);
@@ -140,16 +154,33 @@ Json train(const PointSettings& settings, MPI_Comm communicator, int rank, int w
                            {"compute_s", slowest.compute_s},
                            {"comm_s", slowest.comm_s},
                            {"exposed_comm_s", slowest.exposed_s}};
-  Json epochs = Json::array();
-  for (const auto& epoch : result.epochs) {
-    epochs.push_back({{"epoch", epoch.epoch},
-                      {"train_loss", epoch.train_loss},
-                      {"test_loss", epoch.test_loss},
-                      {"test_accuracy", epoch.test_accuracy},
-                      {"train_time_s", epoch.train_time_s},
-                      {"samples_seen", epoch.samples_seen}});
-  }
-  measurements["epochs"] = std::move(epochs);
+  measurements["epochs"] = epoch_records(result.epochs);
+  return measurements;
+}
+
+// Measurements of a K-means point (workload "kmeans"), complete on rank 0.
+Json cluster(const PointSettings& settings, MPI_Comm communicator, int rank, int world_size) {
+  const KMeansData data = load_kmeans_data(settings);
+  const auto backend = make_gradient_sync(settings.backend, communicator);
+  const KMeansResult result = run_distributed_kmeans(data, *backend, communicator, settings);
+  const StepTimes slowest = slowest_rank_per_step(result.training.steps, communicator, rank, world_size);
+
+  Json measurements = Json::object();
+  measurements["train_samples"] = data.count();
+  measurements["test_samples"] = data.count();
+  measurements["training_ranks"] = world_size;
+  measurements["dimensions"] = data.dimensions;
+  measurements["iterations"] = result.iterations;
+  measurements["converged"] = result.converged;
+  measurements["centroids"] = result.centroids;
+  measurements["steps_per_epoch"] = 1;
+  measurements["samples_trained"] = result.training.samples_trained;
+  measurements["train_time_s"] = result.training.train_time_s;
+  measurements["steps"] = {{"step_s", slowest.step_s},
+                           {"compute_s", slowest.compute_s},
+                           {"comm_s", slowest.comm_s},
+                           {"exposed_comm_s", slowest.exposed_s}};
+  measurements["epochs"] = epoch_records(result.training.epochs);
   return measurements;
 }
 
@@ -177,9 +208,14 @@ void run(const WorkerArguments& arguments, MPI_Comm communicator) {
   const int threads = threads_from_environment();
   at::set_num_threads(threads);
 
-  const Json kind_measurements = settings.kind == "comm"
-                                     ? benchmark_communication(settings, communicator)
-                                     : train(settings, communicator, rank, world_size);
+  Json kind_measurements;
+  if (settings.kind == "comm") {
+    kind_measurements = benchmark_communication(settings, communicator);
+  } else if (find_workload(settings.workload).algorithm == Algorithm::kLloydKMeans) {
+    kind_measurements = cluster(settings, communicator, rank, world_size);
+  } else {
+    kind_measurements = train(settings, communicator, rank, world_size);
+  }
   const auto hosts = gather_hosts(communicator, rank, world_size);
   if (rank != 0) return;
 

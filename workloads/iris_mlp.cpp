@@ -3,7 +3,11 @@
 #include <torch/nn/module.h>
 #include <torch/nn/modules/linear.h>
 
+#include <cblas.h>
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
 
 #include "harness/errors.h"
 #include "workloads/iris_data.h"
@@ -40,9 +44,12 @@ torch::Tensor labels_of(const IrisData& data, const std::vector<int64_t>& rows) 
   return tensor;
 }
 
-class IrisMlp final : public Workload {
+// The data set, the split and the parameters, shared by both engines. Parameters are the
+// torch::nn::Linear layers' tensors in both, so the same seed gives the same initial weights and
+// the trainer sees the same parameter list (weight, bias per layer, input to output).
+class IrisMlpBase : public Workload {
  public:
-  explicit IrisMlp(const PointSettings& settings) {
+  explicit IrisMlpBase(const PointSettings& settings) : device_(torch_device(settings.device)) {
     IrisData data = load_for(settings);
     IrisSplit split = split_iris(data, kIrisTestFraction, static_cast<uint64_t>(settings.seed));
     if (settings.dataset_size > 0) split.train.resize(settings.dataset_size);
@@ -58,18 +65,41 @@ class IrisMlp final : public Workload {
     // Same seed on every rank; rank 0's weights are broadcast anyway.
     torch::manual_seed(static_cast<uint64_t>(settings.seed));
     layers_ = std::make_shared<torch::nn::Module>();
-    hidden1_ = layers_->register_module("hidden1", torch::nn::Linear(IrisData::kFeatures, 30));
-    hidden2_ = layers_->register_module("hidden2", torch::nn::Linear(30, 20));
-    output_ = layers_->register_module("output", torch::nn::Linear(20, IrisData::kClasses));
+    hidden1_ = layers_->register_module("hidden1", torch::nn::Linear(IrisData::kFeatures, kHidden1));
+    hidden2_ = layers_->register_module("hidden2", torch::nn::Linear(kHidden1, kHidden2));
+    output_ = layers_->register_module("output", torch::nn::Linear(kHidden2, IrisData::kClasses));
+
+    // Data and model on the experiment's device (the data sets here fit in its memory).
+    layers_->to(device_);
+    train_features_ = train_features_.to(device_);
+    train_labels_ = train_labels_.to(device_);
+    train_targets_ = train_targets_.to(device_);
+    test_features_ = test_features_.to(device_);
+    test_labels_ = test_labels_.to(device_);
+    test_targets_ = test_targets_.to(device_);
   }
 
   int64_t train_size() const override { return train_labels_.size(0); }
   int64_t test_size() const override { return test_labels_.size(0); }
   std::vector<torch::Tensor> parameters() override { return layers_->parameters(); }
 
+ protected:
+  static constexpr int kHidden1 = 30;
+  static constexpr int kHidden2 = 20;
+
+  torch::Device device_;
+  std::shared_ptr<torch::nn::Module> layers_;
+  torch::nn::Linear hidden1_{nullptr}, hidden2_{nullptr}, output_{nullptr};
+  torch::Tensor train_features_, train_labels_, train_targets_;
+  torch::Tensor test_features_, test_labels_, test_targets_;
+};
+
+class IrisMlpTorch final : public IrisMlpBase {
+ public:
+  using IrisMlpBase::IrisMlpBase;
+
   double forward_backward(std::span<const int64_t> positions) override {
-    const auto index = torch::from_blob(const_cast<int64_t*>(positions.data()),
-                                        {static_cast<int64_t>(positions.size())}, torch::kInt64);
+    const auto index = position_index(positions, device_);
     const auto loss = torch::mse_loss(forward(train_features_.index_select(0, index)),
                                       train_targets_.index_select(0, index));
     loss.backward();
@@ -91,11 +121,123 @@ class IrisMlp final : public Workload {
   torch::Tensor forward(const torch::Tensor& x) {
     return torch::sigmoid(output_(torch::sigmoid(hidden2_(torch::sigmoid(hidden1_(x))))));
   }
+};
 
-  std::shared_ptr<torch::nn::Module> layers_;
-  torch::nn::Linear hidden1_{nullptr}, hidden2_{nullptr}, output_{nullptr};
-  torch::Tensor train_features_, train_labels_, train_targets_;
-  torch::Tensor test_features_, test_labels_, test_targets_;
+// The from-scratch network of the course project: forward and backward by hand, matrix products
+// through cblas_sgemm, no autograd and no tensor allocation per step. Computes what
+// IrisMlpTorch computes (mean squared error over batch × classes, sigmoid everywhere).
+class IrisMlpBlas final : public IrisMlpBase {
+ public:
+  explicit IrisMlpBlas(const PointSettings& settings) : IrisMlpBase(settings) {
+    if (!device_.is_cpu()) throw ConfigError("engine: \"blas\" runs on the cpu device only");
+  }
+
+  double forward_backward(std::span<const int64_t> positions) override {
+    const auto batch = static_cast<int>(positions.size());
+    gather(positions);
+    forward(input_.data(), batch);
+
+    // Layer by layer from the output: delta = dLoss/d(pre-activation), sigmoid' = a(1 - a).
+    const float* targets = batch_targets_.data();
+    const std::size_t outputs = static_cast<std::size_t>(batch) * IrisData::kClasses;
+    const float mean_scale = 2.0F / static_cast<float>(outputs);
+    double squared_error = 0;
+    delta3_.resize(outputs);
+    for (std::size_t i = 0; i < outputs; ++i) {
+      const float difference = out_[i] - targets[i];
+      squared_error += static_cast<double>(difference) * difference;
+      delta3_[i] = mean_scale * difference * out_[i] * (1.0F - out_[i]);
+    }
+    delta2_.resize(static_cast<std::size_t>(batch) * kHidden2);
+    delta1_.resize(static_cast<std::size_t>(batch) * kHidden1);
+    backward_layer(output_, delta3_.data(), hidden2_out_.data(), delta2_.data(), batch);
+    backward_layer(hidden2_, delta2_.data(), hidden1_out_.data(), delta1_.data(), batch);
+    backward_layer(hidden1_, delta1_.data(), input_.data(), nullptr, batch);
+    return squared_error / static_cast<double>(outputs);
+  }
+
+  Evaluation evaluate() override {
+    const auto count = static_cast<int>(test_size());
+    const float* features = test_features_.data_ptr<float>();
+    forward(features, count);
+    const float* targets = test_targets_.data_ptr<float>();
+    const int64_t* labels = test_labels_.data_ptr<int64_t>();
+    double squared_error = 0;
+    int64_t correct = 0;
+    for (int row = 0; row < count; ++row) {
+      const float* out = &out_[static_cast<std::size_t>(row) * IrisData::kClasses];
+      for (int c = 0; c < IrisData::kClasses; ++c) {
+        const float difference = out[c] - targets[row * IrisData::kClasses + c];
+        squared_error += static_cast<double>(difference) * difference;
+      }
+      const auto predicted = std::max_element(out, out + IrisData::kClasses) - out;
+      if (predicted == labels[row]) ++correct;
+    }
+    Evaluation evaluation;
+    evaluation.loss = squared_error / (static_cast<double>(count) * IrisData::kClasses);
+    evaluation.accuracy = static_cast<double>(correct) / count;
+    evaluation.samples = count;
+    return evaluation;
+  }
+
+ private:
+  // activations (rows × out) = sigmoid(inputs (rows × in) · weightᵀ + bias)
+  static void dense_sigmoid(torch::nn::Linear& layer, const float* inputs, int rows,
+                            std::vector<float>& activations) {
+    const auto in = static_cast<int>(layer->weight.size(1));
+    const auto out = static_cast<int>(layer->weight.size(0));
+    activations.resize(static_cast<std::size_t>(rows) * out);
+    const float* bias = layer->bias.data_ptr<float>();
+    for (int r = 0; r < rows; ++r) std::copy_n(bias, out, &activations[static_cast<std::size_t>(r) * out]);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, out, in, 1.0F, inputs, in,
+                layer->weight.data_ptr<float>(), in, 1.0F, activations.data(), out);
+    for (float& value : activations) value = 1.0F / (1.0F + std::exp(-value));
+  }
+
+  void forward(const float* inputs, int rows) {
+    dense_sigmoid(hidden1_, inputs, rows, hidden1_out_);
+    dense_sigmoid(hidden2_, hidden1_out_.data(), rows, hidden2_out_);
+    dense_sigmoid(output_, hidden2_out_.data(), rows, out_);
+  }
+
+  // Given delta (rows × out) of `layer`, whose inputs were `inputs` (rows × in): accumulates
+  // weight.grad += deltaᵀ · inputs and bias.grad += column sums of delta, and, when
+  // `input_delta` is not null, writes the delta of the layer below:
+  // (delta · weight) ⊙ inputs ⊙ (1 - inputs), the inputs being that layer's sigmoid outputs.
+  static void backward_layer(torch::nn::Linear& layer, const float* delta, const float* inputs,
+                             float* input_delta, int rows) {
+    const auto in = static_cast<int>(layer->weight.size(1));
+    const auto out = static_cast<int>(layer->weight.size(0));
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, rows, 1.0F, delta, out, inputs,
+                in, 1.0F, layer->weight.mutable_grad().data_ptr<float>(), in);
+    float* bias_grad = layer->bias.mutable_grad().data_ptr<float>();
+    for (int r = 0; r < rows; ++r) {
+      for (int o = 0; o < out; ++o) bias_grad[o] += delta[r * out + o];
+    }
+    if (input_delta == nullptr) return;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, in, out, 1.0F, delta, out,
+                layer->weight.data_ptr<float>(), in, 0.0F, input_delta, in);
+    const std::size_t count = static_cast<std::size_t>(rows) * in;
+    for (std::size_t i = 0; i < count; ++i) input_delta[i] *= inputs[i] * (1.0F - inputs[i]);
+  }
+
+  void gather(std::span<const int64_t> positions) {
+    const float* features = train_features_.data_ptr<float>();
+    const float* targets = train_targets_.data_ptr<float>();
+    input_.resize(positions.size() * IrisData::kFeatures);
+    batch_targets_.resize(positions.size() * IrisData::kClasses);
+    for (std::size_t i = 0; i < positions.size(); ++i) {
+      const auto row = static_cast<std::size_t>(positions[i]);
+      std::copy_n(features + row * IrisData::kFeatures, IrisData::kFeatures,
+                  &input_[i * IrisData::kFeatures]);
+      std::copy_n(targets + row * IrisData::kClasses, IrisData::kClasses,
+                  &batch_targets_[i * IrisData::kClasses]);
+    }
+  }
+
+  // Scratch buffers, grown once to the largest batch.
+  std::vector<float> input_, batch_targets_, hidden1_out_, hidden2_out_, out_;
+  std::vector<float> delta1_, delta2_, delta3_;
 };
 
 }  // namespace
@@ -107,7 +249,8 @@ int64_t iris_mlp_train_samples(const PointSettings& settings) {
 }
 
 std::unique_ptr<Workload> make_iris_mlp(const PointSettings& settings) {
-  return std::make_unique<IrisMlp>(settings);
+  if (settings.engine == "blas") return std::make_unique<IrisMlpBlas>(settings);
+  return std::make_unique<IrisMlpTorch>(settings);
 }
 
 }  // namespace harness

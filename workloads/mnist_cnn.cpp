@@ -74,7 +74,7 @@ torch::Tensor label_tensor(const IdxArray& labels, const std::string& path) {
 
 class MnistCnn final : public Workload {
  public:
-  explicit MnistCnn(const PointSettings& settings) {
+  explicit MnistCnn(const PointSettings& settings) : device_(torch_device(settings.device)) {
     const Split train = split_files(settings, true);
     const Split test = split_files(settings, false);
     const int64_t train_count = settings.dataset_size > 0 ? settings.dataset_size : 0;
@@ -95,6 +95,13 @@ class MnistCnn final : public Workload {
     conv2_ = model_->register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(32, 64, 3)));
     fc1_ = model_->register_module("fc1", torch::nn::Linear(9216, 128));
     fc2_ = model_->register_module("fc2", torch::nn::Linear(128, 10));
+
+    // Data and model on the experiment's device (the data sets here fit in its memory).
+    model_->to(device_);
+    train_images_ = train_images_.to(device_);
+    train_labels_ = train_labels_.to(device_);
+    test_images_ = test_images_.to(device_);
+    test_labels_ = test_labels_.to(device_);
   }
 
   int64_t train_size() const override { return train_labels_.size(0); }
@@ -102,8 +109,7 @@ class MnistCnn final : public Workload {
   std::vector<torch::Tensor> parameters() override { return model_->parameters(); }
 
   double forward_backward(std::span<const int64_t> positions) override {
-    const auto index = torch::from_blob(const_cast<int64_t*>(positions.data()),
-                                        {static_cast<int64_t>(positions.size())}, torch::kInt64);
+    const auto index = position_index(positions, device_);
     const auto loss = torch::nll_loss(forward(train_images_.index_select(0, index)),
                                       train_labels_.index_select(0, index));
     loss.backward();
@@ -136,6 +142,7 @@ class MnistCnn final : public Workload {
     return torch::log_softmax(fc2_(torch::relu(fc1_(y))), 1);
   }
 
+  torch::Device device_;
   std::shared_ptr<torch::nn::Module> model_;
   torch::nn::Conv2d conv1_{nullptr}, conv2_{nullptr};
   torch::nn::Linear fc1_{nullptr}, fc2_{nullptr};

@@ -5,16 +5,37 @@
 #include "harness/errors.h"
 #include "harness/name_table.h"
 #include "workloads/iris_mlp.h"
+#include "workloads/kmeans.h"
 #include "workloads/mnist_cnn.h"
+#include "workloads/resnet.h"
 
 namespace harness {
+namespace {
+
+SampleLimits fixed(int64_t samples) { return {samples, samples}; }
+
+SampleLimits iris_limits(const PointSettings& s) { return fixed(iris_mlp_train_samples(s)); }
+SampleLimits mnist_limits(const PointSettings& s) { return fixed(mnist_cnn_train_samples(s)); }
+SampleLimits resnet_limits(const PointSettings& s) {
+  return {kDefaultSyntheticImages, resnet_max_images(s)};
+}
+SampleLimits kmeans_limits(const PointSettings& s) {
+  if (s.kmeans_data == "blobs") return {kDefaultBlobPoints, kMaxBlobPoints};
+  return fixed(kmeans_available_points(s));
+}
+
+}  // namespace
 
 const std::vector<WorkloadInfo>& workload_table() {
   static const std::vector<WorkloadInfo> table = {
       {"iris_mlp", "Iris 4-30-20-3 sigmoid MLP, squared error on one-hot labels, plain SGD",
-       iris_mlp_train_samples, make_iris_mlp},
+       {"torch", "blas"}, Algorithm::kDataParallelSgd, iris_limits, make_iris_mlp},
       {"mnist_cnn", "PyTorch MNIST example CNN (2 conv, 2 fc, no dropout) on MNIST-format data",
-       mnist_cnn_train_samples, make_mnist_cnn},
+       {"torch"}, Algorithm::kDataParallelSgd, mnist_limits, make_mnist_cnn},
+      {"resnet", "ResNet-18/50 (torchvision layout) on synthetic images, as Horovod's benchmark",
+       {"torch"}, Algorithm::kDataParallelSgd, resnet_limits, make_resnet},
+      {"kmeans", "distributed K-means (Lloyd), sums and counts allreduced; Iris or Gaussian blobs",
+       {}, Algorithm::kLloydKMeans, kmeans_limits, nullptr},
   };
   return table;
 }

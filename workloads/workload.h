@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <vector>
 
 namespace harness {
@@ -22,6 +23,20 @@ struct Evaluation {
   double accuracy = 0;  // fraction of correctly classified held-out samples
   int64_t samples = 0;
 };
+
+// The LibTorch device of the experiment's "device" setting. Workloads keep their model and data
+// there; validation has already refused "cuda" where LibTorch or the machine lacks it.
+inline torch::Device torch_device(std::string_view device) {
+  return device == "cuda" ? torch::Device(torch::kCUDA) : torch::Device(torch::kCPU);
+}
+
+// Positions of training samples as an index tensor on `device` (a view of the caller's memory
+// on the CPU, a copy elsewhere).
+inline torch::Tensor position_index(std::span<const int64_t> positions, torch::Device device) {
+  const auto index = torch::from_blob(const_cast<int64_t*>(positions.data()),
+                                      {static_cast<int64_t>(positions.size())}, torch::kInt64);
+  return device.is_cpu() ? index : index.to(device);
+}
 
 class Workload {
  public:

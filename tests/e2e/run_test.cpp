@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include "backends/device_staging.h"
 #include "backends/gloo_allreduce.h"
 #include "harness/process.h"
 #include "harness/results.h"
@@ -340,6 +341,29 @@ TEST(EndToEnd, EveryShippedExperimentIsValid) {
     ++checked;
   }
   EXPECT_GE(checked, 4);
+}
+
+// The GPU experiments live in experiments/gpu/: where they cannot run (no CUDA build, no device,
+// a CPU-only LibTorch) the harness says why in one line, before launching anything.
+TEST(EndToEnd, GpuExperimentsSayWhyTheyCannotRunHere) {
+  if (cuda_status().usable) GTEST_SKIP() << "this machine has a CUDA device";
+  const fs::path dir = scratch("gpu");
+  int checked = 0;
+  for (const auto& entry :
+       fs::directory_iterator(fs::path(HARNESS_SOURCE_DIR) / "experiments" / "gpu")) {
+    const fs::path out = dir / entry.path().stem();
+    const HarnessRun run = run_harness({"run", entry.path().string(), "--out", out.string()},
+                                       dir / (entry.path().stem().string() + ".log"));
+    EXPECT_EQ(run.outcome.exit_code, 2) << entry.path();
+    ASSERT_EQ(run.output.size(), 1U) << joined(run.output);
+    EXPECT_NE(run.output[0].find("settings.device: expected \"cpu\" on this build and machine: " +
+                                 cuda_status().reason),
+              std::string::npos)
+        << run.output[0];
+    EXPECT_FALSE(fs::exists(out));
+    ++checked;
+  }
+  EXPECT_EQ(checked, 2);
 }
 
 TEST(EndToEnd, VersionAndHelp) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <string>
@@ -54,7 +55,12 @@ using WorkloadAndBackend = std::tuple<std::string, std::string>;
 class DataParallelEquivalence : public ::testing::TestWithParam<WorkloadAndBackend> {};
 
 TEST_P(DataParallelEquivalence, PRanksWithBatchBEqualOneRankWithBatchPB) {
-  const auto& [workload, backend] = GetParam();
+  const auto& [workload_and_engine, backend] = GetParam();
+  const std::string workload = workload_and_engine.substr(0, workload_and_engine.find('/'));
+  const std::string engine =
+      workload_and_engine.find('/') == std::string::npos
+          ? "torch"
+          : workload_and_engine.substr(workload_and_engine.find('/') + 1);
   if (backend == "gloo" && !gloo_available()) GTEST_SKIP() << "built without libgloo-dev";
   if (workload == "mnist_cnn" && !std::filesystem::exists(kDefaultMnistDirectory)) {
     GTEST_SKIP() << "dataset-fashion-mnist not installed";
@@ -64,6 +70,7 @@ TEST_P(DataParallelEquivalence, PRanksWithBatchBEqualOneRankWithBatchPB) {
 
   PointSettings settings;
   settings.workload = workload;
+  settings.engine = engine;
   settings.backend = backend;
   settings.ps_server_trains = true;  // every rank trains, as in the one-rank reference
   if (workload == "iris_mlp") {
@@ -106,10 +113,12 @@ TEST(DataParallelEquivalence, StrongScalingSplitsOneGlobalBatchOverTheRanks) {
 
 INSTANTIATE_TEST_SUITE_P(
     Workloads, DataParallelEquivalence,
-    ::testing::Combine(::testing::Values("iris_mlp", "mnist_cnn"),
+    ::testing::Combine(::testing::Values("iris_mlp", "iris_mlp/blas", "mnist_cnn"),
                        ::testing::ValuesIn(backend_names())),
     [](const ::testing::TestParamInfo<WorkloadAndBackend>& info) {
-      return std::get<0>(info.param) + "_" + std::get<1>(info.param);
+      std::string name = std::get<0>(info.param) + "_" + std::get<1>(info.param);
+      std::replace(name.begin(), name.end(), '/', '_');
+      return name;
     });
 
 }  // namespace

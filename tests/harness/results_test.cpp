@@ -82,7 +82,7 @@ TEST(Results, SummaryReadsRecordsInPointOrderWithScaling) {
   }
   std::string row;
   std::getline(lines, row);
-  EXPECT_NE(row.find(",ok,iris_mlp,allreduce,cpu,1,4,120,"), std::string::npos) << row;
+  EXPECT_NE(row.find(",ok,iris_mlp,torch,allreduce,cpu,1,4,120,"), std::string::npos) << row;
   std::getline(lines, row);
   std::getline(lines, row);
   EXPECT_NE(row.find(",failed,"), std::string::npos) << row;

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
+#include "backends/device_staging.h"
 #include "harness/errors.h"
 
 namespace harness {
@@ -28,15 +31,41 @@ TEST(Validate, UnknownBackendNamesTheSweepEntryAndListsValidNames) {
 
 TEST(Validate, UnknownWorkloadNamesTheSetting) {
   EXPECT_EQ(validation_error(R"({"name": "x", "settings": {"workload": "gpt"}})"),
-            "exp.json: settings.workload: unknown workload \"gpt\" (expected one of: iris_mlp, mnist_cnn)");
+            "exp.json: settings.workload: unknown workload \"gpt\" (expected one of: iris_mlp, mnist_cnn, resnet, kmeans)");
 }
 
-TEST(Validate, CudaWithoutCudaBuildIsRejected) {
-  if (built_with_cuda()) GTEST_SKIP() << "this build has CUDA";
-  const std::string message = validation_error(R"({"name": "x", "settings": {"device": "cuda"}})");
-  EXPECT_NE(message.find("exp.json: settings.device: expected \"cpu\": this build has no CUDA"),
-            std::string::npos)
-      << message;
+TEST(Validate, CudaIsRejectedBeforeLaunchWhereItCannotRun) {
+  const CudaStatus status = cuda_status();
+  if (status.usable) GTEST_SKIP() << "this machine has a CUDA device";
+  for (const char* kind : {"train", "comm"}) {
+    EXPECT_EQ(validation_error(fmt::format(
+                  R"({{"name": "x", "settings": {{"kind": "{}", "device": "cuda"}}}})", kind)),
+              "exp.json: settings.device: expected \"cpu\" on this build and machine: " +
+                  status.reason);
+  }
+}
+
+TEST(Validate, EngineMustBeOneTheWorkloadHas) {
+  EXPECT_EQ(validation_error(R"({"name": "x", "settings": {"workload": "mnist_cnn", "engine": "blas"}})"),
+            "exp.json: settings.engine: expected \"torch\" for workload mnist_cnn, got \"blas\"");
+  EXPECT_EQ(validation_error(R"({"name": "x", "sweep": {"engine": ["torch", "blas"]}})"), "");
+}
+
+TEST(Validate, KMeansNeedsAtLeastAsManyPointsAsClusters) {
+  EXPECT_EQ(validation_error(R"({"name": "x", "settings": {"workload": "kmeans", "dataset_size": 5,
+                                 "kmeans_k": 6}})"),
+            "exp.json: settings.kmeans_k: expected at most 5 clusters (the points used), got 6");
+  EXPECT_EQ(validation_error(R"({"name": "x", "settings": {"workload": "kmeans",
+                                 "kmeans_data": "blobs", "dataset_size": 20000000}})"),
+            "exp.json: settings.dataset_size: expected at most 16000000 (the synthetic kmeans "
+            "samples that fit in memory), got 20000000");
+}
+
+TEST(Validate, SyntheticResNetSetMustFitInMemory) {
+  EXPECT_EQ(validation_error(R"({"name": "x", "settings": {"workload": "resnet", "image_size": 224,
+                                 "dataset_size": 100000}})"),
+            "exp.json: settings.dataset_size: expected at most 14266 (the synthetic resnet samples "
+            "that fit in memory), got 100000");
 }
 
 TEST(Validate, DatasetLargerThanTheDataIsRejected) {

@@ -1,0 +1,150 @@
+#include "backends/device_staging.h"
+
+#include <fmt/format.h>
+
+#include "harness/errors.h"
+
+#ifdef HARNESS_WITH_CUDA
+#include <cuda_runtime_api.h>
+#endif
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>  // Open MPI's MPIX_Query_cuda_support
+#endif
+
+namespace harness {
+
+#ifdef HARNESS_WITH_CUDA
+
+namespace {
+
+void check_cuda(cudaError_t code, std::string_view operation) {
+  if (code == cudaSuccess) return;
+  throw CommError(fmt::format("{} failed: {}", operation, cudaGetErrorString(code)));
+}
+
+}  // namespace
+
+CudaStatus cuda_status() {
+  CudaStatus status;
+  const cudaError_t code = cudaGetDeviceCount(&status.devices);
+  if (code != cudaSuccess) {
+    status.devices = 0;
+    status.reason = fmt::format("no usable CUDA device on this machine ({})", cudaGetErrorString(code));
+  } else if (status.devices == 0) {
+    status.reason = "no CUDA device on this machine";
+  } else {
+    status.usable = true;
+  }
+  return status;
+}
+
+bool mpi_accepts_device_pointers() {
+#if defined(MPIX_CUDA_AWARE_SUPPORT)
+  return MPIX_Query_cuda_support() == 1;
+#else
+  return false;
+#endif
+}
+
+DeviceBuffer::DeviceBuffer(std::size_t count) : count_(count) {
+  if (count > 0) {
+    check_cuda(cudaMalloc(reinterpret_cast<void**>(&data_), count * sizeof(float)), "cudaMalloc");
+  }
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (data_ != nullptr) cudaFree(data_);
+}
+
+void DeviceBuffer::copy_from_host(std::span<const float> host) {
+  if (host.size() != count_) throw Error("DeviceBuffer::copy_from_host: size mismatch");
+  if (count_ == 0) return;
+  check_cuda(cudaMemcpy(data_, host.data(), count_ * sizeof(float), cudaMemcpyHostToDevice),
+             "cudaMemcpy(host to device)");
+}
+
+void DeviceBuffer::copy_to_host(std::span<float> host) const {
+  if (host.size() != count_) throw Error("DeviceBuffer::copy_to_host: size mismatch");
+  if (count_ == 0) return;
+  check_cuda(cudaMemcpy(host.data(), data_, count_ * sizeof(float), cudaMemcpyDeviceToHost),
+             "cudaMemcpy(device to host)");
+}
+
+DeviceStagedSync::DeviceStagedSync(GradientSync& host_backend, bool allow_device_pointers)
+    : host_backend_(host_backend),
+      device_pointers_(allow_device_pointers && host_backend.name() == "allreduce" &&
+                       mpi_accepts_device_pointers()) {}
+
+DeviceStagedSync::~DeviceStagedSync() {
+  if (pinned_ != nullptr) cudaFreeHost(pinned_);
+}
+
+void DeviceStagedSync::reserve_pinned(std::size_t count) {
+  if (count <= pinned_count_) return;
+  if (pinned_ != nullptr) cudaFreeHost(pinned_);
+  pinned_ = nullptr;
+  pinned_count_ = 0;
+  // Page-locked memory lets the copy engine move the data without a bounce buffer.
+  check_cuda(cudaMallocHost(reinterpret_cast<void**>(&pinned_), count * sizeof(float)),
+             "cudaMallocHost");
+  pinned_count_ = count;
+}
+
+void DeviceStagedSync::allreduce_sum(float* device_data, std::size_t count) {
+  if (device_pointers_) {
+    host_backend_.allreduce_sum(std::span<float>(device_data, count));
+    return;
+  }
+  reserve_pinned(count);
+  const std::size_t bytes = count * sizeof(float);
+  if (bytes > 0) {
+    check_cuda(cudaMemcpy(pinned_, device_data, bytes, cudaMemcpyDeviceToHost),
+               "cudaMemcpy(gradients to host)");
+  }
+  host_backend_.allreduce_sum(std::span<float>(pinned_, count));
+  if (bytes > 0) {
+    check_cuda(cudaMemcpy(device_data, pinned_, bytes, cudaMemcpyHostToDevice),
+               "cudaMemcpy(sums to device)");
+  }
+}
+
+#else  // !HARNESS_WITH_CUDA
+
+namespace {
+
+constexpr std::string_view kNotBuilt =
+    "this harness was built without CUDA (configure with -DHARNESS_WITH_CUDA=ON on a machine "
+    "with a CUDA toolkit)";
+
+[[noreturn]] void throw_not_built() { throw NotSupported(std::string(kNotBuilt)); }
+
+}  // namespace
+
+CudaStatus cuda_status() {
+  CudaStatus status;
+  status.reason = std::string(kNotBuilt);
+  return status;
+}
+
+bool mpi_accepts_device_pointers() { return false; }
+
+DeviceBuffer::DeviceBuffer(std::size_t count) : count_(count) { throw_not_built(); }
+DeviceBuffer::~DeviceBuffer() = default;
+void DeviceBuffer::copy_from_host(std::span<const float>) { throw_not_built(); }
+void DeviceBuffer::copy_to_host(std::span<float>) const { throw_not_built(); }
+
+DeviceStagedSync::DeviceStagedSync(GradientSync& host_backend, bool)
+    : host_backend_(host_backend) {
+  throw_not_built();
+}
+DeviceStagedSync::~DeviceStagedSync() = default;
+void DeviceStagedSync::reserve_pinned(std::size_t) { throw_not_built(); }
+void DeviceStagedSync::allreduce_sum(float*, std::size_t) { throw_not_built(); }
+
+#endif  // HARNESS_WITH_CUDA
+
+std::string_view DeviceStagedSync::path() const {
+  return device_pointers_ ? "device pointers" : "pinned host staging";
+}
+
+}  // namespace harness

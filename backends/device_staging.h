@@ -1,0 +1,79 @@
+// Gradient synchronisation from GPU memory (`device: "cuda"`), in the two ways MPI codes do it:
+// - staging: copy the device buffer into a pinned (page-locked) host buffer, reduce it there with
+//   any host backend, copy the sums back. Works with every backend and every MPI library.
+// - device pointers: hand the device address straight to MPI when the library reports CUDA
+//   support at run time (Open MPI's MPIX_Query_cuda_support). Only for `allreduce`, where MPI
+//   itself does the arithmetic; the other backends add floats in host code.
+//
+// Everything here is compiled in every build. Without HARNESS_WITH_CUDA, cuda_status() says so
+// and the classes throw NotSupported; validation rejects `device: "cuda"` before any launch, so
+// users meet that message instead.
+//
+// Threading: a DeviceStagedSync is used by one thread at a time, like the GradientSync it wraps.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string>
+
+#include "backends/gradient_sync.h"
+
+namespace harness {
+
+struct CudaStatus {
+  bool usable = false;
+  int devices = 0;
+  std::string reason;  // why not usable; empty when usable
+};
+
+// Whether this build has the CUDA path and this machine a CUDA device it can use.
+CudaStatus cuda_status();
+
+// Whether the MPI library accepts device pointers (CUDA-aware), asked at run time. False in
+// builds without HARNESS_WITH_CUDA and with MPI libraries that have no such query.
+bool mpi_accepts_device_pointers();
+
+// A float32 buffer in device memory (cudaMalloc), freed on destruction.
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(std::size_t count);
+  ~DeviceBuffer();
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  float* data() { return data_; }
+  std::size_t size() const { return count_; }
+  void copy_from_host(std::span<const float> host);  // host.size() == size()
+  void copy_to_host(std::span<float> host) const;
+
+ private:
+  float* data_ = nullptr;
+  std::size_t count_ = 0;
+};
+
+class DeviceStagedSync {
+ public:
+  // `host_backend` must outlive this object. Device pointers go to MPI directly only when
+  // `allow_device_pointers`, the backend is "allreduce" and mpi_accepts_device_pointers().
+  DeviceStagedSync(GradientSync& host_backend, bool allow_device_pointers);
+  ~DeviceStagedSync();
+  DeviceStagedSync(const DeviceStagedSync&) = delete;
+  DeviceStagedSync& operator=(const DeviceStagedSync&) = delete;
+
+  // Sums `count` floats at `device_data` across ranks, in place. Collective, like
+  // GradientSync::allreduce_sum.
+  void allreduce_sum(float* device_data, std::size_t count);
+
+  // "device pointers" or "pinned host staging", for logs and results.
+  std::string_view path() const;
+
+ private:
+  void reserve_pinned(std::size_t count);
+
+  GradientSync& host_backend_;
+  bool device_pointers_ = false;
+  float* pinned_ = nullptr;  // cudaMallocHost
+  std::size_t pinned_count_ = 0;
+};
+
+}  // namespace harness

@@ -1,0 +1,178 @@
+#include "workloads/resnet.h"
+
+#include <torch/nn/init.h>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/pooling.h>
+
+#include <algorithm>
+
+#include "workloads/workload.h"
+
+namespace harness {
+namespace {
+
+torch::nn::Conv2d convolution(int64_t in, int64_t out, int64_t kernel, int64_t stride) {
+  return torch::nn::Conv2d(
+      torch::nn::Conv2dOptions(in, out, kernel).stride(stride).padding(kernel / 2).bias(false));
+}
+
+// One residual block: basic (two 3×3) or bottleneck (1×1 → 3×3 → 1×1, 4× wider output).
+class ResidualBlockImpl : public torch::nn::Module {
+ public:
+  ResidualBlockImpl(int64_t in, int64_t width, int64_t stride, bool bottleneck)
+      : bottleneck_(bottleneck) {
+    const int64_t out = bottleneck ? width * 4 : width;
+    if (bottleneck) {
+      conv1_ = register_module("conv1", convolution(in, width, 1, 1));
+      conv2_ = register_module("conv2", convolution(width, width, 3, stride));
+      conv3_ = register_module("conv3", convolution(width, out, 1, 1));
+      bn3_ = register_module("bn3", torch::nn::BatchNorm2d(out));
+    } else {
+      conv1_ = register_module("conv1", convolution(in, width, 3, stride));
+      conv2_ = register_module("conv2", convolution(width, width, 3, 1));
+    }
+    bn1_ = register_module("bn1", torch::nn::BatchNorm2d(width));
+    bn2_ = register_module("bn2", torch::nn::BatchNorm2d(width));
+    if (stride != 1 || in != out) {
+      downsample_ = register_module(
+          "downsample", torch::nn::Sequential(convolution(in, out, 1, stride), torch::nn::BatchNorm2d(out)));
+    }
+  }
+
+  torch::Tensor forward(const torch::Tensor& x) {
+    auto y = torch::relu(bn1_(conv1_(x)));
+    y = bn2_(conv2_(y));
+    if (bottleneck_) y = bn3_(conv3_(torch::relu(y)));
+    return torch::relu(y + (downsample_ ? downsample_->forward(x) : x));
+  }
+
+ private:
+  bool bottleneck_;
+  torch::nn::Conv2d conv1_{nullptr}, conv2_{nullptr}, conv3_{nullptr};
+  torch::nn::BatchNorm2d bn1_{nullptr}, bn2_{nullptr}, bn3_{nullptr};
+  torch::nn::Sequential downsample_{nullptr};
+};
+TORCH_MODULE(ResidualBlock);
+
+class ResNetImpl : public torch::nn::Module {
+ public:
+  ResNetImpl(int depth, int64_t classes) {
+    const bool bottleneck = depth == 50;
+    const std::vector<int> blocks = bottleneck ? std::vector<int>{3, 4, 6, 3} : std::vector<int>{2, 2, 2, 2};
+    stem_ = register_module("stem", torch::nn::Sequential(
+                                        convolution(3, 64, 7, 2), torch::nn::BatchNorm2d(64),
+                                        torch::nn::ReLU(),
+                                        torch::nn::MaxPool2d(torch::nn::MaxPool2dOptions(3).stride(2).padding(1))));
+    int64_t channels = 64;
+    for (std::size_t stage = 0; stage < blocks.size(); ++stage) {
+      const int64_t width = int64_t{64} << stage;
+      torch::nn::Sequential layer;
+      for (int block = 0; block < blocks[stage]; ++block) {
+        const int64_t stride = stage > 0 && block == 0 ? 2 : 1;
+        layer->push_back(ResidualBlock(channels, width, stride, bottleneck));
+        channels = bottleneck ? width * 4 : width;
+      }
+      stages_.push_back(register_module("layer" + std::to_string(stage + 1), layer));
+    }
+    fc_ = register_module("fc", torch::nn::Linear(channels, classes));
+
+    for (auto& module : modules(/*include_self=*/false)) {
+      if (auto* conv = module->as<torch::nn::Conv2d>()) {
+        torch::nn::init::kaiming_normal_(conv->weight, 0.0, torch::kFanOut, torch::kReLU);
+      } else if (auto* norm = module->as<torch::nn::BatchNorm2d>()) {
+        torch::nn::init::ones_(norm->weight);
+        torch::nn::init::zeros_(norm->bias);
+      }
+    }
+  }
+
+  torch::Tensor forward(torch::Tensor x) {
+    x = stem_->forward(x);
+    for (auto& stage : stages_) x = stage->forward(x);
+    return fc_(torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1));
+  }
+
+ private:
+  torch::nn::Sequential stem_{nullptr};
+  std::vector<torch::nn::Sequential> stages_;
+  torch::nn::Linear fc_{nullptr};
+};
+TORCH_MODULE(ResNet);
+
+class SyntheticResNet final : public Workload {
+ public:
+  explicit SyntheticResNet(const PointSettings& settings) : device_(torch_device(settings.device)) {
+    const int64_t train = settings.dataset_size > 0 ? settings.dataset_size : kDefaultSyntheticImages;
+    const int64_t test = settings.test_size > 0 ? settings.test_size : kDefaultSyntheticTestImages;
+    const int64_t size = settings.image_size;
+    // The same seed on every rank: every rank holds the same synthetic set and shards it by position.
+    torch::manual_seed(static_cast<uint64_t>(settings.seed));
+    train_images_ = torch::randn({train, 3, size, size});
+    train_labels_ = torch::randint(settings.num_classes, {train}, torch::kInt64);
+    test_images_ = torch::randn({test, 3, size, size});
+    test_labels_ = torch::randint(settings.num_classes, {test}, torch::kInt64);
+    model_ = ResNet(settings.resnet_depth, settings.num_classes);
+
+    model_->to(device_);
+    train_images_ = train_images_.to(device_);
+    train_labels_ = train_labels_.to(device_);
+    test_images_ = test_images_.to(device_);
+    test_labels_ = test_labels_.to(device_);
+  }
+
+  int64_t train_size() const override { return train_labels_.size(0); }
+  int64_t test_size() const override { return test_labels_.size(0); }
+  std::vector<torch::Tensor> parameters() override { return model_->parameters(); }
+
+  double forward_backward(std::span<const int64_t> positions) override {
+    model_->train();
+    const auto index = position_index(positions, device_);
+    const auto loss = torch::cross_entropy_loss(model_->forward(train_images_.index_select(0, index)),
+                                                train_labels_.index_select(0, index));
+    loss.backward();
+    return loss.item<double>();
+  }
+
+  Evaluation evaluate() override {
+    torch::NoGradGuard no_grad;
+    model_->eval();
+    constexpr int64_t kChunk = 64;  // bounds the activations' memory
+    double loss_sum = 0;
+    int64_t correct = 0;
+    for (int64_t start = 0; start < test_size(); start += kChunk) {
+      const int64_t length = std::min(kChunk, test_size() - start);
+      const auto outputs = model_->forward(test_images_.narrow(0, start, length));
+      const auto labels = test_labels_.narrow(0, start, length);
+      loss_sum += torch::cross_entropy_loss(outputs, labels, {}, at::Reduction::Sum).item<double>();
+      correct += outputs.argmax(1).eq(labels).sum().item<int64_t>();
+    }
+    Evaluation evaluation;
+    evaluation.samples = test_size();
+    evaluation.loss = loss_sum / static_cast<double>(test_size());
+    evaluation.accuracy = static_cast<double>(correct) / static_cast<double>(test_size());
+    return evaluation;
+  }
+
+ private:
+  torch::Device device_;
+  ResNet model_{nullptr};
+  torch::Tensor train_images_, train_labels_, test_images_, test_labels_;
+};
+
+}  // namespace
+
+int64_t resnet_max_images(const PointSettings& settings) {
+  const int64_t bytes_per_image = int64_t{3} * settings.image_size * settings.image_size * 4;
+  return kMaxSyntheticBytes / bytes_per_image;
+}
+
+std::unique_ptr<Workload> make_resnet(const PointSettings& settings) {
+  return std::make_unique<SyntheticResNet>(settings);
+}
+
+}  // namespace harness
