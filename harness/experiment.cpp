@@ -134,8 +134,12 @@ Experiment parse_experiment(const std::string& text, const std::string& source_p
       throw ConfigError(fmt::format("{}: sweep: expected an object of lists, got {}", source_path,
                                     describe_json(sweep)));
     }
-    for (const auto& [key, values] : sweep.items()) {
-      const std::string where = fmt::format("{}: sweep.{}", source_path, key);
+    std::set<std::string> swept_keys;
+    int zip_groups = 0;
+    // One list of values for `key`, checked value by value so a bad one is reported before
+    // anything runs.
+    const auto read_axis = [&](const std::string& key, const Json& values, const std::string& where,
+                               int zip_group) {
       if (key == "kind") {
         throw ConfigError(where + ": \"kind\" cannot be swept (an experiment either trains or "
                                   "benchmarks communication); set it in \"settings\"");
@@ -143,61 +147,131 @@ Experiment parse_experiment(const std::string& text, const std::string& source_p
       if (fixed_keys.count(key) != 0) {
         throw ConfigError(where + ": key is also in \"settings\"; set it in one place only");
       }
+      if (!swept_keys.insert(key).second) {
+        throw ConfigError(where + ": key is swept twice; sweep it in one place only");
+      }
       if (!values.is_array() || values.empty()) {
         throw ConfigError(fmt::format("{}: expected a non-empty list of values, got {}", where,
                                       describe_json(values)));
       }
-      SweepAxis axis{key, {}};
+      SweepAxis axis{key, {}, zip_group, where.substr(source_path.size() + 2)};
       for (std::size_t i = 0; i < values.size(); ++i) {
-        // Validate each value now, so a bad one is reported before anything runs.
         PointSettings scratch = experiment.base;
         apply_setting(scratch, key, values[i], fmt::format("{}[{}]", where, i));
-        if (std::find(axis.values.begin(), axis.values.end(), values[i]) != axis.values.end()) {
+        // In a zip group a value may repeat (the tuples must differ; checked below).
+        if (zip_group < 0 &&
+            std::find(axis.values.begin(), axis.values.end(), values[i]) != axis.values.end()) {
           throw ConfigError(fmt::format("{}[{}]: duplicate value {}; each value may appear once",
                                         where, i, describe_json(values[i])));
         }
         axis.values.push_back(values[i]);
       }
       experiment.sweep.push_back(std::move(axis));
+    };
+    const auto read_zip = [&](const Json& group, const std::string& where) {
+      if (!group.is_object() || group.empty()) {
+        throw ConfigError(fmt::format("{}: expected an object of equally long lists, got {}",
+                                      where, describe_json(group)));
+      }
+      const int number = zip_groups++;
+      const std::size_t first_axis = experiment.sweep.size();
+      for (const auto& [key, values] : group.items()) {
+        read_axis(key, values, fmt::format("{}.{}", where, key), number);
+        const SweepAxis& first = experiment.sweep[first_axis];
+        const SweepAxis& added = experiment.sweep.back();
+        if (added.values.size() != first.values.size()) {
+          throw ConfigError(fmt::format("{}.{}: expected {} values, as many as {}, got {}", where,
+                                        key, first.values.size(), first.path, added.values.size()));
+        }
+      }
+      const std::size_t length = experiment.sweep[first_axis].values.size();
+      std::set<std::string> tuples;
+      for (std::size_t i = 0; i < length; ++i) {
+        Json tuple = Json::array();
+        for (std::size_t a = first_axis; a < experiment.sweep.size(); ++a) {
+          tuple.push_back(experiment.sweep[a].values[i]);
+        }
+        if (!tuples.insert(tuple.dump()).second) {
+          throw ConfigError(fmt::format("{}: entry {} repeats an earlier one ({}); each "
+                                        "combination may appear once",
+                                        where, i, tuple.dump()));
+        }
+      }
+    };
+    for (const auto& [key, values] : sweep.items()) {
+      const std::string where = fmt::format("{}: sweep.{}", source_path, key);
+      if (key == "zip") {
+        if (values.is_array()) {
+          for (std::size_t g = 0; g < values.size(); ++g) read_zip(values[g], fmt::format("{}[{}]", where, g));
+        } else {
+          read_zip(values, where);
+        }
+        continue;
+      }
+      read_axis(key, values, where, -1);
     }
   }
   return experiment;
 }
 
 std::vector<Point> expand(const Experiment& experiment) {
+  // Dimensions of the product: a plain axis alone, or all the axes of one zip group.
+  std::vector<std::vector<std::size_t>> dimensions;
+  std::vector<int> group_dimension;
+  for (std::size_t a = 0; a < experiment.sweep.size(); ++a) {
+    const int group = experiment.sweep[a].zip_group;
+    if (group < 0) {
+      dimensions.push_back({a});
+      continue;
+    }
+    if (static_cast<std::size_t>(group) >= group_dimension.size()) {
+      group_dimension.resize(group + 1, -1);
+    }
+    if (group_dimension[group] < 0) {
+      group_dimension[group] = static_cast<int>(dimensions.size());
+      dimensions.emplace_back();
+    }
+    dimensions[group_dimension[group]].push_back(a);
+  }
+  const auto length = [&](const std::vector<std::size_t>& dimension) {
+    return experiment.sweep[dimension.front()].values.size();
+  };
+
   std::size_t count = 1;
-  for (const auto& axis : experiment.sweep) {
-    count *= axis.values.size();
+  for (const auto& dimension : dimensions) {
+    count *= length(dimension);
     if (count > kMaxPoints) {
       throw ConfigError(fmt::format(
           "{}: sweep: expected at most {} points in all, but the lists multiply to more (at "
           "\"{}\")",
-          experiment.source_path, kMaxPoints, axis.key));
+          experiment.source_path, kMaxPoints, experiment.sweep[dimension.front()].key));
     }
   }
   std::vector<Point> points;
-  std::vector<std::size_t> position(experiment.sweep.size(), 0);
+  std::vector<std::size_t> position(dimensions.size(), 0);
   while (true) {
     Point point;
     point.index = static_cast<int>(points.size());
     point.settings = experiment.base;
-    for (std::size_t axis = 0; axis < experiment.sweep.size(); ++axis) {
-      const SweepAxis& sweep_axis = experiment.sweep[axis];
-      apply_setting(point.settings, sweep_axis.key, sweep_axis.values[position[axis]],
-                    experiment.source_path + ": sweep." + sweep_axis.key);
+    for (std::size_t d = 0; d < dimensions.size(); ++d) {
+      for (const std::size_t a : dimensions[d]) {
+        const SweepAxis& axis = experiment.sweep[a];
+        apply_setting(point.settings, axis.key, axis.values[position[d]],
+                      experiment.source_path + ": " + axis.path);
+      }
     }
     point.id = point_id(point.index, point.settings);
     points.push_back(std::move(point));
 
-    // Odometer increment, last axis fastest.
-    std::size_t axis = experiment.sweep.size();
-    while (axis > 0) {
-      --axis;
-      if (++position[axis] < experiment.sweep[axis].values.size()) break;
-      position[axis] = 0;
-      if (axis == 0) return points;
+    // Odometer increment, last dimension fastest.
+    std::size_t d = dimensions.size();
+    while (d > 0) {
+      --d;
+      if (++position[d] < length(dimensions[d])) break;
+      position[d] = 0;
+      if (d == 0) return points;
     }
-    if (experiment.sweep.empty()) return points;
+    if (dimensions.empty()) return points;
   }
 }
 

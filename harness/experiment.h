@@ -6,9 +6,12 @@
 //     "description": "...",                   // optional
 //     "launcher": "local",                    // optional; how points are started
 //     "settings": { "workload": "iris_mlp", "epochs": 20 },   // fixed for every point
-//     "sweep": { "ranks": [1, 2], "batch_size": [4, 16] }      // cartesian product
+//     "sweep": { "ranks": [1, 2], "batch_size": [4, 16],       // cartesian product
+//                "zip": { "workload": ["iris_mlp", "mnist_cnn"], "lr": [0.5, 0.05] } }
 //   }
 // Keys of "settings" and "sweep" are the setting keys of settings.h; a key may not be in both.
+// A "zip" group (an object, or a list of them) is one axis of the product whose lists, of equal
+// length, vary together: its i-th point takes the i-th value of every list.
 #pragma once
 
 #include <string>
@@ -22,6 +25,9 @@ namespace harness {
 struct SweepAxis {
   std::string key;
   std::vector<Json> values;
+  // Axes with the same group number (>= 0) come from one "zip" group and move together.
+  int zip_group = -1;
+  std::string path;  // where the list is in the file: "sweep.lr", "sweep.zip.lr", "sweep.zip[1].lr"
 };
 
 struct Experiment {

@@ -22,7 +22,7 @@ std::string field_of(const Experiment& experiment, const std::string& key, const
   for (const auto& axis : experiment.sweep) {
     if (axis.key != key) continue;
     for (std::size_t i = 0; i < axis.values.size(); ++i) {
-      if (axis.values[i] == value) return fmt::format("{}: sweep.{}[{}]", experiment.source_path, key, i);
+      if (axis.values[i] == value) return fmt::format("{}: {}[{}]", experiment.source_path, axis.path, i);
     }
   }
   return fmt::format("{}: settings.{}", experiment.source_path, key);

@@ -9,6 +9,7 @@
 
 #include "backends/device_staging.h"
 #include "backends/gloo_allreduce.h"
+#include "backends/gradient_sync.h"
 #include "harness/process.h"
 #include "harness/results.h"
 
@@ -341,6 +342,56 @@ TEST(EndToEnd, EveryShippedExperimentIsValid) {
     ++checked;
   }
   EXPECT_GE(checked, 4);
+}
+
+// The accuracy bars of the shipped experiments/accuracy.json (about a minute here): the Iris MLP
+// on both engines reaches >= 90% held-out accuracy, the CNN >= 85% after one Fashion-MNIST epoch.
+TEST(EndToEnd, AccuracyExperimentMeetsItsBars) {
+  const fs::path dir = scratch("accuracy");
+  const fs::path out = dir / "out";
+  const HarnessRun run = run_harness(
+      {"run", (fs::path(HARNESS_SOURCE_DIR) / "experiments" / "accuracy.json").string(), "--out",
+       out.string()},
+      dir / "log");
+  ASSERT_TRUE(run.outcome.ok()) << joined(run.output);
+  const auto rows = read_csv(out / "summary.csv");
+  ASSERT_EQ(rows.size(), 3U);
+  for (const auto& row : rows) {
+    const double bar = row.at("workload") == "iris_mlp" ? 0.90 : 0.85;
+    EXPECT_GE(std::stod(row.at("accuracy")), bar) << row.at("workload") << "/" << row.at("engine");
+  }
+  EXPECT_EQ(rows[1].at("engine"), "blas");
+  // Same initial weights, same samples: both engines end at the same loss.
+  EXPECT_NEAR(std::stod(rows[0].at("final_loss")), std::stod(rows[1].at("final_loss")), 1e-4);
+}
+
+// experiments/workloads.json: every workload (iris_mlp on both engines, mnist_cnn, resnet, kmeans)
+// trains with every backend on 2 ranks, and the backends agree on the final loss.
+TEST(EndToEnd, EveryWorkloadRunsWithEveryBackend) {
+  const fs::path dir = scratch("workloads");
+  const fs::path out = dir / "out";
+  const HarnessRun run = run_harness(
+      {"run", (fs::path(HARNESS_SOURCE_DIR) / "experiments" / "workloads.json").string(), "--out",
+       out.string()},
+      dir / "log");
+  ASSERT_TRUE(run.outcome.ok()) << joined(run.output);
+  const auto rows = read_csv(out / "summary.csv");
+  std::map<std::string, std::string> first_loss;  // per workload/engine
+  std::map<std::string, int> backends;
+  for (const auto& row : rows) {
+    EXPECT_EQ(row.at("status"), "ok") << row.at("id");
+    const std::string workload = row.at("workload") + "/" + row.at("engine");
+    ++backends[workload];
+    const auto [entry, inserted] = first_loss.emplace(workload, row.at("final_loss"));
+    if (!inserted) {
+      EXPECT_NEAR(std::stod(row.at("final_loss")), std::stod(entry->second), 1e-4)
+          << workload << " with " << row.at("backend");
+    }
+  }
+  EXPECT_EQ(backends.size(), 5U);
+  for (const auto& [workload, count] : backends) {
+    EXPECT_EQ(count, static_cast<int>(backend_names().size())) << workload;
+  }
 }
 
 // The GPU experiments live in experiments/gpu/: where they cannot run (no CUDA build, no device,

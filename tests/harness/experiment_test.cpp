@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include <set>
 
 #include "harness/errors.h"
@@ -36,6 +38,32 @@ TEST(Experiment, SweepExpandsToTheCartesianProductLastAxisFastest) {
     EXPECT_EQ(points[i].settings.epochs, 3);
     EXPECT_DOUBLE_EQ(points[i].settings.lr, 0.5);
   }
+}
+
+TEST(Experiment, ZipGroupsVaryTogetherAsOneAxisOfTheProduct) {
+  const Experiment experiment = parse_experiment(R"({
+      "name": "zip",
+      "sweep": {"ranks": [1, 2],
+                "zip": {"workload": ["iris_mlp", "mnist_cnn", "mnist_cnn"], "lr": [0.5, 0.05, 0.1],
+                        "epochs": [200, 1, 1]}}})",
+                                                 "exp.json");
+  const auto points = expand(experiment);
+  ASSERT_EQ(points.size(), 6U);
+  const std::vector<std::tuple<int, std::string, double, int>> expected = {
+      {1, "iris_mlp", 0.5, 200}, {1, "mnist_cnn", 0.05, 1}, {1, "mnist_cnn", 0.1, 1},
+      {2, "iris_mlp", 0.5, 200}, {2, "mnist_cnn", 0.05, 1}, {2, "mnist_cnn", 0.1, 1}};
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const auto& [ranks, workload, lr, epochs] = expected[i];
+    EXPECT_EQ(points[i].settings.ranks, ranks) << i;
+    EXPECT_EQ(points[i].settings.workload, workload) << i;
+    EXPECT_DOUBLE_EQ(points[i].settings.lr, lr) << i;
+    EXPECT_EQ(points[i].settings.epochs, epochs) << i;
+  }
+  // Several groups: a list of objects, each its own axis.
+  const auto two_groups = expand(parse_experiment(R"({"name": "z", "sweep": {"zip": [
+      {"ranks": [1, 2], "batch_size": [4, 8]}, {"lr": [0.1, 0.2, 0.3], "epochs": [1, 2, 3]}]}})",
+                                                  "exp.json"));
+  EXPECT_EQ(two_groups.size(), 6U);
 }
 
 TEST(Experiment, NoSweepGivesOnePointWithDefaultsAndFixedSettings) {
@@ -122,7 +150,17 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{R"({"name": "x", "settings": {"comm_max_bytes": 6}})",
                  "settings.comm_max_bytes: expected a positive multiple of 4"},
         BadInput{R"({"name": "x", "settings": {"comm_size_factor": 1}})",
-                 "settings.comm_size_factor: expected an integer from 2 to 1024, got 1"}));
+                 "settings.comm_size_factor: expected an integer from 2 to 1024, got 1"},
+        BadInput{R"({"name": "x", "sweep": {"zip": {"ranks": [1, 2], "lr": [0.1]}}})",
+                 "sweep.zip.lr: expected 2 values, as many as sweep.zip.ranks, got 1"},
+        BadInput{R"({"name": "x", "sweep": {"zip": {"ranks": [1, 1], "lr": [0.1, 0.1]}}})",
+                 "sweep.zip: entry 1 repeats an earlier one ([1,0.1])"},
+        BadInput{R"({"name": "x", "sweep": {"ranks": [1], "zip": {"ranks": [2]}}})",
+                 "sweep.zip.ranks: key is swept twice"},
+        BadInput{R"({"name": "x", "sweep": {"zip": [{"lr": [0.1]}, 3]}})",
+                 "sweep.zip[1]: expected an object of equally long lists, got 3"},
+        BadInput{R"({"name": "x", "sweep": {"zip": {"lr": [0.1, "fast"]}}})",
+                 "sweep.zip.lr[1]: expected a positive number, got \"fast\""}));
 
 TEST(Experiment, VeryLongNamesAreRejectedWithoutCrashing) {
   const std::string name(50000, 'a');
