@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Side-by-side throughput of the harness and PyTorch DDP (gloo) on the same model, data, batch,
+# ranks and threads, alternating runs so both see the same machine noise. Prints the median
+# samples/s of each over ROUNDS rounds and their ratio.
+#
+#   bash bench/compare_ddp.sh            # needs ./build/harness and python3-torch
+#   ROUNDS=5 bash bench/compare_ddp.sh
+#
+# Configurations: mnist_cnn (4096 Fashion-MNIST images, batch 64 per rank, lr 0.05, 1 epoch)
+# and iris_mlp (120 rows, batch 4 per rank, lr 0.5, 20 epochs; harness engines torch and blas),
+# each on 1 and 2 ranks with one thread per rank.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+rounds=${ROUNDS:-3}
+harness=${HARNESS:-./build/harness}
+# Debian's interpreter, where python3-torch installs (not a pyenv or venv earlier on PATH).
+python=${PYTHON:-/usr/bin/python3}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+
+"$python" -c 'import torch' 2>/dev/null || {
+  echo "compare_ddp.sh: needs PyTorch (apt-get install -y python3-torch)" >&2
+  exit 2
+}
+
+# harness_throughput WORKLOAD ENGINE RANKS BATCH DATASET EPOCHS LR -> samples/s
+harness_throughput() {
+  local out="$work/h-$RANDOM"
+  cat > "$work/exp.json" <<EOF
+{"name": "ddp_compare", "settings": {"workload": "$1", "engine": "$2", "ranks": $3,
+ "batch_size": $4, "dataset_size": $5, "epochs": $6, "lr": $7, "threads_per_rank": 1,
+ "test_size": 100}}
+EOF
+  "$harness" run "$work/exp.json" --out "$out" > /dev/null
+  python3 - "$out/summary.csv" <<'EOF'
+import csv, sys
+print(next(csv.DictReader(open(sys.argv[1])))["throughput_samples_per_s"])
+EOF
+}
+
+# ddp_throughput WORKLOAD RANKS BATCH DATASET EPOCHS LR -> samples/s
+ddp_throughput() {
+  # The harness sets these per rank too: without them OpenBLAS starts its own pool of threads.
+  mpirun -n "$2" --bind-to none -x MASTER_PORT=$((29500 + RANDOM % 400)) \
+    -x OMP_NUM_THREADS=1 -x OPENBLAS_NUM_THREADS=1 -x MKL_NUM_THREADS=1 \
+    "$python" bench/ddp_baseline.py --workload "$1" --batch-size "$3" --dataset-size "$4" \
+    --epochs "$5" --lr "$6" --threads 1 |
+    python3 -c 'import json, sys; print(json.loads(sys.stdin.read())["samples_per_s"])'
+}
+
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+printf '%-10s %-6s %5s %14s %14s %7s\n' workload engine ranks harness/s ddp/s ratio
+for config in "mnist_cnn torch 64 4096 1 0.05" "iris_mlp torch 4 120 20 0.5" "iris_mlp blas 4 120 20 0.5"; do
+  read -r workload engine batch dataset epochs lr <<< "$config"
+  for ranks in 1 2; do
+    : > "$work/h" && : > "$work/d"
+    for _ in $(seq "$rounds"); do
+      harness_throughput "$workload" "$engine" "$ranks" "$batch" "$dataset" "$epochs" "$lr" >> "$work/h"
+      ddp_throughput "$workload" "$ranks" "$batch" "$dataset" "$epochs" "$lr" >> "$work/d"
+    done
+    h=$(median < "$work/h")
+    d=$(median < "$work/d")
+    printf '%-10s %-6s %5s %14.0f %14.0f %7.2f\n' "$workload" "$engine" "$ranks" "$h" "$d" \
+      "$(awk -v h="$h" -v d="$d" 'BEGIN { print h / d }')"
+  done
+done
