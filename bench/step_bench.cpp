@@ -1,5 +1,6 @@
-// Microbenchmarks of one rank's share of a training step, without MPI: the Iris MLP's forward and
-// backward pass and its SGD update, by batch size. Run: build/bench/harness_step_bench
+// Microbenchmarks of one rank's share of a training step, without MPI: forward and backward
+// passes of the Iris MLP (both engines) and of the CNN, and the SGD update, by batch size, on
+// one thread. Run: build/bench/harness_step_bench
 // Compare with the comm_time_s that `harness run` reports to see what synchronisation adds.
 #include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
@@ -12,23 +13,40 @@
 namespace harness {
 namespace {
 
-void BM_IrisForwardBackward(benchmark::State& state) {
+// One forward and backward pass of `settings`' workload on the first `state.range(0)` samples.
+void forward_backward(benchmark::State& state, PointSettings settings) {
   at::set_num_threads(1);
-  PointSettings settings;
-  const auto workload = find_workload("iris_mlp").make(settings);
+  const auto workload = find_workload(settings.workload).make(settings);
   std::vector<int64_t> positions(static_cast<std::size_t>(state.range(0)));
   std::iota(positions.begin(), positions.end(), 0);
   auto parameters = workload->parameters();
+  for (auto& parameter : parameters) parameter.mutable_grad() = torch::zeros_like(parameter);
   for (auto _ : state) {
-    for (auto& parameter : parameters) {
-      if (parameter.grad().defined()) parameter.mutable_grad().zero_();
-    }
+    for (auto& parameter : parameters) parameter.mutable_grad().zero_();
     benchmark::DoNotOptimize(workload->forward_backward(positions));
   }
   state.SetItemsProcessed(state.iterations() * state.range(0));
   state.SetLabel("items = samples");
 }
+
+void BM_IrisForwardBackward(benchmark::State& state) { forward_backward(state, PointSettings{}); }
 BENCHMARK(BM_IrisForwardBackward)->Arg(4)->Arg(16)->Arg(64);
+
+void BM_IrisBlasForwardBackward(benchmark::State& state) {
+  PointSettings settings;
+  settings.engine = "blas";
+  forward_backward(state, settings);
+}
+BENCHMARK(BM_IrisBlasForwardBackward)->Arg(4)->Arg(16)->Arg(64);
+
+void BM_MnistCnnForwardBackward(benchmark::State& state) {
+  PointSettings settings;
+  settings.workload = "mnist_cnn";
+  settings.dataset_size = 256;
+  settings.test_size = 10;
+  forward_backward(state, settings);
+}
+BENCHMARK(BM_MnistCnnForwardBackward)->Arg(64)->Unit(benchmark::kMillisecond);
 
 void BM_IrisSgdUpdate(benchmark::State& state) {
   at::set_num_threads(1);

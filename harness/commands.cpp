@@ -7,6 +7,7 @@
 #include <ctime>
 #include <filesystem>
 #include <iostream>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -14,6 +15,7 @@
 #include "harness/experiment.h"
 #include "harness/launcher.h"
 #include "harness/plots.h"
+#include "harness/progress.h"
 #include "harness/results.h"
 #include "harness/validate.h"
 
@@ -45,6 +47,7 @@ std::string describe_point(const Experiment& experiment, const Point& point) {
     if (axis.key == "workload" || axis.key == "backend") continue;
     text += fmt::format(" {}={}", axis.key, values[axis.key].dump());
   }
+  if (experiment.repeats > 1) text += fmt::format(" repeat={}/{}", point.repeat + 1, experiment.repeats);
   return text;
 }
 
@@ -61,11 +64,40 @@ Loaded load_and_validate(const std::string& path) {
   return loaded;
 }
 
+// summary.csv, stats.csv (training), the console table and the plots, from the stored records
+// of this experiment's points only (a directory may hold records of other experiments).
+void write_summary_and_plots(const Experiment& experiment, const std::vector<Point>& points,
+                             const ResultsLayout& layout) {
+  std::vector<std::string> ids;
+  for (const auto& point : points) ids.push_back(point.id);
+  const std::vector<SummaryRow> rows = load_summary(layout, ids, experiment.baseline);
+  const bool comm = experiment.base.kind == "comm";
+  write_file_atomically(layout.summary_csv(), comm ? comm_summary_csv(rows) : summary_csv(rows));
+  if (!comm) write_file_atomically(layout.stats_csv(), stats_csv(rows, summary_stats(rows, experiment.baseline)));
+  std::cout << "\n" << (comm ? comm_summary_table(rows) : summary_table(rows))
+            << "\nsummary: " << layout.summary_csv() << "\n";
+  const auto images = write_plots(layout, experiment, rows);
+  if (!images.empty()) {
+    std::cout << "plots:   " << layout.plots_dir() << "/ (";
+    for (std::size_t i = 0; i < images.size(); ++i) {
+      std::cout << (i ? ", " : "") << std::filesystem::path(images[i]).filename().string();
+    }
+    std::cout << ")\n";
+  }
+}
+
 enum class PointStatus { kOk, kFailed, kInterrupted };
 
+struct PointResult {
+  PointStatus status = PointStatus::kFailed;
+  std::string outcome;               // appended to the point's progress line
+  std::vector<std::string> details;  // further lines (why a point failed, where its log is)
+  double wall_time_s = 0;
+};
+
 // Runs one point and writes its record; an interrupted point leaves no record, so that a later
-// run into the same directory sees it as missing.
-PointStatus run_point(const Experiment& experiment, const Point& point, Launcher& launcher,
+// run into the same directory sees it as missing. Writes nothing to the console.
+PointResult run_point(const Experiment& experiment, const Point& point, Launcher& launcher,
                       const ResultsLayout& layout, const Json& provenance,
                       const std::string& harness_executable) {
   const std::string output = layout.worker_output(point.id);
@@ -104,9 +136,12 @@ PointStatus run_point(const Experiment& experiment, const Point& point, Launcher
     }
   }
   std::filesystem::remove(output);
+  PointResult result;
+  result.wall_time_s = launch.process.wall_time_s;
   if (launch.process.interrupted) {
-    std::cout << " interrupted (not recorded)" << std::endl;
-    return PointStatus::kInterrupted;
+    result.status = PointStatus::kInterrupted;
+    result.outcome = " interrupted (not recorded)";
+    return result;
   }
   const auto log_tail = failure.empty() ? std::vector<std::string>{}
                                         : tail_lines(request.log_path, 20);
@@ -114,20 +149,20 @@ PointStatus run_point(const Experiment& experiment, const Point& point, Launcher
                                         measurements, failure, log_tail);
   write_file_atomically(layout.point_record(point.id), record.dump(1));
   if (failure.empty()) {
-    std::cout << fmt::format(" ok ({:.1f} s)\n", launch.process.wall_time_s);
-  } else {
-    std::cout << fmt::format(" FAILED: {}\n", failure);
-    // The last line of a log usually says why (the worker's own one-line error).
-    for (auto it = log_tail.rbegin(); it != log_tail.rend(); ++it) {
-      if (it->find("harness worker") != std::string::npos) {
-        std::cout << "    " << *it << "\n";
-        break;
-      }
-    }
-    std::cout << "    log: " << request.log_path << "\n";
+    result.status = PointStatus::kOk;
+    result.outcome = fmt::format(" ok ({})", format_duration(launch.process.wall_time_s));
+    return result;
   }
-  std::cout << std::flush;
-  return failure.empty() ? PointStatus::kOk : PointStatus::kFailed;
+  result.outcome = " FAILED: " + failure;
+  // The last line of a log usually says why (the worker's own one-line error).
+  for (auto it = log_tail.rbegin(); it != log_tail.rend(); ++it) {
+    if (it->find("harness worker") != std::string::npos) {
+      result.details.push_back("    " + *it);
+      break;
+    }
+  }
+  result.details.push_back("    log: " + request.log_path);
+  return result;
 }
 
 }  // namespace
@@ -159,20 +194,34 @@ int run_command(const RunOptions& options) {
   std::cout << fmt::format("harness: experiment \"{}\", {} point(s), results in {}\n",
                            experiment.name, loaded.points.size(), layout.directory());
   install_interrupt_handlers();
+  // Completed points found in the directory first, so the estimate counts only what will run.
+  std::vector<bool> kept(loaded.points.size(), false);
+  int kept_count = 0;
+  for (std::size_t i = 0; i < loaded.points.size(); ++i) {
+    kept[i] = !options.fresh && adopt_completed_record(layout, loaded.points[i]);
+    kept_count += kept[i] ? 1 : 0;
+  }
+  Progress progress(static_cast<int>(loaded.points.size()) - kept_count,
+                    isatty(STDOUT_FILENO) != 0);
   int failed = 0;
   bool interrupted = false;
   for (const auto& point : loaded.points) {
-    std::cout << fmt::format("[{}/{}] {} {}", point.index + 1, loaded.points.size(), point.id,
-                             describe_point(experiment, point))
-              << std::flush;
-    try {
-      const PointStatus status =
-          run_point(experiment, point, *launcher, layout, provenance, harness_executable);
-      if (status == PointStatus::kFailed) ++failed;
-    } catch (const Error& error) {
-      std::cout << " FAILED: " << error.what() << std::endl;
-      ++failed;
+    progress.start_point(fmt::format("[{}/{}] {} {}", point.index + 1, loaded.points.size(),
+                                     point.id, describe_point(experiment, point)));
+    if (kept[point.index]) {
+      progress.skip_point(" kept (completed in an earlier run)");
+      continue;
     }
+    PointResult result;
+    try {
+      result = run_point(experiment, point, *launcher, layout, provenance, harness_executable);
+    } catch (const Error& error) {
+      result.outcome = std::string(" FAILED: ") + error.what();
+    }
+    progress.finish_point(result.outcome, result.wall_time_s);
+    for (const auto& line : result.details) std::cout << line << "\n";
+    std::cout << std::flush;
+    if (result.status == PointStatus::kFailed) ++failed;
     if (interrupt_requested()) {
       interrupted = true;
       std::cout << "harness: interrupted; keeping the points completed so far\n";
@@ -180,30 +229,83 @@ int run_command(const RunOptions& options) {
     }
   }
 
-  // Summaries and plots come from the stored records of this experiment's points only.
-  std::vector<std::string> ids;
-  for (const auto& point : loaded.points) ids.push_back(point.id);
   try {
-    const std::vector<SummaryRow> rows = load_summary(layout, ids);
-    const bool comm = experiment.base.kind == "comm";
-    write_file_atomically(layout.summary_csv(), comm ? comm_summary_csv(rows) : summary_csv(rows));
-    std::cout << "\n" << (comm ? comm_summary_table(rows) : summary_table(rows))
-              << "\nsummary: " << layout.summary_csv() << "\n";
-    const auto images = write_plots(layout, experiment.name, experiment.base.kind, rows);
-    if (!images.empty()) {
-      std::cout << "plots:   " << layout.plots_dir() << "/ (";
-      for (std::size_t i = 0; i < images.size(); ++i) {
-        std::cout << (i ? ", " : "") << std::filesystem::path(images[i]).filename().string();
-      }
-      std::cout << ")\n";
-    }
+    write_summary_and_plots(experiment, loaded.points, layout);
   } catch (const Error& error) {
     std::cerr << "harness: " << error.what() << "\n";
     return kExitFailure;
   }
+  if (kept_count > 0) {
+    std::cout << fmt::format("{} point(s) kept from an earlier run (--fresh runs them again)\n",
+                             kept_count);
+  }
   if (interrupted || interrupt_requested()) return kExitInterrupted;
   if (failed > 0) {
     std::cerr << fmt::format("harness: {} of {} point(s) failed\n", failed, loaded.points.size());
+    return kExitFailure;
+  }
+  return kExitOk;
+}
+
+namespace {
+
+// "estimated time: ..." from the wall times of earlier completed records of the same points
+// (same settings hash) anywhere under results/<experiment name>/, the default results location.
+std::string estimate_from_earlier_runs(const Loaded& loaded) {
+  const std::filesystem::path root = std::filesystem::path("results") / loaded.experiment.name;
+  std::map<std::string, double> wall_time_by_hash;
+  std::error_code error;
+  for (auto it = std::filesystem::recursive_directory_iterator(root, error);
+       !error && it != std::filesystem::recursive_directory_iterator(); it.increment(error)) {
+    if (it->path().extension() != ".json" || it->path().parent_path().filename() != "points") continue;
+    try {
+      const Json record = read_json_file(it->path().string());
+      if (record.at("status") != "ok") continue;
+      const PointSettings settings = settings_from_json(record.at("settings"), it->path().string());
+      const std::string hash = point_hash(settings, record.value("repeat", 0));
+      wall_time_by_hash[hash] = record.at("launch").at("wall_time_s").get<double>();
+    } catch (const std::exception&) {
+      continue;  // an unreadable record estimates nothing
+    }
+  }
+  double known_s = 0;
+  int known = 0;
+  for (const auto& point : loaded.points) {
+    const auto found = wall_time_by_hash.find(point_hash(point.settings, point.repeat));
+    if (found == wall_time_by_hash.end()) continue;
+    known_s += found->second;
+    ++known;
+  }
+  if (known == 0) {
+    return fmt::format("estimated time: unknown (no earlier results of these points under {}/)",
+                       root.string());
+  }
+  const int total = static_cast<int>(loaded.points.size());
+  const double estimate = known_s / known * total;
+  return fmt::format("estimated time: {} ({} of {} point(s) measured before under {}/{})",
+                     format_duration(estimate), known, total, root.string(),
+                     known < total ? "; the others at their mean" : "");
+}
+
+}  // namespace
+
+int plot_command(const std::string& results_dir) {
+  const ResultsLayout layout(results_dir);
+  Loaded loaded;
+  try {
+    if (!std::filesystem::exists(layout.experiment_copy())) {
+      throw ConfigError(fmt::format("{}: not a results directory (no experiment.json)", results_dir));
+    }
+    loaded.experiment = load_experiment(layout.experiment_copy());
+    loaded.points = expand(loaded.experiment);
+  } catch (const ConfigError& error) {
+    std::cerr << "harness: " << error.what() << "\n";
+    return kExitBadInput;
+  }
+  try {
+    write_summary_and_plots(loaded.experiment, loaded.points, layout);
+  } catch (const Error& error) {
+    std::cerr << "harness: " << error.what() << "\n";
     return kExitFailure;
   }
   return kExitOk;
@@ -236,6 +338,7 @@ int plan_command(const std::string& experiment_path) {
   }
   std::cout << fmt::format("total: {} point(s), {} rank-slot(s)\n", loaded.points.size(),
                            rank_slots);
+  std::cout << estimate_from_earlier_runs(loaded) << "\n";
   return kExitOk;
 }
 

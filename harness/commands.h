@@ -16,10 +16,16 @@ inline constexpr int kExitInterrupted = 130;
 struct RunOptions {
   std::string experiment_path;
   std::string out_dir;                    // "" = results/<name>/<timestamp>
+  // Run every point, even those with a completed record in out_dir (default: keep those and run
+  // only the failed and missing ones).
+  bool fresh = false;
   std::vector<std::string> command_line;  // for provenance
 };
 
 int run_command(const RunOptions& options);
 int plan_command(const std::string& experiment_path);
+// Rebuilds summary.csv, stats.csv and every plot of a results directory from its records and
+// its copy of the experiment file, without running anything.
+int plot_command(const std::string& results_dir);
 
 }  // namespace harness

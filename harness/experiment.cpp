@@ -11,12 +11,16 @@
 
 #include "harness/errors.h"
 #include "harness/launcher.h"
+#include "harness/version.h"
 
 namespace harness {
 namespace {
 
-const std::vector<std::string_view> kTopLevelKeys = {"name", "description", "launcher", "settings",
-                                                     "sweep"};
+// "$schema" lets editors find experiments/schema.json; the harness ignores its value.
+const std::vector<std::string_view> kTopLevelKeys = {
+    "name", "description", "launcher", "settings", "sweep", "exclude", "repeats", "baseline",
+    "$schema"};
+constexpr int kMaxRepeats = 1000;
 
 std::string unknown_key_message(const std::string& where, const std::string& key,
                                 const std::vector<std::string_view>& valid) {
@@ -211,6 +215,70 @@ Experiment parse_experiment(const std::string& text, const std::string& source_p
       read_axis(key, values, where, -1);
     }
   }
+
+  if (root.contains("repeats")) {
+    const Json& repeats = root["repeats"];
+    if (!repeats.is_number_integer() || repeats.get<int64_t>() < 1 ||
+        repeats.get<int64_t>() > kMaxRepeats) {
+      throw ConfigError(fmt::format("{}: repeats: expected an integer from 1 to {}, got {}",
+                                    source_path, kMaxRepeats, describe_json(repeats)));
+    }
+    experiment.repeats = repeats.get<int>();
+  }
+
+  // The value a setting takes once read, as to_json writes it (so 2.0 and 2 compare equal).
+  const auto normalised = [&experiment](const std::string& key, const Json& value,
+                                        const std::string& where) {
+    PointSettings scratch = experiment.base;
+    apply_setting(scratch, key, value, where);
+    return to_json(scratch)[key];
+  };
+
+  if (root.contains("exclude")) {
+    const Json& rules = root["exclude"];
+    const std::string where = source_path + ": exclude";
+    if (!rules.is_array() || rules.empty()) {
+      throw ConfigError(fmt::format("{}: expected a non-empty list of objects, got {}", where,
+                                    describe_json(rules)));
+    }
+    for (std::size_t r = 0; r < rules.size(); ++r) {
+      const std::string rule_where = fmt::format("{}[{}]", where, r);
+      if (!rules[r].is_object() || rules[r].empty()) {
+        throw ConfigError(fmt::format("{}: expected an object of setting values, got {}",
+                                      rule_where, describe_json(rules[r])));
+      }
+      std::vector<std::pair<std::string, std::vector<Json>>> rule;
+      for (const auto& [key, value] : rules[r].items()) {
+        const std::string key_where = rule_where + "." + key;
+        std::vector<Json> values;
+        if (value.is_array()) {
+          if (value.empty()) {
+            throw ConfigError(key_where + ": expected a value or a non-empty list of values, got []");
+          }
+          for (std::size_t i = 0; i < value.size(); ++i) {
+            values.push_back(normalised(key, value[i], fmt::format("{}[{}]", key_where, i)));
+          }
+        } else {
+          values.push_back(normalised(key, value, key_where));
+        }
+        rule.emplace_back(key, std::move(values));
+      }
+      experiment.exclude.push_back(std::move(rule));
+    }
+  }
+
+  if (root.contains("baseline")) {
+    const Json& baseline = root["baseline"];
+    const std::string where = source_path + ": baseline";
+    if (!baseline.is_object() || baseline.empty()) {
+      throw ConfigError(fmt::format("{}: expected an object of setting values, got {}", where,
+                                    describe_json(baseline)));
+    }
+    for (const auto& [key, value] : baseline.items()) {
+      if (key == "kind") throw ConfigError(where + ".kind: a baseline cannot change \"kind\"");
+      experiment.baseline[key] = normalised(key, value, where + "." + key);
+    }
+  }
   return experiment;
 }
 
@@ -247,37 +315,93 @@ std::vector<Point> expand(const Experiment& experiment) {
           experiment.source_path, kMaxPoints, experiment.sweep[dimension.front()].key));
     }
   }
-  std::vector<Point> points;
+  // The distinct combinations, in odometer order (last dimension fastest).
+  std::vector<PointSettings> combinations;
   std::vector<std::size_t> position(dimensions.size(), 0);
   while (true) {
-    Point point;
-    point.index = static_cast<int>(points.size());
-    point.settings = experiment.base;
+    PointSettings settings = experiment.base;
     for (std::size_t d = 0; d < dimensions.size(); ++d) {
       for (const std::size_t a : dimensions[d]) {
         const SweepAxis& axis = experiment.sweep[a];
-        apply_setting(point.settings, axis.key, axis.values[position[d]],
+        apply_setting(settings, axis.key, axis.values[position[d]],
                       experiment.source_path + ": " + axis.path);
       }
     }
-    point.id = point_id(point.index, point.settings);
-    points.push_back(std::move(point));
-
-    // Odometer increment, last dimension fastest.
+    combinations.push_back(std::move(settings));
     std::size_t d = dimensions.size();
+    bool done = true;
     while (d > 0) {
       --d;
-      if (++position[d] < length(dimensions[d])) break;
+      if (++position[d] < length(dimensions[d])) {
+        done = false;
+        break;
+      }
       position[d] = 0;
-      if (d == 0) return points;
     }
-    if (dimensions.empty()) return points;
+    if (done) break;
   }
+
+  // Exclude rules: a rule drops a combination when every key it names has one of its values.
+  std::vector<bool> rule_used(experiment.exclude.size(), false);
+  std::vector<PointSettings> kept;
+  for (auto& settings : combinations) {
+    const Json values = to_json(settings);
+    bool excluded = false;
+    for (std::size_t r = 0; r < experiment.exclude.size(); ++r) {
+      const bool matches = std::all_of(
+          experiment.exclude[r].begin(), experiment.exclude[r].end(), [&values](const auto& term) {
+            return std::find(term.second.begin(), term.second.end(), values[term.first]) !=
+                   term.second.end();
+          });
+      if (matches) {
+        rule_used[r] = true;
+        excluded = true;
+      }
+    }
+    if (!excluded) kept.push_back(std::move(settings));
+  }
+  for (std::size_t r = 0; r < rule_used.size(); ++r) {
+    if (!rule_used[r]) {
+      throw ConfigError(fmt::format(
+          "{}: exclude[{}]: matches no point of the sweep; expected values that the settings or "
+          "the sweep produce",
+          experiment.source_path, r));
+    }
+  }
+  if (kept.empty()) {
+    throw ConfigError(fmt::format("{}: exclude: removes every point; expected at least one to remain",
+                                  experiment.source_path));
+  }
+  if (kept.size() * static_cast<std::size_t>(experiment.repeats) > kMaxPoints) {
+    throw ConfigError(fmt::format("{}: repeats: expected at most {} points in all, got {} × {}",
+                                  experiment.source_path, kMaxPoints, kept.size(),
+                                  experiment.repeats));
+  }
+
+  // Repeats run the whole sweep again rather than one point several times in a row, so that a
+  // slow spell of the machine spreads over all points instead of hitting one.
+  std::vector<Point> points;
+  for (int repeat = 0; repeat < experiment.repeats; ++repeat) {
+    for (const auto& settings : kept) {
+      Point point;
+      point.index = static_cast<int>(points.size());
+      point.repeat = repeat;
+      point.settings = settings;
+      point.id = point_id(point.index, point.settings, repeat);
+      points.push_back(std::move(point));
+    }
+  }
+  return points;
 }
 
-std::string point_id(int index, const PointSettings& settings) {
-  const uint64_t hash = fnv1a_64(to_json(settings).dump());
-  return fmt::format("p{:03}-{:08x}", index, static_cast<uint32_t>(hash ^ (hash >> 32)));
+std::string point_hash(const PointSettings& settings, int repeat) {
+  const uint64_t hash =
+      fnv1a_64(fmt::format("{}|{}|{}", kHarnessVersion, repeat, to_json(settings).dump()));
+  return fmt::format("{:08x}", static_cast<uint32_t>(hash ^ (hash >> 32)));
+}
+
+std::string point_id(int index, const PointSettings& settings, int repeat) {
+  return fmt::format("p{:03}-{}", index, point_hash(settings, repeat));
 }
 
 }  // namespace harness

@@ -12,6 +12,11 @@
 // Keys of "settings" and "sweep" are the setting keys of settings.h; a key may not be in both.
 // A "zip" group (an object, or a list of them) is one axis of the product whose lists, of equal
 // length, vary together: its i-th point takes the i-th value of every list.
+//   "exclude": [ { "backend": "ps", "ranks": [1, 2] } ]   // drop points matching every key
+//   "repeats": 3                       // run each point 3 times (all points, then all again)
+//   "baseline": { "backend": "allreduce", "ranks": 1 }   // speedup against this point
+// A "baseline" names values for some keys: each point is compared with the point equal to it on
+// every other key and having those values (default: the fewest ranks, otherwise equal).
 #pragma once
 
 #include <string>
@@ -38,12 +43,17 @@ struct Experiment {
   std::string launcher = "local";
   PointSettings base;            // defaults overlaid with "settings"
   std::vector<SweepAxis> sweep;  // in file order; the last axis varies fastest
+  // "exclude" rules, normalised: setting key -> the values (as to_json writes them) that match.
+  std::vector<std::vector<std::pair<std::string, std::vector<Json>>>> exclude;
+  int repeats = 1;
+  Json baseline = Json::object();  // setting key -> value, normalised; empty = fewest ranks
 };
 
 // One resolved point of the sweep.
 struct Point {
   int index = 0;    // 0-based position in the expansion order
-  std::string id;   // stable across runs: depends only on the settings (see point_id)
+  int repeat = 0;   // 0 .. repeats-1
+  std::string id;   // "p003-1a2b3c4d": index and settings hash (see point_hash)
   PointSettings settings;
 };
 
@@ -54,11 +64,16 @@ Experiment parse_experiment(const std::string& text, const std::string& source_p
 
 inline constexpr std::size_t kMaxPoints = 10000;
 
-// Cartesian product of the sweep over the base settings, last axis fastest. Throws ConfigError
-// when it would exceed kMaxPoints.
+// Cartesian product of the sweep over the base settings, last axis fastest, without the excluded
+// combinations, repeated `repeats` times (the whole sweep, then again). Throws ConfigError when it
+// would exceed kMaxPoints, or when an exclude rule matches nothing or everything.
 std::vector<Point> expand(const Experiment& experiment);
 
-// "p003-1a2b3c4d": position plus a hash of the point's settings, so an id names its settings.
-std::string point_id(int index, const PointSettings& settings);
+// 8 hex digits naming a point's resolved settings, its repeat and the harness version: a
+// results directory holds at most one completed record per hash, which is how `harness run`
+// resumes.
+std::string point_hash(const PointSettings& settings, int repeat = 0);
+// "p003-1a2b3c4d": position plus point_hash.
+std::string point_id(int index, const PointSettings& settings, int repeat = 0);
 
 }  // namespace harness

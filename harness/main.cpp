@@ -11,6 +11,7 @@
 
 #include "backends/gradient_sync.h"
 #include "harness/commands.h"
+#include "harness/schema.h"
 #include "harness/settings.h"
 #include "harness/version.h"
 #include "harness/worker.h"
@@ -55,12 +56,21 @@ int main(int argc, char** argv) {
                                         "summary.csv and plots");
   run->add_option("FILE", run_options.experiment_path, "experiment file (JSON)")->required();
   run->add_option("--out", run_options.out_dir,
-                  "results directory (default: results/<experiment name>/<timestamp>)");
+                  "results directory (default: results/<experiment name>/<timestamp>); points "
+                  "completed there before are kept, failed and missing ones run");
+  run->add_flag("--fresh", run_options.fresh, "run every point again, even completed ones");
 
   std::string plan_path;
   auto* plan = app.add_subcommand("plan", "Print the points an experiment expands to, without "
                                           "running anything");
   plan->add_option("FILE", plan_path, "experiment file (JSON)")->required();
+
+  std::string plot_dir;
+  auto* plot = app.add_subcommand("plot", "Rebuild summary.csv, stats.csv and every plot of a "
+                                          "results directory, without running anything");
+  plot->add_option("DIR", plot_dir, "results directory (holds experiment.json and points/)")->required();
+
+  app.add_subcommand("schema", "Print the JSON Schema of experiment files (experiments/schema.json)");
 
   try {
     app.parse(argc, argv);
@@ -79,6 +89,13 @@ int main(int argc, char** argv) {
     if (*run) {
       run_options.command_line.assign(argv, argv + argc);
       return harness::run_command(run_options);
+    }
+    if (*plot) return harness::plot_command(plot_dir);
+    if (app.got_subcommand("schema")) {
+      std::vector<std::string> workloads;
+      for (const auto& info : harness::workload_table()) workloads.emplace_back(info.name);
+      std::cout << harness::experiment_schema(workloads, harness::backend_names()).dump(2) << "\n";
+      return harness::kExitOk;
     }
     return harness::plan_command(plan_path);
   } catch (const std::exception& error) {

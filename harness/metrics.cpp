@@ -1,5 +1,8 @@
 #include "harness/metrics.h"
 
+#include <algorithm>
+#include <random>
+
 #include <fmt/format.h>
 
 #include "harness/errors.h"
@@ -90,27 +93,160 @@ std::vector<MessageSizeMetrics> message_size_metrics(const Json& measurements) {
   }
 }
 
-std::vector<std::optional<Scaling>> scaling_metrics(const std::vector<ScalingInput>& points) {
-  std::vector<std::optional<Scaling>> result(points.size());
-  std::vector<Json> keys;
-  keys.reserve(points.size());
-  for (const auto& point : points) keys.push_back(comparable_settings(point.settings));
+namespace {
 
-  for (std::size_t i = 0; i < points.size(); ++i) {
-    if (!usable(points[i])) continue;
-    int baseline = -1;
-    for (std::size_t j = 0; j < points.size(); ++j) {
-      if (!usable(points[j]) || keys[j] != keys[i]) continue;
-      if (baseline < 0 || points[j].settings.ranks < points[baseline].settings.ranks) {
-        baseline = static_cast<int>(j);
+double median_of(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+// The percentile (0..1) of sorted values, linearly interpolated.
+double percentile(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  const double position = q * static_cast<double>(sorted.size() - 1);
+  const auto below = static_cast<std::size_t>(position);
+  const std::size_t above = std::min(below + 1, sorted.size() - 1);
+  return sorted[below] + (position - static_cast<double>(below)) * (sorted[above] - sorted[below]);
+}
+
+constexpr int kBootstrapResamples = 2000;
+
+// Bootstrap interval of f(median of resampled a, median of resampled b); b may be empty.
+// Deterministic: the same runs give the same interval.
+template <typename Statistic>
+Interval bootstrap(const std::vector<double>& a, const std::vector<double>& b, Statistic statistic) {
+  Interval interval;
+  interval.median = statistic(median_of(a), median_of(b));
+  if (a.size() <= 1 && b.size() <= 1) {
+    interval.low = interval.high = interval.median;
+    return interval;
+  }
+  std::mt19937_64 engine(0x5EEDB007ULL + a.size() * 1315423911ULL + b.size());
+  std::vector<double> estimates;
+  estimates.reserve(kBootstrapResamples);
+  std::vector<double> sample_a(a.size());
+  std::vector<double> sample_b(b.size());
+  for (int r = 0; r < kBootstrapResamples; ++r) {
+    for (auto& value : sample_a) value = a[engine() % a.size()];
+    for (auto& value : sample_b) value = b[engine() % b.size()];
+    estimates.push_back(statistic(median_of(sample_a), median_of(sample_b)));
+  }
+  std::sort(estimates.begin(), estimates.end());
+  interval.low = percentile(estimates, 0.025);
+  interval.high = percentile(estimates, 0.975);
+  return interval;
+}
+
+}  // namespace
+
+std::vector<ConfigurationStats> configuration_stats(const std::vector<ScalingInput>& runs,
+                                                    const Json& baseline) {
+  // Group runs by their settings.
+  std::vector<ConfigurationStats> configurations;
+  std::vector<Json> settings_of;  // per configuration
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const Json settings = to_json(runs[i].settings);
+    auto found = std::find(settings_of.begin(), settings_of.end(), settings);
+    if (found == settings_of.end()) {
+      settings_of.push_back(settings);
+      configurations.push_back(ConfigurationStats{runs[i].settings, {}, 0, {}, {}, -1, {}, {}, {}});
+      found = settings_of.end() - 1;
+    }
+    configurations[found - settings_of.begin()].runs.push_back(static_cast<int>(i));
+  }
+
+  // Per configuration: the usable runs' times per sample, times and throughputs.
+  std::vector<std::vector<double>> per_sample(configurations.size());
+  for (std::size_t c = 0; c < configurations.size(); ++c) {
+    ConfigurationStats& configuration = configurations[c];
+    std::vector<double> times;
+    std::vector<double> throughputs;
+    for (const int r : configuration.runs) {
+      if (!usable(runs[r])) continue;
+      per_sample[c].push_back(time_per_sample(runs[r]));
+      times.push_back(runs[r].time_s);
+      throughputs.push_back(runs[r].samples_trained / runs[r].time_s);
+    }
+    configuration.ok_runs = static_cast<int>(times.size());
+    const auto identity = [](double x, double) { return x; };
+    configuration.time_s = bootstrap(times, {}, identity);
+    configuration.throughput = bootstrap(throughputs, {}, identity);
+  }
+
+  // What a configuration is compared on: every key but those the baseline varies.
+  const auto comparable = [&baseline](const PointSettings& settings) {
+    Json object = to_json(settings);
+    object.erase("timeout_s");
+    if (baseline.empty()) {
+      object.erase("ranks");
+    } else {
+      for (const auto& [key, value] : baseline.items()) object.erase(key);
+    }
+    return object;
+  };
+  std::vector<Json> keys;
+  for (const auto& configuration : configurations) keys.push_back(comparable(configuration.settings));
+
+  for (std::size_t c = 0; c < configurations.size(); ++c) {
+    ConfigurationStats& configuration = configurations[c];
+    if (configuration.ok_runs == 0) continue;
+    int chosen = -1;
+    for (std::size_t b = 0; b < configurations.size(); ++b) {
+      if (configurations[b].ok_runs == 0 || keys[b] != keys[c]) continue;
+      if (baseline.empty()) {
+        if (chosen < 0 || configurations[b].settings.ranks < configurations[chosen].settings.ranks) {
+          chosen = static_cast<int>(b);
+        }
+      } else {
+        const Json values = to_json(configurations[b].settings);
+        bool matches = true;
+        for (const auto& [key, value] : baseline.items()) matches = matches && values[key] == value;
+        if (matches) chosen = static_cast<int>(b);
       }
     }
-    const ScalingInput& base = points[baseline];
-    Scaling scaling;
-    scaling.baseline = baseline;
-    scaling.speedup = time_per_sample(base) / time_per_sample(points[i]);
-    scaling.efficiency = scaling.speedup * base.settings.ranks / points[i].settings.ranks;
-    result[i] = scaling;
+    if (chosen < 0) continue;
+    configuration.baseline = chosen;
+    const double ranks_ratio = static_cast<double>(configurations[chosen].settings.ranks) /
+                               configuration.settings.ranks;
+    // A configuration compared with itself has speedup 1 exactly, not a resampling spread.
+    configuration.speedup =
+        chosen == static_cast<int>(c)
+            ? Interval{1, 1, 1}
+            : bootstrap(per_sample[c], per_sample[chosen],
+                        [](double self, double base) { return base / self; });
+    configuration.efficiency = {configuration.speedup.median * ranks_ratio,
+                                configuration.speedup.low * ranks_ratio,
+                                configuration.speedup.high * ranks_ratio};
+    const double p = 1.0 / ranks_ratio;
+    if (p > 1) {
+      configuration.karp_flatt = (1.0 / configuration.speedup.median - 1.0 / p) / (1.0 - 1.0 / p);
+    }
+  }
+  return configurations;
+}
+
+std::vector<std::optional<Scaling>> scaling_metrics(const std::vector<ScalingInput>& runs,
+                                                    const Json& baseline) {
+  std::vector<std::optional<Scaling>> result(runs.size());
+  const auto configurations = configuration_stats(runs, baseline);
+  for (const auto& configuration : configurations) {
+    if (configuration.baseline < 0) continue;
+    const ConfigurationStats& base = configurations[configuration.baseline];
+    std::vector<double> base_per_sample;
+    for (const int r : base.runs) {
+      if (usable(runs[r])) base_per_sample.push_back(time_per_sample(runs[r]));
+    }
+    const double base_time = median_of(base_per_sample);
+    for (const int r : configuration.runs) {
+      if (!usable(runs[r])) continue;
+      Scaling scaling;
+      scaling.baseline = configuration.baseline;
+      scaling.speedup = base_time / time_per_sample(runs[r]);
+      scaling.efficiency = scaling.speedup * base.settings.ranks / runs[r].settings.ranks;
+      result[r] = scaling;
+    }
   }
   return result;
 }

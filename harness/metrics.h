@@ -43,7 +43,7 @@ Json to_json(const MessageSizeMetrics& size);
 // Reads measurements["sizes"]; throws Error when it is missing or malformed.
 std::vector<MessageSizeMetrics> message_size_metrics(const Json& measurements);
 
-// One point as the cross-point metrics see it.
+// One run (a point and repeat) as the cross-point metrics see it.
 struct ScalingInput {
   PointSettings settings;
   bool ok = false;
@@ -51,18 +51,45 @@ struct ScalingInput {
   double samples_trained = 0;
 };
 
+// A median and its bootstrap 95% interval (2.5th and 97.5th percentiles of the median over
+// resamples of the repeats; all three equal with one repeat).
+struct Interval {
+  double median = 0;
+  double low = 0;
+  double high = 0;
+};
+
+// The runs of one configuration (the same settings, every repeat).
+struct ConfigurationStats {
+  PointSettings settings;
+  std::vector<int> runs;   // indices into the input, in order
+  int ok_runs = 0;
+  Interval time_s;         // training wall time
+  Interval throughput;     // samples/s, all ranks
+  int baseline = -1;       // index of the baseline configuration; -1 without one
+  Interval speedup;        // baseline time per sample / this one's (medians; intervals resample both)
+  Interval efficiency;     // speedup × baseline ranks / ranks
+  // Karp-Flatt experimentally determined serial fraction e = (1/S − 1/p) / (1 − 1/p), with
+  // p = ranks / baseline ranks; absent for p <= 1.
+  std::optional<double> karp_flatt;
+};
+
+// Runs grouped into configurations (first-seen order) with medians, intervals and scaling.
+// The baseline of a configuration: with `baseline` empty, the usable configuration with the
+// fewest ranks among those whose settings are otherwise equal (timeout_s aside); otherwise the
+// one equal on every key but those `baseline` names, which must have its values. Times are
+// compared per trained sample: an epoch drops the last partial global batch, so with more ranks
+// an epoch may train a few samples fewer, and a plain time ratio would credit that to scaling.
+std::vector<ConfigurationStats> configuration_stats(const std::vector<ScalingInput>& runs,
+                                                    const Json& baseline = Json::object());
+
+// Per run: speedup = its baseline configuration's median time per sample / the run's own.
 struct Scaling {
-  int baseline = -1;  // index into the input of the point this one is compared with
+  int baseline = -1;  // index of the baseline configuration (see configuration_stats)
   double speedup = 0;
   double efficiency = 0;
 };
-
-// Speedup = baseline time / time, where the baseline is the successful point with the fewest
-// ranks among those whose settings are otherwise equal (timeout_s aside); efficiency = speedup
-// × baseline ranks / ranks. Empty for failed points and points without a baseline.
-// Times are compared per trained sample: an epoch drops the last partial global batch, so with
-// more ranks an epoch may train a few samples fewer, and a plain time ratio would credit that to
-// scaling. When both points trained the same samples this is exactly the plain time ratio.
-std::vector<std::optional<Scaling>> scaling_metrics(const std::vector<ScalingInput>& points);
+std::vector<std::optional<Scaling>> scaling_metrics(const std::vector<ScalingInput>& runs,
+                                                    const Json& baseline = Json::object());
 
 }  // namespace harness

@@ -1,7 +1,9 @@
 #include "harness/plots.h"
 
 #include <filesystem>
+#include <algorithm>
 #include <map>
+#include <tuple>
 #include <set>
 
 #include <fmt/format.h>
@@ -54,34 +56,6 @@ std::string block_title(const std::string& title) {
   return "\"" + escaped + "\"\n";
 }
 
-struct Series {
-  std::string title;
-  std::vector<const SummaryRow*> rows;  // in rank order
-};
-
-// Groups successful points into scaling curves: equal settings except ranks.
-std::vector<Series> scaling_series(const std::vector<SummaryRow>& rows,
-                                   const std::vector<std::string>& keys) {
-  std::map<std::string, Series> by_title;
-  std::vector<std::string> order;
-  for (const auto& row : rows) {
-    if (!row.ok || !row.scaling || !row.metrics) continue;
-    const std::string title = label_for(row.settings, keys, false);
-    if (by_title.count(title) == 0) order.push_back(title);
-    by_title[title].title = title;
-    by_title[title].rows.push_back(&row);
-  }
-  std::vector<Series> series;
-  for (const auto& title : order) {
-    Series s = by_title[title];
-    std::sort(s.rows.begin(), s.rows.end(), [](const SummaryRow* a, const SummaryRow* b) {
-      return a->settings.ranks < b->settings.ranks;
-    });
-    series.push_back(std::move(s));
-  }
-  return series;
-}
-
 std::string gnuplot_string(const std::string& text) {
   std::string escaped;
   for (const char c : text) {
@@ -126,57 +100,158 @@ const std::string& plot_template(const std::string& name) {
 
 namespace {
 
-// Plot name -> .dat contents for a training experiment.
-std::map<std::string, std::string> training_plot_data(const std::vector<SummaryRow>& rows) {
-  const std::vector<std::string> keys = varying_keys(rows);
-  const std::vector<Series> series = scaling_series(rows, keys);
+// "median low high" columns of an interval.
+std::string interval_columns(const Interval& interval, double scale = 1) {
+  return fmt::format("{:.6g} {:.6g} {:.6g}", scale * interval.median, scale * interval.low,
+                     scale * interval.high);
+}
 
+// Configurations grouped into curves along `axis` ("ranks" or "batch_size"): equal settings
+// except that key, sorted by it. Only configurations with a successful run.
+std::vector<std::pair<std::string, std::vector<const ConfigurationStats*>>> curves_along(
+    const std::vector<ConfigurationStats>& stats, const std::vector<std::string>& keys,
+    const std::string& axis, bool need_baseline) {
+  std::vector<std::string> curve_keys;
+  for (const auto& key : keys) {
+    if (key != axis) curve_keys.push_back(key);
+  }
+  std::vector<std::pair<std::string, std::vector<const ConfigurationStats*>>> curves;
+  for (const auto& stat : stats) {
+    if (stat.ok_runs == 0 || (need_baseline && stat.baseline < 0)) continue;
+    const std::string title = label_for(stat.settings, curve_keys, axis != "ranks");
+    auto found = std::find_if(curves.begin(), curves.end(),
+                              [&title](const auto& curve) { return curve.first == title; });
+    if (found == curves.end()) {
+      curves.emplace_back(title, std::vector<const ConfigurationStats*>{});
+      found = curves.end() - 1;
+    }
+    found->second.push_back(&stat);
+  }
+  for (auto& curve : curves) {
+    std::sort(curve.second.begin(), curve.second.end(), [&axis](const auto* a, const auto* b) {
+      return axis == "ranks" ? a->settings.ranks < b->settings.ranks
+                             : a->settings.batch_size < b->settings.batch_size;
+    });
+  }
+  return curves;
+}
+
+// Per-epoch curves of `field` against epoch (x = "epoch") or samples seen, one per configuration
+// (its first successful run).
+std::string epoch_curves(const std::vector<SummaryRow>& rows,
+                         const std::vector<ConfigurationStats>& stats,
+                         const std::vector<std::string>& keys, const char* x, const char* field,
+                         double scale) {
+  std::string out;
+  for (const auto& stat : stats) {
+    const auto run = std::find_if(stat.runs.begin(), stat.runs.end(),
+                                  [&rows](int r) { return rows[r].ok && !rows[r].epochs.empty(); });
+    if (run == stat.runs.end()) continue;
+    out += (out.empty() ? "" : "\n\n") + block_title(label_for(stat.settings, keys, true));
+    for (const auto& epoch : rows[*run].epochs) {
+      out += fmt::format("{} {:.6g}\n", epoch.at(x).get<int64_t>(), scale * epoch.at(field).get<double>());
+    }
+  }
+  return out;
+}
+
+// Plot name -> .dat contents for a training experiment.
+std::map<std::string, std::string> training_plot_data(const std::vector<SummaryRow>& rows,
+                                                      const std::vector<ConfigurationStats>& stats,
+                                                      bool ideal_line) {
+  const std::vector<std::string> keys = varying_keys(rows);
   std::map<std::string, std::string> data;  // plot name -> .dat contents
-  if (!series.empty()) {
+
+  const auto scaling = curves_along(stats, keys, "ranks", true);
+  if (!scaling.empty()) {
     // The ideal lines span the ranks that were measured, from the smallest baseline.
     std::set<int> all_ranks;
     int fewest_ranks = std::numeric_limits<int>::max();
-    for (const auto& s : series) {
-      for (const auto* row : s.rows) {
-        all_ranks.insert(row->settings.ranks);
-        fewest_ranks = std::min(fewest_ranks, row->settings.ranks);
+    for (const auto& [title, curve] : scaling) {
+      for (const auto* stat : curve) {
+        all_ranks.insert(stat->settings.ranks);
+        fewest_ranks = std::min(fewest_ranks, stats[stat->baseline].settings.ranks);
       }
     }
     std::string speedup = block_title("ideal");
     std::string efficiency = block_title("ideal");
     for (const int ranks : all_ranks) {
-      speedup += fmt::format("{} {}\n", ranks, static_cast<double>(ranks) / fewest_ranks);
-      efficiency += fmt::format("{} 100\n", ranks);
+      const double ideal = ideal_line ? static_cast<double>(ranks) / fewest_ranks : 1.0;
+      speedup += fmt::format("{} {} {} {}\n", ranks, ideal, ideal, ideal);
+      efficiency += fmt::format("{} 100 100 100\n", ranks);
     }
-    std::string throughput;
-    for (const auto& s : series) {
-      speedup += "\n\n" + block_title(s.title);
-      efficiency += "\n\n" + block_title(s.title);
-      throughput += (throughput.empty() ? "" : "\n\n") + block_title(s.title);
-      for (const auto* row : s.rows) {
-        speedup += fmt::format("{} {:.6g}\n", row->settings.ranks, row->scaling->speedup);
-        efficiency +=
-            fmt::format("{} {:.6g}\n", row->settings.ranks, 100 * row->scaling->efficiency);
-        throughput += fmt::format("{} {:.6g}\n", row->settings.ranks,
-                                  row->metrics->throughput_samples_per_s);
+    std::string karp_flatt;
+    for (const auto& [title, curve] : scaling) {
+      speedup += "\n\n" + block_title(title);
+      efficiency += "\n\n" + block_title(title);
+      std::string serial;
+      for (const auto* stat : curve) {
+        speedup += fmt::format("{} {}\n", stat->settings.ranks, interval_columns(stat->speedup));
+        efficiency += fmt::format("{} {}\n", stat->settings.ranks, interval_columns(stat->efficiency, 100));
+        if (stat->karp_flatt) serial += fmt::format("{} {:.6g}\n", stat->settings.ranks, *stat->karp_flatt);
       }
+      if (!serial.empty()) karp_flatt += (karp_flatt.empty() ? "" : "\n\n") + block_title(title) + serial;
     }
     data["speedup"] = speedup;
     data["efficiency"] = efficiency;
-    data["throughput"] = throughput;
+    if (!karp_flatt.empty()) data["karp_flatt"] = karp_flatt;
   }
 
-  std::string loss;
-  for (const auto& row : rows) {
-    if (!row.ok || row.epochs.empty()) continue;
-    loss += (loss.empty() ? "" : "\n\n") + block_title(label_for(row.settings, keys, true));
-    for (const auto& epoch : row.epochs) {
-      loss += fmt::format("{} {:.6g}\n", epoch.at("epoch").get<int>(),
-                          epoch.at("train_loss").get<double>());
+  std::string throughput;
+  for (const auto& [title, curve] : curves_along(stats, keys, "ranks", false)) {
+    throughput += (throughput.empty() ? "" : "\n\n") + block_title(title);
+    for (const auto* stat : curve) {
+      throughput += fmt::format("{} {}\n", stat->settings.ranks, interval_columns(stat->throughput));
     }
   }
-  if (!loss.empty()) data["loss"] = loss;
+  if (!throughput.empty()) data["throughput"] = throughput;
 
+  if (std::find(keys.begin(), keys.end(), "batch_size") != keys.end()) {
+    std::string by_batch;
+    for (const auto& [title, curve] : curves_along(stats, keys, "batch_size", false)) {
+      by_batch += (by_batch.empty() ? "" : "\n\n") + block_title(title);
+      for (const auto* stat : curve) {
+        by_batch += fmt::format("{} {}\n", stat->settings.batch_size, interval_columns(stat->throughput));
+      }
+    }
+    if (!by_batch.empty()) data["throughput_batch"] = by_batch;
+  }
+
+  const std::pair<const char*, std::tuple<const char*, const char*, double>> epoch_plots[] = {
+      {"loss", {"epoch", "train_loss", 1.0}},
+      {"loss_samples", {"samples_seen", "train_loss", 1.0}},
+      {"accuracy", {"epoch", "test_accuracy", 100.0}},
+      {"accuracy_samples", {"samples_seen", "test_accuracy", 100.0}}};
+  for (const auto& [name, spec] : epoch_plots) {
+    const auto& [x, field, scale] = spec;
+    std::string curves = epoch_curves(rows, stats, keys, x, field, scale);
+    if (!curves.empty()) data[name] = std::move(curves);
+  }
+
+  // Where a step's time goes, per configuration (medians over its runs of the per-run means).
+  std::string breakdown = "# configuration compute_ms exposed_comm_ms other_ms\n";
+  bool any = false;
+  for (const auto& stat : stats) {
+    std::vector<double> compute, exposed, other;
+    for (const int r : stat.runs) {
+      if (!rows[r].ok || !rows[r].metrics) continue;
+      const PointMetrics& m = *rows[r].metrics;
+      compute.push_back(1e3 * m.compute_time_s);
+      exposed.push_back(1e3 * m.exposed_comm_time_s);
+      other.push_back(std::max(0.0, 1e3 * (m.step_time_s - m.compute_time_s - m.exposed_comm_time_s)));
+    }
+    if (compute.empty()) continue;
+    const auto median = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+    };
+    std::string label = label_for(stat.settings, keys, true);
+    std::replace(label.begin(), label.end(), '"', '\'');
+    breakdown += fmt::format("\"{}\" {:.6g} {:.6g} {:.6g}\n", label, median(compute), median(exposed),
+                             median(other));
+    any = true;
+  }
+  if (any) data["breakdown"] = breakdown;
   return data;
 }
 
@@ -201,10 +276,16 @@ std::map<std::string, std::string> comm_plot_data(const std::vector<SummaryRow>&
 
 }  // namespace
 
-std::vector<std::string> write_plots(const ResultsLayout& layout, const std::string& experiment_name,
-                                     const std::string& kind, const std::vector<SummaryRow>& rows) {
+std::vector<std::string> write_plots(const ResultsLayout& layout, const Experiment& experiment,
+                                     const std::vector<SummaryRow>& rows) {
+  const std::string& experiment_name = experiment.name;
+  // An ideal speedup line only makes sense against fewer ranks of the same configuration.
+  const bool ideal_line = experiment.baseline.empty() ||
+                          (experiment.baseline.size() == 1 && experiment.baseline.contains("ranks"));
   const std::map<std::string, std::string> data =
-      kind == "comm" ? comm_plot_data(rows) : training_plot_data(rows);
+      experiment.base.kind == "comm"
+          ? comm_plot_data(rows)
+          : training_plot_data(rows, summary_stats(rows, experiment.baseline), ideal_line);
   if (data.empty()) return {};
   if (find_program("gnuplot").empty()) {
     throw Error("gnuplot not found on PATH; install gnuplot-nox (bash .ci/install-deps), then "
@@ -220,10 +301,19 @@ std::vector<std::string> write_plots(const ResultsLayout& layout, const std::str
   for (const auto& row : rows) {
     for (const auto& size : row.message_sizes) message_sizes.insert(size.bytes);
   }
-  const std::string header =
-      fmt::format("EXPERIMENT = {}\nRANK_TICS = \"({})\"\nSIZE_TICS = \"({})\"\n",
-                  gnuplot_string(experiment_name), fmt::join(measured_ranks, ", "),
-                  size_tics(message_sizes));
+  std::set<int> batch_sizes;
+  for (const auto& row : rows) {
+    if (row.ok) batch_sizes.insert(row.settings.batch_size);
+  }
+  // Speedup of weak scaling compares time per sample, so it reads as a throughput ratio.
+  const bool weak = std::all_of(rows.begin(), rows.end(),
+                                [](const SummaryRow& row) { return row.settings.scaling == "weak"; });
+  const std::string header = fmt::format(
+      "EXPERIMENT = {}\nRANK_TICS = \"({})\"\nBATCH_TICS = \"({})\"\nSIZE_TICS = \"({})\"\n"
+      "SCALING = {}\nREPEATS = {}\n",
+      gnuplot_string(experiment_name), fmt::join(measured_ranks, ", "), fmt::join(batch_sizes, ", "),
+      size_tics(message_sizes), gnuplot_string(weak ? "weak scaling" : "strong scaling"),
+      experiment.repeats);
 
   std::vector<std::string> images;
   for (const auto& [name, contents] : data) {

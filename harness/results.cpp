@@ -92,6 +92,8 @@ Json make_point_record(const std::string& experiment_name, const Point& point,
   record["experiment"] = experiment_name;
   record["id"] = point.id;
   record["index"] = point.index;
+  record["repeat"] = point.repeat;
+  record["hash"] = point_hash(point.settings, point.repeat);
   record["status"] = ok ? "ok" : "failed";
   if (!ok) {
     record["reason"] = failure_reason;
@@ -109,8 +111,54 @@ Json make_point_record(const std::string& experiment_name, const Point& point,
   return record;
 }
 
+namespace {
+
+std::vector<ScalingInput> scaling_inputs(const std::vector<SummaryRow>& rows) {
+  std::vector<ScalingInput> inputs;
+  for (const auto& row : rows) {
+    const PointMetrics metrics = row.metrics.value_or(PointMetrics{});
+    inputs.push_back({row.settings, row.ok && row.metrics, metrics.time_s, metrics.samples_trained});
+  }
+  return inputs;
+}
+
+std::string csv_field(const std::string& text);
+std::string number_or_empty(bool present, double value);
+
+}  // namespace
+
+bool adopt_completed_record(const ResultsLayout& layout, const Point& point) {
+  const std::string suffix = "-" + point_hash(point.settings, point.repeat) + ".json";
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(layout.points_dir(), error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
+      continue;
+    }
+    Json record;
+    try {
+      record = read_json_file(entry.path().string());
+      if (record.at("status") != "ok" || record.at("settings") != to_json(point.settings)) continue;
+    } catch (const std::exception&) {
+      continue;  // unreadable: run the point again
+    }
+    const std::string target = layout.point_record(point.id);
+    if (entry.path().string() != target) {
+      record["id"] = point.id;
+      record["index"] = point.index;
+      write_file_atomically(target, record.dump(1));
+      fs::remove(entry.path());
+      const std::string old_log = layout.point_log(entry.path().stem().string());
+      if (fs::exists(old_log)) fs::rename(old_log, layout.point_log(point.id));
+    }
+    return true;
+  }
+  return false;
+}
+
 std::vector<SummaryRow> load_summary(const ResultsLayout& layout,
-                                     const std::vector<std::string>& only_ids) {
+                                     const std::vector<std::string>& only_ids,
+                                     const Json& baseline) {
   std::vector<SummaryRow> rows;
   std::error_code error;
   for (const auto& entry : fs::directory_iterator(layout.points_dir(), error)) {
@@ -123,6 +171,7 @@ std::vector<SummaryRow> load_summary(const ResultsLayout& layout,
     SummaryRow row;
     try {
       row.index = record.at("index").get<int>();
+      row.repeat = record.value("repeat", 0);
       row.id = record.at("id").get<std::string>();
       row.settings = settings_from_json(record.at("settings"), entry.path().string());
       row.ok = record.at("status") == "ok";
@@ -144,14 +193,42 @@ std::vector<SummaryRow> load_summary(const ResultsLayout& layout,
   std::sort(rows.begin(), rows.end(),
             [](const SummaryRow& a, const SummaryRow& b) { return a.index < b.index; });
 
-  std::vector<ScalingInput> inputs;
-  for (const auto& row : rows) {
-    const PointMetrics metrics = row.metrics.value_or(PointMetrics{});
-    inputs.push_back({row.settings, row.ok && row.metrics, metrics.time_s, metrics.samples_trained});
-  }
-  const auto scaling = scaling_metrics(inputs);
+  const auto scaling = scaling_metrics(scaling_inputs(rows), baseline);
   for (std::size_t i = 0; i < rows.size(); ++i) rows[i].scaling = scaling[i];
   return rows;
+}
+
+std::vector<ConfigurationStats> summary_stats(const std::vector<SummaryRow>& rows,
+                                              const Json& baseline) {
+  return configuration_stats(scaling_inputs(rows), baseline);
+}
+
+std::string stats_csv(const std::vector<SummaryRow>& rows,
+                      const std::vector<ConfigurationStats>& stats) {
+  std::string out =
+      "configuration,first_id,workload,engine,backend,device,ranks,batch_size,dataset_size,epochs,"
+      "lr,overlap,runs,ok_runs,time_s_median,time_s_low,time_s_high,throughput_median,"
+      "throughput_low,throughput_high,speedup_median,speedup_low,speedup_high,"
+      "efficiency_median,efficiency_low,efficiency_high,karp_flatt,baseline_id\n";
+  for (std::size_t c = 0; c < stats.size(); ++c) {
+    const ConfigurationStats& stat = stats[c];
+    const PointSettings& s = stat.settings;
+    const bool ok = stat.ok_runs > 0;
+    const bool scaled = stat.baseline >= 0;
+    const auto interval = [](bool present, const Interval& value) {
+      return fmt::format("{},{},{}", number_or_empty(present, value.median),
+                         number_or_empty(present, value.low), number_or_empty(present, value.high));
+    };
+    out += fmt::format(
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", c,
+        rows[stat.runs.front()].id, csv_field(s.workload), s.engine, csv_field(s.backend), s.device,
+        s.ranks, s.batch_size, rows[stat.runs.front()].ok ? rows[stat.runs.front()].train_samples : s.dataset_size,
+        s.epochs, s.lr, s.overlap, stat.runs.size(), stat.ok_runs, interval(ok, stat.time_s),
+        interval(ok, stat.throughput), interval(scaled, stat.speedup), interval(scaled, stat.efficiency),
+        number_or_empty(stat.karp_flatt.has_value(), stat.karp_flatt.value_or(0)),
+        scaled ? rows[stats[stat.baseline].runs.front()].id : "");
+  }
+  return out;
 }
 
 namespace {
@@ -180,7 +257,7 @@ std::string workload_label(const PointSettings& settings) {
 
 std::string summary_csv(const std::vector<SummaryRow>& rows) {
   std::string out =
-      "index,id,status,workload,engine,backend,device,ranks,batch_size,dataset_size,epochs,lr,seed,"
+      "index,id,repeat,status,workload,engine,backend,device,ranks,batch_size,dataset_size,epochs,lr,seed,"
       "threads_per_rank,bucket_mb,overlap,time_s,throughput_samples_per_s,step_time_s,"
       "compute_time_s,comm_time_s,exposed_comm_time_s,comm_fraction,overlap_fraction,speedup,"
       "efficiency,final_loss,accuracy,reason\n";
@@ -192,8 +269,8 @@ std::string summary_csv(const std::vector<SummaryRow>& rows) {
     const Scaling scaling = row.scaling.value_or(Scaling{});
     const int64_t dataset_size = row.ok ? row.train_samples : s.dataset_size;
     out += fmt::format(
-        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
-        row.index, row.id, row.ok ? "ok" : "failed", csv_field(s.workload), s.engine,
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+        row.index, row.id, row.repeat, row.ok ? "ok" : "failed", csv_field(s.workload), s.engine,
         csv_field(s.backend),
         s.device, s.ranks, s.batch_size, dataset_size, s.epochs, s.lr, s.seed, s.threads_per_rank,
         s.bucket_mb, s.overlap, number_or_empty(m, metrics.time_s),

@@ -28,6 +28,7 @@ class ResultsLayout {
   std::string logs_dir() const { return directory_ + "/logs"; }
   std::string plots_dir() const { return directory_ + "/plots"; }
   std::string summary_csv() const { return directory_ + "/summary.csv"; }
+  std::string stats_csv() const { return directory_ + "/stats.csv"; }
   std::string point_record(const std::string& id) const { return points_dir() + "/" + id + ".json"; }
   std::string point_log(const std::string& id) const { return logs_dir() + "/" + id + ".log"; }
   // Where rank 0 writes its measurements; the run command folds them into the point record.
@@ -55,9 +56,15 @@ Json make_point_record(const std::string& experiment_name, const Point& point,
                        const Json& measurements, const std::string& failure_reason,
                        const std::vector<std::string>& log_tail);
 
+// Resuming: finds a completed ("ok") record of `point` (same settings hash) in the layout, under
+// any index, and makes it this point's record (renaming it and its log when the sweep's order
+// changed). Returns false when there is none; failed records never count.
+bool adopt_completed_record(const ResultsLayout& layout, const Point& point);
+
 // One point as summary.csv and the plots see it, read back from its record.
 struct SummaryRow {
   int index = 0;
+  int repeat = 0;
   std::string id;
   PointSettings settings;
   bool ok = false;
@@ -72,8 +79,17 @@ struct SummaryRow {
 // Reads the records under DIR/points, in point order, and computes the cross-point metrics
 // among them. With `only_ids`, records of other points (an earlier experiment written into the
 // same directory) are ignored, also as baselines.
+// `baseline` is the experiment's "baseline" (see experiment.h; empty = fewest ranks).
 std::vector<SummaryRow> load_summary(const ResultsLayout& layout,
-                                     const std::vector<std::string>& only_ids = {});
+                                     const std::vector<std::string>& only_ids = {},
+                                     const Json& baseline = Json::object());
+// The rows grouped by configuration (settings without the repeat), with medians, bootstrap
+// intervals, speedup, efficiency and the Karp-Flatt serial fraction (training points only).
+std::vector<ConfigurationStats> summary_stats(const std::vector<SummaryRow>& rows,
+                                              const Json& baseline = Json::object());
+// stats.csv: one row per configuration.
+std::string stats_csv(const std::vector<SummaryRow>& rows,
+                      const std::vector<ConfigurationStats>& stats);
 // summary.csv and a console table with a units row (like nccl-tests), for training points; for
 // communication benchmark points (kind "comm") one row per point and message size.
 std::string summary_csv(const std::vector<SummaryRow>& rows);

@@ -69,86 +69,101 @@ struct SettingEntry {
 const std::vector<SettingEntry>& entries() {
   static const std::vector<SettingEntry> table = {
       {{"kind", "\"train\" or \"comm\"",
-        "train: data-parallel training; comm: message-size sweep of the backend alone"},
+        "train: data-parallel training; comm: message-size sweep of the backend alone",
+        R"({"enum": ["train", "comm"]})"},
        [](auto& s, const Json& v, const auto& w) {
          if (!v.is_string() || (v != "train" && v != "comm")) fail(w, "\"train\" or \"comm\"", v);
          s.kind = v.get<std::string>();
        },
        [](const auto& s) { return Json(s.kind); }},
-      {{"workload", "a workload name", "what each rank trains (see Workloads)"},
+      {{"workload", "a workload name", "what each rank trains (see Workloads)",
+        R"({"type": "string"})"},
        [](auto& s, const Json& v, const auto& w) { s.workload = read_string(v, w, "a workload name"); },
        [](const auto& s) { return Json(s.workload); }},
       {{"engine", "\"torch\" or \"blas\"",
-        "torch: LibTorch autograd; blas: forward and backward by hand over cblas_sgemm (iris_mlp)"},
+        "torch: LibTorch autograd; blas: forward and backward by hand over cblas_sgemm (iris_mlp)",
+        R"({"enum": ["torch", "blas"]})"},
        [](auto& s, const Json& v, const auto& w) {
          if (!v.is_string() || (v != "torch" && v != "blas")) fail(w, "\"torch\" or \"blas\"", v);
          s.engine = v.get<std::string>();
        },
        [](const auto& s) { return Json(s.engine); }},
-      {{"backend", "a backend name", "how gradients are synchronised (see Backends)"},
+      {{"backend", "a backend name", "how gradients are synchronised (see Backends)",
+        R"({"type": "string"})"},
        [](auto& s, const Json& v, const auto& w) { s.backend = read_string(v, w, "a backend name"); },
        [](const auto& s) { return Json(s.backend); }},
-      {{"device", "\"cpu\" or \"cuda\"", "where tensors live: cpu or cuda"},
+      {{"device", "\"cpu\" or \"cuda\"", "where tensors live: cpu or cuda",
+        R"({"enum": ["cpu", "cuda"]})"},
        [](auto& s, const Json& v, const auto& w) {
          if (!v.is_string() || (v != "cpu" && v != "cuda")) fail(w, "\"cpu\" or \"cuda\"", v);
          s.device = v.get<std::string>();
        },
        [](const auto& s) { return Json(s.device); }},
-      {{"ranks", "a positive integer", "MPI ranks (processes) for the point"},
+      {{"ranks", "a positive integer", "MPI ranks (processes) for the point",
+        R"({"type": "integer", "minimum": 1, "maximum": 4096})"},
        [](auto& s, const Json& v, const auto& w) {
          s.ranks = static_cast<int>(read_integer(v, w, 1, 4096, "a positive integer (at most 4096)"));
        },
        [](const auto& s) { return Json(s.ranks); }},
-      {{"batch_size", "a positive integer", "samples per rank per step"},
+      {{"batch_size", "a positive integer", "samples per rank per step",
+        R"({"type": "integer", "minimum": 1, "maximum": 2147483647})"},
        [](auto& s, const Json& v, const auto& w) {
          s.batch_size = static_cast<int>(read_integer(v, w, 1, kMaxInt, "a positive integer"));
        },
        [](const auto& s) { return Json(s.batch_size); }},
       {{"scaling", "\"weak\" or \"strong\"",
-        "weak: batch_size per rank; strong: batch_size is the global batch, split over the ranks"},
+        "weak: batch_size per rank; strong: batch_size is the global batch, split over the ranks",
+        R"({"enum": ["weak", "strong"]})"},
        [](auto& s, const Json& v, const auto& w) {
          if (!v.is_string() || (v != "weak" && v != "strong")) fail(w, "\"weak\" or \"strong\"", v);
          s.scaling = v.get<std::string>();
        },
        [](const auto& s) { return Json(s.scaling); }},
       {{"dataset_size", "a non-negative integer (0 = whole training set)",
-        "training samples used (0 = all)"},
+        "training samples used (0 = all)",
+        R"({"type": "integer", "minimum": 0})"},
        [](auto& s, const Json& v, const auto& w) {
          s.dataset_size =
              read_integer(v, w, 0, kMaxInt64, "a non-negative integer (0 = whole training set)");
        },
        [](const auto& s) { return Json(s.dataset_size); }},
       {{"test_size", "a non-negative integer (0 = the whole held-out set)",
-        "held-out samples evaluated after each epoch (0 = all)"},
+        "held-out samples evaluated after each epoch (0 = all)",
+        R"({"type": "integer", "minimum": 0})"},
        [](auto& s, const Json& v, const auto& w) {
          s.test_size =
              read_integer(v, w, 0, kMaxInt64, "a non-negative integer (0 = the whole held-out set)");
        },
        [](const auto& s) { return Json(s.test_size); }},
-      {{"epochs", "a positive integer", "passes over the training set"},
+      {{"epochs", "a positive integer", "passes over the training set",
+        R"({"type": "integer", "minimum": 1, "maximum": 2147483647})"},
        [](auto& s, const Json& v, const auto& w) {
          s.epochs = static_cast<int>(read_integer(v, w, 1, kMaxInt, "a positive integer"));
        },
        [](const auto& s) { return Json(s.epochs); }},
-      {{"lr", "a positive number", "SGD learning rate"},
+      {{"lr", "a positive number", "SGD learning rate",
+        R"({"type": "number", "exclusiveMinimum": 0})"},
        [](auto& s, const Json& v, const auto& w) { s.lr = read_positive_number(v, w); },
        [](const auto& s) { return Json(s.lr); }},
       {{"lr_scaling", "\"none\" or \"linear\"",
-        "linear: lr × global batch / lr_reference_batch, after warmup_epochs"},
+        "linear: lr × global batch / lr_reference_batch, after warmup_epochs",
+        R"({"enum": ["none", "linear"]})"},
        [](auto& s, const Json& v, const auto& w) {
          if (!v.is_string() || (v != "none" && v != "linear")) fail(w, "\"none\" or \"linear\"", v);
          s.lr_scaling = v.get<std::string>();
        },
        [](const auto& s) { return Json(s.lr_scaling); }},
       {{"lr_reference_batch", "a non-negative integer (0 = the per-rank batch)",
-        "lr_scaling linear: the batch lr is meant for (0 = the per-rank batch)"},
+        "lr_scaling linear: the batch lr is meant for (0 = the per-rank batch)",
+        R"({"type": "integer", "minimum": 0, "maximum": 2147483647})"},
        [](auto& s, const Json& v, const auto& w) {
          s.lr_reference_batch = static_cast<int>(
              read_integer(v, w, 0, kMaxInt, "a non-negative integer (0 = the per-rank batch)"));
        },
        [](const auto& s) { return Json(s.lr_reference_batch); }},
       {{"warmup_epochs", "a non-negative number",
-        "lr_scaling linear: epochs of linear ramp from lr to the scaled rate"},
+        "lr_scaling linear: epochs of linear ramp from lr to the scaled rate",
+        R"({"type": "number", "minimum": 0})"},
        [](auto& s, const Json& v, const auto& w) {
          if (!v.is_number() || v.get<double>() < 0 || !std::isfinite(v.get<double>())) {
            fail(w, "a non-negative number", v);
@@ -156,103 +171,121 @@ const std::vector<SettingEntry>& entries() {
          s.warmup_epochs = v.get<double>();
        },
        [](const auto& s) { return Json(s.warmup_epochs); }},
-      {{"seed", "a non-negative integer", "seed for initial weights, splits and shuffles"},
+      {{"seed", "a non-negative integer", "seed for initial weights, splits and shuffles",
+        R"({"type": "integer", "minimum": 0})"},
        [](auto& s, const Json& v, const auto& w) {
          s.seed = read_integer(v, w, 0, kMaxInt64, "a non-negative integer");
        },
        [](const auto& s) { return Json(s.seed); }},
       {{"threads_per_rank", "a non-negative integer (0 = cores / ranks)",
-        "LibTorch and OpenBLAS threads per rank (0 = cores / ranks)"},
+        "LibTorch and OpenBLAS threads per rank (0 = cores / ranks)",
+        R"({"type": "integer", "minimum": 0, "maximum": 1024})"},
        [](auto& s, const Json& v, const auto& w) {
          s.threads_per_rank = static_cast<int>(
              read_integer(v, w, 0, 1024, "a non-negative integer (0 = cores / ranks)"));
        },
        [](const auto& s) { return Json(s.threads_per_rank); }},
-      {{"timeout_s", "a positive number", "wall-clock limit of the point, in seconds"},
+      {{"timeout_s", "a positive number", "wall-clock limit of the point, in seconds",
+        R"({"type": "number", "exclusiveMinimum": 0})"},
        [](auto& s, const Json& v, const auto& w) { s.timeout_s = read_positive_number(v, w); },
        [](const auto& s) { return Json(s.timeout_s); }},
-      {{"data_path", "a file path", "training data file (empty = the workload's own)"},
+      {{"data_path", "a file path", "training data file (empty = the workload's own)",
+        R"({"type": "string"})"},
        [](auto& s, const Json& v, const auto& w) {
          if (!v.is_string()) fail(w, "a file path", v);
          s.data_path = v.get<std::string>();
        },
        [](const auto& s) { return Json(s.data_path); }},
       {{"ps_server_trains", "true or false",
-        "backend \"ps\": rank 0 trains too (false: it only serves, p ranks give p-1 workers)"},
+        "backend \"ps\": rank 0 trains too (false: it only serves, p ranks give p-1 workers)",
+        R"({"type": "boolean"})"},
        [](auto& s, const Json& v, const auto& w) {
          if (!v.is_boolean()) fail(w, "true or false", v);
          s.ps_server_trains = v.get<bool>();
        },
        [](const auto& s) { return Json(s.ps_server_trains); }},
-      {{"bucket_mb", "a positive number up to 4096", "gradient bucket size, MiB (25 as in PyTorch DDP)"},
+      {{"bucket_mb", "a positive number up to 4096", "gradient bucket size, MiB (25 as in PyTorch DDP)",
+        R"({"type": "number", "exclusiveMinimum": 0, "maximum": 4096})"},
        [](auto& s, const Json& v, const auto& w) {
          s.bucket_mb = read_positive_number(v, w);
          if (s.bucket_mb > 4096) fail(w, "a positive number up to 4096", v);
        },
        [](const auto& s) { return Json(s.bucket_mb); }},
       {{"overlap", "true or false",
-        "reduce each bucket during the backward pass, as soon as its gradients are ready"},
+        "reduce each bucket during the backward pass, as soon as its gradients are ready",
+        R"({"type": "boolean"})"},
        [](auto& s, const Json& v, const auto& w) {
          if (!v.is_boolean()) fail(w, "true or false", v);
          s.overlap = v.get<bool>();
        },
        [](const auto& s) { return Json(s.overlap); }},
-      {{"resnet_depth", "18 or 50", "workload resnet: ResNet-18 or ResNet-50"},
+      {{"resnet_depth", "18 or 50", "workload resnet: ResNet-18 or ResNet-50",
+        R"({"enum": [18, 50]})"},
        [](auto& s, const Json& v, const auto& w) {
          const int64_t depth = read_integer(v, w, 18, 50, "18 or 50");
          if (depth != 18 && depth != 50) fail(w, "18 or 50", v);
          s.resnet_depth = static_cast<int>(depth);
        },
        [](const auto& s) { return Json(s.resnet_depth); }},
-      {{"image_size", "an integer from 32 to 512", "workload resnet: synthetic image side, pixels"},
+      {{"image_size", "an integer from 32 to 512", "workload resnet: synthetic image side, pixels",
+        R"({"type": "integer", "minimum": 32, "maximum": 512})"},
        [](auto& s, const Json& v, const auto& w) {
          s.image_size = static_cast<int>(read_integer(v, w, 32, 512, "an integer from 32 to 512"));
        },
        [](const auto& s) { return Json(s.image_size); }},
-      {{"num_classes", "an integer from 2 to 100000", "workload resnet: classes of the random labels"},
+      {{"num_classes", "an integer from 2 to 100000", "workload resnet: classes of the random labels",
+        R"({"type": "integer", "minimum": 2, "maximum": 100000})"},
        [](auto& s, const Json& v, const auto& w) {
          s.num_classes = static_cast<int>(read_integer(v, w, 2, 100000, "an integer from 2 to 100000"));
        },
        [](const auto& s) { return Json(s.num_classes); }},
-      {{"kmeans_k", "a positive integer", "workload kmeans: number of clusters"},
+      {{"kmeans_k", "a positive integer", "workload kmeans: number of clusters",
+        R"({"type": "integer", "minimum": 1, "maximum": 4096})"},
        [](auto& s, const Json& v, const auto& w) {
          s.kmeans_k = static_cast<int>(read_integer(v, w, 1, 4096, "a positive integer (at most 4096)"));
        },
        [](const auto& s) { return Json(s.kmeans_k); }},
       {{"kmeans_tolerance", "a positive number",
-        "workload kmeans: stop when no centroid moves farther than this"},
+        "workload kmeans: stop when no centroid moves farther than this",
+        R"({"type": "number", "exclusiveMinimum": 0})"},
        [](auto& s, const Json& v, const auto& w) { s.kmeans_tolerance = read_positive_number(v, w); },
        [](const auto& s) { return Json(s.kmeans_tolerance); }},
       {{"kmeans_data", "\"iris\" or \"blobs\"",
-        "workload kmeans: the Iris measurements, or dataset_size synthetic Gaussian-blob points"},
+        "workload kmeans: the Iris measurements, or dataset_size synthetic Gaussian-blob points",
+        R"({"enum": ["iris", "blobs"]})"},
        [](auto& s, const Json& v, const auto& w) {
          if (!v.is_string() || (v != "iris" && v != "blobs")) fail(w, "\"iris\" or \"blobs\"", v);
          s.kmeans_data = v.get<std::string>();
        },
        [](const auto& s) { return Json(s.kmeans_data); }},
-      {{"comm_min_bytes", "a positive multiple of 4", "kind comm: smallest message, bytes"},
+      {{"comm_min_bytes", "a positive multiple of 4", "kind comm: smallest message, bytes",
+        R"({"type": "integer", "minimum": 4, "maximum": 1073741824, "multipleOf": 4})"},
        [](auto& s, const Json& v, const auto& w) {
          s.comm_min_bytes = read_float_bytes(v, w);
        },
        [](const auto& s) { return Json(s.comm_min_bytes); }},
-      {{"comm_max_bytes", "a positive multiple of 4", "kind comm: largest message, bytes"},
+      {{"comm_max_bytes", "a positive multiple of 4", "kind comm: largest message, bytes",
+        R"({"type": "integer", "minimum": 4, "maximum": 1073741824, "multipleOf": 4})"},
        [](auto& s, const Json& v, const auto& w) {
          s.comm_max_bytes = read_float_bytes(v, w);
        },
        [](const auto& s) { return Json(s.comm_max_bytes); }},
-      {{"comm_size_factor", "an integer from 2 to 1024", "kind comm: each size is the last × this"},
+      {{"comm_size_factor", "an integer from 2 to 1024", "kind comm: each size is the last × this",
+        R"({"type": "integer", "minimum": 2, "maximum": 1024})"},
        [](auto& s, const Json& v, const auto& w) {
          s.comm_size_factor =
              static_cast<int>(read_integer(v, w, 2, 1024, "an integer from 2 to 1024"));
        },
        [](const auto& s) { return Json(s.comm_size_factor); }},
-      {{"comm_iterations", "a positive integer", "kind comm: timed reductions per size"},
+      {{"comm_iterations", "a positive integer", "kind comm: timed reductions per size",
+        R"({"type": "integer", "minimum": 1, "maximum": 100000})"},
        [](auto& s, const Json& v, const auto& w) {
          s.comm_iterations =
              static_cast<int>(read_integer(v, w, 1, 100000, "an integer from 1 to 100000"));
        },
        [](const auto& s) { return Json(s.comm_iterations); }},
-      {{"comm_warmup_iterations", "a non-negative integer", "kind comm: untimed reductions first"},
+      {{"comm_warmup_iterations", "a non-negative integer", "kind comm: untimed reductions first",
+        R"({"type": "integer", "minimum": 0, "maximum": 100000})"},
        [](auto& s, const Json& v, const auto& w) {
          s.comm_warmup_iterations =
              static_cast<int>(read_integer(v, w, 0, 100000, "an integer from 0 to 100000"));

@@ -68,6 +68,7 @@ struct SettingInfo {
   std::string_view key;
   std::string_view expected;  // what a valid value looks like, for error messages and docs
   std::string_view help;
+  std::string_view json_schema;  // the value's JSON Schema (type and bounds), for schema.json
 };
 
 // Every key an experiment may set, in the order records and tables print them.

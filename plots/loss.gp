@@ -1,5 +1,5 @@
-# Training loss against epoch, one line per point.
-# Data blocks: one per point; first line its title, then "epoch train_loss" rows.
+# Training loss against epoch, one line per configuration (its first run).
+# Data blocks: one per configuration; first line its title, then "epoch train_loss" rows.
 DATAFILE = "loss.dat"
 OUTBASE = "loss"
 stats DATAFILE using 1 nooutput

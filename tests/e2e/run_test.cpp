@@ -6,6 +6,9 @@
 #include <cstdlib>
 #include <map>
 #include <sstream>
+#include <thread>
+#include <chrono>
+#include <algorithm>
 
 #include "backends/device_staging.h"
 #include "backends/gloo_allreduce.h"
@@ -304,6 +307,63 @@ TEST(EndToEnd, EarlierRecordsInTheSameDirectoryAreNotBaselines) {
   EXPECT_EQ(rows[0].at("speedup"), "1") << "measured against a point of another experiment";
 }
 
+// Kill -9 the harness while its second point runs; running again into the same directory keeps
+// the completed point (its record untouched) and runs only the missing one; a changed sweep
+// adopts the completed record under its new position; --fresh runs everything again.
+TEST(EndToEnd, KilledSweepResumesRunningOnlyWhatIsMissing) {
+  const fs::path dir = scratch("resume");
+  const fs::path experiment =
+      write_experiment(dir, R"({"name": "resume", "sweep": {"epochs": [2, 600]}})");
+  const fs::path out = dir / "out";
+  const fs::path log = dir / "log1";
+  ProcessRequest request;
+  request.argv = {"sh", "-c",
+                  std::string(HARNESS_BINARY) + " run " + experiment.string() + " --out " +
+                      out.string() + " & pid=$!; "
+                      "while ! grep -q '\\[2/2\\]' " + log.string() + "; do sleep 0.2; done; "
+                      "sleep 0.5; kill -KILL $pid; wait $pid; echo \"exit=$?\""};
+  request.log_path = log.string();
+  request.timeout_s = 120;
+  ASSERT_TRUE(run_process(request).ok());
+  EXPECT_EQ(tail_lines(log.string(), 1).back(), "exit=137");
+  // mpirun dies with the harness (PR_SET_PDEATHSIG), and its ranks with it.
+  for (int i = 0; i < 50 && std::system("pgrep -f '[h]arness worker' > /dev/null") == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(std::system("pgrep -f '[h]arness worker' > /dev/null"), 256) << "a rank outlived the harness";
+  ASSERT_EQ(std::distance(fs::directory_iterator(out / "points"), fs::directory_iterator()), 1);
+  const fs::path first_record = fs::directory_iterator(out / "points")->path();
+  const Json before = read_json_file(first_record.string());
+
+  HarnessRun run = run_harness({"run", experiment.string(), "--out", out.string()}, dir / "log2");
+  ASSERT_TRUE(run.outcome.ok()) << joined(run.output);
+  EXPECT_NE(joined(run.output).find("[1/2] " + before["id"].get<std::string>()), std::string::npos);
+  EXPECT_NE(run.output.at(1).find("kept (completed in an earlier run)"), std::string::npos)
+      << joined(run.output);
+  EXPECT_EQ(read_json_file(first_record.string()), before) << "the completed record was rewritten";
+  auto rows = read_csv(out / "summary.csv");
+  ASSERT_EQ(rows.size(), 2U);
+  EXPECT_EQ(rows[1].at("status"), "ok");
+
+  // The completed points move to their new positions in a changed sweep.
+  std::ofstream(experiment) << R"({"name": "resume", "sweep": {"epochs": [1, 2, 600]}})";
+  run = run_harness({"run", experiment.string(), "--out", out.string()}, dir / "log3");
+  ASSERT_TRUE(run.outcome.ok()) << joined(run.output);
+  const auto kept_line = std::find_if(run.output.begin(), run.output.end(), [](const std::string& line) {
+    return line.rfind("[2/3] p001-", 0) == 0;
+  });
+  ASSERT_NE(kept_line, run.output.end()) << joined(run.output);
+  EXPECT_NE(kept_line->find("kept"), std::string::npos) << *kept_line;
+  rows = read_csv(out / "summary.csv");
+  ASSERT_EQ(rows.size(), 3U);
+  EXPECT_EQ(rows[1].at("epochs"), "2");
+  EXPECT_FALSE(fs::exists(first_record)) << "the record of the old position is left behind";
+
+  run = run_harness({"run", experiment.string(), "--out", out.string(), "--fresh"}, dir / "log4");
+  ASSERT_TRUE(run.outcome.ok());
+  EXPECT_EQ(joined(run.output).find("kept"), std::string::npos) << "--fresh kept a point";
+}
+
 TEST(EndToEnd, InterruptKeepsCompletedPointsAndExits130) {
   const fs::path dir = scratch("interrupt");
   // The first point finishes in about a second; the second would run for minutes.
@@ -335,7 +395,7 @@ TEST(EndToEnd, EveryShippedExperimentIsValid) {
   const fs::path dir = scratch("shipped");
   int checked = 0;
   for (const auto& entry : fs::directory_iterator(fs::path(HARNESS_SOURCE_DIR) / "experiments")) {
-    if (entry.path().extension() != ".json") continue;
+    if (entry.path().extension() != ".json" || entry.path().filename() == "schema.json") continue;
     const HarnessRun run =
         run_harness({"plan", entry.path().string()}, dir / (entry.path().stem().string() + ".log"));
     EXPECT_TRUE(run.outcome.ok()) << entry.path() << "\n" << joined(run.output);
@@ -415,6 +475,25 @@ TEST(EndToEnd, GpuExperimentsSayWhyTheyCannotRunHere) {
     ++checked;
   }
   EXPECT_EQ(checked, 2);
+}
+
+// experiments/schema.json is what `harness schema` generates from the settings table, so it
+// cannot drift from what the harness accepts (regenerate: harness schema > experiments/schema.json).
+TEST(EndToEnd, ShippedSchemaMatchesTheSettingsTable) {
+  const fs::path dir = scratch("schema");
+  const HarnessRun run = run_harness({"schema"}, dir / "log");
+  ASSERT_TRUE(run.outcome.ok()) << joined(run.output);
+  std::stringstream whole;
+  whole << std::ifstream(dir / "log").rdbuf();
+  const Json generated = Json::parse(whole.str());
+  const Json shipped = read_json_file((fs::path(HARNESS_SOURCE_DIR) / "experiments" / "schema.json").string());
+  EXPECT_EQ(generated, shipped) << "regenerate experiments/schema.json with `harness schema`";
+  const Json& settings = generated["$defs"]["settings"]["properties"];
+  for (const auto& setting : setting_table()) {
+    EXPECT_TRUE(settings.contains(std::string(setting.key))) << setting.key;
+  }
+  EXPECT_FALSE(generated["properties"]["sweep"]["properties"].contains("kind"));
+  EXPECT_EQ(settings["backend"]["enum"].size(), backend_names().size());
 }
 
 TEST(EndToEnd, VersionAndHelp) {

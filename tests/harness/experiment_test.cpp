@@ -66,6 +66,36 @@ TEST(Experiment, ZipGroupsVaryTogetherAsOneAxisOfTheProduct) {
   EXPECT_EQ(two_groups.size(), 6U);
 }
 
+TEST(Experiment, ExcludeDropsMatchingCombinationsAndRepeatsRunTheSweepAgain) {
+  const Experiment experiment = parse_experiment(R"({
+      "name": "ex", "repeats": 2,
+      "sweep": {"backend": ["allreduce", "ps"], "ranks": [1, 2, 4]},
+      "exclude": [{"backend": "ps", "ranks": [1, 2.0]}]})",
+                                                 "exp.json");
+  const auto points = expand(experiment);
+  // 6 combinations, 2 excluded, twice.
+  ASSERT_EQ(points.size(), 8U);
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    EXPECT_EQ(points[i].index, static_cast<int>(i));
+    EXPECT_EQ(points[i].repeat, i < 4 ? 0 : 1);
+    EXPECT_FALSE(points[i].settings.backend == "ps" && points[i].settings.ranks < 4);
+  }
+  EXPECT_EQ(points[3].settings.backend, "ps");
+  EXPECT_EQ(points[3].settings.ranks, 4);
+  // A repeat has its own id and hash; the same settings in another position keep their hash.
+  EXPECT_EQ(points[0].settings.ranks, points[4].settings.ranks);
+  EXPECT_NE(points[0].id.substr(5), points[4].id.substr(5));
+  EXPECT_EQ(points[0].id.substr(5), point_hash(points[0].settings, 0));
+}
+
+TEST(Experiment, BaselineIsReadAsNormalisedSettingValues) {
+  const Experiment experiment = parse_experiment(
+      R"({"name": "b", "baseline": {"backend": "allreduce", "ranks": 1.0},
+          "sweep": {"backend": ["allreduce", "ring"], "ranks": [1, 2]}})",
+      "exp.json");
+  EXPECT_EQ(experiment.baseline, Json({{"backend", "allreduce"}, {"ranks", 1}}));
+}
+
 TEST(Experiment, NoSweepGivesOnePointWithDefaultsAndFixedSettings) {
   const auto points = expand(parse_experiment(R"({"name": "one", "settings": {"ranks": 2}})", "e"));
   ASSERT_EQ(points.size(), 1U);
@@ -160,7 +190,18 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{R"({"name": "x", "sweep": {"zip": [{"lr": [0.1]}, 3]}})",
                  "sweep.zip[1]: expected an object of equally long lists, got 3"},
         BadInput{R"({"name": "x", "sweep": {"zip": {"lr": [0.1, "fast"]}}})",
-                 "sweep.zip.lr[1]: expected a positive number, got \"fast\""}));
+                 "sweep.zip.lr[1]: expected a positive number, got \"fast\""},
+        BadInput{R"({"name": "x", "repeats": 0})", "repeats: expected an integer from 1 to 1000, got 0"},
+        BadInput{R"({"name": "x", "repeats": "3"})", "repeats: expected an integer from 1 to 1000"},
+        BadInput{R"({"name": "x", "exclude": {"ranks": 1}})", "exclude: expected a non-empty list of objects"},
+        BadInput{R"({"name": "x", "exclude": [{}]})", "exclude[0]: expected an object of setting values, got {}"},
+        BadInput{R"({"name": "x", "exclude": [{"rank": 1}]})",
+                 "exclude[0].rank: unknown setting \"rank\" (did you mean \"ranks\"?)"},
+        BadInput{R"({"name": "x", "exclude": [{"ranks": [1, -2]}]})",
+                 "exclude[0].ranks[1]: expected a positive integer (at most 4096), got -2"},
+        BadInput{R"({"name": "x", "baseline": {"backnd": "ps"}})",
+                 "baseline.backnd: unknown setting \"backnd\" (did you mean \"backend\"?)"},
+        BadInput{R"({"name": "x", "baseline": []})", "baseline: expected an object of setting values"}));
 
 TEST(Experiment, VeryLongNamesAreRejectedWithoutCrashing) {
   const std::string name(50000, 'a');

@@ -1,0 +1,16 @@
+# Where a training step's time goes, per configuration: compute (forward, backward, update),
+# exposed communication (what the step waited for) and the rest, stacked; medians over repeats
+# of the mean step of the slowest rank.
+# Data: a comment line, then "label compute_ms exposed_comm_ms other_ms" rows.
+DATAFILE = "breakdown.dat"
+OUTBASE = "breakdown"
+set title "Step time breakdown, experiment ".EXPERIMENT
+set ylabel "mean step time (ms)"
+set style data histograms
+set style histogram rowstacked
+set style fill solid 0.85 border -1
+set boxwidth 0.7
+set xtics rotate by -30 left
+set yrange [0:*]
+set bmargin 8
+PLOT = 'plot DATAFILE using 2:xtic(1) title "compute" lc "#4477aa", "" using 3 title "exposed communication" lc "#ee6677", "" using 4 title "other" lc "#bbbbbb"'
