@@ -60,7 +60,8 @@ Loaded load_and_validate(const std::string& path) {
   Loaded loaded;
   loaded.experiment = load_experiment(path);
   loaded.points = expand(loaded.experiment);
-  validate_points(loaded.experiment, loaded.points);
+  validate_points(loaded.experiment, loaded.points,
+                  make_launcher(loaded.experiment.launcher).get());
   return loaded;
 }
 
@@ -73,9 +74,16 @@ void write_summary_and_plots(const Experiment& experiment, const std::vector<Poi
   const std::vector<SummaryRow> rows = load_summary(layout, ids, experiment.baseline);
   const bool comm = experiment.base.kind == "comm";
   write_file_atomically(layout.summary_csv(), comm ? comm_summary_csv(rows) : summary_csv(rows));
-  if (!comm) write_file_atomically(layout.stats_csv(), stats_csv(rows, summary_stats(rows, experiment.baseline)));
-  std::cout << "\n" << (comm ? comm_summary_table(rows) : summary_table(rows))
-            << "\nsummary: " << layout.summary_csv() << "\n";
+  if (comm) {
+    std::cout << "\n" << comm_summary_table(rows) << "\nsummary: " << layout.summary_csv() << "\n";
+  } else {
+    const auto stats = summary_stats(rows, experiment.baseline);
+    write_file_atomically(layout.stats_csv(), stats_csv(rows, stats));
+    // With repeats, one line per configuration (medians and intervals) reads better than one
+    // per run; summary.csv keeps every run.
+    std::cout << "\n" << (experiment.repeats > 1 ? stats_table(rows, stats) : summary_table(rows))
+              << "\nsummary: " << layout.summary_csv() << ", " << layout.stats_csv() << "\n";
+  }
   const auto images = write_plots(layout, experiment, rows);
   if (!images.empty()) {
     std::cout << "plots:   " << layout.plots_dir() << "/ (";

@@ -33,6 +33,10 @@ class Launcher {
   // Throws LaunchError when this launcher cannot run here at all (e.g. mpirun missing), so the
   // run command can stop before the first point.
   virtual void check_available() const = 0;
+  // The most ranks one point may ask for; validation refuses more before anything runs.
+  virtual int max_ranks() const = 0;
+  // Why that is the limit, for the error message.
+  virtual std::string max_ranks_reason() const = 0;
   // The command that would run the point, without running it (for `plan` and the record).
   virtual std::vector<std::string> command_for(const LaunchRequest& request) const = 0;
   // Runs the point to completion (or timeout / interrupt). Blocks.

@@ -69,4 +69,9 @@ LaunchOutcome LocalLauncher::launch(const LaunchRequest& request) {
   return outcome;
 }
 
+std::string LocalLauncher::max_ranks_reason() const {
+  return fmt::format("the local launcher runs at most {} ranks per core, and this machine has {}",
+                     kRanksPerCore, cores_);
+}
+
 }  // namespace harness

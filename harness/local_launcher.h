@@ -13,10 +13,15 @@ class LocalLauncher : public Launcher {
 
   std::string name() const override { return "local"; }
   void check_available() const override;
+  // Oversubscription lets mpirun start any number of ranks, but past a few per core each rank's
+  // LibTorch memory and time slices make the measurement meaningless: 8 per core at most.
+  int max_ranks() const override { return kRanksPerCore * cores_; }
+  std::string max_ranks_reason() const override;
   std::vector<std::string> command_for(const LaunchRequest& request) const override;
   LaunchOutcome launch(const LaunchRequest& request) override;
 
  private:
+  static constexpr int kRanksPerCore = 8;
   int cores_;
   bool is_root_;
 };

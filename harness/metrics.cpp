@@ -20,13 +20,6 @@ double mean_of(const Json& values, const char* field) {
 
 // Settings that must match for two points to be on one scaling curve: all but ranks, and but
 // the timeout (a limit, not part of the computation).
-Json comparable_settings(const PointSettings& settings) {
-  Json object = to_json(settings);
-  object.erase("ranks");
-  object.erase("timeout_s");
-  return object;
-}
-
 bool usable(const ScalingInput& point) {
   return point.ok && point.time_s > 0 && point.samples_trained > 0;
 }

@@ -158,11 +158,17 @@ std::string epoch_curves(const std::vector<SummaryRow>& rows,
 // Plot name -> .dat contents for a training experiment.
 std::map<std::string, std::string> training_plot_data(const std::vector<SummaryRow>& rows,
                                                       const std::vector<ConfigurationStats>& stats,
-                                                      bool ideal_line) {
+                                                      bool ideal_line, const Json& baseline) {
   const std::vector<std::string> keys = varying_keys(rows);
+  // Keys that the baseline names vary along a scaling curve (weak scaling grows the data with
+  // the ranks): they do not split curves.
+  std::vector<std::string> curve_keys;
+  for (const auto& key : keys) {
+    if (!baseline.contains(key) || key == "ranks") curve_keys.push_back(key);
+  }
   std::map<std::string, std::string> data;  // plot name -> .dat contents
 
-  const auto scaling = curves_along(stats, keys, "ranks", true);
+  const auto scaling = curves_along(stats, curve_keys, "ranks", true);
   if (!scaling.empty()) {
     // The ideal lines span the ranks that were measured, from the smallest baseline.
     std::set<int> all_ranks;
@@ -198,7 +204,7 @@ std::map<std::string, std::string> training_plot_data(const std::vector<SummaryR
   }
 
   std::string throughput;
-  for (const auto& [title, curve] : curves_along(stats, keys, "ranks", false)) {
+  for (const auto& [title, curve] : curves_along(stats, curve_keys, "ranks", false)) {
     throughput += (throughput.empty() ? "" : "\n\n") + block_title(title);
     for (const auto* stat : curve) {
       throughput += fmt::format("{} {}\n", stat->settings.ranks, interval_columns(stat->throughput));
@@ -279,13 +285,14 @@ std::map<std::string, std::string> comm_plot_data(const std::vector<SummaryRow>&
 std::vector<std::string> write_plots(const ResultsLayout& layout, const Experiment& experiment,
                                      const std::vector<SummaryRow>& rows) {
   const std::string& experiment_name = experiment.name;
-  // An ideal speedup line only makes sense against fewer ranks of the same configuration.
-  const bool ideal_line = experiment.baseline.empty() ||
-                          (experiment.baseline.size() == 1 && experiment.baseline.contains("ranks"));
+  // The ideal speedup is the rank ratio when the baseline differs in ranks; against another
+  // backend (say) at the same ranks it is 1.
+  const bool ideal_line = experiment.baseline.empty() || experiment.baseline.contains("ranks");
   const std::map<std::string, std::string> data =
       experiment.base.kind == "comm"
           ? comm_plot_data(rows)
-          : training_plot_data(rows, summary_stats(rows, experiment.baseline), ideal_line);
+          : training_plot_data(rows, summary_stats(rows, experiment.baseline), ideal_line,
+                               experiment.baseline);
   if (data.empty()) return {};
   if (find_program("gnuplot").empty()) {
     throw Error("gnuplot not found on PATH; install gnuplot-nox (bash .ci/install-deps), then "

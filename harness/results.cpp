@@ -124,11 +124,12 @@ std::vector<ScalingInput> scaling_inputs(const std::vector<SummaryRow>& rows) {
 
 std::string csv_field(const std::string& text);
 std::string number_or_empty(bool present, double value);
+std::string workload_label(const PointSettings& settings);
 
 }  // namespace
 
 bool adopt_completed_record(const ResultsLayout& layout, const Point& point) {
-  const std::string suffix = "-" + point_hash(point.settings, point.repeat) + ".json";
+  const std::string suffix = fmt::format("-{}.json", point_hash(point.settings, point.repeat));
   std::error_code error;
   for (const auto& entry : fs::directory_iterator(layout.points_dir(), error)) {
     const std::string name = entry.path().filename().string();
@@ -201,6 +202,33 @@ std::vector<SummaryRow> load_summary(const ResultsLayout& layout,
 std::vector<ConfigurationStats> summary_stats(const std::vector<SummaryRow>& rows,
                                               const Json& baseline) {
   return configuration_stats(scaling_inputs(rows), baseline);
+}
+
+std::string stats_table(const std::vector<SummaryRow>& rows,
+                        const std::vector<ConfigurationStats>& stats) {
+  std::string out;
+  const auto line = [&out](auto&&... fields) {
+    out += fmt::format("{:<13} {:>14} {:>10} {:>5} {:>6} {:>5} {:>26} {:>20} {:>16}\n", fields...);
+  };
+  line("first id", "workload", "backend", "ranks", "batch", "ok", "throughput", "speedup",
+       "efficiency");
+  line("", "", "", "", "/rank", "runs", "samples/s [95% CI]", "x [95% CI]", "% [95% CI]");
+  for (const auto& stat : stats) {
+    const PointSettings& s = stat.settings;
+    const bool scaled = stat.baseline >= 0;
+    line(rows[stat.runs.front()].id, workload_label(s), s.backend, s.ranks, s.batch_size,
+         fmt::format("{}/{}", stat.ok_runs, stat.runs.size()),
+         stat.ok_runs > 0 ? fmt::format("{:.0f} [{:.0f}-{:.0f}]", stat.throughput.median,
+                                        stat.throughput.low, stat.throughput.high)
+                          : "-",
+         scaled ? fmt::format("{:.2f} [{:.2f}-{:.2f}]", stat.speedup.median, stat.speedup.low,
+                              stat.speedup.high)
+                : "-",
+         scaled ? fmt::format("{:.0f} [{:.0f}-{:.0f}]", 100 * stat.efficiency.median,
+                              100 * stat.efficiency.low, 100 * stat.efficiency.high)
+                : "-");
+  }
+  return out;
 }
 
 std::string stats_csv(const std::vector<SummaryRow>& rows,

@@ -87,6 +87,9 @@ std::vector<SummaryRow> load_summary(const ResultsLayout& layout,
 // intervals, speedup, efficiency and the Karp-Flatt serial fraction (training points only).
 std::vector<ConfigurationStats> summary_stats(const std::vector<SummaryRow>& rows,
                                               const Json& baseline = Json::object());
+// The console table of repeated experiments: one row per configuration, medians [95% interval].
+std::string stats_table(const std::vector<SummaryRow>& rows,
+                        const std::vector<ConfigurationStats>& stats);
 // stats.csv: one row per configuration.
 std::string stats_csv(const std::vector<SummaryRow>& rows,
                       const std::vector<ConfigurationStats>& stats);

@@ -171,6 +171,13 @@ const std::vector<SettingEntry>& entries() {
          s.warmup_epochs = v.get<double>();
        },
        [](const auto& s) { return Json(s.warmup_epochs); }},
+      {{"warmup_steps", "a non-negative integer",
+        "first steps that train but are not timed (allocation, connections warm up)",
+        R"({"type": "integer", "minimum": 0, "maximum": 2147483647})"},
+       [](auto& s, const Json& v, const auto& w) {
+         s.warmup_steps = static_cast<int>(read_integer(v, w, 0, kMaxInt, "a non-negative integer"));
+       },
+       [](const auto& s) { return Json(s.warmup_steps); }},
       {{"seed", "a non-negative integer", "seed for initial weights, splits and shuffles",
         R"({"type": "integer", "minimum": 0})"},
        [](auto& s, const Json& v, const auto& w) {

@@ -39,6 +39,9 @@ struct PointSettings {
   int lr_reference_batch = 0;  // 0 = the per-rank batch (so one rank keeps lr)
   double warmup_epochs = 0;
   int64_t seed = 42;
+  // The first warmup_steps steps train but are left out of every time and throughput (they
+  // include allocation and connection set-up); they must fit in the first epoch.
+  int warmup_steps = 0;
   int threads_per_rank = 0;   // LibTorch/OpenBLAS threads per rank; 0 = cores / ranks (at least 1)
   double timeout_s = 600;     // wall-clock limit for the point's whole mpirun
   std::string data_path;      // "" = the workload's default data file

@@ -89,6 +89,10 @@ TrainingResult DataParallelTrainer::train() {
   const int64_t samples_per_step = batch * layout_.workers;
 
   std::vector<int64_t> permutation(static_cast<std::size_t>(workload_.train_size()));
+  // The first steps of the first epoch train like any other but are not timed: allocators,
+  // caches and connections warm up there (validation keeps them within the first epoch).
+  const int64_t warmup_steps = std::min<int64_t>(settings_.warmup_steps, result.steps_per_epoch);
+  int64_t samples_seen = 0;
 
   for (int epoch = 1; epoch <= settings_.epochs; ++epoch) {
     std::iota(permutation.begin(), permutation.end(), 0);
@@ -96,9 +100,15 @@ TrainingResult DataParallelTrainer::train() {
                           static_cast<uint64_t>(epoch));
     double loss_sum = 0;
 
+    const int64_t untimed = epoch == 1 ? warmup_steps : 0;
     check_mpi(MPI_Barrier(communicator_), "MPI_Barrier");
-    const double epoch_start = MPI_Wtime();
+    double epoch_start = MPI_Wtime();
     for (int64_t step = 0; step < result.steps_per_epoch; ++step) {
+      if (step == untimed && untimed > 0) {
+        // Between steps no reduction is in flight, so the barrier is safe with overlap too.
+        check_mpi(MPI_Barrier(communicator_), "MPI_Barrier");
+        epoch_start = MPI_Wtime();
+      }
       const auto start = Clock::now();
       for (auto& parameter : parameters_) parameter.mutable_grad().zero_();
       begin_step();
@@ -121,6 +131,7 @@ TrainingResult DataParallelTrainer::train() {
         for (auto& parameter : parameters_) parameter.sub_(parameter.grad(), lr);
       }
       const auto end = Clock::now();
+      if (step < untimed) continue;
       result.steps.compute_s.push_back(seconds(computed - start) + seconds(end - reduced));
       result.steps.comm_s.push_back(communication.comm_s);
       result.steps.exposed_s.push_back(communication.exposed_s);
@@ -129,7 +140,8 @@ TrainingResult DataParallelTrainer::train() {
     check_mpi(MPI_Barrier(communicator_), "MPI_Barrier");
     const double epoch_time = MPI_Wtime() - epoch_start;
     result.train_time_s += epoch_time;
-    result.samples_trained += result.steps_per_epoch * samples_per_step;
+    result.samples_trained += (result.steps_per_epoch - untimed) * samples_per_step;
+    samples_seen += result.steps_per_epoch * samples_per_step;
 
     // Bookkeeping outside the timed region: the epoch's mean loss over all ranks' batches.
     check_mpi(MPI_Allreduce(MPI_IN_PLACE, &loss_sum, 1, MPI_DOUBLE, MPI_SUM, communicator_),
@@ -143,7 +155,7 @@ TrainingResult DataParallelTrainer::train() {
       record.test_loss = evaluation.loss;
       record.test_accuracy = evaluation.accuracy;
       record.train_time_s = epoch_time;
-      record.samples_seen = result.samples_trained;
+      record.samples_seen = samples_seen;
       result.epochs.push_back(record);
     }
   }

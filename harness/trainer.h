@@ -26,8 +26,8 @@ struct EpochRecord {
   double train_loss = 0;      // mean of the steps' global-batch losses
   double test_loss = 0;
   double test_accuracy = 0;
-  double train_time_s = 0;    // this epoch's training wall time, evaluation excluded
-  int64_t samples_seen = 0;   // cumulative, all ranks
+  double train_time_s = 0;    // this epoch's training wall time (timed steps), evaluation excluded
+  int64_t samples_seen = 0;   // cumulative, all ranks, warm-up steps included
 };
 
 // Per-step times of this rank; the worker reduces them to the slowest rank.
@@ -42,8 +42,8 @@ struct TrainingResult {
   std::vector<EpochRecord> epochs;  // filled on rank 0
   StepTimes steps;                  // this rank's
   int64_t steps_per_epoch = 0;
-  double train_time_s = 0;          // sum over epochs
-  int64_t samples_trained = 0;      // all ranks
+  double train_time_s = 0;          // sum over epochs, warm-up steps excluded
+  int64_t samples_trained = 0;      // all ranks, in the timed steps (warm-up excluded)
 };
 
 class DataParallelTrainer {

@@ -47,11 +47,17 @@ std::string cuda_problem(const std::string& kind) {
 
 }  // namespace
 
-void validate_points(const Experiment& experiment, const std::vector<Point>& points) {
+void validate_points(const Experiment& experiment, const std::vector<Point>& points,
+                     const Launcher* launcher) {
   // Sample limits per data source: read each data set once.
   std::map<std::string, SampleLimits> limits;
   for (const auto& point : points) {
     const PointSettings& s = point.settings;
+    if (launcher != nullptr && s.ranks > launcher->max_ranks()) {
+      throw ConfigError(fmt::format("{}: expected at most {} ranks ({}), got {}",
+                                    field_of(experiment, "ranks", s.ranks), launcher->max_ranks(),
+                                    launcher->max_ranks_reason(), s.ranks));
+    }
     const WorkloadInfo* workload = nullptr;
     try {
       workload = &find_workload(s.workload);
@@ -150,6 +156,11 @@ void validate_points(const Experiment& experiment, const std::vector<Point>& poi
           "{}: batch_size: the global batch of {} ({} training ranks × {}) exceeds the {} training "
           "samples, so no full step fits in an epoch",
           point_label(experiment, point), global, workers, per_rank_batch(s, workers), used));
+    }
+    if (s.warmup_steps >= used / global) {
+      throw ConfigError(fmt::format(
+          "{}: expected fewer warm-up steps than the {} steps of the first epoch, got {}",
+          field_of(experiment, "warmup_steps", s.warmup_steps), used / global, s.warmup_steps));
     }
     // Every step's timings are kept (and gathered on rank 0), so the step count is bounded.
     const int64_t steps = used / global * s.epochs;

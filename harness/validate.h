@@ -6,12 +6,15 @@
 #include <vector>
 
 #include "harness/experiment.h"
+#include "harness/launcher.h"
 
 namespace harness {
 
 inline constexpr int64_t kMaxStepsPerPoint = 2'000'000;
 
-// Throws ConfigError ("file: sweep.backend[1]: unknown backend ...").
-void validate_points(const Experiment& experiment, const std::vector<Point>& points);
+// Throws ConfigError ("file: sweep.backend[1]: unknown backend ..."). With a launcher, also
+// refuses points asking for more ranks than it can give.
+void validate_points(const Experiment& experiment, const std::vector<Point>& points,
+                     const Launcher* launcher = nullptr);
 
 }  // namespace harness

@@ -10,7 +10,7 @@ set style data histograms
 set style histogram rowstacked
 set style fill solid 0.85 border -1
 set boxwidth 0.7
-set xtics rotate by -30 left
+set xtics rotate by -30 left font ",9"
 set yrange [0:*]
-set bmargin 8
+set bmargin 11
 PLOT = 'plot DATAFILE using 2:xtic(1) title "compute" lc "#4477aa", "" using 3 title "exposed communication" lc "#ee6677", "" using 4 title "other" lc "#bbbbbb"'

@@ -260,6 +260,49 @@ INSTANTIATE_TEST_SUITE_P(
                       "settings.workload: unknown workload \"bert\""}),
     [](const ::testing::TestParamInfo<BadExperiment>& info) { return info.param.name; });
 
+// The corpus of malformed experiment files in tests/e2e/bad_experiments/: each makes `harness run`
+// exit 2 with one line that names the file and contains the expected text (expected.tsv), and
+// none creates its results directory or launches anything.
+TEST(EndToEnd, BadExperimentCorpusExitsTwoWithOneLineEach) {
+  const fs::path corpus = fs::path(HARNESS_SOURCE_DIR) / "tests" / "e2e" / "bad_experiments";
+  const fs::path dir = scratch("corpus");
+  std::ifstream manifest(corpus / "expected.tsv");
+  std::string line;
+  int checked = 0;
+  while (std::getline(manifest, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    const auto tab = line.find('\t');
+    ASSERT_NE(tab, std::string::npos) << line;
+    const fs::path file = corpus / line.substr(0, tab);
+    const std::string expected = line.substr(tab + 1);
+    ASSERT_TRUE(fs::exists(file)) << file;
+    const fs::path out = dir / file.stem();
+    const HarnessRun run =
+        run_harness({"run", file.string(), "--out", out.string()}, dir / (file.stem().string() + ".log"));
+    EXPECT_TRUE(run.outcome.exited) << file;
+    EXPECT_EQ(run.outcome.exit_code, 2) << file;
+    ASSERT_EQ(run.output.size(), 1U) << file << "\n" << joined(run.output);
+    EXPECT_NE(run.output[0].find(file.string() + ": "), std::string::npos) << run.output[0];
+    EXPECT_NE(run.output[0].find(expected), std::string::npos)
+        << file.filename() << "\n  got:      " << run.output[0] << "\n  expected: " << expected;
+    EXPECT_FALSE(fs::exists(out)) << file << ": the results directory was created";
+    ++checked;
+  }
+  EXPECT_GE(checked, 30);
+}
+
+// An --out that cannot be created (a path under a regular file) is bad input too.
+TEST(EndToEnd, UnwritableOutExitsTwo) {
+  const fs::path dir = scratch("unwritable");
+  const fs::path experiment = write_experiment(dir, R"({"name": "x"})");
+  std::ofstream(dir / "file") << "not a directory";
+  const HarnessRun run =
+      run_harness({"run", experiment.string(), "--out", (dir / "file" / "out").string()}, dir / "log");
+  EXPECT_EQ(run.outcome.exit_code, 2);
+  ASSERT_EQ(run.output.size(), 1U) << joined(run.output);
+  EXPECT_NE(run.output[0].find("--out: cannot create directory"), std::string::npos) << run.output[0];
+}
+
 TEST(EndToEnd, MissingExperimentFileExitsTwo) {
   const fs::path dir = scratch("missing");
   const HarnessRun run = run_harness({"run", (dir / "nope.json").string()}, dir / "log");

@@ -61,6 +61,60 @@ TEST(Metrics, FailedPointsHaveNoScalingAndAreNoBaseline) {
   EXPECT_NEAR(scaling[2]->speedup, 4.0 / 3.0, 1e-12);
 }
 
+TEST(Metrics, RepeatsGiveMediansWithBootstrapIntervals) {
+  // One rank: 8, 9, 10 s; two ranks: 4, 5, 6 s (same settings repeated).
+  const auto stats = configuration_stats({point(1, 8.0), point(2, 4.0), point(1, 10.0),
+                                          point(2, 6.0), point(1, 9.0), point(2, 5.0)});
+  ASSERT_EQ(stats.size(), 2U);
+  EXPECT_EQ(stats[0].runs, (std::vector<int>{0, 2, 4}));
+  EXPECT_EQ(stats[1].ok_runs, 3);
+  EXPECT_DOUBLE_EQ(stats[0].time_s.median, 9.0);
+  EXPECT_DOUBLE_EQ(stats[1].time_s.median, 5.0);
+  // The interval of a median of three lies within the observed range and contains the median.
+  EXPECT_GE(stats[1].time_s.low, 4.0);
+  EXPECT_LE(stats[1].time_s.high, 6.0);
+  EXPECT_LE(stats[1].time_s.low, 5.0);
+  EXPECT_GE(stats[1].time_s.high, 5.0);
+  EXPECT_LT(stats[1].time_s.low, stats[1].time_s.high);
+  // Speedup of medians, 9 / 5, with an interval inside the extreme ratios 8/6 .. 10/4.
+  EXPECT_DOUBLE_EQ(stats[1].speedup.median, 1.8);
+  EXPECT_GE(stats[1].speedup.low, 8.0 / 6.0);
+  EXPECT_LE(stats[1].speedup.high, 10.0 / 4.0);
+  EXPECT_DOUBLE_EQ(stats[0].speedup.median, 1.0);
+  EXPECT_DOUBLE_EQ(stats[0].speedup.high, 1.0);
+  EXPECT_DOUBLE_EQ(stats[1].efficiency.median, 0.9);
+  // Karp-Flatt: e = (1/1.8 - 1/2) / (1 - 1/2).
+  ASSERT_TRUE(stats[1].karp_flatt.has_value());
+  EXPECT_NEAR(*stats[1].karp_flatt, (1 / 1.8 - 0.5) / 0.5, 1e-12);
+  EXPECT_FALSE(stats[0].karp_flatt.has_value());
+  // Deterministic: the same runs give the same interval.
+  const auto again = configuration_stats({point(1, 8.0), point(2, 4.0), point(1, 10.0),
+                                          point(2, 6.0), point(1, 9.0), point(2, 5.0)});
+  EXPECT_EQ(again[1].speedup.low, stats[1].speedup.low);
+}
+
+TEST(Metrics, ExplicitBaselineComparesWithTheNamedValues) {
+  // Speedup of every backend against allreduce at the same rank count.
+  ScalingInput ring2 = point(2, 4.0);
+  ring2.settings.backend = "ring";
+  ScalingInput ring1 = point(1, 9.0);
+  ring1.settings.backend = "ring";
+  const auto stats = configuration_stats({point(1, 8.0), point(2, 5.0), ring1, ring2},
+                                         Json{{"backend", "allreduce"}});
+  EXPECT_EQ(stats[2].baseline, 0);
+  EXPECT_NEAR(stats[2].speedup.median, 8.0 / 9.0, 1e-12);
+  EXPECT_EQ(stats[3].baseline, 1);
+  EXPECT_DOUBLE_EQ(stats[3].speedup.median, 1.25);
+  EXPECT_DOUBLE_EQ(stats[3].efficiency.median, 1.25);  // same ranks as its baseline
+  // A baseline on ranks and dataset_size (weak scaling grows the data with the ranks).
+  ScalingInput big = point(2, 5.0);
+  big.settings.dataset_size = 200;
+  ScalingInput small = point(1, 5.0);
+  small.settings.dataset_size = 100;
+  const auto weak = configuration_stats({small, big}, Json{{"ranks", 1}, {"dataset_size", 100}});
+  EXPECT_EQ(weak[1].baseline, 0);
+}
+
 TEST(Metrics, PointMetricsFromMeasurements) {
   const Json measurements = Json::parse(R"({
     "train_time_s": 2.0, "samples_trained": 1000,

@@ -220,3 +220,48 @@ TEST(DataParallelTrainer, ParameterServerThatOnlyServesKeepsItsCopyInStep) {
 
 }  // namespace
 }  // namespace harness
+
+namespace harness {
+namespace {
+
+// Warm-up steps train (the parameters end where an untimed run ends) but are left out of the
+// step records, the timed samples and the training time; samples seen still count them.
+TEST(DataParallelTrainer, WarmupStepsTrainButAreNotTimed) {
+  const auto run = [](int warmup_steps) {
+    int size = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    PointSettings settings;
+    settings.ranks = size;
+    settings.batch_size = 2;
+    settings.dataset_size = 96;
+    settings.epochs = 2;
+    settings.lr = 0.5;
+    settings.warmup_steps = warmup_steps;
+    auto workload = find_workload("iris_mlp").make(settings);
+    MpiAllreduce backend(MPI_COMM_WORLD);
+    DataParallelTrainer trainer(*workload, backend, MPI_COMM_WORLD, settings);
+    trainer.broadcast_parameters();
+    TrainingResult result = trainer.train();
+    std::vector<float> flat;
+    for (const auto& parameter : workload->parameters()) {
+      flat.insert(flat.end(), parameter.data_ptr<float>(), parameter.data_ptr<float>() + parameter.numel());
+    }
+    return std::make_pair(result, flat);
+  };
+  const auto [timed, timed_parameters] = run(0);
+  const auto [warm, warm_parameters] = run(3);
+  EXPECT_EQ(warm_parameters, timed_parameters);
+  const int64_t steps = timed.steps_per_epoch * 2;
+  EXPECT_EQ(timed.steps.step_s.size(), static_cast<std::size_t>(steps));
+  EXPECT_EQ(warm.steps.step_s.size(), static_cast<std::size_t>(steps - 3));
+  const int64_t per_step = timed.samples_trained / steps;
+  EXPECT_EQ(warm.samples_trained, timed.samples_trained - 3 * per_step);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank == 0) {
+    EXPECT_EQ(warm.epochs.back().samples_seen, timed.epochs.back().samples_seen);
+  }
+}
+
+}  // namespace
+}  // namespace harness
