@@ -306,6 +306,7 @@ int plot_command(const std::string& results_dir) {
     }
     loaded.experiment = load_experiment(layout.experiment_copy());
     loaded.points = expand(loaded.experiment);
+    layout.create();  // plots/ may have been deleted
   } catch (const ConfigError& error) {
     std::cerr << "harness: " << error.what() << "\n";
     return kExitBadInput;

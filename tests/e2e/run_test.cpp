@@ -303,6 +303,71 @@ TEST(EndToEnd, UnwritableOutExitsTwo) {
   EXPECT_NE(run.output[0].find("--out: cannot create directory"), std::string::npos) << run.output[0];
 }
 
+// Repeats, zip and exclude through the real binary: summary.csv has a row per run, stats.csv a
+// row per configuration with intervals around the medians; `harness plot` rebuilds every file
+// from the records alone; `harness plan` estimates the time from those results.
+TEST(EndToEnd, RepeatedSweepGivesStatisticsPlotsAndAnEstimate) {
+  const fs::path dir = scratch("repeats");
+  const fs::path experiment = write_experiment(dir, R"({
+    "name": "repeats", "repeats": 2,
+    "settings": {"epochs": 3, "lr": 0.5, "threads_per_rank": 1},
+    "sweep": {"ranks": [1, 2], "zip": {"batch_size": [4, 8], "warmup_steps": [2, 1]}},
+    "exclude": [{"ranks": 2, "batch_size": 8}]})");
+  // No --out: the default results/<name>/<timestamp> under the working directory (dir).
+  HarnessRun run = run_harness({"run", experiment.string()}, dir / "log1");
+  ASSERT_TRUE(run.outcome.ok()) << joined(run.output);
+  std::vector<fs::path> outs;
+  for (const auto& entry : fs::directory_iterator(dir / "results" / "repeats")) outs.push_back(entry.path());
+  ASSERT_EQ(outs.size(), 1U);
+  const fs::path out = outs.front();
+
+  const auto rows = read_csv(out / "summary.csv");
+  ASSERT_EQ(rows.size(), 6U);  // 3 combinations × 2 repeats
+  EXPECT_EQ(rows[0].at("repeat"), "0");
+  EXPECT_EQ(rows[5].at("repeat"), "1");
+  const auto stats = read_csv(out / "stats.csv");
+  ASSERT_EQ(stats.size(), 3U);
+  for (const auto& row : stats) {
+    EXPECT_EQ(row.at("runs"), "2");
+    EXPECT_EQ(row.at("ok_runs"), "2");
+    const double low = std::stod(row.at("throughput_low"));
+    const double median = std::stod(row.at("throughput_median"));
+    const double high = std::stod(row.at("throughput_high"));
+    EXPECT_LE(low, median);
+    EXPECT_LE(median, high);
+  }
+  // Combinations in sweep order: (1, 4), (1, 8), (2, 4); (2, 8) is excluded.
+  EXPECT_EQ(stats[2].at("ranks"), "2");
+  EXPECT_FALSE(stats[2].at("karp_flatt").empty());
+  EXPECT_EQ(stats[2].at("baseline_id"), stats[0].at("first_id"));
+
+  // Rebuild everything from the records.
+  std::map<std::string, std::uintmax_t> sizes;
+  for (const auto& entry : fs::directory_iterator(out / "plots")) {
+    if (entry.path().extension() == ".png") sizes[entry.path().filename().string()] = entry.file_size();
+  }
+  EXPECT_GE(sizes.size(), 9U);
+  fs::remove_all(out / "plots");
+  fs::remove(out / "summary.csv");
+  fs::remove(out / "stats.csv");
+  run = run_harness({"plot", out.string()}, dir / "log2");
+  ASSERT_TRUE(run.outcome.ok()) << joined(run.output);
+  EXPECT_EQ(read_csv(out / "summary.csv").size(), 6U);
+  EXPECT_EQ(read_csv(out / "stats.csv").size(), 3U);
+  for (const auto& [name, size] : sizes) {
+    EXPECT_TRUE(fs::exists(out / "plots" / name)) << name;
+    EXPECT_GT(fs::file_size(out / "plots" / name), 1000U) << name;
+  }
+  EXPECT_EQ(run_harness({"plot", (dir / "nowhere").string()}, dir / "log3").outcome.exit_code, 2);
+
+  run = run_harness({"plan", experiment.string()}, dir / "log4");
+  ASSERT_TRUE(run.outcome.ok());
+  EXPECT_NE(joined(run.output).find("estimated time: "), std::string::npos) << joined(run.output);
+  EXPECT_NE(joined(run.output).find("(6 of 6 point(s) measured before under results/repeats/)"),
+            std::string::npos)
+      << joined(run.output);
+}
+
 TEST(EndToEnd, MissingExperimentFileExitsTwo) {
   const fs::path dir = scratch("missing");
   const HarnessRun run = run_harness({"run", (dir / "nope.json").string()}, dir / "log");
