@@ -38,6 +38,21 @@ CudaStatus cuda_status() {
   return status;
 }
 
+int select_cuda_device(MPI_Comm communicator) {
+  MPI_Comm node = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_split_type(communicator, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node),
+            "MPI_Comm_split_type");
+  int local_rank = 0;
+  check_mpi(MPI_Comm_rank(node, &local_rank), "MPI_Comm_rank");
+  MPI_Comm_free(&node);
+  int devices = 0;
+  check_cuda(cudaGetDeviceCount(&devices), "cudaGetDeviceCount");
+  if (devices == 0) throw NotSupported("no CUDA device on this machine");
+  const int device = local_rank % devices;
+  check_cuda(cudaSetDevice(device), "cudaSetDevice");
+  return device;
+}
+
 bool mpi_accepts_device_pointers() {
 #if defined(MPIX_CUDA_AWARE_SUPPORT)
   return MPIX_Query_cuda_support() == 1;
@@ -125,6 +140,8 @@ CudaStatus cuda_status() {
   status.reason = std::string(kNotBuilt);
   return status;
 }
+
+int select_cuda_device(MPI_Comm) { throw_not_built(); }
 
 bool mpi_accepts_device_pointers() { return false; }
 

@@ -29,6 +29,11 @@ struct CudaStatus {
 // Whether this build has the CUDA path and this machine a CUDA device it can use.
 CudaStatus cuda_status();
 
+// Gives this rank its own GPU on a node with several: the rank's index among the ranks of its
+// node (MPI_COMM_TYPE_SHARED) modulo the node's devices, made current with cudaSetDevice.
+// Collective over `communicator`. Returns the device index.
+int select_cuda_device(MPI_Comm communicator);
+
 // Whether the MPI library accepts device pointers (CUDA-aware), asked at run time. False in
 // builds without HARNESS_WITH_CUDA and with MPI libraries that have no such query.
 bool mpi_accepts_device_pointers();

@@ -312,6 +312,20 @@ int plot_command(const std::string& results_dir) {
     return kExitBadInput;
   }
   try {
+    // Records are found by their settings and repeat, not by id: the ids hash the harness
+    // version, and a newer harness must still plot older results.
+    const auto stored = stored_record_ids(layout);
+    int found = 0;
+    for (auto& point : loaded.points) {
+      const auto record = stored.find(to_json(point.settings).dump() + "|" + std::to_string(point.repeat));
+      if (record == stored.end()) continue;
+      point.id = record->second;
+      ++found;
+    }
+    if (found == 0) {
+      throw Error(fmt::format("{}: no records of this experiment's points in {}", results_dir,
+                              layout.points_dir()));
+    }
     write_summary_and_plots(loaded.experiment, loaded.points, layout);
   } catch (const Error& error) {
     std::cerr << "harness: " << error.what() << "\n";

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <algorithm>
 #include <cctype>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -371,6 +372,29 @@ std::vector<Point> expand(const Experiment& experiment) {
   if (kept.empty()) {
     throw ConfigError(fmt::format("{}: exclude: removes every point; expected at least one to remain",
                                   experiment.source_path));
+  }
+  // Equal values written differently (1 and 1.0 in a zip group) would make two points with the
+  // same settings, hash and record.
+  std::map<std::string, std::size_t> seen;
+  for (std::size_t i = 0; i < kept.size(); ++i) {
+    const auto [where, inserted] = seen.emplace(to_json(kept[i]).dump(), i);
+    if (!inserted) {
+      throw ConfigError(fmt::format(
+          "{}: sweep: combinations {} and {} have the same settings; each may appear once",
+          experiment.source_path, where->second, i));
+    }
+  }
+  if (!experiment.baseline.empty()) {
+    const bool found = std::any_of(kept.begin(), kept.end(), [&experiment](const PointSettings& settings) {
+      const Json values = to_json(settings);
+      return std::all_of(experiment.baseline.items().begin(), experiment.baseline.items().end(),
+                         [&values](const auto& item) { return values[item.key()] == item.value(); });
+    });
+    if (!found) {
+      throw ConfigError(fmt::format(
+          "{}: baseline: no point has {}; expected values that the settings or the sweep produce",
+          experiment.source_path, experiment.baseline.dump()));
+    }
   }
   if (kept.size() * static_cast<std::size_t>(experiment.repeats) > kMaxPoints) {
     throw ConfigError(fmt::format("{}: repeats: expected at most {} points in all, got {} × {}",

@@ -35,7 +35,11 @@ KMeansResult run_distributed_kmeans(const KMeansData& data, GradientSync& backen
     const auto computed = Clock::now();
     backend.allreduce_sum(buffer);
     const auto reduced = Clock::now();
-    const double moved = update_centroids(buffer, layout, result.centroids);
+    double moved = update_centroids(buffer, layout, result.centroids);
+    // Allreduce algorithms may round differently on different ranks; agreeing on the largest
+    // move keeps every rank taking the same stop decision (a differing one would deadlock).
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, &moved, 1, MPI_DOUBLE, MPI_MAX, communicator),
+              "MPI_Allreduce(centroid move)");
     const auto finished = Clock::now();
 
     const double step_s = seconds(finished - start);
@@ -57,7 +61,6 @@ KMeansResult run_distributed_kmeans(const KMeansData& data, GradientSync& backen
     record.samples_seen = result.training.samples_trained;
     if (rank == 0) result.training.epochs.push_back(record);
 
-    // Every rank has the same totals, so every rank takes the same decision here.
     if (moved <= settings.kmeans_tolerance) {
       result.converged = true;
       break;

@@ -1,5 +1,8 @@
 #include "harness/progress.h"
 
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <iostream>
 
@@ -50,8 +53,14 @@ void Progress::tick_loop() {
                                                                 std::max(0.0, total_s_ / finished_ - elapsed)) +
                                        " left"
                                  : "";
-    std::cout << "\r\033[K" << text_ << fmt::format("  running {}{}", format_duration(elapsed), left)
-              << std::flush;
+    // "\r" and erase-line redraw only the last screen row, so the line must fit in one.
+    std::string line = text_ + fmt::format("  running {}{}", format_duration(elapsed), left);
+    winsize window{};
+    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &window) == 0 && window.ws_col > 1 &&
+        line.size() >= window.ws_col) {
+      line = line.substr(0, window.ws_col - 2) + "~";
+    }
+    std::cout << "\r\033[K" << line << std::flush;
   }
 }
 
@@ -63,6 +72,7 @@ void Progress::stop_ticker() {
   }
   wake_.notify_all();
   ticker_.join();
+  // The final line may wrap: it is printed once, not redrawn.
   std::cout << "\r\033[K" << text_ << std::flush;
 }
 

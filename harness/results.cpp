@@ -147,14 +147,35 @@ bool adopt_completed_record(const ResultsLayout& layout, const Point& point) {
     if (entry.path().string() != target) {
       record["id"] = point.id;
       record["index"] = point.index;
-      write_file_atomically(target, record.dump(1));
-      fs::remove(entry.path());
-      const std::string old_log = layout.point_log(entry.path().stem().string());
-      if (fs::exists(old_log)) fs::rename(old_log, layout.point_log(point.id));
+      try {
+        write_file_atomically(target, record.dump(1));
+      } catch (const Error&) {
+        return false;  // cannot move it: run the point again
+      }
+      std::error_code ignored;
+      fs::remove(entry.path(), ignored);
+      fs::rename(layout.point_log(entry.path().stem().string()), layout.point_log(point.id), ignored);
     }
     return true;
   }
   return false;
+}
+
+std::map<std::string, std::string> stored_record_ids(const ResultsLayout& layout) {
+  std::map<std::string, std::string> ids;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(layout.points_dir(), error)) {
+    if (entry.path().extension() != ".json") continue;
+    try {
+      const Json record = read_json_file(entry.path().string());
+      const PointSettings settings = settings_from_json(record.at("settings"), entry.path().string());
+      ids[to_json(settings).dump() + "|" + std::to_string(record.value("repeat", 0))] =
+          entry.path().stem().string();
+    } catch (const std::exception&) {
+      continue;
+    }
+  }
+  return ids;
 }
 
 std::vector<SummaryRow> load_summary(const ResultsLayout& layout,

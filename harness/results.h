@@ -7,6 +7,7 @@
 // Every file is written to a temporary name and renamed, so a reader never sees half a file.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -60,6 +61,10 @@ Json make_point_record(const std::string& experiment_name, const Point& point,
 // any index, and makes it this point's record (renaming it and its log when the sweep's order
 // changed). Returns false when there is none; failed records never count.
 bool adopt_completed_record(const ResultsLayout& layout, const Point& point);
+
+// The ids of the records under DIR/points, keyed by "<settings as JSON>|<repeat>" (unreadable
+// records are skipped).
+std::map<std::string, std::string> stored_record_ids(const ResultsLayout& layout);
 
 // One point as summary.csv and the plots see it, read back from its record.
 struct SummaryRow {

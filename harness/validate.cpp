@@ -136,6 +136,10 @@ void validate_points(const Experiment& experiment, const std::vector<Point>& poi
     }
     const int64_t used = s.dataset_size > 0 ? s.dataset_size : samples.standard;
     if (workload->algorithm == Algorithm::kLloydKMeans) {
+      if (s.device != "cpu") {
+        throw ConfigError(fmt::format("{}: expected \"cpu\" for workload kmeans (it runs on the cpu), got \"{}\"",
+                                      field_of(experiment, "device", s.device), s.device));
+      }
       // No batches: every iteration is one pass over all points; `epochs` bounds the iterations.
       if (s.kmeans_k > used) {
         throw ConfigError(fmt::format("{}: expected at most {} clusters (the points used), got {}",
@@ -149,6 +153,12 @@ void validate_points(const Experiment& experiment, const std::vector<Point>& poi
           "{}: batch_size: scaling \"strong\" splits the global batch {} evenly over {} training "
           "ranks; expected a multiple of {}",
           point_label(experiment, point), s.batch_size, workers, workers));
+    }
+    if (s.workload == "resnet" && per_rank_batch(s, workers) < 2) {
+      throw ConfigError(fmt::format(
+          "{}: batch_size: resnet needs at least 2 samples per rank (BatchNorm's batch statistics "
+          "over a 1x1 feature map), got {}",
+          point_label(experiment, point), per_rank_batch(s, workers)));
     }
     const int64_t global = global_batch(s, workers);
     if (global > used) {

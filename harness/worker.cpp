@@ -16,6 +16,7 @@
 #include "harness/comm_benchmark.h"
 #include "harness/errors.h"
 #include "harness/results.h"
+#include "backends/device_staging.h"
 #include "harness/kmeans_driver.h"
 #include "harness/trainer.h"
 #include "workloads/registry.h"
@@ -207,6 +208,7 @@ void run(const WorkerArguments& arguments, MPI_Comm communicator) {
   }
   const int threads = threads_from_environment();
   at::set_num_threads(threads);
+  if (settings.device == "cuda") rank_cuda_device() = select_cuda_device(communicator);
 
   Json kind_measurements;
   if (settings.kind == "comm") {
