@@ -228,7 +228,11 @@ std::map<std::string, std::string> training_plot_data(const std::vector<SummaryR
       {"loss_samples", {"samples_seen", "train_loss", 1.0}},
       {"accuracy", {"epoch", "test_accuracy", 100.0}},
       {"accuracy_samples", {"samples_seen", "test_accuracy", 100.0}}};
+  // Curves need two epochs: with one, each configuration would be a lone point.
+  std::size_t most_epochs = 0;
+  for (const auto& row : rows) most_epochs = std::max(most_epochs, row.ok ? row.epochs.size() : 0);
   for (const auto& [name, spec] : epoch_plots) {
+    if (most_epochs < 2) break;
     const auto& [x, field, scale] = spec;
     std::string curves = epoch_curves(rows, stats, keys, x, field, scale);
     if (!curves.empty()) data[name] = std::move(curves);

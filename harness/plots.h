@@ -2,7 +2,8 @@
 // complete .gp script that drew it (rerun it with gnuplot to restyle a figure by hand):
 // training experiments get speedup, efficiency and throughput against ranks (medians with
 // bootstrap 95% error bars when points repeat), the Karp-Flatt serial fraction, throughput against
-// batch size (when it varies), loss and accuracy against epoch and samples seen, and a stacked
+// batch size (when it varies), loss and accuracy against epoch and samples seen (when points
+// train two epochs or more), and a stacked
 // compute / exposed communication / other breakdown of the step; communication benchmarks (kind
 // "comm") get bandwidth and latency against message size.
 #pragma once
