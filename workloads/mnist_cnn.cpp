@@ -10,6 +10,7 @@
 
 #include "harness/errors.h"
 #include "workloads/idx_reader.h"
+#include "workloads/classification.h"
 #include "workloads/workload.h"
 
 namespace harness {
@@ -117,22 +118,9 @@ class MnistCnn final : public Workload {
   }
 
   Evaluation evaluate() override {
-    torch::NoGradGuard no_grad;
-    constexpr int64_t kChunk = 1000;  // bounds the activations' memory
-    double loss_sum = 0;
-    int64_t correct = 0;
-    for (int64_t start = 0; start < test_size(); start += kChunk) {
-      const int64_t length = std::min(kChunk, test_size() - start);
-      const auto outputs = forward(test_images_.narrow(0, start, length));
-      const auto labels = test_labels_.narrow(0, start, length);
-      loss_sum += torch::nll_loss(outputs, labels, {}, at::Reduction::Sum).item<double>();
-      correct += outputs.argmax(1).eq(labels).sum().item<int64_t>();
-    }
-    Evaluation evaluation;
-    evaluation.samples = test_size();
-    evaluation.loss = loss_sum / static_cast<double>(test_size());
-    evaluation.accuracy = static_cast<double>(correct) / static_cast<double>(test_size());
-    return evaluation;
+    // At most 1000 images at a time bounds the activations' memory.
+    return evaluate_classifier([this](const torch::Tensor& x) { return forward(x); }, test_images_,
+                               test_labels_, 1000);
   }
 
  private:

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 
+#include "workloads/classification.h"
 #include "workloads/workload.h"
 
 namespace harness {
@@ -139,23 +140,10 @@ class SyntheticResNet final : public Workload {
   }
 
   Evaluation evaluate() override {
-    torch::NoGradGuard no_grad;
-    model_->eval();
-    constexpr int64_t kChunk = 64;  // bounds the activations' memory
-    double loss_sum = 0;
-    int64_t correct = 0;
-    for (int64_t start = 0; start < test_size(); start += kChunk) {
-      const int64_t length = std::min(kChunk, test_size() - start);
-      const auto outputs = model_->forward(test_images_.narrow(0, start, length));
-      const auto labels = test_labels_.narrow(0, start, length);
-      loss_sum += torch::cross_entropy_loss(outputs, labels, {}, at::Reduction::Sum).item<double>();
-      correct += outputs.argmax(1).eq(labels).sum().item<int64_t>();
-    }
-    Evaluation evaluation;
-    evaluation.samples = test_size();
-    evaluation.loss = loss_sum / static_cast<double>(test_size());
-    evaluation.accuracy = static_cast<double>(correct) / static_cast<double>(test_size());
-    return evaluation;
+    model_->eval();  // BatchNorm with its running statistics
+    return evaluate_classifier(
+        [this](const torch::Tensor& x) { return torch::log_softmax(model_->forward(x), 1); },
+        test_images_, test_labels_, 64);
   }
 
  private:
