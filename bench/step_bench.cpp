@@ -7,6 +7,7 @@
 
 #include <numeric>
 
+#include "harness/shuffle.h"
 #include "workloads/registry.h"
 #include "workloads/workload.h"
 
@@ -47,6 +48,37 @@ void BM_MnistCnnForwardBackward(benchmark::State& state) {
   forward_backward(state, settings);
 }
 BENCHMARK(BM_MnistCnnForwardBackward)->Arg(64)->Unit(benchmark::kMillisecond);
+
+// What the trainer does around forward and backward on one rank, without MPI: zero the
+// gradients, a batch at shuffled positions of 4096 images, and the SGD update. Compare with the
+// step_time_s of a one-rank harness point to see what the rest of the step costs.
+void BM_MnistCnnTrainingStep(benchmark::State& state) {
+  at::set_num_threads(1);
+  PointSettings settings;
+  settings.workload = "mnist_cnn";
+  settings.dataset_size = 4096;
+  settings.test_size = 10;
+  const auto workload = find_workload(settings.workload).make(settings);
+  std::vector<int64_t> order(static_cast<std::size_t>(workload->train_size()));
+  std::iota(order.begin(), order.end(), 0);
+  deterministic_shuffle(order, 42, 1);
+  auto parameters = workload->parameters();
+  for (auto& parameter : parameters) parameter.mutable_grad() = torch::zeros_like(parameter);
+  const auto batch = static_cast<std::size_t>(state.range(0));
+  std::size_t offset = 0;
+  for (auto _ : state) {
+    if (offset + batch > order.size()) offset = 0;
+    for (auto& parameter : parameters) parameter.mutable_grad().zero_();
+    benchmark::DoNotOptimize(workload->forward_backward(
+        std::span<const int64_t>(order.data() + offset, batch)));
+    torch::NoGradGuard no_grad;
+    for (auto& parameter : parameters) parameter.sub_(parameter.grad(), 0.05);
+    offset += batch;
+  }
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+  state.SetLabel("items = samples");
+}
+BENCHMARK(BM_MnistCnnTrainingStep)->Arg(64)->Unit(benchmark::kMillisecond);
 
 void BM_IrisSgdUpdate(benchmark::State& state) {
   at::set_num_threads(1);
