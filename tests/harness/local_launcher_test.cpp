@@ -32,9 +32,10 @@ TEST(LocalLauncher, OneRankOnTwoCoresGetsTwoUnboundThreads) {
   EXPECT_EQ(std::vector<std::string>(argv.end() - 4, argv.end()), request(1).worker_argv);
 }
 
-TEST(LocalLauncher, TwoRanksOnTwoCoresKeepCoreBindingWithOneThreadEach) {
+TEST(LocalLauncher, RanksAreNeverBoundToOneCore) {
   const auto argv = LocalLauncher(2, false).command_for(request(2));
-  EXPECT_FALSE(has(argv, "--bind-to"));
+  EXPECT_TRUE(has(argv, "--bind-to"));
+  EXPECT_TRUE(has(argv, "none"));
   EXPECT_FALSE(has(argv, "--oversubscribe"));
   EXPECT_TRUE(has(argv, "OMP_NUM_THREADS=1"));
 }
