@@ -95,9 +95,8 @@ std::vector<MessageSizeMetrics> run_comm_benchmark(GradientSync& backend, MPI_Co
     check_mpi(MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_INT64_T, MPI_SUM, communicator),
               "MPI_Allreduce(wrong)");
 
+    const double median = median_of(seconds);
     std::sort(seconds.begin(), seconds.end());
-    const std::size_t n = seconds.size();
-    const double median = n % 2 == 1 ? seconds[n / 2] : 0.5 * (seconds[n / 2 - 1] + seconds[n / 2]);
     MessageSizeMetrics result;
     result.bytes = bytes;
     result.time_us_median = 1e6 * median;

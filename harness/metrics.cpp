@@ -88,13 +88,6 @@ std::vector<MessageSizeMetrics> message_size_metrics(const Json& measurements) {
 
 namespace {
 
-double median_of(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
-
 // The percentile (0..1) of sorted values, linearly interpolated.
 double percentile(const std::vector<double>& sorted, double q) {
   if (sorted.empty()) return 0;
@@ -133,6 +126,13 @@ Interval bootstrap(const std::vector<double>& a, const std::vector<double>& b, S
 }
 
 }  // namespace
+
+double median_of(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
 
 std::vector<ConfigurationStats> configuration_stats(const std::vector<ScalingInput>& runs,
                                                     const Json& baseline) {

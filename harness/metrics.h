@@ -43,6 +43,9 @@ Json to_json(const MessageSizeMetrics& size);
 // Reads measurements["sizes"]; throws Error when it is missing or malformed.
 std::vector<MessageSizeMetrics> message_size_metrics(const Json& measurements);
 
+// The median (mean of the middle two for an even count); 0 for no values.
+double median_of(std::vector<double> values);
+
 // One run (a point and repeat) as the cross-point metrics see it.
 struct ScalingInput {
   PointSettings settings;

@@ -203,24 +203,26 @@ std::map<std::string, std::string> training_plot_data(const std::vector<SummaryR
     if (!karp_flatt.empty()) data["karp_flatt"] = karp_flatt;
   }
 
-  std::string throughput;
-  for (const auto& [title, curve] : curves_along(stats, curve_keys, "ranks", false)) {
-    throughput += (throughput.empty() ? "" : "\n\n") + block_title(title);
-    for (const auto* stat : curve) {
-      throughput += fmt::format("{} {}\n", stat->settings.ranks, interval_columns(stat->throughput));
-    }
-  }
-  if (!throughput.empty()) data["throughput"] = throughput;
-
-  if (std::find(keys.begin(), keys.end(), "batch_size") != keys.end()) {
-    std::string by_batch;
-    for (const auto& [title, curve] : curves_along(stats, keys, "batch_size", false)) {
-      by_batch += (by_batch.empty() ? "" : "\n\n") + block_title(title);
+  // Throughput with its interval along ranks, or along the batch size when that varies.
+  const auto throughput_curves = [&stats](const std::vector<std::string>& curve_keys_for,
+                                          const std::string& axis) {
+    std::string out;
+    for (const auto& [title, curve] : curves_along(stats, curve_keys_for, axis, false)) {
+      out += (out.empty() ? "" : "\n\n") + block_title(title);
       for (const auto* stat : curve) {
-        by_batch += fmt::format("{} {}\n", stat->settings.batch_size, interval_columns(stat->throughput));
+        const int x = axis == "ranks" ? stat->settings.ranks : stat->settings.batch_size;
+        out += fmt::format("{} {}\n", x, interval_columns(stat->throughput));
       }
     }
-    if (!by_batch.empty()) data["throughput_batch"] = by_batch;
+    return out;
+  };
+  if (std::string curves = throughput_curves(curve_keys, "ranks"); !curves.empty()) {
+    data["throughput"] = std::move(curves);
+  }
+  if (std::find(keys.begin(), keys.end(), "batch_size") != keys.end()) {
+    if (std::string curves = throughput_curves(keys, "batch_size"); !curves.empty()) {
+      data["throughput_batch"] = std::move(curves);
+    }
   }
 
   const std::pair<const char*, std::tuple<const char*, const char*, double>> epoch_plots[] = {
@@ -251,14 +253,10 @@ std::map<std::string, std::string> training_plot_data(const std::vector<SummaryR
       other.push_back(std::max(0.0, 1e3 * (m.step_time_s - m.compute_time_s - m.exposed_comm_time_s)));
     }
     if (compute.empty()) continue;
-    const auto median = [](std::vector<double> v) {
-      std::sort(v.begin(), v.end());
-      return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-    };
     std::string label = label_for(stat.settings, keys, true);
     std::replace(label.begin(), label.end(), '"', '\'');
-    breakdown += fmt::format("\"{}\" {:.6g} {:.6g} {:.6g}\n", label, median(compute), median(exposed),
-                             median(other));
+    breakdown += fmt::format("\"{}\" {:.6g} {:.6g} {:.6g}\n", label, median_of(compute),
+                             median_of(exposed), median_of(other));
     any = true;
   }
   if (any) data["breakdown"] = breakdown;
