@@ -16,24 +16,30 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// Copies a gradient into the fused host buffer, from host or device memory.
-void copy_into_host(const torch::Tensor& gradient, float* destination) {
-  if (gradient.is_cpu()) {
-    const torch::Tensor values = gradient.contiguous();
-    std::copy_n(values.data_ptr<float>(), values.numel(), destination);
+// A parameter's slice of the fused buffer holds its gradient in the parameter's own memory order
+// (a channels-last convolution weight stays channels-last), so that packing and unpacking are
+// straight copies. `slice` is that region viewed with the parameter's sizes and strides.
+bool same_layout(const torch::Tensor& a, const torch::Tensor& b) {
+  return a.sizes() == b.sizes() && a.strides() == b.strides();
+}
+
+// slice = gradient, from host or device memory, whatever the gradient's layout.
+void copy_into_host(const torch::Tensor& gradient, torch::Tensor& slice) {
+  if (gradient.is_cpu() && same_layout(gradient, slice)) {
+    std::copy_n(gradient.data_ptr<float>(), gradient.numel(), slice.data_ptr<float>());
   } else {
-    torch::from_blob(destination, {gradient.numel()}).copy_(gradient.reshape({-1}));
+    slice.copy_(gradient);
   }
 }
 
-// gradient = host values × scale, into host or device memory.
-void copy_scaled_from_host(const float* source, float scale, torch::Tensor& gradient) {
-  if (gradient.is_cpu()) {
+// gradient = slice × scale, into host or device memory.
+void copy_scaled_from_host(const torch::Tensor& slice, float scale, torch::Tensor& gradient) {
+  if (gradient.is_cpu() && same_layout(gradient, slice)) {
+    const float* in = slice.data_ptr<float>();
     float* out = gradient.data_ptr<float>();
-    for (int64_t i = 0; i < gradient.numel(); ++i) out[i] = source[i] * scale;
+    for (int64_t i = 0; i < gradient.numel(); ++i) out[i] = in[i] * scale;
   } else {
-    const auto host = torch::from_blob(const_cast<float*>(source), {gradient.numel()});
-    gradient.copy_(host.mul(scale).view_as(gradient));
+    gradient.copy_(slice.mul(scale));
   }
 }
 
@@ -76,6 +82,11 @@ GradientBuckets::GradientBuckets(std::vector<torch::Tensor> parameters, Gradient
   fused_tensor_ = torch::empty({static_cast<int64_t>(offset)},
                                torch::TensorOptions().dtype(torch::kFloat32).pinned_memory(on_device));
   fused_ = fused_tensor_.data_ptr<float>();
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    fused_slices_.push_back(fused_tensor_.as_strided(
+        parameters_[i].sizes(), parameters_[i].strides(),
+        static_cast<int64_t>(parameter_offset_[i])));
+  }
 
   delivered_.assign(parameters_.size(), false);
   if (overlap_) {
@@ -136,7 +147,7 @@ void GradientBuckets::on_gradient(std::size_t parameter, const torch::Tensor& gr
   }
   delivered_[parameter] = true;
   const auto start = Clock::now();
-  copy_into_host(gradient, fused_ + parameter_offset_[parameter]);
+  copy_into_host(gradient, fused_slices_[parameter]);
   const double copied = seconds_since(start);
   std::lock_guard<std::mutex> lock(mutex_);
   copy_s_ += copied;
@@ -148,7 +159,7 @@ void GradientBuckets::on_gradient(std::size_t parameter, const torch::Tensor& gr
 
 void GradientBuckets::pack(const Bucket& bucket) {
   for (const std::size_t i : bucket.parameters) {
-    copy_into_host(parameters_[i].grad(), fused_ + parameter_offset_[i]);
+    copy_into_host(parameters_[i].grad(), fused_slices_[i]);
   }
 }
 
@@ -217,7 +228,7 @@ BucketTiming GradientBuckets::finish_step() {
   const auto unpack_start = Clock::now();
   for (std::size_t p = 0; p < parameters_.size(); ++p) {
     torch::Tensor grad = parameters_[p].mutable_grad();
-    copy_scaled_from_host(fused_ + parameter_offset_[p], scale_, grad);
+    copy_scaled_from_host(fused_slices_[p], scale_, grad);
   }
   timing.exposed_s = seconds_since(start);
   if (overlap_) {

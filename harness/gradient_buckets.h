@@ -41,7 +41,7 @@ struct BucketTiming {
 
 class GradientBuckets {
  public:
-  // `parameters` are contiguous float32 tensors with defined .grad; `divisor` is what the sums
+  // `parameters` are dense float32 tensors (any memory format) with defined .grad; `divisor` is what the sums
   // are divided by (the number of training ranks). Throws NotSupported when overlap is asked for
   // and MPI's thread level is below MPI_THREAD_SERIALIZED.
   GradientBuckets(std::vector<torch::Tensor> parameters, GradientSync& backend, double bucket_mb,
@@ -84,6 +84,7 @@ class GradientBuckets {
   torch::Tensor fused_tensor_;
   float* fused_ = nullptr;
   std::vector<std::size_t> parameter_offset_;  // into fused_
+  std::vector<torch::Tensor> fused_slices_;    // per parameter: its region, in its layout
   std::vector<std::size_t> parameter_bucket_;
   std::vector<Bucket> buckets_;
   std::size_t next_launch_ = 0;

@@ -35,10 +35,12 @@ int size_of(MPI_Comm communicator) {
 std::vector<torch::Tensor> checked_parameters(Workload& workload) {
   std::vector<torch::Tensor> parameters = workload.parameters();
   for (auto& parameter : parameters) {
-    if (parameter.scalar_type() != torch::kFloat32 || !parameter.is_contiguous()) {
-      throw NotSupported("trainer: parameters must be contiguous float32 tensors");
+    // Dense: contiguous in some memory format (channels-last convolution weights included).
+    if (parameter.scalar_type() != torch::kFloat32 || !parameter.is_non_overlapping_and_dense()) {
+      throw NotSupported("trainer: parameters must be dense float32 tensors");
     }
-    parameter.mutable_grad() = torch::zeros_like(parameter);
+    // In the parameter's layout, which autograd keeps when it accumulates into it.
+    parameter.mutable_grad() = torch::zeros_like(parameter, torch::MemoryFormat::Preserve);
   }
   return parameters;
 }
