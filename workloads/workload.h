@@ -46,6 +46,21 @@ inline torch::Tensor position_index(std::span<const int64_t> positions, torch::D
   return device.is_cpu() ? index : index.to(device);
 }
 
+// Stores every 4-d parameter (convolution weights) channels-last, in place. oneDNN, which runs
+// LibTorch's CPU convolutions, then works in NHWC without reordering weights and activations on
+// every call; the function the model computes is unchanged. The parameters' data pointers stay
+// valid for the model; their memory order changes (the trainer's buffers follow it).
+inline void store_convolutions_channels_last(const std::vector<torch::Tensor>& parameters) {
+  for (const auto& parameter : parameters) {
+    if (parameter.dim() == 4) {
+      // A copy with channels-last strides even where contiguous() would see nothing to do (one
+      // input channel): oneDNN picks the layout from the strides.
+      parameter.set_data(parameter.to(parameter.options(), /*non_blocking=*/false, /*copy=*/true,
+                                      torch::MemoryFormat::ChannelsLast));
+    }
+  }
+}
+
 class Workload {
  public:
   virtual ~Workload() = default;
