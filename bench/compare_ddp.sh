@@ -5,6 +5,8 @@
 #
 #   bash bench/compare_ddp.sh            # needs ./build/harness and python3-torch
 #   ROUNDS=5 bash bench/compare_ddp.sh
+#   ONLY=mnist_cnn bash bench/compare_ddp.sh   # configurations whose line contains this
+#   VERBOSE=1 bash bench/compare_ddp.sh        # also every run's samples/s
 #
 # Configurations: mnist_cnn (4096 Fashion-MNIST images, batch 64 per rank, lr 0.05, 1 epoch)
 # and iris_mlp (120 rows, batch 4 per rank, lr 0.5, 20 epochs; harness engines torch and blas),
@@ -54,6 +56,7 @@ median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] 
 
 printf '%-10s %-6s %5s %14s %14s %7s\n' workload engine ranks harness/s ddp/s ratio
 for config in "mnist_cnn torch 64 4096 1 0.05" "iris_mlp torch 4 120 20 0.5" "iris_mlp blas 4 120 20 0.5"; do
+  [[ "$config" == *"${ONLY:-}"* ]] || continue
   read -r workload engine batch dataset epochs lr <<< "$config"
   for ranks in 1 2; do
     : > "$work/h" && : > "$work/d"
@@ -65,5 +68,9 @@ for config in "mnist_cnn torch 64 4096 1 0.05" "iris_mlp torch 4 120 20 0.5" "ir
     d=$(median < "$work/d")
     printf '%-10s %-6s %5s %14.0f %14.0f %7.2f\n' "$workload" "$engine" "$ranks" "$h" "$d" \
       "$(awk -v h="$h" -v d="$d" 'BEGIN { print h / d }')"
+    if [[ -n "${VERBOSE:-}" ]]; then
+      echo "  harness runs: $(xargs printf '%.0f ' < "$work/h")"
+      echo "  ddp runs:     $(xargs printf '%.0f ' < "$work/d")"
+    fi
   done
 done
