@@ -23,8 +23,13 @@ bool same_layout(const torch::Tensor& a, const torch::Tensor& b) {
   return a.sizes() == b.sizes() && a.strides() == b.strides();
 }
 
+bool is_view_of(const torch::Tensor& gradient, const torch::Tensor& slice) {
+  return gradient.data_ptr() == slice.data_ptr() && same_layout(gradient, slice);
+}
+
 // slice = gradient, from host or device memory, whatever the gradient's layout.
 void copy_into_host(const torch::Tensor& gradient, torch::Tensor& slice) {
+  if (is_view_of(gradient, slice)) return;  // already there
   if (gradient.is_cpu() && same_layout(gradient, slice)) {
     std::copy_n(gradient.data_ptr<float>(), gradient.numel(), slice.data_ptr<float>());
   } else {
@@ -34,7 +39,9 @@ void copy_into_host(const torch::Tensor& gradient, torch::Tensor& slice) {
 
 // gradient = slice × scale, into host or device memory.
 void copy_scaled_from_host(const torch::Tensor& slice, float scale, torch::Tensor& gradient) {
-  if (gradient.is_cpu() && same_layout(gradient, slice)) {
+  if (is_view_of(gradient, slice)) {
+    if (scale != 1.0F) gradient.mul_(scale);
+  } else if (gradient.is_cpu() && same_layout(gradient, slice)) {
     const float* in = slice.data_ptr<float>();
     float* out = gradient.data_ptr<float>();
     for (int64_t i = 0; i < gradient.numel(); ++i) out[i] = in[i] * scale;
@@ -86,6 +93,16 @@ GradientBuckets::GradientBuckets(std::vector<torch::Tensor> parameters, Gradient
     fused_slices_.push_back(fused_tensor_.as_strided(
         parameters_[i].sizes(), parameters_[i].strides(),
         static_cast<int64_t>(parameter_offset_[i])));
+  }
+  if (!overlap_ && !on_device) {
+    // The gradients live in the fused buffer (DDP's gradient_as_bucket_view): autograd
+    // accumulates straight into the buckets, so packing copies nothing and unpacking scales in
+    // place. Not with overlap: its hooks copy each gradient in before autograd accumulates it,
+    // which would then count it twice.
+    fused_tensor_.zero_();
+    for (std::size_t i = 0; i < parameters_.size(); ++i) {
+      parameters_[i].mutable_grad() = fused_slices_[i];
+    }
   }
 
   delivered_.assign(parameters_.size(), false);

@@ -3,7 +3,8 @@
 // buckets of about bucket_mb; each bucket is summed across ranks with one backend call.
 //
 // Without overlap, finish_step() packs, reduces and unpacks the buckets one after the other once
-// backward is over. With overlap, a hook on every parameter copies its gradient into the bucket
+// backward is over; on the CPU the parameters' .grad are then views of the fused buffer, so
+// autograd accumulates into the buckets and packing has nothing to copy. With overlap, a hook on every parameter copies its gradient into the bucket
 // as soon as autograd computes it; a bucket whose gradients are all in is handed to a
 // communication thread, which reduces buckets strictly in bucket order (so every rank issues the
 // same sequence of collectives) while backward goes on; finish_step() then only waits for what
