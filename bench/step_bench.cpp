@@ -7,6 +7,7 @@
 
 #include <numeric>
 
+#include "harness/allocator.h"
 #include "harness/shuffle.h"
 #include "workloads/registry.h"
 #include "workloads/workload.h"
@@ -96,4 +97,13 @@ BENCHMARK(BM_IrisSgdUpdate);
 }  // namespace
 }  // namespace harness
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  // As in a rank (harness/worker.cpp): otherwise the CNN's steps pay for page faults that ranks
+  // do not see.
+  harness::keep_freed_memory();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

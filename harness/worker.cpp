@@ -3,18 +3,17 @@
 #include <mpi.h>
 #include <ATen/Parallel.h>
 #include <torch/version.h>
-#include <malloc.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
-#include <limits>
 #include <iostream>
 #include <string>
 
 #include <fmt/format.h>
 
 #include "backends/gradient_sync.h"
+#include "harness/allocator.h"
 #include "harness/comm_benchmark.h"
 #include "harness/errors.h"
 #include "harness/results.h"
@@ -55,26 +54,6 @@ int threads_from_environment() {
   const char* value = std::getenv("HARNESS_THREADS_PER_RANK");
   const int threads = value != nullptr ? std::atoi(value) : 1;
   return threads > 0 ? threads : 1;
-}
-
-// Keeps freed memory in the process instead of handing it back to the kernel between steps.
-// glibc serves blocks above its mmap threshold (128 KiB at first, raised dynamically) with
-// fresh mmap()s, and trims the heap's top when much is free; training frees and reallocates the
-// same activations every step, so each step paid again for zeroed pages: 600,000 page faults
-// and 2 s of system time in a 64-step CNN epoch (`perf stat -e page-faults`), both in this
-// harness and in PyTorch. A rank lives for one point, so holding its peak is harmless. Left
-// alone when the user chose an allocator (GLIBC_TUNABLES or LD_PRELOAD). Returns what was used.
-std::string keep_freed_memory() {
-  if (std::getenv("GLIBC_TUNABLES") != nullptr || std::getenv("LD_PRELOAD") != nullptr) {
-    return "as configured by the environment";
-  }
-  constexpr int kLargestMmapThreshold = 32 * 1024 * 1024;  // glibc's maximum on 64-bit
-  constexpr int kNeverTrim = std::numeric_limits<int>::max();
-  if (mallopt(M_MMAP_THRESHOLD, kLargestMmapThreshold) == 1 &&
-      mallopt(M_TRIM_THRESHOLD, kNeverTrim) == 1) {
-    return "glibc, mmap threshold 32 MiB, no trimming";
-  }
-  return "glibc defaults";
 }
 
 std::vector<double> gather_to_root(const std::vector<double>& local, MPI_Comm communicator,
