@@ -3,6 +3,7 @@
 #include <malloc.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 
 namespace harness {
@@ -14,16 +15,17 @@ namespace harness {
 // harness and in PyTorch. A rank lives for one point, so holding its peak is harmless. Left
 // alone when the user chose an allocator.
 std::string keep_freed_memory() {
-  if (std::getenv("GLIBC_TUNABLES") != nullptr || std::getenv("LD_PRELOAD") != nullptr) {
-    return "as configured by the environment";
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  if ((tunables != nullptr && std::strstr(tunables, "glibc.malloc.") != nullptr) ||
+      std::getenv("LD_PRELOAD") != nullptr) {
+    return "as configured by the environment (GLIBC_TUNABLES or LD_PRELOAD)";
   }
   constexpr int kLargestMmapThreshold = 32 * 1024 * 1024;  // glibc's maximum on 64-bit
   constexpr int kNeverTrim = std::numeric_limits<int>::max();
-  if (mallopt(M_MMAP_THRESHOLD, kLargestMmapThreshold) == 1 &&
-      mallopt(M_TRIM_THRESHOLD, kNeverTrim) == 1) {
-    return "glibc, mmap threshold 32 MiB, no trimming";
-  }
-  return "glibc defaults";
+  const bool threshold_set = mallopt(M_MMAP_THRESHOLD, kLargestMmapThreshold) == 1;
+  const bool trim_set = mallopt(M_TRIM_THRESHOLD, kNeverTrim) == 1;
+  return std::string("glibc, mmap threshold ") + (threshold_set ? "32 MiB" : "default") +
+         (trim_set ? ", no trimming" : ", default trimming");
 }
 
 }  // namespace harness

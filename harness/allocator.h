@@ -7,7 +7,8 @@
 namespace harness {
 
 // Keeps freed memory in the process instead of handing it back to the kernel between steps.
-// Left alone when the user chose an allocator (GLIBC_TUNABLES or LD_PRELOAD). Returns a
+// Left alone when the user chose an allocator (glibc.malloc tunables in GLIBC_TUNABLES, or
+// LD_PRELOAD). Returns a
 // description of what is in effect, for the point's record.
 std::string keep_freed_memory();
 

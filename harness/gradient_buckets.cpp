@@ -86,8 +86,9 @@ GradientBuckets::GradientBuckets(std::vector<torch::Tensor> parameters, Gradient
     offset += elements;
   }
   const bool on_device = !parameters_.empty() && !parameters_.front().is_cpu();
-  fused_tensor_ = torch::empty({static_cast<int64_t>(offset)},
-                               torch::TensorOptions().dtype(torch::kFloat32).pinned_memory(on_device));
+  fused_tensor_ =
+      torch::empty({static_cast<int64_t>(offset)},
+                   torch::TensorOptions().dtype(torch::kFloat32).pinned_memory(on_device));
   fused_ = fused_tensor_.data_ptr<float>();
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
     fused_slices_.push_back(fused_tensor_.as_strided(
@@ -135,6 +136,18 @@ void GradientBuckets::stop_thread_and_hooks() {
   }
   for (std::size_t i = 0; i < hooks_.size(); ++i) parameters_[i].remove_hook(hooks_[i]);
   hooks_.clear();
+}
+
+void GradientBuckets::zero_gradients() {
+  bool all_views = true;
+  for (std::size_t i = 0; i < parameters_.size() && all_views; ++i) {
+    all_views = is_view_of(parameters_[i].grad(), fused_slices_[i]);
+  }
+  if (all_views && !parameters_.empty()) {
+    std::fill_n(fused_, fused_tensor_.numel(), 0.0F);  // one pass instead of a kernel per tensor
+  } else {
+    for (auto& parameter : parameters_) parameter.mutable_grad().zero_();
+  }
 }
 
 void GradientBuckets::begin_step() {
@@ -221,14 +234,16 @@ void GradientBuckets::communication_loop() {
 BucketTiming GradientBuckets::finish_step() {
   // Both modes count packing, reduction and unpacking as communication, so that overlap_fraction
   // compares like with like; with overlap, the hooks' copies during backward count as well.
-  BucketTiming timing;
-  const auto start = Clock::now();
   if (!overlap_) {
     for (const auto& bucket : buckets_) {
       pack(bucket);
       backend_.allreduce_sum(std::span<float>(fused_ + bucket.offset, bucket.count));
     }
-  } else {
+    unpack();
+    return {};
+  }
+  double overlapped_s = 0;
+  {
     std::unique_lock<std::mutex> lock(mutex_);
     // Whatever the hooks did not deliver comes from .grad (zeros on a rank that only serves).
     for (auto& bucket : buckets_) {
@@ -240,21 +255,19 @@ BucketTiming GradientBuckets::finish_step() {
     work_done_.wait(lock, [this] { return completed_ == buckets_.size(); });
     in_step_ = false;
     if (failure_) std::rethrow_exception(std::exchange(failure_, nullptr));
-    timing.comm_s = comm_s_ + copy_s_;
+    overlapped_s = comm_s_ + copy_s_;
   }
+  // Packing leftovers happened inside the caller's exposed window; unpacking is added here.
   const auto unpack_start = Clock::now();
+  unpack();
+  return {overlapped_s + seconds_since(unpack_start)};
+}
+
+void GradientBuckets::unpack() {
   for (std::size_t p = 0; p < parameters_.size(); ++p) {
     torch::Tensor grad = parameters_[p].mutable_grad();
     copy_scaled_from_host(fused_slices_[p], scale_, grad);
   }
-  timing.exposed_s = seconds_since(start);
-  if (overlap_) {
-    // Packing leftovers happened inside the exposed window; unpacking is added here.
-    timing.comm_s += seconds_since(unpack_start);
-  } else {
-    timing.comm_s = timing.exposed_s;
-  }
-  return timing;
 }
 
 }  // namespace harness

@@ -4,12 +4,13 @@
 //
 // Without overlap, finish_step() packs, reduces and unpacks the buckets one after the other once
 // backward is over; on the CPU the parameters' .grad are then views of the fused buffer, so
-// autograd accumulates into the buckets and packing has nothing to copy. With overlap, a hook on every parameter copies its gradient into the bucket
-// as soon as autograd computes it; a bucket whose gradients are all in is handed to a
-// communication thread, which reduces buckets strictly in bucket order (so every rank issues the
-// same sequence of collectives) while backward goes on; finish_step() then only waits for what
-// is still in flight. Buckets whose hooks did not fire (unused parameters, a rank that only
-// serves) are packed from .grad and launched by finish_step().
+// autograd accumulates into the buckets and packing has nothing to copy. With overlap, a hook on
+// every parameter copies its gradient into the bucket as soon as autograd computes it; a bucket
+// whose gradients are all in is handed to a communication thread, which reduces buckets strictly
+// in bucket order (so every rank issues the same sequence of collectives) while backward goes
+// on; finish_step() then only waits for what is still in flight. Buckets whose hooks did not fire
+// (unused parameters, a rank that only serves) are packed from .grad and launched by
+// finish_step().
 //
 // Device: parameters may live on a GPU (a CUDA LibTorch); gradients are then staged through the
 // pinned fused buffer and the backend reduces host memory.
@@ -24,6 +25,7 @@
 #include <deque>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -34,23 +36,28 @@
 namespace harness {
 
 struct BucketTiming {
-  // Packing, reducing and unpacking the buckets, on whichever thread did it (with overlap, the
+  // With overlap: packing, reducing and unpacking the buckets on whichever thread did it (the
   // hooks' copies during backward and the communication thread's reductions included).
-  double comm_s = 0;
-  double exposed_s = 0;  // time the training thread spent in finish_step()
+  // Without overlap all of it happens inside finish_step(), so the caller's own timing of that
+  // call is the communication time; finish_step() then reads no clock (a clock read is 2-3% of
+  // the blas Iris network's 6 us step) and leaves this empty.
+  std::optional<double> overlapped_comm_s;
 };
 
 class GradientBuckets {
  public:
-  // `parameters` are dense float32 tensors (any memory format) with defined .grad; `divisor` is what the sums
-  // are divided by (the number of training ranks). Throws NotSupported when overlap is asked for
-  // and MPI's thread level is below MPI_THREAD_SERIALIZED.
+  // `parameters` are distinct dense float32 tensors (any memory format) with defined .grad;
+  // without overlap on the CPU their .grad are replaced by views of the fused buffer. `divisor`
+  // is what the sums are divided by (the number of training ranks). Throws NotSupported when
+  // overlap is asked for and MPI's thread level is below MPI_THREAD_SERIALIZED.
   GradientBuckets(std::vector<torch::Tensor> parameters, GradientSync& backend, double bucket_mb,
                   bool overlap, int divisor);
   ~GradientBuckets();
   GradientBuckets(const GradientBuckets&) = delete;
   GradientBuckets& operator=(const GradientBuckets&) = delete;
 
+  // Sets every .grad to zero (one memset when they are views of the fused buffer).
+  void zero_gradients();
   // Call before the step's backward pass. Backward passes outside a step exchange nothing.
   void begin_step();
   // Call after it: every parameter's .grad then holds the average over the training ranks, and
@@ -72,6 +79,7 @@ class GradientBuckets {
 
   void on_gradient(std::size_t parameter, const torch::Tensor& gradient);
   void pack(const Bucket& bucket);
+  void unpack();  // every .grad = its slice of the fused buffer / divisor
   void launch_ready_buckets();  // in bucket order, as far as they are complete
   void communication_loop();
   void stop_thread_and_hooks();

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <numeric>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -34,7 +35,12 @@ int size_of(MPI_Comm communicator) {
 // gradient. Throws NotSupported for parameters the flat buffers cannot hold.
 std::vector<torch::Tensor> checked_parameters(Workload& workload) {
   std::vector<torch::Tensor> parameters = workload.parameters();
+  std::set<const void*> seen;
   for (auto& parameter : parameters) {
+    // A tensor listed twice (tied weights) would get two slices of the fused buffer for one .grad.
+    if (!seen.insert(parameter.unsafeGetTensorImpl()).second) {
+      throw NotSupported("trainer: a parameter is listed twice (tied weights are not supported)");
+    }
     // Dense: contiguous in some memory format (channels-last convolution weights included).
     if (parameter.scalar_type() != torch::kFloat32 || !parameter.is_non_overlapping_and_dense()) {
       throw NotSupported("trainer: parameters must be dense float32 tensors");
@@ -96,6 +102,13 @@ TrainingResult DataParallelTrainer::train() {
   const int64_t warmup_steps = std::min<int64_t>(settings_.warmup_steps, result.steps_per_epoch);
   int64_t samples_seen = 0;
 
+  const auto timed_steps =
+      static_cast<std::size_t>(result.steps_per_epoch * settings_.epochs - warmup_steps);
+  for (auto* times : {&result.steps.compute_s, &result.steps.comm_s, &result.steps.exposed_s,
+                      &result.steps.step_s}) {
+    times->reserve(timed_steps);  // no reallocation inside the timed loop
+  }
+
   for (int epoch = 1; epoch <= settings_.epochs; ++epoch) {
     std::iota(permutation.begin(), permutation.end(), 0);
     deterministic_shuffle(permutation, static_cast<uint64_t>(settings_.seed),
@@ -112,7 +125,7 @@ TrainingResult DataParallelTrainer::train() {
         epoch_start = MPI_Wtime();
       }
       const auto start = Clock::now();
-      for (auto& parameter : parameters_) parameter.mutable_grad().zero_();
+      buckets_.zero_gradients();
       begin_step();
       if (layout_.index >= 0) {  // a serving-only rank contributes zero gradients
         const std::span<const int64_t> positions(
@@ -135,8 +148,9 @@ TrainingResult DataParallelTrainer::train() {
       const auto end = Clock::now();
       if (step < untimed) continue;
       result.steps.compute_s.push_back(seconds(computed - start) + seconds(end - reduced));
-      result.steps.comm_s.push_back(communication.comm_s);
-      result.steps.exposed_s.push_back(communication.exposed_s);
+      const double exposed_s = seconds(reduced - computed);
+      result.steps.comm_s.push_back(communication.overlapped_comm_s.value_or(exposed_s));
+      result.steps.exposed_s.push_back(exposed_s);
       result.steps.step_s.push_back(seconds(end - start));
     }
     check_mpi(MPI_Barrier(communicator_), "MPI_Barrier");

@@ -2,8 +2,8 @@
 // mpirun. For kind "train" every rank builds the workload and backend named in the settings and
 // trains; for kind "comm" it runs the communication benchmark (comm_benchmark.h). Rank 0 writes
 // the measurements (JSON, atomically) to FILE:
-//   { "schema_version", "kind", "world_size", "threads_per_rank", "hosts", "mpi_library",
-//     "torch_version",
+//   { "schema_version", "kind", "world_size", "threads_per_rank", "allocator", "hosts",
+//     "mpi_library", "torch_version",
 //     // kind "train":
 //     "parameters", "train_samples", "test_samples", "training_ranks", "per_rank_batch",
 //     "global_batch", "final_lr",

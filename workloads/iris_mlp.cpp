@@ -186,6 +186,9 @@ class IrisMlpBlas final : public IrisMlpBase {
                             std::vector<float>& activations) {
     const auto in = static_cast<int>(layer->weight.size(1));
     const auto out = static_cast<int>(layer->weight.size(0));
+    if (!layer->weight.grad().is_contiguous() || !layer->bias.grad().is_contiguous()) {
+      throw NotSupported("engine \"blas\": gradients must be contiguous row-major buffers");
+    }
     activations.resize(static_cast<std::size_t>(rows) * out);
     const float* bias = layer->bias.data_ptr<float>();
     for (int r = 0; r < rows; ++r) std::copy_n(bias, out, &activations[static_cast<std::size_t>(r) * out]);

@@ -48,8 +48,9 @@ inline torch::Tensor position_index(std::span<const int64_t> positions, torch::D
 
 // Stores every 4-d parameter (convolution weights) channels-last, in place. oneDNN, which runs
 // LibTorch's CPU convolutions, then works in NHWC without reordering weights and activations on
-// every call; the function the model computes is unchanged. The parameters' data pointers stay
-// valid for the model; their memory order changes (the trainer's buffers follow it).
+// every call; the function the model computes is unchanged. The parameter tensors stay the
+// model's own (set_data swaps their storage, so take raw data pointers only afterwards); their
+// memory order changes, and the trainer's buffers follow it.
 inline void store_convolutions_channels_last(const std::vector<torch::Tensor>& parameters) {
   for (const auto& parameter : parameters) {
     if (parameter.dim() == 4) {

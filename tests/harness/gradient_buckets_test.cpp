@@ -1,0 +1,85 @@
+// Runs on every rank under mpirun (1 to 4 ranks).
+#include "harness/gradient_buckets.h"
+
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cmath>
+#include <vector>
+
+#include "backends/mpi_allreduce.h"
+
+namespace harness {
+namespace {
+
+// A convolution whose weight is stored channels-last (as mnist_cnn's are) and a bias.
+struct ChannelsLastLayer {
+  torch::Tensor weight;
+  torch::Tensor bias;
+
+  ChannelsLastLayer() {
+    torch::manual_seed(7);  // the same parameters on every rank
+    weight = torch::randn({4, 3, 3, 3}).contiguous(torch::MemoryFormat::ChannelsLast);
+    weight.requires_grad_();
+    bias = torch::randn({4}).requires_grad_();
+    for (auto* parameter : {&weight, &bias}) {
+      parameter->mutable_grad() = torch::zeros_like(*parameter, torch::MemoryFormat::Preserve);
+    }
+  }
+
+  // Backward on the batch that rank `rank` trains on: gradients accumulate into .grad.
+  void backward_on(int rank) {
+    const auto x = torch::arange(2 * 3 * 6 * 6, torch::kFloat32)
+                       .reshape({2, 3, 6, 6})
+                       .mul(0.01 * (rank + 1))
+                       .sin()
+                       .contiguous(torch::MemoryFormat::ChannelsLast);
+    torch::conv2d(x, weight, bias).pow(2).mean().backward();
+  }
+
+  // Both gradients in logical (NCHW) order.
+  torch::Tensor flat_gradients() const {
+    return torch::cat({weight.grad().contiguous().flatten(), bias.grad().flatten()});
+  }
+};
+
+class ChannelsLastGradients : public ::testing::TestWithParam<bool> {};
+
+TEST_P(ChannelsLastGradients, AreAveragedAndKeepTheParametersLayout) {
+  const bool overlap = GetParam();
+  int rank = 0;
+  int size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  ChannelsLastLayer layer;
+  MpiAllreduce backend{MPI_COMM_WORLD};
+  GradientBuckets buckets({layer.weight, layer.bias}, backend, 25, overlap, size);
+
+  // Every rank's gradient, summed here without communication (a backward pass outside a step
+  // exchanges nothing), then averaged.
+  buckets.zero_gradients();
+  for (int r = 0; r < size; ++r) layer.backward_on(r);
+  const torch::Tensor expected = layer.flat_gradients() / size;
+
+  buckets.zero_gradients();
+  buckets.begin_step();
+  layer.backward_on(rank);
+  buckets.finish_step();
+
+  EXPECT_TRUE(layer.weight.grad().is_contiguous(torch::MemoryFormat::ChannelsLast));
+  EXPECT_EQ(layer.weight.grad().strides(), layer.weight.strides());
+  const torch::Tensor averaged = layer.flat_gradients();
+  ASSERT_EQ(averaged.numel(), expected.numel());
+  for (int64_t i = 0; i < averaged.numel(); ++i) {
+    const float want = expected[i].item<float>();
+    ASSERT_NEAR(averaged[i].item<float>(), want, 1e-6 + 1e-5 * std::abs(want)) << "element " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Buckets, ChannelsLastGradients, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return std::string(info.param ? "overlap" : "blocking");
+                         });
+
+}  // namespace
+}  // namespace harness
