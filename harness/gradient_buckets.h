@@ -80,6 +80,7 @@ class GradientBuckets {
   void on_gradient(std::size_t parameter, const torch::Tensor& gradient);
   void pack(const Bucket& bucket);
   void unpack();  // every .grad = its slice of the fused buffer / divisor
+  bool gradients_are_views() const;  // every .grad is its slice of the fused buffer
   void launch_ready_buckets();  // in bucket order, as far as they are complete
   void communication_loop();
   void stop_thread_and_hooks();
