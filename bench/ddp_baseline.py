@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
 """The same training as the harness, with PyTorch DistributedDataParallel over gloo.
 
-The reference point for bench/compare_ddp.sh: the harness's iris_mlp and mnist_cnn models, data,
-sharding, batch and SGD, written the way a PyTorch user would (DDP, gloo, CPU). Start it under
+The reference point for bench/compare_ddp.sh: the networks of the harness's iris_mlp and
+mnist_cnn (the CNN laid out as in the PyTorch MNIST example), with the same data, sharding,
+batch and SGD, written the way a PyTorch user would (DDP, gloo, CPU). Start it under
 mpirun, one process per rank:
 
     mpirun -n 2 python3 bench/ddp_baseline.py --workload mnist_cnn --batch-size 64 \\
         --dataset-size 4096 --epochs 1 --lr 0.05 --threads 1
+
+With --tuned the CNN is laid out as the harness's is and DDP's gradients are views of its buckets;
+compare_ddp.sh then also gives it the harness's malloc settings (GLIBC_TUNABLES).
 
 Prints one JSON line on rank 0: samples/s over the timed epochs (barrier to barrier, as the
 harness's train_time_s), and the epoch times. Needs Debian's python3-torch (PyTorch 1.13.1, the
@@ -41,16 +45,27 @@ class IrisMlp(nn.Module):
 
 
 class MnistCnn(nn.Module):
-    def __init__(self):
+    """The PyTorch MNIST example's network without dropout. tuned: laid out as the harness's
+    mnist_cnn is (channels-last convolutions, ReLU after the pooling, NHWC flatten)."""
+
+    def __init__(self, tuned=False):
         super().__init__()
+        self.tuned = tuned
         self.conv1 = nn.Conv2d(1, 32, 3)
         self.conv2 = nn.Conv2d(32, 64, 3)
         self.fc1 = nn.Linear(9216, 128)
         self.fc2 = nn.Linear(128, 10)
+        if tuned:
+            self.conv1.to(memory_format=torch.channels_last)
+            self.conv2.to(memory_format=torch.channels_last)
 
     def forward(self, x):
-        y = F.relu(self.conv2(F.relu(self.conv1(x))))
-        y = torch.flatten(F.max_pool2d(y, 2), 1)
+        if self.tuned:
+            y = F.max_pool2d(self.conv2(F.relu(self.conv1(x))), 2)
+            y = F.relu(torch.flatten(y.permute(0, 2, 3, 1), 1))
+        else:
+            y = F.relu(self.conv2(F.relu(self.conv1(x))))
+            y = torch.flatten(F.max_pool2d(y, 2), 1)
         return F.log_softmax(self.fc2(F.relu(self.fc1(y))), 1)
 
 
@@ -99,6 +114,8 @@ def main():
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    parser.add_argument("--tuned", action="store_true",
+                        help="the harness's CNN layout and DDP's gradient_as_bucket_view")
     args = parser.parse_args()
 
     rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
@@ -115,8 +132,8 @@ def main():
         model, loss_fn = IrisMlp(), F.mse_loss
     else:
         x, y = mnist_data(args.dataset_size, args.data)
-        model, loss_fn = MnistCnn(), F.nll_loss
-    ddp = nn.parallel.DistributedDataParallel(model)
+        model, loss_fn = MnistCnn(args.tuned), F.nll_loss
+    ddp = nn.parallel.DistributedDataParallel(model, gradient_as_bucket_view=args.tuned)
     optimizer = torch.optim.SGD(ddp.parameters(), lr=args.lr)
 
     global_batch = args.batch_size * world
@@ -139,7 +156,8 @@ def main():
     if rank == 0:
         samples = steps * global_batch * args.epochs
         print(json.dumps({"framework": "pytorch-ddp-gloo", "torch": torch.__version__,
-                          "workload": args.workload, "ranks": world, "threads": args.threads,
+                          "workload": args.workload, "tuned": args.tuned,
+                          "ranks": world, "threads": args.threads,
                           "batch_size": args.batch_size, "samples": samples,
                           "epoch_s": epoch_times, "samples_per_s": samples / sum(epoch_times)}))
     dist.destroy_process_group()
