@@ -10,8 +10,10 @@
 
 #include "backends/gloo_allreduce.h"
 #include "backends/mpi_allreduce.h"
+#include "harness/errors.h"
 #include "harness/settings.h"
 #include "workloads/registry.h"
+#include "workloads/workload.h"
 
 namespace harness {
 namespace {
@@ -157,6 +159,29 @@ TEST(DataParallelTrainer, ShortTrainingLowersTheLossAndKeepsRanksInStep) {
   // Synchronous SGD: every rank holds the same parameters at the end.
   const std::vector<float> flat = flat_parameters(*f.workload);
   EXPECT_EQ(flat, rank_zeros(flat));
+}
+
+// A workload whose parameters() lists one tensor twice, as tied weights would.
+class TiedWeights final : public Workload {
+ public:
+  int64_t train_size() const override { return 8; }
+  int64_t test_size() const override { return 0; }
+  std::vector<torch::Tensor> parameters() override { return {weight_, weight_}; }
+  double forward_backward(std::span<const int64_t>) override { return 0; }
+  Evaluation evaluate() override { return {}; }
+
+ private:
+  torch::Tensor weight_ = torch::zeros({3}).requires_grad_();
+};
+
+TEST(DataParallelTrainer, RefusesAParameterListedTwice) {
+  TiedWeights workload;
+  MpiAllreduce backend{MPI_COMM_WORLD};
+  PointSettings settings;
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  settings.ranks = size;
+  EXPECT_THROW(DataParallelTrainer(workload, backend, MPI_COMM_WORLD, settings), NotSupported);
 }
 
 // Trains a fresh Iris MLP for at least 50 steps with `settings` and returns its parameters.
