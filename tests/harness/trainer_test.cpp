@@ -251,6 +251,62 @@ namespace {
 
 // Warm-up steps train (the parameters end where an untimed run ends) but are left out of the
 // step records, the timed samples and the training time; samples seen still count them.
+// One sample per rank; sample p's loss is (p + 1) × sum(weight × pattern) + sum(bias), so the
+// gradients are known: (p + 1) × pattern and ones. The weight is stored channels-last, as a
+// convolution's in mnist_cnn, while the pattern is NCHW: a mix-up of the two layouts anywhere
+// between autograd, the buckets and the update changes which element moves by how much.
+class KnownGradients final : public Workload {
+ public:
+  explicit KnownGradients(int64_t samples) : samples_(samples) {}
+  int64_t train_size() const override { return samples_; }
+  int64_t test_size() const override { return 0; }
+  std::vector<torch::Tensor> parameters() override { return {weight_, bias_}; }
+  double forward_backward(std::span<const int64_t> positions) override {
+    const auto loss = static_cast<double>(positions[0] + 1) * (weight_ * pattern()).sum() +
+                      bias_.sum();
+    loss.backward();
+    return loss.item<double>();
+  }
+  Evaluation evaluate() override { return {}; }
+
+  static torch::Tensor pattern() {
+    return torch::arange(24, torch::kFloat32).reshape({2, 3, 2, 2});
+  }
+  torch::Tensor weight_ = torch::linspace(-1, 1, 24)
+                              .reshape({2, 3, 2, 2})
+                              .contiguous(torch::MemoryFormat::ChannelsLast)
+                              .requires_grad_();
+  torch::Tensor bias_ = torch::zeros({5}).requires_grad_();
+
+ private:
+  int64_t samples_;
+};
+
+TEST(DataParallelTrainer, OneStepSubtractsTheRateTimesTheAveragedGradientInTheParametersLayout) {
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  for (const bool overlap : {false, true}) {
+    KnownGradients workload(size);  // one step of one sample per rank
+    const torch::Tensor initial_weight = workload.weight_.detach().clone();
+    MpiAllreduce backend(MPI_COMM_WORLD);
+    PointSettings settings;
+    settings.ranks = size;
+    settings.batch_size = 1;
+    settings.epochs = 1;
+    settings.lr = 0.125;
+    settings.overlap = overlap;
+    DataParallelTrainer trainer(workload, backend, MPI_COMM_WORLD, settings);
+    trainer.train();
+    // The mean over ranks of (p + 1) for p = 0 .. size - 1.
+    const double mean_factor = (size + 1) / 2.0;
+    const torch::Tensor expected = initial_weight - 0.125 * mean_factor * KnownGradients::pattern();
+    EXPECT_TRUE(torch::allclose(workload.weight_, expected, 1e-6, 1e-6)) << "overlap=" << overlap;
+    EXPECT_TRUE(torch::allclose(workload.bias_, torch::full({5}, -0.125F)))
+        << "overlap=" << overlap;
+    EXPECT_TRUE(workload.weight_.is_contiguous(torch::MemoryFormat::ChannelsLast));
+  }
+}
+
 TEST(DataParallelTrainer, WarmupStepsTrainButAreNotTimed) {
   const auto run = [](int warmup_steps) {
     int size = 1;
