@@ -9,6 +9,7 @@
 
 #include "harness/allocator.h"
 #include "harness/shuffle.h"
+#include "harness/trainer.h"
 #include "workloads/registry.h"
 #include "workloads/workload.h"
 
@@ -88,9 +89,7 @@ void BM_IrisSgdUpdate(benchmark::State& state) {
   auto parameters = workload->parameters();
   for (auto& parameter : parameters) parameter.mutable_grad() = torch::ones_like(parameter);
   torch::NoGradGuard no_grad;
-  for (auto _ : state) {
-    for (auto& parameter : parameters) parameter.sub_(parameter.grad(), 1e-6);
-  }
+  for (auto _ : state) sgd_update(parameters, 1e-6F);
 }
 BENCHMARK(BM_IrisSgdUpdate);
 

@@ -51,27 +51,6 @@ std::vector<torch::Tensor> checked_parameters(Workload& workload) {
   return parameters;
 }
 
-// Plain SGD, parameter -= lr × gradient. On the CPU, where a parameter and its gradient share a
-// layout (always, unless a workload replaced a .grad), the update is a loop over their memory:
-// a small network's update is a few hundred floats, and one dispatched sub_ per parameter cost
-// more than the blas Iris network's whole forward and backward pass. Anywhere else, sub_.
-void sgd_update(std::vector<torch::Tensor>& parameters, float lr) {
-  for (auto& parameter : parameters) {
-    const torch::Tensor& gradient = parameter.grad();
-    // Both are dense (checked_parameters, zeros_like Preserve or a slice in the parameter's
-    // strides): with equal strides, element k of one's memory is element k of the other's.
-    if (parameter.is_cpu() && gradient.is_cpu() && gradient.scalar_type() == torch::kFloat32 &&
-        gradient.strides() == parameter.strides() && gradient.is_non_overlapping_and_dense()) {
-      float* values = parameter.data_ptr<float>();
-      const float* steps = gradient.data_ptr<float>();
-      const int64_t count = parameter.numel();
-      for (int64_t i = 0; i < count; ++i) values[i] -= lr * steps[i];
-    } else {
-      parameter.sub_(gradient, lr);
-    }
-  }
-}
-
 }  // namespace
 
 DataParallelTrainer::DataParallelTrainer(Workload& workload, GradientSync& backend,
@@ -197,6 +176,30 @@ TrainingResult DataParallelTrainer::train() {
     }
   }
   return result;
+}
+
+// On the CPU, where a parameter and its gradient share a layout (in training always, unless a
+// workload replaced a .grad), the update is a loop over their memory: a small network's update is
+// a few hundred floats, and one dispatched sub_ per parameter cost more than the blas Iris
+// network's whole forward and backward pass. Anywhere else, sub_.
+void sgd_update(std::vector<torch::Tensor>& parameters, float lr) {
+  for (auto& parameter : parameters) {
+    const torch::Tensor& gradient = parameter.grad();
+    // Two dense tensors with equal strides: element k of one's memory is element k of the
+    // other's, whatever the memory format.
+    const bool same_dense_layout =
+        parameter.is_non_overlapping_and_dense() && gradient.is_non_overlapping_and_dense() &&
+        gradient.strides() == parameter.strides();
+    if (parameter.is_cpu() && gradient.is_cpu() && parameter.scalar_type() == torch::kFloat32 &&
+        gradient.scalar_type() == torch::kFloat32 && same_dense_layout) {
+      float* values = parameter.data_ptr<float>();
+      const float* steps = gradient.data_ptr<float>();
+      const int64_t count = parameter.numel();
+      for (int64_t i = 0; i < count; ++i) values[i] -= lr * steps[i];
+    } else {
+      parameter.sub_(gradient, lr);
+    }
+  }
 }
 
 }  // namespace harness

@@ -75,4 +75,8 @@ class DataParallelTrainer {
   GradientBuckets buckets_;
 };
 
+// Plain SGD, parameter -= lr × gradient, on every parameter (the trainer's update, a function of
+// its own for the step benchmark). Call under torch::NoGradGuard.
+void sgd_update(std::vector<torch::Tensor>& parameters, float lr);
+
 }  // namespace harness
