@@ -40,6 +40,9 @@ PointMetrics point_metrics(const Json& measurements) {
     metrics.compute_time_s = mean_of(steps.at("compute_s"), "steps.compute_s");
     metrics.comm_time_s = mean_of(steps.at("comm_s"), "steps.comm_s");
     metrics.exposed_comm_time_s = mean_of(steps.at("exposed_comm_s"), "steps.exposed_comm_s");
+    if (steps.contains("imbalance_s")) {
+      metrics.imbalance_time_s = mean_of(steps.at("imbalance_s"), "steps.imbalance_s");
+    }
     metrics.comm_fraction =
         metrics.step_time_s > 0 ? metrics.exposed_comm_time_s / metrics.step_time_s : 0;
     metrics.overlap =
@@ -53,6 +56,29 @@ PointMetrics point_metrics(const Json& measurements) {
   } catch (const Json::exception& error) {
     throw Error(fmt::format("measurements: {}", error.what()));
   }
+}
+
+std::vector<double> load_imbalance_per_step(const std::vector<double>& compute_s,
+                                            std::size_t steps, const std::vector<bool>& training) {
+  if (compute_s.size() != steps * training.size()) {
+    throw Error(fmt::format("load imbalance: {} compute times for {} steps of {} ranks",
+                            compute_s.size(), steps, training.size()));
+  }
+  const auto ranks = static_cast<std::size_t>(std::count(training.begin(), training.end(), true));
+  std::vector<double> imbalance(steps, 0.0);
+  if (ranks < 2) return imbalance;
+  for (std::size_t step = 0; step < steps; ++step) {
+    double slowest = 0;
+    double sum = 0;
+    for (std::size_t r = 0; r < training.size(); ++r) {
+      if (!training[r]) continue;
+      const double compute = compute_s[r * steps + step];
+      slowest = std::max(slowest, compute);
+      sum += compute;
+    }
+    imbalance[step] = slowest - sum / static_cast<double>(ranks);
+  }
+  return imbalance;
 }
 
 Json to_json(const MessageSizeMetrics& size) {

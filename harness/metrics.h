@@ -19,6 +19,10 @@ struct PointMetrics {
   double compute_time_s = 0;
   double comm_time_s = 0;          // in the backend (with packing, unless overlapped)
   double exposed_comm_time_s = 0;  // the step waited for communication after backward
+  // Mean over steps of the load imbalance (load_imbalance_per_step): the part of the exposed
+  // time that ranks spend waiting for the slowest rank's compute rather than for the exchange.
+  // Absent in records written before it was measured.
+  std::optional<double> imbalance_time_s;
   double comm_fraction = 0;        // exposed_comm_time_s / step_time_s
   double overlap = 0;              // 1 - exposed / comm: the share of communication hidden
   double final_loss = 0;                // training loss of the last epoch
@@ -27,6 +31,14 @@ struct PointMetrics {
 
 // Throws Error when `measurements` lacks a field the metrics need.
 PointMetrics point_metrics(const Json& measurements);
+
+// Per step, from every rank's compute time (rank r's step s at compute_s[r × steps + s], as the
+// worker gathers them): the slowest training rank's compute minus the mean training rank's. A
+// synchronous step waits for its slowest rank, so this is how long a rank waits, on average,
+// before the exchange can start: jitter and imbalance, not communication. Ranks with
+// training[r] false (a parameter server that only serves) are left out; 0 with fewer than two.
+std::vector<double> load_imbalance_per_step(const std::vector<double>& compute_s,
+                                            std::size_t steps, const std::vector<bool>& training);
 
 // One message size of a communication benchmark point (kind "comm"); see comm_benchmark.h.
 struct MessageSizeMetrics {

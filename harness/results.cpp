@@ -308,7 +308,8 @@ std::string summary_csv(const std::vector<SummaryRow>& rows) {
   std::string out =
       "index,id,repeat,status,workload,engine,backend,device,ranks,batch_size,dataset_size,epochs,lr,seed,"
       "threads_per_rank,bucket_mb,overlap,time_s,throughput_samples_per_s,step_time_s,"
-      "compute_time_s,comm_time_s,exposed_comm_time_s,comm_fraction,overlap_fraction,speedup,"
+      "compute_time_s,comm_time_s,exposed_comm_time_s,imbalance_time_s,comm_fraction,"
+      "overlap_fraction,speedup,"
       "efficiency,final_loss,accuracy,reason\n";
   for (const auto& row : rows) {
     const PointSettings& s = row.settings;
@@ -318,7 +319,7 @@ std::string summary_csv(const std::vector<SummaryRow>& rows) {
     const Scaling scaling = row.scaling.value_or(Scaling{});
     const int64_t dataset_size = row.ok ? row.train_samples : s.dataset_size;
     out += fmt::format(
-        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
         row.index, row.id, row.repeat, row.ok ? "ok" : "failed", csv_field(s.workload), s.engine,
         csv_field(s.backend),
         s.device, s.ranks, s.batch_size, dataset_size, s.epochs, s.lr, s.seed, s.threads_per_rank,
@@ -326,6 +327,7 @@ std::string summary_csv(const std::vector<SummaryRow>& rows) {
         number_or_empty(m, metrics.throughput_samples_per_s),
         number_or_empty(m, metrics.step_time_s), number_or_empty(m, metrics.compute_time_s),
         number_or_empty(m, metrics.comm_time_s), number_or_empty(m, metrics.exposed_comm_time_s),
+        number_or_empty(metrics.imbalance_time_s.has_value(), metrics.imbalance_time_s.value_or(0)),
         number_or_empty(m, metrics.comm_fraction), number_or_empty(m, metrics.overlap),
         number_or_empty(scaled, scaling.speedup), number_or_empty(scaled, scaling.efficiency),
         number_or_empty(m, metrics.final_loss), number_or_empty(m, metrics.accuracy),

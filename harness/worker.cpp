@@ -19,6 +19,7 @@
 #include "harness/results.h"
 #include "backends/device_staging.h"
 #include "harness/kmeans_driver.h"
+#include "harness/metrics.h"
 #include "harness/trainer.h"
 #include "workloads/registry.h"
 #include "workloads/workload.h"
@@ -65,16 +66,31 @@ std::vector<double> gather_to_root(const std::vector<double>& local, MPI_Comm co
   return all;
 }
 
-// On rank 0: for every step, the times of the rank whose step took longest. Compute and
-// communication come from that same rank, so they add up to (at most) its step time.
-StepTimes slowest_rank_per_step(const StepTimes& local, MPI_Comm communicator, int rank,
-                                int world_size) {
+// On rank 0: for every step, the times of the rank whose step took longest (compute and
+// communication from that same rank, so they add up to at most its step time), and the step's
+// load imbalance over the ranks that train (load_imbalance_per_step).
+struct RecordedSteps {
+  StepTimes slowest;
+  std::vector<double> imbalance_s;
+
+  Json to_json() const {
+    return {{"step_s", slowest.step_s},
+            {"compute_s", slowest.compute_s},
+            {"comm_s", slowest.comm_s},
+            {"exposed_comm_s", slowest.exposed_s},
+            {"imbalance_s", imbalance_s}};
+  }
+};
+
+// `training[r]`: whether rank r computes gradients (all but a parameter server that only serves).
+RecordedSteps gather_steps(const StepTimes& local, const std::vector<bool>& training,
+                           MPI_Comm communicator, int rank, int world_size) {
   const auto step_s = gather_to_root(local.step_s, communicator, rank, world_size);
   const auto compute_s = gather_to_root(local.compute_s, communicator, rank, world_size);
   const auto comm_s = gather_to_root(local.comm_s, communicator, rank, world_size);
   const auto exposed_s = gather_to_root(local.exposed_s, communicator, rank, world_size);
-  StepTimes slowest;
-  if (rank != 0) return slowest;
+  RecordedSteps recorded;
+  if (rank != 0) return recorded;
   const std::size_t steps = local.step_s.size();
   for (std::size_t step = 0; step < steps; ++step) {
     std::size_t worst = step;  // rank 0's entry
@@ -82,12 +98,13 @@ StepTimes slowest_rank_per_step(const StepTimes& local, MPI_Comm communicator, i
       const std::size_t candidate = r * steps + step;
       if (step_s[candidate] > step_s[worst]) worst = candidate;
     }
-    slowest.step_s.push_back(step_s[worst]);
-    slowest.compute_s.push_back(compute_s[worst]);
-    slowest.comm_s.push_back(comm_s[worst]);
-    slowest.exposed_s.push_back(exposed_s[worst]);
+    recorded.slowest.step_s.push_back(step_s[worst]);
+    recorded.slowest.compute_s.push_back(compute_s[worst]);
+    recorded.slowest.comm_s.push_back(comm_s[worst]);
+    recorded.slowest.exposed_s.push_back(exposed_s[worst]);
   }
-  return slowest;
+  recorded.imbalance_s = load_imbalance_per_step(compute_s, steps, training);
+  return recorded;
 }
 
 std::vector<std::string> gather_hosts(MPI_Comm communicator, int rank, int world_size) {
@@ -134,7 +151,11 @@ Json train(const PointSettings& settings, MPI_Comm communicator, int rank, int w
   DataParallelTrainer trainer(*workload, *backend, communicator, settings);
   trainer.broadcast_parameters();
   const TrainingResult result = trainer.train();
-  const StepTimes slowest = slowest_rank_per_step(result.steps, communicator, rank, world_size);
+  std::vector<bool> training(static_cast<std::size_t>(world_size));
+  for (int r = 0; r < world_size; ++r) {
+    training[r] = worker_layout(settings, r, world_size).index >= 0;
+  }
+  const RecordedSteps steps = gather_steps(result.steps, training, communicator, rank, world_size);
 
   int64_t parameter_count = 0;
   for (const auto& parameter : workload->parameters()) parameter_count += parameter.numel();
@@ -152,10 +173,7 @@ Json train(const PointSettings& settings, MPI_Comm communicator, int rank, int w
   measurements["samples_trained"] = result.samples_trained;
   measurements["train_time_s"] = result.train_time_s;
   measurements["buckets"] = trainer.bucket_count();
-  measurements["steps"] = {{"step_s", slowest.step_s},
-                           {"compute_s", slowest.compute_s},
-                           {"comm_s", slowest.comm_s},
-                           {"exposed_comm_s", slowest.exposed_s}};
+  measurements["steps"] = steps.to_json();
   measurements["epochs"] = epoch_records(result.epochs);
   return measurements;
 }
@@ -165,7 +183,9 @@ Json cluster(const PointSettings& settings, MPI_Comm communicator, int rank, int
   const KMeansData data = load_kmeans_data(settings);
   const auto backend = make_gradient_sync(settings.backend, communicator);
   const KMeansResult result = run_distributed_kmeans(data, *backend, communicator, settings);
-  const StepTimes slowest = slowest_rank_per_step(result.training.steps, communicator, rank, world_size);
+  const RecordedSteps steps = gather_steps(result.training.steps,
+                                          std::vector<bool>(world_size, true), communicator, rank,
+                                          world_size);
 
   Json measurements = Json::object();
   measurements["train_samples"] = data.count();
@@ -178,10 +198,7 @@ Json cluster(const PointSettings& settings, MPI_Comm communicator, int rank, int
   measurements["steps_per_epoch"] = 1;
   measurements["samples_trained"] = result.training.samples_trained;
   measurements["train_time_s"] = result.training.train_time_s;
-  measurements["steps"] = {{"step_s", slowest.step_s},
-                           {"compute_s", slowest.compute_s},
-                           {"comm_s", slowest.comm_s},
-                           {"exposed_comm_s", slowest.exposed_s}};
+  measurements["steps"] = steps.to_json();
   measurements["epochs"] = epoch_records(result.training.epochs);
   return measurements;
 }

@@ -8,8 +8,10 @@
 //     "parameters", "train_samples", "test_samples", "training_ranks", "per_rank_batch",
 //     "global_batch", "final_lr",
 //     "steps_per_epoch", "samples_trained", "train_time_s", "buckets",
-//     "steps": { "step_s": [...], "compute_s": [...], "comm_s": [...], "exposed_comm_s": [...] },
-//              // per step, the times of the rank whose step took longest
+//     "steps": { "step_s": [...], "compute_s": [...], "comm_s": [...], "exposed_comm_s": [...],
+//                "imbalance_s": [...] },
+//              // per step, the times of the rank whose step took longest, and the slowest
+//              // training rank's compute minus the mean training rank's
 //     "epochs": [ { "epoch", "train_loss", "test_loss", "test_accuracy", "train_time_s",
 //                   "samples_seen" } ],
 //     // kind "comm":

@@ -1,7 +1,8 @@
 # Where a training step's time goes, per configuration: compute (forward, backward, update),
-# exposed communication (what the step waited for) and the rest, stacked; medians over repeats
-# of the mean step of the slowest rank.
-# Data: a comment line, then "label compute_ms exposed_comm_ms other_ms" rows.
+# the exposed communication (what the step waited for) split into waiting for the slowest rank
+# (load imbalance) and the exchange itself, and the rest, stacked; medians over repeats of the
+# mean step of the slowest rank.
+# Data: a comment line, then "label compute_ms imbalance_ms exchange_ms other_ms" rows.
 DATAFILE = "breakdown.dat"
 OUTBASE = "breakdown"
 set title "Step time breakdown, experiment ".EXPERIMENT
@@ -13,4 +14,4 @@ set boxwidth 0.7
 set xtics rotate by -30 left font ",9"
 set yrange [0:*]
 set bmargin 11
-PLOT = 'plot DATAFILE using 2:xtic(1) title "compute" lc "#4477aa", "" using 3 title "exposed communication" lc "#ee6677", "" using 4 title "other" lc "#bbbbbb"'
+PLOT = 'plot DATAFILE using 2:xtic(1) title "compute" lc "#4477aa", "" using 3 title "waiting for the slowest rank" lc "#ccbb44", "" using 4 title "exchange" lc "#ee6677", "" using 5 title "other" lc "#bbbbbb"'

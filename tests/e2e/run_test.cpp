@@ -119,6 +119,8 @@ TEST(EndToEnd, TinyScalingStudyWritesRecordsSummaryAndPlots) {
     EXPECT_LE(std::stod(row.at("comm_fraction")), 1.0);
   }
   EXPECT_EQ(rows[0].at("ranks"), "1");
+  EXPECT_EQ(rows[0].at("imbalance_time_s"), "0");  // one rank waits for nobody
+  EXPECT_GE(std::stod(rows[1].at("imbalance_time_s")), 0.0);
   EXPECT_EQ(rows[0].at("speedup"), "1");
   EXPECT_EQ(rows[0].at("efficiency"), "1");
   EXPECT_EQ(rows[1].at("ranks"), "2");
@@ -134,6 +136,7 @@ TEST(EndToEnd, TinyScalingStudyWritesRecordsSummaryAndPlots) {
     const Json& measurements = record["measurements"];
     EXPECT_NE(measurements["mpi_library"].get<std::string>().find("MPI"), std::string::npos);
     EXPECT_FALSE(measurements["torch_version"].get<std::string>().empty());
+    EXPECT_EQ(measurements["steps"]["imbalance_s"].size(), measurements["steps"]["step_s"].size());
     const Json& epochs = measurements["epochs"];
     ASSERT_EQ(epochs.size(), 8U);
     EXPECT_LT(epochs.back()["train_loss"].get<double>(), epochs.front()["train_loss"].get<double>())

@@ -119,7 +119,7 @@ TEST(Metrics, PointMetricsFromMeasurements) {
   const Json measurements = Json::parse(R"({
     "train_time_s": 2.0, "samples_trained": 1000,
     "steps": {"step_s": [0.010, 0.030], "compute_s": [0.008, 0.020], "comm_s": [0.002, 0.010],
-              "exposed_comm_s": [0.001, 0.005]},
+              "exposed_comm_s": [0.001, 0.005], "imbalance_s": [0.0005, 0.0015]},
     "epochs": [{"epoch": 1, "train_loss": 0.5, "test_accuracy": 0.7},
                {"epoch": 2, "train_loss": 0.25, "test_accuracy": 0.9}]})");
   const PointMetrics metrics = point_metrics(measurements);
@@ -129,10 +129,35 @@ TEST(Metrics, PointMetricsFromMeasurements) {
   EXPECT_DOUBLE_EQ(metrics.compute_time_s, 0.014);
   EXPECT_DOUBLE_EQ(metrics.comm_time_s, 0.006);
   EXPECT_DOUBLE_EQ(metrics.exposed_comm_time_s, 0.003);
+  EXPECT_DOUBLE_EQ(metrics.imbalance_time_s.value_or(-1), 0.001);
   EXPECT_NEAR(metrics.comm_fraction, 0.15, 1e-12);  // exposed / step
   EXPECT_NEAR(metrics.overlap, 0.5, 1e-12);         // 1 - exposed / comm
   EXPECT_DOUBLE_EQ(metrics.final_loss, 0.25);
   EXPECT_DOUBLE_EQ(metrics.accuracy, 0.9);
+}
+
+TEST(Metrics, RecordsWithoutImbalanceHaveNone) {
+  const Json measurements = Json::parse(R"({
+    "train_time_s": 1.0, "samples_trained": 10,
+    "steps": {"step_s": [0.01], "compute_s": [0.01], "comm_s": [0], "exposed_comm_s": [0]},
+    "epochs": []})");
+  EXPECT_FALSE(point_metrics(measurements).imbalance_time_s.has_value());
+}
+
+TEST(Metrics, LoadImbalanceIsTheSlowestTrainingRanksComputeMinusTheMean) {
+  // Two steps of three ranks, rank r's step s at r × 2 + s; rank 1 only serves.
+  const std::vector<double> compute_s = {0.010, 0.020,   // rank 0
+                                         0.000, 0.000,   // rank 1
+                                         0.014, 0.020};  // rank 2
+  const auto imbalance = load_imbalance_per_step(compute_s, 2, {true, false, true});
+  ASSERT_EQ(imbalance.size(), 2U);
+  EXPECT_NEAR(imbalance[0], 0.002, 1e-12);  // 0.014 - mean(0.010, 0.014)
+  EXPECT_NEAR(imbalance[1], 0.0, 1e-12);
+  // Counting the serving rank would make it 0.014 - 0.008.
+  EXPECT_NEAR(load_imbalance_per_step(compute_s, 2, {true, true, true})[0], 0.006, 1e-12);
+  // One training rank waits for nobody.
+  EXPECT_EQ(load_imbalance_per_step({0.01, 0.02}, 2, {true}), std::vector<double>({0.0, 0.0}));
+  EXPECT_THROW(load_imbalance_per_step({0.01, 0.02, 0.03}, 2, {true, true}), Error);
 }
 
 TEST(Metrics, MalformedMeasurementsThrow) {

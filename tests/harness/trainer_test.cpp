@@ -4,13 +4,16 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <chrono>
 #include <cmath>
 #include <numeric>
+#include <thread>
 #include <tuple>
 
 #include "backends/gloo_allreduce.h"
 #include "backends/mpi_allreduce.h"
 #include "harness/errors.h"
+#include "harness/metrics.h"
 #include "harness/settings.h"
 #include "workloads/registry.h"
 #include "workloads/workload.h"
@@ -305,6 +308,61 @@ TEST(DataParallelTrainer, OneStepSubtractsTheRateTimesTheAveragedGradientInThePa
         << "overlap=" << overlap;
     EXPECT_TRUE(workload.weight_.is_contiguous(torch::MemoryFormat::ChannelsLast));
   }
+}
+
+// Iris, with rank 1 sleeping 50 ms in every forward and backward pass.
+class OneSlowRank final : public Workload {
+ public:
+  explicit OneSlowRank(const PointSettings& settings)
+      : iris_(find_workload("iris_mlp").make(settings)) {
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+  }
+  int64_t train_size() const override { return iris_->train_size(); }
+  int64_t test_size() const override { return iris_->test_size(); }
+  std::vector<torch::Tensor> parameters() override { return iris_->parameters(); }
+  double forward_backward(std::span<const int64_t> positions) override {
+    if (rank_ == 1) std::this_thread::sleep_for(kDelay);
+    return iris_->forward_backward(positions);
+  }
+  Evaluation evaluate() override { return iris_->evaluate(); }
+
+  static constexpr std::chrono::milliseconds kDelay{50};
+
+ private:
+  std::unique_ptr<Workload> iris_;
+  int rank_ = 0;
+};
+
+TEST(DataParallelTrainer, LoadImbalanceShowsTheSlowRanksExtraCompute) {
+  int rank = 0;
+  int size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  PointSettings settings;
+  settings.ranks = size;
+  settings.batch_size = 4;
+  settings.dataset_size = 24 * size;  // 6 steps
+  settings.epochs = 1;
+  OneSlowRank workload(settings);
+  MpiAllreduce backend(MPI_COMM_WORLD);
+  DataParallelTrainer trainer(workload, backend, MPI_COMM_WORLD, settings);
+  const TrainingResult result = trainer.train();
+  const std::size_t steps = result.steps.compute_s.size();
+  ASSERT_EQ(steps, 6U);
+  std::vector<double> compute_s(steps * size);
+  MPI_Allgather(result.steps.compute_s.data(), static_cast<int>(steps), MPI_DOUBLE,
+                compute_s.data(), static_cast<int>(steps), MPI_DOUBLE, MPI_COMM_WORLD);
+  const auto imbalance = load_imbalance_per_step(compute_s, steps, std::vector<bool>(size, true));
+  if (size == 1) {
+    EXPECT_EQ(imbalance, std::vector<double>(steps, 0.0));  // nobody to wait for
+    return;
+  }
+  // Sleeping takes at least the delay and the other ranks' 4-sample steps take microseconds, so
+  // the slowest minus the mean is about delay × (1 - 1/p). Half of that leaves room for ranks
+  // slowed down by sharing the cores (the median step, for the same reason).
+  const double extra_s = std::chrono::duration<double>(OneSlowRank::kDelay).count();
+  EXPECT_GE(median_of(imbalance), 0.5 * extra_s * (1.0 - 1.0 / size));
+  for (const double wait : imbalance) EXPECT_LE(wait, 10 * extra_s);
 }
 
 TEST(DataParallelTrainer, WarmupStepsTrainButAreNotTimed) {
