@@ -40,6 +40,9 @@ PointMetrics point_metrics(const Json& measurements) {
     metrics.compute_time_s = mean_of(steps.at("compute_s"), "steps.compute_s");
     metrics.comm_time_s = mean_of(steps.at("comm_s"), "steps.comm_s");
     metrics.exposed_comm_time_s = mean_of(steps.at("exposed_comm_s"), "steps.exposed_comm_s");
+    if (steps.contains("wait_s")) {
+      metrics.wait_time_s = mean_of(steps.at("wait_s"), "steps.wait_s");
+    }
     if (steps.contains("imbalance_s")) {
       metrics.imbalance_time_s = mean_of(steps.at("imbalance_s"), "steps.imbalance_s");
     }

@@ -19,9 +19,11 @@ struct PointMetrics {
   double compute_time_s = 0;
   double comm_time_s = 0;          // in the backend (with packing, unless overlapped)
   double exposed_comm_time_s = 0;  // the step waited for communication after backward
-  // Mean over steps of the load imbalance (load_imbalance_per_step): the part of the exposed
-  // time that ranks spend waiting for the slowest rank's compute rather than for the exchange.
-  // Absent in records written before it was measured.
+  // The part of exposed_comm_time_s that same rank spent waiting for the slowest training
+  // rank's compute rather than for the exchange itself.
+  std::optional<double> wait_time_s;
+  // Mean over steps of the load imbalance (load_imbalance_per_step): what a training rank
+  // waits for a slower one on average. Both absent in records written before they were measured.
   std::optional<double> imbalance_time_s;
   double comm_fraction = 0;        // exposed_comm_time_s / step_time_s
   double overlap = 0;              // 1 - exposed / comm: the share of communication hidden

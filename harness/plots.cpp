@@ -241,8 +241,8 @@ std::map<std::string, std::string> training_plot_data(const std::vector<SummaryR
   }
 
   // Where a step's time goes, per configuration (medians over its runs of the per-run means).
-  // The exposed time splits into waiting for the slowest rank (the load imbalance) and the
-  // exchange itself; records without the imbalance count all of it as exchange.
+  // The exposed time splits into waiting for the slowest training rank's compute and the
+  // exchange itself; records from before the wait was measured count all of it as exchange.
   std::string breakdown = "# configuration compute_ms imbalance_ms exchange_ms other_ms\n";
   bool any = false;
   for (const auto& stat : stats) {
@@ -250,7 +250,7 @@ std::map<std::string, std::string> training_plot_data(const std::vector<SummaryR
     for (const int r : stat.runs) {
       if (!rows[r].ok || !rows[r].metrics) continue;
       const PointMetrics& m = *rows[r].metrics;
-      const double waiting = std::min(m.imbalance_time_s.value_or(0), m.exposed_comm_time_s);
+      const double waiting = std::min(m.wait_time_s.value_or(0), m.exposed_comm_time_s);
       compute.push_back(1e3 * m.compute_time_s);
       imbalance.push_back(1e3 * waiting);
       exchange.push_back(1e3 * (m.exposed_comm_time_s - waiting));

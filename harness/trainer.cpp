@@ -4,6 +4,7 @@
 #include <numeric>
 #include <set>
 
+#include <ATen/Parallel.h>
 #include <fmt/format.h>
 
 #include "harness/errors.h"
@@ -185,17 +186,23 @@ TrainingResult DataParallelTrainer::train() {
 void sgd_update(std::vector<torch::Tensor>& parameters, float lr) {
   for (auto& parameter : parameters) {
     const torch::Tensor& gradient = parameter.grad();
-    // Two dense tensors with equal strides: element k of one's memory is element k of the
-    // other's, whatever the memory format.
+    // Two dense tensors of one shape with equal strides: element k of one's memory is element k
+    // of the other's, whatever the memory format.
     const bool same_dense_layout =
         parameter.is_non_overlapping_and_dense() && gradient.is_non_overlapping_and_dense() &&
-        gradient.strides() == parameter.strides();
+        gradient.sizes() == parameter.sizes() && gradient.strides() == parameter.strides();
     if (parameter.is_cpu() && gradient.is_cpu() && parameter.scalar_type() == torch::kFloat32 &&
         gradient.scalar_type() == torch::kFloat32 && same_dense_layout) {
       float* values = parameter.data_ptr<float>();
       const float* steps = gradient.data_ptr<float>();
-      const int64_t count = parameter.numel();
-      for (int64_t i = 0; i < count; ++i) values[i] -= lr * steps[i];
+      // Large tensors (a CNN's fc1, ResNet's convolutions) on the rank's intra-op threads, as
+      // sub_ would; below the grain size this runs inline.
+      at::parallel_for(0, parameter.numel(), at::internal::GRAIN_SIZE,
+                       [&](int64_t begin, int64_t end) {
+                         for (int64_t i = begin; i < end; ++i) values[i] -= lr * steps[i];
+                       });
+      // As an in-place op would: a graph that still holds the parameter then fails loudly.
+      parameter.unsafeGetTensorImpl()->bump_version();
     } else {
       parameter.sub_(gradient, lr);
     }

@@ -5,6 +5,7 @@
 #include <torch/version.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -67,10 +68,12 @@ std::vector<double> gather_to_root(const std::vector<double>& local, MPI_Comm co
 }
 
 // On rank 0: for every step, the times of the rank whose step took longest (compute and
-// communication from that same rank, so they add up to at most its step time), and the step's
-// load imbalance over the ranks that train (load_imbalance_per_step).
+// communication from that same rank, so they add up to at most its step time), how much of that
+// rank's exposed time was waiting for the slowest training rank's compute, and the step's load
+// imbalance over the ranks that train (load_imbalance_per_step).
 struct RecordedSteps {
   StepTimes slowest;
+  std::vector<double> wait_s;
   std::vector<double> imbalance_s;
 
   Json to_json() const {
@@ -78,6 +81,7 @@ struct RecordedSteps {
             {"compute_s", slowest.compute_s},
             {"comm_s", slowest.comm_s},
             {"exposed_comm_s", slowest.exposed_s},
+            {"wait_s", wait_s},
             {"imbalance_s", imbalance_s}};
   }
 };
@@ -94,14 +98,19 @@ RecordedSteps gather_steps(const StepTimes& local, const std::vector<bool>& trai
   const std::size_t steps = local.step_s.size();
   for (std::size_t step = 0; step < steps; ++step) {
     std::size_t worst = step;  // rank 0's entry
-    for (int r = 1; r < world_size; ++r) {
+    double slowest_compute = 0;
+    for (int r = 0; r < world_size; ++r) {
       const std::size_t candidate = r * steps + step;
       if (step_s[candidate] > step_s[worst]) worst = candidate;
+      if (training[r]) slowest_compute = std::max(slowest_compute, compute_s[candidate]);
     }
     recorded.slowest.step_s.push_back(step_s[worst]);
     recorded.slowest.compute_s.push_back(compute_s[worst]);
     recorded.slowest.comm_s.push_back(comm_s[worst]);
     recorded.slowest.exposed_s.push_back(exposed_s[worst]);
+    // The exchange cannot finish before the slowest training rank joins it.
+    recorded.wait_s.push_back(
+        std::clamp(slowest_compute - compute_s[worst], 0.0, exposed_s[worst]));
   }
   recorded.imbalance_s = load_imbalance_per_step(compute_s, steps, training);
   return recorded;

@@ -9,9 +9,10 @@
 //     "global_batch", "final_lr",
 //     "steps_per_epoch", "samples_trained", "train_time_s", "buckets",
 //     "steps": { "step_s": [...], "compute_s": [...], "comm_s": [...], "exposed_comm_s": [...],
-//                "imbalance_s": [...] },
-//              // per step, the times of the rank whose step took longest, and the slowest
-//              // training rank's compute minus the mean training rank's
+//                "wait_s": [...], "imbalance_s": [...] },
+//              // per step, the times of the rank whose step took longest, the part of that
+//              // rank's exposed time spent waiting for the slowest training rank's compute, and
+//              // the slowest training rank's compute minus the mean training rank's
 //     "epochs": [ { "epoch", "train_loss", "test_loss", "test_accuracy", "train_time_s",
 //                   "samples_seen" } ],
 //     // kind "comm":

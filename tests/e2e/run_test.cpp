@@ -136,7 +136,13 @@ TEST(EndToEnd, TinyScalingStudyWritesRecordsSummaryAndPlots) {
     const Json& measurements = record["measurements"];
     EXPECT_NE(measurements["mpi_library"].get<std::string>().find("MPI"), std::string::npos);
     EXPECT_FALSE(measurements["torch_version"].get<std::string>().empty());
-    EXPECT_EQ(measurements["steps"]["imbalance_s"].size(), measurements["steps"]["step_s"].size());
+    const Json& steps = measurements["steps"];
+    EXPECT_EQ(steps["imbalance_s"].size(), steps["step_s"].size());
+    ASSERT_EQ(steps["wait_s"].size(), steps["step_s"].size());
+    for (std::size_t s = 0; s < steps["wait_s"].size(); ++s) {  // a part of the exposed time
+      EXPECT_GE(steps["wait_s"][s].get<double>(), 0.0);
+      EXPECT_LE(steps["wait_s"][s].get<double>(), steps["exposed_comm_s"][s].get<double>());
+    }
     const Json& epochs = measurements["epochs"];
     ASSERT_EQ(epochs.size(), 8U);
     EXPECT_LT(epochs.back()["train_loss"].get<double>(), epochs.front()["train_loss"].get<double>())

@@ -119,7 +119,8 @@ TEST(Metrics, PointMetricsFromMeasurements) {
   const Json measurements = Json::parse(R"({
     "train_time_s": 2.0, "samples_trained": 1000,
     "steps": {"step_s": [0.010, 0.030], "compute_s": [0.008, 0.020], "comm_s": [0.002, 0.010],
-              "exposed_comm_s": [0.001, 0.005], "imbalance_s": [0.0005, 0.0015]},
+              "exposed_comm_s": [0.001, 0.005], "wait_s": [0.0, 0.002],
+              "imbalance_s": [0.0005, 0.0015]},
     "epochs": [{"epoch": 1, "train_loss": 0.5, "test_accuracy": 0.7},
                {"epoch": 2, "train_loss": 0.25, "test_accuracy": 0.9}]})");
   const PointMetrics metrics = point_metrics(measurements);
@@ -129,6 +130,7 @@ TEST(Metrics, PointMetricsFromMeasurements) {
   EXPECT_DOUBLE_EQ(metrics.compute_time_s, 0.014);
   EXPECT_DOUBLE_EQ(metrics.comm_time_s, 0.006);
   EXPECT_DOUBLE_EQ(metrics.exposed_comm_time_s, 0.003);
+  EXPECT_DOUBLE_EQ(metrics.wait_time_s.value_or(-1), 0.001);
   EXPECT_DOUBLE_EQ(metrics.imbalance_time_s.value_or(-1), 0.001);
   EXPECT_NEAR(metrics.comm_fraction, 0.15, 1e-12);  // exposed / step
   EXPECT_NEAR(metrics.overlap, 0.5, 1e-12);         // 1 - exposed / comm
@@ -141,6 +143,7 @@ TEST(Metrics, RecordsWithoutImbalanceHaveNone) {
     "train_time_s": 1.0, "samples_trained": 10,
     "steps": {"step_s": [0.01], "compute_s": [0.01], "comm_s": [0], "exposed_comm_s": [0]},
     "epochs": []})");
+  EXPECT_FALSE(point_metrics(measurements).wait_time_s.has_value());
   EXPECT_FALSE(point_metrics(measurements).imbalance_time_s.has_value());
 }
 

@@ -252,8 +252,6 @@ TEST(DataParallelTrainer, ParameterServerThatOnlyServesKeepsItsCopyInStep) {
 namespace harness {
 namespace {
 
-// Warm-up steps train (the parameters end where an untimed run ends) but are left out of the
-// step records, the timed samples and the training time; samples seen still count them.
 // One sample per rank; sample p's loss is (p + 1) × sum(weight × pattern) + sum(bias), so the
 // gradients are known: (p + 1) × pattern and ones. The weight is stored channels-last, as a
 // convolution's in mnist_cnn, while the pattern is NCHW: a mix-up of the two layouts anywhere
@@ -308,6 +306,31 @@ TEST(DataParallelTrainer, OneStepSubtractsTheRateTimesTheAveragedGradientInThePa
         << "overlap=" << overlap;
     EXPECT_TRUE(workload.weight_.is_contiguous(torch::MemoryFormat::ChannelsLast));
   }
+}
+
+// The update loop is taken only where parameter and gradient share a layout; otherwise sub_.
+TEST(SgdUpdate, MatchesSubInEveryLayoutAndType) {
+  const auto check = [](torch::Tensor parameter, torch::Tensor gradient) {
+    const torch::Tensor expected = parameter - 0.25 * gradient;
+    parameter.mutable_grad() = gradient;
+    std::vector<torch::Tensor> parameters = {parameter};
+    torch::NoGradGuard no_grad;
+    const int64_t version = parameter._version();
+    sgd_update(parameters, 0.25F);
+    EXPECT_TRUE(torch::allclose(parameter, expected, 1e-6, 1e-6))
+        << parameter.strides() << " " << gradient.strides() << " " << parameter.dtype();
+    EXPECT_GT(parameter._version(), version);  // autograd sees the in-place change
+  };
+  const auto nchw = [] { return torch::randn({3, 4, 5, 6}); };
+  const auto channels_last = [](torch::Tensor t) {
+    return t.contiguous(torch::MemoryFormat::ChannelsLast);
+  };
+  check(nchw(), nchw());                                 // the loop
+  check(channels_last(nchw()), channels_last(nchw()));   // the loop, channels-last
+  check(channels_last(nchw()), nchw());                  // different layouts: sub_
+  check(nchw(), channels_last(nchw()));
+  check(nchw().to(torch::kFloat64), nchw().to(torch::kFloat64));  // not float32: sub_
+  check(torch::randn({100000}), torch::randn({100000}));  // above the parallel grain size
 }
 
 // Iris, with rank 1 sleeping 50 ms in every forward and backward pass.
@@ -365,6 +388,8 @@ TEST(DataParallelTrainer, LoadImbalanceShowsTheSlowRanksExtraCompute) {
   for (const double wait : imbalance) EXPECT_LE(wait, 10 * extra_s);
 }
 
+// Warm-up steps train (the parameters end where an untimed run ends) but are left out of the
+// step records, the timed samples and the training time; samples seen still count them.
 TEST(DataParallelTrainer, WarmupStepsTrainButAreNotTimed) {
   const auto run = [](int warmup_steps) {
     int size = 1;
