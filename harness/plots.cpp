@@ -243,16 +243,16 @@ std::map<std::string, std::string> training_plot_data(const std::vector<SummaryR
   // Where a step's time goes, per configuration (medians over its runs of the per-run means).
   // The exposed time splits into waiting for the slowest training rank's compute and the
   // exchange itself; records from before the wait was measured count all of it as exchange.
-  std::string breakdown = "# configuration compute_ms imbalance_ms exchange_ms other_ms\n";
+  std::string breakdown = "# configuration compute_ms wait_ms exchange_ms other_ms\n";
   bool any = false;
   for (const auto& stat : stats) {
-    std::vector<double> compute, imbalance, exchange, other;
+    std::vector<double> compute, wait, exchange, other;
     for (const int r : stat.runs) {
       if (!rows[r].ok || !rows[r].metrics) continue;
       const PointMetrics& m = *rows[r].metrics;
       const double waiting = std::min(m.wait_time_s.value_or(0), m.exposed_comm_time_s);
       compute.push_back(1e3 * m.compute_time_s);
-      imbalance.push_back(1e3 * waiting);
+      wait.push_back(1e3 * waiting);
       exchange.push_back(1e3 * (m.exposed_comm_time_s - waiting));
       other.push_back(std::max(0.0, 1e3 * (m.step_time_s - m.compute_time_s - m.exposed_comm_time_s)));
     }
@@ -260,7 +260,7 @@ std::map<std::string, std::string> training_plot_data(const std::vector<SummaryR
     std::string label = label_for(stat.settings, keys, true);
     std::replace(label.begin(), label.end(), '"', '\'');
     breakdown += fmt::format("\"{}\" {:.6g} {:.6g} {:.6g} {:.6g}\n", label, median_of(compute),
-                             median_of(imbalance), median_of(exchange), median_of(other));
+                             median_of(wait), median_of(exchange), median_of(other));
     any = true;
   }
   if (any) data["breakdown"] = breakdown;

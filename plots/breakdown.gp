@@ -1,8 +1,8 @@
 # Where a training step's time goes, per configuration: compute (forward, backward, update),
-# the exposed communication (what the step waited for) split into waiting for the slowest rank
-# (load imbalance) and the exchange itself, and the rest, stacked; medians over repeats of the
-# mean step of the slowest rank.
-# Data: a comment line, then "label compute_ms imbalance_ms exchange_ms other_ms" rows.
+# the exposed communication (what the step waited for) split into waiting for the slowest
+# training rank's compute and the exchange itself, and the rest, stacked; medians over repeats of
+# the mean step of the slowest rank.
+# Data: a comment line, then "label compute_ms wait_ms exchange_ms other_ms" rows.
 DATAFILE = "breakdown.dat"
 OUTBASE = "breakdown"
 set title "Step time breakdown, experiment ".EXPERIMENT
