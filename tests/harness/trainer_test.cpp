@@ -357,9 +357,7 @@ class OneSlowRank final : public Workload {
 };
 
 TEST(DataParallelTrainer, LoadImbalanceShowsTheSlowRanksExtraCompute) {
-  int rank = 0;
   int size = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   PointSettings settings;
   settings.ranks = size;
