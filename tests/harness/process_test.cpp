@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -74,6 +75,21 @@ TEST(Process, LeftoversOfAChildThatExitedAreStopped) {
   const pid_t grandchild = first_line_pid(request.log_path);
   ASSERT_GT(grandchild, 0);
   EXPECT_FALSE(process_exists(grandchild)) << "sleep " << grandchild << " was left running";
+}
+
+// The ranks use every core, so the harness must not keep waking up to see whether mpirun ended:
+// polling every 10 ms took 100 time slices a second from a rank.
+TEST(Process, TheHarnessSleepsWhileTheChildRuns) {
+  ProcessRequest request;
+  request.argv = {"sleep", "1"};
+  request.log_path = temp_log("sleeps");
+  rusage before{};
+  ASSERT_EQ(::getrusage(RUSAGE_THREAD, &before), 0);
+  ASSERT_TRUE(run_process(request).ok());
+  rusage after{};
+  ASSERT_EQ(::getrusage(RUSAGE_THREAD, &after), 0);
+  // About 10 (a tenth of a second at most between checks for timeouts and interrupts).
+  EXPECT_LT(after.ru_nvcsw - before.ru_nvcsw, 40);
 }
 
 TEST(Process, SignalIsReported) {
