@@ -25,6 +25,11 @@ class GradientSync {
   virtual std::string_view name() const = 0;
   // Replaces `buffer` on every rank with the elementwise sum of all ranks' buffers.
   virtual void allreduce_sum(std::span<float> buffer) = 0;
+  // Host memory for `count` floats that allreduce_sum reduces faster than any other (`shm`
+  // reduces it in place, without copies), or null when all memory is alike (the default). The
+  // memory lives as long as the returned pointer or a copy of it, even past the backend. Every
+  // rank calls it with the same count, and passes spans of it to allreduce_sum or none does.
+  virtual std::shared_ptr<float> allocate_buffer(std::size_t /*count*/) { return nullptr; }
 };
 
 struct BackendInfo {

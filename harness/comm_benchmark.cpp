@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <random>
+#include <span>
+#include <vector>
 
 #include "backends/device_staging.h"
 
@@ -51,7 +54,12 @@ std::vector<MessageSizeMetrics> run_comm_benchmark(GradientSync& backend, MPI_Co
     // The reduction is in place, so every iteration starts from a fresh copy of the input
     // (the copy is outside the timed region). With device "cuda" the buffer lives in GPU memory
     // and the timed region includes the staging copies, which is what training pays.
-    std::vector<float> buffer(count);
+    // On the host, in the backend's own memory when it offers some, as the trainer's gradients.
+    std::vector<float> own_memory;
+    const std::shared_ptr<float> backend_memory =
+        on_device ? nullptr : backend.allocate_buffer(count);
+    if (!backend_memory) own_memory.resize(count);
+    const std::span<float> buffer(backend_memory ? backend_memory.get() : own_memory.data(), count);
     std::optional<DeviceBuffer> device_buffer;
     if (on_device) device_buffer.emplace(count);
     const auto reset = [&] {

@@ -86,9 +86,19 @@ GradientBuckets::GradientBuckets(std::vector<torch::Tensor> parameters, Gradient
     offset += elements;
   }
   const bool on_device = !parameters_.empty() && !parameters_.front().is_cpu();
-  fused_tensor_ =
-      torch::empty({static_cast<int64_t>(offset)},
-                   torch::TensorOptions().dtype(torch::kFloat32).pinned_memory(on_device));
+  // On the CPU, in the backend's memory when it has some to offer (shm reduces it in place).
+  // The tensor's storage shares that memory's ownership, as the .grad views below do.
+  std::shared_ptr<float> backend_memory =
+      on_device ? nullptr : backend_.allocate_buffer(offset);
+  if (backend_memory) {
+    fused_tensor_ = torch::from_blob(
+        backend_memory.get(), {static_cast<int64_t>(offset)},
+        [backend_memory](void* /*data*/) mutable { backend_memory.reset(); }, torch::kFloat32);
+  } else {
+    fused_tensor_ =
+        torch::empty({static_cast<int64_t>(offset)},
+                     torch::TensorOptions().dtype(torch::kFloat32).pinned_memory(on_device));
+  }
   fused_ = fused_tensor_.data_ptr<float>();
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
     fused_slices_.push_back(fused_tensor_.as_strided(

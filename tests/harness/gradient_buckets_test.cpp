@@ -5,6 +5,9 @@
 #include <mpi.h>
 
 #include <cmath>
+#include <memory>
+#include <span>
+#include <utility>
 #include <vector>
 
 #include "backends/mpi_allreduce.h"
@@ -77,6 +80,69 @@ TEST_P(ChannelsLastGradients, AreAveragedAndKeepTheParametersLayout) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Buckets, ChannelsLastGradients, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return std::string(info.param ? "overlap" : "blocking");
+                         });
+
+// A backend that offers memory of its own, as `shm` does, and records what it reduces.
+class BackendWithMemory : public GradientSync {
+ public:
+  std::string_view name() const override { return "with_memory"; }
+  std::shared_ptr<float> allocate_buffer(std::size_t count) override {
+    auto block = std::make_shared<std::vector<float>>(count);
+    memory_ = std::shared_ptr<float>(block, block->data());
+    offered_ = memory_;
+    count_ = count;
+    return std::exchange(memory_, nullptr);
+  }
+  void allreduce_sum(std::span<float> buffer) override {
+    const auto memory = offered_.lock();
+    spans_inside_ += memory && buffer.data() >= memory.get() &&
+                     buffer.data() + buffer.size() <= memory.get() + count_;
+    ++spans_;
+    mpi_.allreduce_sum(buffer);
+  }
+
+  std::weak_ptr<float> offered_;
+  std::size_t count_ = 0;
+  int spans_ = 0;
+  int spans_inside_ = 0;
+
+ private:
+  std::shared_ptr<float> memory_;
+  MpiAllreduce mpi_{MPI_COMM_WORLD};
+};
+
+class BackendMemory : public ::testing::TestWithParam<bool> {};
+
+TEST_P(BackendMemory, HoldsTheBucketsAndLivesAsLongAsTheGradients) {
+  const bool overlap = GetParam();
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  ChannelsLastLayer layer;
+  BackendWithMemory backend;
+  {
+    GradientBuckets buckets({layer.weight, layer.bias}, backend, 25, overlap, size);
+    EXPECT_EQ(backend.count_, static_cast<std::size_t>(layer.weight.numel() + layer.bias.numel()));
+    buckets.zero_gradients();
+    buckets.begin_step();
+    layer.backward_on(0);
+    buckets.finish_step();
+    EXPECT_GT(backend.spans_, 0);
+    EXPECT_EQ(backend.spans_inside_, backend.spans_) << "a bucket was reduced outside it";
+    if (!overlap) {  // the gradients are views of the buckets
+      const auto* first = backend.offered_.lock().get();
+      EXPECT_EQ(layer.bias.grad().data_ptr<float>(), first);
+    }
+  }
+  // The buckets are gone; without overlap the .grad views still use the memory.
+  EXPECT_EQ(backend.offered_.expired(), overlap);
+  layer.weight.mutable_grad() = torch::Tensor();
+  layer.bias.mutable_grad() = torch::Tensor();
+  EXPECT_TRUE(backend.offered_.expired());
+}
+
+INSTANTIATE_TEST_SUITE_P(Buckets, BackendMemory, ::testing::Bool(),
                          [](const ::testing::TestParamInfo<bool>& info) {
                            return std::string(info.param ? "overlap" : "blocking");
                          });
