@@ -6,6 +6,7 @@
 #include "backends/mpi_allreduce.h"
 #include "backends/parameter_server.h"
 #include "backends/ring_allreduce.h"
+#include "backends/shared_memory_allreduce.h"
 #include "harness/errors.h"
 #include "harness/name_table.h"
 
@@ -24,6 +25,12 @@ const std::vector<BackendInfo>& backend_table() {
       {"ps", "parameter server: rank 0 receives, sums and sends back with MPI_Send/MPI_Recv",
        [](MPI_Comm comm) -> std::unique_ptr<GradientSync> {
          return std::make_unique<ParameterServer>(comm);
+       }},
+      {"shm",
+       "zero-copy shared-memory allreduce: each rank sums its slice of every rank's buffer in "
+       "place (ranks on one node)",
+       [](MPI_Comm comm) -> std::unique_ptr<GradientSync> {
+         return std::make_unique<SharedMemoryAllreduce>(comm);
        }},
       {"gloo", "Gloo allreduce through LibTorch's c10d::ProcessGroupGloo (what PyTorch DDP uses)",
        make_gloo_allreduce},

@@ -26,7 +26,7 @@ TEST(Validate, AcceptsTheDefaults) {
 
 TEST(Validate, UnknownBackendNamesTheSweepEntryAndListsValidNames) {
   EXPECT_EQ(validation_error(R"({"name": "x", "sweep": {"backend": ["allreduce", "nccl"]}})"),
-            "exp.json: sweep.backend[1]: unknown backend \"nccl\" (expected one of: allreduce, ring, ps, gloo)");
+            "exp.json: sweep.backend[1]: unknown backend \"nccl\" (expected one of: allreduce, ring, ps, shm, gloo)");
 }
 
 TEST(Validate, UnknownWorkloadNamesTheSetting) {
