@@ -7,6 +7,10 @@
 
 #include <memory>
 #include <span>
+#include <string>
+#include <vector>
+
+#include "harness/errors.h"
 
 namespace harness {
 namespace {
@@ -45,6 +49,8 @@ TEST(SharedMemoryAllreduce, ReducesSpansOfItsMemoryInPlaceAndNothingElse) {
     wrong += buffer[i] == expected ? 0 : 1;
   }
   EXPECT_EQ(wrong, 0) << "of " << kCount << " elements";
+  // In place, not through the scratch segments (which would give the same sums).
+  EXPECT_EQ(backend.in_place_reductions(), world.size > 1 ? 2U : 0U);
 }
 
 TEST(SharedMemoryAllreduce, ItsMemoryOutlivesTheBackend) {
@@ -63,6 +69,32 @@ TEST(SharedMemoryAllreduce, ItsMemoryOutlivesTheBackend) {
   const auto rank_sum = static_cast<float>(world.size * (world.size - 1) / 2);
   EXPECT_EQ(memory.get()[0], rank_sum);
   EXPECT_EQ(memory.get()[999], rank_sum);
+  EXPECT_EQ(backend.in_place_reductions(), 0U);
+}
+
+// Ranks that reduce different spans would read each other's unrelated data, or wait at
+// different arrivals: every rank must stop with the same error instead.
+TEST(SharedMemoryAllreduce, RanksThatReduceDifferentSpansAllFail) {
+  const World world;
+  if (world.size == 1) GTEST_SKIP() << "needs two ranks";
+  SharedMemoryAllreduce backend(MPI_COMM_WORLD);
+  const std::shared_ptr<float> memory = backend.allocate_buffer(100);
+  EXPECT_THROW(
+      {
+        try {
+          backend.allreduce_sum(std::span<float>(memory.get() + world.rank, 10));
+        } catch (const CommError& error) {
+          EXPECT_NE(std::string(error.what()).find("ranks disagree"), std::string::npos)
+              << error.what();
+          throw;
+        }
+      },
+      CommError);
+  // Rank 0 in the shared memory, the others in their own.
+  std::vector<float> own(10);
+  const std::span<float> span =
+      world.rank == 0 ? std::span<float>(memory.get(), 10) : std::span<float>(own);
+  EXPECT_THROW(backend.allreduce_sum(span), CommError);
 }
 
 }  // namespace

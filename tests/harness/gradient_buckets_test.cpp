@@ -7,9 +7,12 @@
 #include <cmath>
 #include <memory>
 #include <span>
+#include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
+#include "backends/gloo_allreduce.h"
 #include "backends/mpi_allreduce.h"
 
 namespace harness {
@@ -46,17 +49,20 @@ struct ChannelsLastLayer {
   }
 };
 
-class ChannelsLastGradients : public ::testing::TestWithParam<bool> {};
+using BackendAndOverlap = std::tuple<std::string, bool>;
+
+class ChannelsLastGradients : public ::testing::TestWithParam<BackendAndOverlap> {};
 
 TEST_P(ChannelsLastGradients, AreAveragedAndKeepTheParametersLayout) {
-  const bool overlap = GetParam();
+  const auto& [backend_name, overlap] = GetParam();
+  if (backend_name == "gloo" && !gloo_available()) GTEST_SKIP() << "built without libgloo-dev";
   int rank = 0;
   int size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   ChannelsLastLayer layer;
-  MpiAllreduce backend{MPI_COMM_WORLD};
-  GradientBuckets buckets({layer.weight, layer.bias}, backend, 25, overlap, size);
+  const auto backend = make_gradient_sync(backend_name, MPI_COMM_WORLD);
+  GradientBuckets buckets({layer.weight, layer.bias}, *backend, 25, overlap, size);
 
   // Every rank's gradient, summed here without communication (a backward pass outside a step
   // exchanges nothing), then averaged.
@@ -64,10 +70,13 @@ TEST_P(ChannelsLastGradients, AreAveragedAndKeepTheParametersLayout) {
   for (int r = 0; r < size; ++r) layer.backward_on(r);
   const torch::Tensor expected = layer.flat_gradients() / size;
 
-  buckets.zero_gradients();
-  buckets.begin_step();
-  layer.backward_on(rank);
-  buckets.finish_step();
+  // Two steps: the second starts from the buffers the first one's reduction left.
+  for (int step = 0; step < 2; ++step) {
+    buckets.zero_gradients();
+    buckets.begin_step();
+    layer.backward_on(rank);
+    buckets.finish_step();
+  }
 
   EXPECT_TRUE(layer.weight.grad().is_contiguous(torch::MemoryFormat::ChannelsLast));
   EXPECT_EQ(layer.weight.grad().strides(), layer.weight.strides());
@@ -79,9 +88,12 @@ TEST_P(ChannelsLastGradients, AreAveragedAndKeepTheParametersLayout) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Buckets, ChannelsLastGradients, ::testing::Bool(),
-                         [](const ::testing::TestParamInfo<bool>& info) {
-                           return std::string(info.param ? "overlap" : "blocking");
+INSTANTIATE_TEST_SUITE_P(Buckets, ChannelsLastGradients,
+                         ::testing::Combine(::testing::ValuesIn(backend_names()),
+                                            ::testing::Bool()),
+                         [](const ::testing::TestParamInfo<BackendAndOverlap>& info) {
+                           return std::get<0>(info.param) +
+                                  (std::get<1>(info.param) ? "_overlap" : "_blocking");
                          });
 
 // A backend that offers memory of its own, as `shm` does, and records what it reduces.
