@@ -9,6 +9,7 @@
 #   ROUNDS=5 bash bench/compare_ddp.sh
 #   ONLY=mnist_cnn bash bench/compare_ddp.sh   # configurations whose line contains this
 #   VERBOSE=1 bash bench/compare_ddp.sh        # also every run's samples/s
+#   BACKEND=shm bash bench/compare_ddp.sh      # the harness's backend (default allreduce)
 #
 # Configurations: mnist_cnn (4096 Fashion-MNIST images, batch 64 per rank, lr 0.05, 1 epoch)
 # and iris_mlp (120 rows, batch 4 per rank, lr 0.5, 20 epochs; harness engines torch and blas),
@@ -34,6 +35,7 @@ harness_throughput() {
   local out="$work/h-$RANDOM"
   cat > "$work/exp.json" <<EOF
 {"name": "ddp_compare", "settings": {"workload": "$1", "engine": "$2", "ranks": $3,
+ "backend": "${BACKEND:-allreduce}",
  "batch_size": $4, "dataset_size": $5, "epochs": $6, "lr": $7, "threads_per_rank": 1,
  "test_size": 100}}
 EOF
