@@ -14,18 +14,10 @@
 #include <tuple>
 
 #include "harness/errors.h"
+#include "tests/mpi_world.h"
 
 namespace harness {
 namespace {
-
-struct World {
-  int rank = 0;
-  int size = 1;
-  World() {
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-  }
-};
 
 // Sizes relative to the number of ranks catch chunking mistakes. Codes below 0 mean p + code + 2:
 // -3 → p-1, -2 → p, -1 → p+1.

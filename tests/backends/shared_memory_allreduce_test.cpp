@@ -11,18 +11,10 @@
 #include <vector>
 
 #include "harness/errors.h"
+#include "tests/mpi_world.h"
 
 namespace harness {
 namespace {
-
-struct World {
-  int rank = 0;
-  int size = 1;
-  World() {
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-  }
-};
 
 float value_on(int rank, std::size_t i) { return static_cast<float>((rank + 1) * (i % 7)); }
 
