@@ -28,7 +28,8 @@ class GradientSync {
   // Host memory for `count` floats that allreduce_sum reduces faster than any other (`shm`
   // reduces it in place, without copies), or null when all memory is alike (the default). The
   // memory lives as long as the returned pointer or a copy of it, even past the backend. Every
-  // rank calls it with the same count, and passes spans of it to allreduce_sum or none does.
+  // rank calls it with the same count, and passes the same spans of it (same offsets and sizes)
+  // to allreduce_sum, or none does.
   virtual std::shared_ptr<float> allocate_buffer(std::size_t /*count*/) { return nullptr; }
 };
 
