@@ -17,6 +17,30 @@
 
 namespace harness {
 
+namespace {
+
+constexpr std::size_t kPageBytes = 4096;
+// One cache line per rank: its arrival count, then what its current call reduces.
+constexpr std::size_t kFlagBytes = 64;
+constexpr std::size_t kScratchFloats = 256 * 1024;  // 1 MiB per rank
+constexpr int kSpinsBeforeYielding = 2048;          // about 0.1-0.2 ms of pause instructions
+
+std::size_t round_up(std::size_t bytes, std::size_t multiple) {
+  return (bytes + multiple - 1) / multiple * multiple;
+}
+
+// The flags are shared between processes: only an address-free, lock-free atomic is the same
+// object in both.
+static_assert(std::atomic_ref<uint64_t>::is_always_lock_free);
+
+void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+}  // namespace
+
 // A POSIX shared-memory object mapped by every rank of a communicator. Rank 0 creates it once
 // every rank is in the constructor; each rank reserves its share of the pages (so they are
 // placed on its own NUMA node), maps it, and rank 0 removes the name as soon as all have mapped
@@ -101,10 +125,10 @@ class SharedMapping {
     }
     // posix_fallocate reserves the pages now: a /dev/shm too small for them is an error here,
     // where the first store past the limit would raise SIGBUS.
-    const std::size_t pages = (bytes_ + kPage - 1) / kPage;
-    const std::size_t first = pages * static_cast<std::size_t>(rank) / ranks * kPage;
+    const std::size_t pages = round_up(bytes_, kPageBytes) / kPageBytes;
+    const std::size_t first = pages * static_cast<std::size_t>(rank) / ranks * kPageBytes;
     const std::size_t last =
-        std::min(bytes_, pages * static_cast<std::size_t>(rank + 1) / ranks * kPage);
+        std::min(bytes_, pages * static_cast<std::size_t>(rank + 1) / ranks * kPageBytes);
     std::string error;
     const int reserved =
         last > first ? ::posix_fallocate(fd, static_cast<off_t>(first),
@@ -132,35 +156,10 @@ class SharedMapping {
     name_.clear();
   }
 
-  static constexpr std::size_t kPage = 4096;
   std::size_t bytes_;
   std::string name_;  // rank 0, until every rank has mapped the object
   void* data_ = nullptr;
 };
-
-namespace {
-
-constexpr std::size_t kPageBytes = 4096;
-// One cache line per rank: its arrival count, then what its current call reduces.
-constexpr std::size_t kFlagBytes = 64;
-constexpr std::size_t kScratchFloats = 256 * 1024;  // 1 MiB per rank
-constexpr int kSpinsBeforeYielding = 2048;          // about 0.1-0.2 ms of pause instructions
-
-std::size_t round_up(std::size_t bytes, std::size_t multiple) {
-  return (bytes + multiple - 1) / multiple * multiple;
-}
-
-// The flags are shared between processes: only an address-free, lock-free atomic is the same
-// object in both.
-static_assert(std::atomic_ref<uint64_t>::is_always_lock_free);
-
-void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-
-}  // namespace
 
 SharedMemoryAllreduce::SharedMemoryAllreduce(MPI_Comm communicator)
     : communicator_(communicator) {
