@@ -10,14 +10,17 @@
 #   ONLY=mnist_cnn bash bench/compare_ddp.sh   # configurations whose line contains this
 #   VERBOSE=1 bash bench/compare_ddp.sh        # also every run's samples/s
 #   BACKEND=shm bash bench/compare_ddp.sh      # the harness's backend (default allreduce)
+#   CNN_BATCH=128 bash bench/compare_ddp.sh    # the CNN's batch per rank (default 64)
 #
-# Configurations: mnist_cnn (4096 Fashion-MNIST images, batch 64 per rank, lr 0.05, 1 epoch)
+# Configurations: mnist_cnn (CNN_BATCH images per rank and 64 × CNN_BATCH Fashion-MNIST images,
+# 4096 by default; lr 0.05, 1 epoch)
 # and iris_mlp (120 rows, batch 4 per rank, lr 0.5, 20 epochs; harness engines torch and blas),
 # each on 1 and 2 ranks with one thread per rank.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 rounds=${ROUNDS:-3}
+cnn_batch=${CNN_BATCH:-64}
 harness=${HARNESS:-./build/harness}
 # Debian's interpreter, where python3-torch installs (not a pyenv or venv earlier on PATH).
 python=${PYTHON:-/usr/bin/python3}
@@ -65,7 +68,7 @@ median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] 
 
 printf '%-10s %-6s %5s %12s %12s %7s %12s %7s\n' workload engine ranks harness/s ddp/s ratio \
   ddp-tuned/s ratio
-for config in "mnist_cnn torch 64 4096 1 0.05" "iris_mlp torch 4 120 20 0.5" "iris_mlp blas 4 120 20 0.5"; do
+for config in "mnist_cnn torch $cnn_batch $((64 * cnn_batch)) 1 0.05" "iris_mlp torch 4 120 20 0.5" "iris_mlp blas 4 120 20 0.5"; do
   [[ "$config" == *"${ONLY:-}"* ]] || continue
   read -r workload engine batch dataset epochs lr <<< "$config"
   for ranks in 1 2; do
