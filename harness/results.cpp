@@ -125,6 +125,7 @@ std::vector<ScalingInput> scaling_inputs(const std::vector<SummaryRow>& rows) {
 std::string csv_field(const std::string& text);
 std::string number_or_empty(bool present, double value);
 std::string workload_label(const PointSettings& settings);
+int64_t batch_per_training_rank(const PointSettings& settings);
 
 }  // namespace
 
@@ -237,7 +238,8 @@ std::string stats_table(const std::vector<SummaryRow>& rows,
   for (const auto& stat : stats) {
     const PointSettings& s = stat.settings;
     const bool scaled = stat.baseline >= 0;
-    line(rows[stat.runs.front()].id, workload_label(s), s.backend, s.ranks, s.batch_size,
+    line(rows[stat.runs.front()].id, workload_label(s), s.backend, s.ranks,
+         batch_per_training_rank(s),
          fmt::format("{}/{}", stat.ok_runs, stat.runs.size()),
          stat.ok_runs > 0 ? fmt::format("{:.0f} [{:.0f}-{:.0f}]", stat.throughput.median,
                                         stat.throughput.low, stat.throughput.high)
@@ -302,6 +304,12 @@ std::string workload_label(const PointSettings& settings) {
   return settings.engine == "torch" ? settings.workload : settings.workload + "/" + settings.engine;
 }
 
+// The tables' "batch /rank" column: batch_size itself under weak scaling, its share under strong
+// scaling (summary.csv keeps the setting as written).
+int64_t batch_per_training_rank(const PointSettings& settings) {
+  return per_rank_batch(settings, worker_layout(settings, 0, settings.ranks).workers);
+}
+
 }  // namespace
 
 std::string summary_csv(const std::vector<SummaryRow>& rows) {
@@ -349,7 +357,7 @@ std::string summary_table(const std::vector<SummaryRow>& rows) {
   for (const auto& row : rows) {
     if (!row.metrics) {
       line(row.id, workload_label(row.settings), row.settings.backend, row.settings.ranks,
-           row.settings.batch_size, "failed", "-", "-", "-", "-", "-", "-", "-", "-", "-");
+           batch_per_training_rank(row.settings), "failed", "-", "-", "-", "-", "-", "-", "-", "-", "-");
       continue;
     }
     const PointMetrics& m = *row.metrics;
@@ -357,7 +365,7 @@ std::string summary_table(const std::vector<SummaryRow>& rows) {
     const std::string efficiency =
         row.scaling ? fmt::format("{:.0f}", 100 * row.scaling->efficiency) : "-";
     line(row.id, workload_label(row.settings), row.settings.backend, row.settings.ranks,
-         row.settings.batch_size, "ok",
+         batch_per_training_rank(row.settings), "ok",
          fmt::format("{:.2f}", m.time_s), fmt::format("{:.0f}", m.throughput_samples_per_s),
          fmt::format("{:.3f}", 1e3 * m.step_time_s), fmt::format("{:.1f}", 100 * m.comm_fraction),
          fmt::format("{:.0f}", 100 * m.overlap), speedup, efficiency, fmt::format("{:.4f}", m.final_loss),

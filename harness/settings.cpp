@@ -196,10 +196,12 @@ const std::vector<SettingEntry>& entries() {
         R"({"type": "number", "exclusiveMinimum": 0})"},
        [](auto& s, const Json& v, const auto& w) { s.timeout_s = read_positive_number(v, w); },
        [](const auto& s) { return Json(s.timeout_s); }},
-      {{"data_path", "a file path", "training data file (empty = the workload's own)",
+      {{"data_path", "a path",
+        "training data: a CSV file for iris_mlp, a directory of IDX files for mnist_cnn "
+        "(empty = the workload's own)",
         R"({"type": "string"})"},
        [](auto& s, const Json& v, const auto& w) {
-         if (!v.is_string()) fail(w, "a file path", v);
+         if (!v.is_string()) fail(w, "a path", v);
          s.data_path = v.get<std::string>();
        },
        [](const auto& s) { return Json(s.data_path); }},

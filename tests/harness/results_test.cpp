@@ -89,6 +89,32 @@ TEST(Results, SummaryReadsRecordsInPointOrderWithScaling) {
   EXPECT_NE(row.find("mpirun exit code 1"), std::string::npos) << row;
 }
 
+// The "batch /rank" column shows what each training rank takes per step: under strong scaling
+// the global batch_size split over the ranks that train (rank 0 of "ps" only serves by default).
+TEST(Results, TableShowsEachTrainingRanksShareOfAStrongScalingBatch) {
+  const auto batch_column = [](const PointSettings& settings) {
+    SummaryRow row;
+    row.id = "p000-00000000";
+    row.settings = settings;
+    std::istringstream table(summary_table({row}));
+    std::string line;
+    for (int i = 0; i < 3; ++i) std::getline(table, line);  // two header lines, then the row
+    std::istringstream fields(line);
+    std::string id, workload, backend, ranks, batch;
+    fields >> id >> workload >> backend >> ranks >> batch;
+    return batch;
+  };
+  PointSettings settings;
+  settings.batch_size = 64;
+  settings.ranks = 2;
+  EXPECT_EQ(batch_column(settings), "64");  // weak: batch_size is per rank
+  settings.scaling = "strong";
+  EXPECT_EQ(batch_column(settings), "32");
+  settings.backend = "ps";
+  settings.ranks = 3;  // a server and two training ranks
+  EXPECT_EQ(batch_column(settings), "32");
+}
+
 TEST(Results, CsvQuotesFieldsWithCommasAndQuotes) {
   SummaryRow row;
   row.id = "p000-00000000";
