@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <ctime>
 #include <filesystem>
 #include <iostream>
@@ -126,6 +127,7 @@ PointResult run_point(const Experiment& experiment, const Point& point, Launcher
 
   std::string failure;
   Json measurements;
+  bool loss_diverged = false;
   if (!launch.process.ok()) {
     failure = "mpirun " + launch.process.describe();
   } else {
@@ -137,7 +139,7 @@ PointResult run_point(const Experiment& experiment, const Point& point, Launcher
         for (const auto& size : message_size_metrics(measurements)) wrong += size.wrong;
         if (wrong > 0) failure = fmt::format("#wrong = {}: the backend's sums differ from MPI_Allreduce's", wrong);
       } else {
-        point_metrics(measurements);
+        loss_diverged = std::isnan(point_metrics(measurements).final_loss);
       }
     } catch (const Error& error) {
       failure = fmt::format("rank 0 left no usable measurements: {}", error.what());
@@ -158,7 +160,11 @@ PointResult run_point(const Experiment& experiment, const Point& point, Launcher
   write_file_atomically(layout.point_record(point.id), record.dump(1));
   if (failure.empty()) {
     result.status = PointStatus::kOk;
-    result.outcome = fmt::format(" ok ({})", format_duration(launch.process.wall_time_s));
+    // Kept as a result (its timings are real) but said, so a diverged study is not mistaken for a
+    // good one.
+    result.outcome = fmt::format(
+        " ok ({}{})", format_duration(launch.process.wall_time_s),
+        loss_diverged ? "; the loss is not a finite number: training diverged, try a lower lr" : "");
     return result;
   }
   result.outcome = " FAILED: " + failure;
@@ -171,6 +177,35 @@ PointResult run_point(const Experiment& experiment, const Point& point, Launcher
   }
   result.details.push_back("    log: " + request.log_path);
   return result;
+}
+
+// `harness run` continues a results directory of the same experiment (keeping its completed
+// points); any other non-empty directory is refused, so that another study's summary and plots
+// are not overwritten and no results land among unrelated files.
+void refuse_foreign_results_directory(const ResultsLayout& layout, const std::string& name) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  if (!fs::is_directory(layout.directory(), error) || fs::is_empty(layout.directory(), error)) {
+    return;
+  }
+  if (!fs::exists(layout.experiment_copy())) {
+    throw ConfigError(fmt::format("--out {}: not empty and not a results directory (no "
+                                  "experiment.json); choose a new or empty directory",
+                                  layout.directory()));
+  }
+  std::string stored_name;
+  try {
+    stored_name = read_json_file(layout.experiment_copy()).at("name").get<std::string>();
+  } catch (const std::exception&) {
+    throw ConfigError(fmt::format("--out {}: its experiment.json is not an experiment file; "
+                                  "choose a new or empty directory",
+                                  layout.directory()));
+  }
+  if (stored_name != name) {
+    throw ConfigError(fmt::format("--out {}: holds the results of experiment \"{}\", not \"{}\"; "
+                                  "choose a new or empty directory",
+                                  layout.directory(), stored_name, name));
+  }
 }
 
 }  // namespace
@@ -187,6 +222,7 @@ int run_command(const RunOptions& options) {
                                                    : options.out_dir);
     launcher->check_available();
     harness_executable = self_executable();
+    refuse_foreign_results_directory(layout, loaded.experiment.name);
     layout.create();
     write_file_atomically(layout.experiment_copy(), loaded.experiment.source_text);
   } catch (const ConfigError& error) {

@@ -1,6 +1,7 @@
 #include "harness/metrics.h"
 
 #include <algorithm>
+#include <limits>
 #include <random>
 
 #include <fmt/format.h>
@@ -28,6 +29,11 @@ double time_per_sample(const ScalingInput& point) { return point.time_s / point.
 
 }  // namespace
 
+double epoch_value(const Json& epoch, const char* field) {
+  const Json& value = epoch.at(field);
+  return value.is_null() ? std::numeric_limits<double>::quiet_NaN() : value.get<double>();
+}
+
 PointMetrics point_metrics(const Json& measurements) {
   try {
     PointMetrics metrics;
@@ -52,8 +58,8 @@ PointMetrics point_metrics(const Json& measurements) {
         metrics.comm_time_s > 0 ? 1.0 - metrics.exposed_comm_time_s / metrics.comm_time_s : 0;
     const Json& epochs = measurements.at("epochs");
     if (!epochs.empty()) {
-      metrics.final_loss = epochs.back().at("train_loss").get<double>();
-      metrics.accuracy = epochs.back().at("test_accuracy").get<double>();
+      metrics.final_loss = epoch_value(epochs.back(), "train_loss");
+      metrics.accuracy = epoch_value(epochs.back(), "test_accuracy");
     }
     return metrics;
   } catch (const Json::exception& error) {

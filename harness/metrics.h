@@ -34,6 +34,10 @@ struct PointMetrics {
 // Throws Error when `measurements` lacks a field the metrics need.
 PointMetrics point_metrics(const Json& measurements);
 
+// An epoch's loss or accuracy: a number, or NaN where the record holds null. JSON has no NaN, so
+// a run whose loss diverged to NaN or infinity is stored with null there; its timings still count.
+double epoch_value(const Json& epoch, const char* field);
+
 // Per step, from every rank's compute time (rank r's step s at compute_s[r × steps + s], as the
 // worker gathers them): the slowest training rank's compute minus the mean training rank's. A
 // synchronous step waits for its slowest rank, so this is how long a rank waits, on average,

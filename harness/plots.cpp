@@ -1,7 +1,8 @@
 #include "harness/plots.h"
 
-#include <filesystem>
 #include <algorithm>
+#include <cmath>
+#include <filesystem>
 #include <map>
 #include <tuple>
 #include <set>
@@ -147,10 +148,16 @@ std::string epoch_curves(const std::vector<SummaryRow>& rows,
     const auto run = std::find_if(stat.runs.begin(), stat.runs.end(),
                                   [&rows](int r) { return rows[r].ok && !rows[r].epochs.empty(); });
     if (run == stat.runs.end()) continue;
-    out += (out.empty() ? "" : "\n\n") + block_title(label_for(stat.settings, keys, true));
+    // A diverged run's NaN epochs are left out: gnuplot cannot scale an axis over them.
+    std::string points;
     for (const auto& epoch : rows[*run].epochs) {
-      out += fmt::format("{} {:.6g}\n", epoch.at(x).get<int64_t>(), scale * epoch.at(field).get<double>());
+      const double value = epoch_value(epoch, field);
+      if (std::isfinite(value)) {
+        points += fmt::format("{} {:.6g}\n", epoch.at(x).get<int64_t>(), scale * value);
+      }
     }
+    if (points.empty()) continue;
+    out += (out.empty() ? "" : "\n\n") + block_title(label_for(stat.settings, keys, true)) + points;
   }
   return out;
 }

@@ -172,8 +172,11 @@ std::map<std::string, std::string> stored_record_ids(const ResultsLayout& layout
       const PointSettings settings = settings_from_json(record.at("settings"), entry.path().string());
       ids[to_json(settings).dump() + "|" + std::to_string(record.value("repeat", 0))] =
           entry.path().stem().string();
-    } catch (const std::exception&) {
-      continue;
+    } catch (const std::exception& bad) {
+      // Skipping it would rewrite summary.csv without that run and move its baselines.
+      throw Error(fmt::format("{}: not a readable point record ({}); move it out of {} to plot "
+                              "the others", entry.path().string(), bad.what(),
+                              layout.points_dir()));
     }
   }
   return ids;
@@ -209,6 +212,11 @@ std::vector<SummaryRow> load_summary(const ResultsLayout& layout,
       }
     } catch (const Json::exception& bad) {
       throw Error(fmt::format("{}: malformed point record: {}", entry.path().string(), bad.what()));
+    } catch (const Error& bad) {  // measurements the metrics cannot use
+      const std::string what = bad.what();
+      throw Error(what.rfind(entry.path().string(), 0) == 0
+                      ? what
+                      : fmt::format("{}: malformed point record: {}", entry.path().string(), what));
     }
     rows.push_back(std::move(row));
   }

@@ -62,8 +62,8 @@ Json make_point_record(const std::string& experiment_name, const Point& point,
 // changed). Returns false when there is none; failed records never count.
 bool adopt_completed_record(const ResultsLayout& layout, const Point& point);
 
-// The ids of the records under DIR/points, keyed by "<settings as JSON>|<repeat>" (unreadable
-// records are skipped).
+// The ids of the records under DIR/points, keyed by "<settings as JSON>|<repeat>". Throws Error
+// naming the first file there that is not a readable record.
 std::map<std::string, std::string> stored_record_ids(const ResultsLayout& layout);
 
 // One point as summary.csv and the plots see it, read back from its record.

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <cstdlib>
 #include <map>
 #include <sstream>
@@ -375,6 +376,80 @@ TEST(EndToEnd, RepeatedSweepGivesStatisticsPlotsAndAnEstimate) {
   EXPECT_NE(joined(run.output).find("(6 of 6 point(s) measured before under results/repeats/)"),
             std::string::npos)
       << joined(run.output);
+}
+
+// A run whose loss diverges still measured real timings: it is kept as a result, the console
+// says it diverged, summary.csv holds nan, and the loss plot leaves the NaN epochs out instead
+// of failing to draw.
+TEST(EndToEnd, DivergedTrainingIsKeptAndSaid) {
+  const fs::path dir = scratch("diverged");
+  const fs::path experiment = write_experiment(dir, R"({
+    "name": "diverged",
+    "settings": {"workload": "iris_mlp", "engine": "blas", "lr": 1e308, "epochs": 2},
+    "sweep": {"seed": [1, 2]}})");
+  const fs::path out = dir / "out";
+  const HarnessRun run = run_harness({"run", experiment.string(), "--out", out.string()}, dir / "log");
+  ASSERT_TRUE(run.outcome.ok()) << joined(run.output);
+  EXPECT_NE(joined(run.output).find("training diverged"), std::string::npos) << joined(run.output);
+  const auto rows = read_csv(out / "summary.csv");
+  ASSERT_EQ(rows.size(), 2U);
+  for (const auto& row : rows) {
+    EXPECT_EQ(row.at("status"), "ok");
+    EXPECT_EQ(row.at("final_loss"), "nan");
+    EXPECT_GT(std::stod(row.at("throughput_samples_per_s")), 0.0);
+  }
+  for (const auto& entry : fs::directory_iterator(out / "plots")) {
+    if (entry.path().extension() == ".png") {
+      EXPECT_GT(entry.file_size(), 1000U) << entry.path();
+    }
+  }
+}
+
+// `plot` refuses to rebuild a summary without a record it cannot read, and says which; `run`
+// refuses an --out directory that holds another experiment's results or unrelated files.
+TEST(EndToEnd, ResultsOfOneStudyAreNotSilentlyReplaced) {
+  const fs::path dir = scratch("foreign");
+  const fs::path first = write_experiment(dir, R"({
+    "name": "first",
+    "settings": {"workload": "iris_mlp", "engine": "blas", "epochs": 1},
+    "sweep": {"seed": [1, 2]}})");
+  const fs::path out = dir / "out";
+  HarnessRun run = run_harness({"run", first.string(), "--out", out.string()}, dir / "log");
+  ASSERT_TRUE(run.outcome.ok()) << joined(run.output);
+  const auto read_text = [](const fs::path& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string summary = read_text(out / "summary.csv");
+
+  fs::create_directories(dir / "other");
+  const fs::path second = dir / "other" / "second.json";
+  std::ofstream(second) << R"({"name": "second", "settings": {"workload": "iris_mlp", "epochs": 1}})";
+  run = run_harness({"run", second.string(), "--out", out.string()}, dir / "log2");
+  EXPECT_EQ(run.outcome.exit_code, 2) << joined(run.output);
+  ASSERT_EQ(run.output.size(), 1U) << joined(run.output);
+  EXPECT_NE(run.output[0].find("holds the results of experiment \"first\", not \"second\""),
+            std::string::npos)
+      << run.output[0];
+  EXPECT_EQ(read_text(out / "summary.csv"), summary);
+
+  fs::create_directories(dir / "unrelated");
+  std::ofstream(dir / "unrelated" / "notes.txt") << "mine";
+  run = run_harness({"run", second.string(), "--out", (dir / "unrelated").string()}, dir / "log3");
+  EXPECT_EQ(run.outcome.exit_code, 2) << joined(run.output);
+  EXPECT_NE(joined(run.output).find("not a results directory"), std::string::npos) << joined(run.output);
+  EXPECT_FALSE(fs::exists(dir / "unrelated" / "points"));
+
+  const auto records = std::vector<fs::directory_entry>(fs::directory_iterator(out / "points"), {});
+  ASSERT_EQ(records.size(), 2U);
+  std::ofstream(records[0].path()) << "{\"garb";
+  run = run_harness({"plot", out.string()}, dir / "log4");
+  EXPECT_EQ(run.outcome.exit_code, 1) << joined(run.output);
+  ASSERT_EQ(run.output.size(), 1U) << joined(run.output);
+  EXPECT_NE(run.output[0].find(records[0].path().filename().string() + ": not a readable point record"),
+            std::string::npos)
+      << run.output[0];
+  EXPECT_EQ(read_text(out / "summary.csv"), summary);
 }
 
 TEST(EndToEnd, MissingExperimentFileExitsTwo) {
