@@ -114,9 +114,9 @@ void validate_points(const Experiment& experiment, const std::vector<Point>& poi
           point_label(experiment, point)));
     }
 
-    // Everything the data's size can depend on.
-    const std::string key = fmt::format("{}|{}|{}|{}|{}", s.workload, s.kmeans_data, s.image_size,
-                                        s.data_path, s.seed);
+    // Everything the data's size, and the workloads' checks of test_size, can depend on.
+    const std::string key = fmt::format("{}|{}|{}|{}|{}|{}", s.workload, s.kmeans_data,
+                                        s.image_size, s.data_path, s.seed, s.test_size);
     if (limits.count(key) == 0) {
       try {
         limits[key] = workload->train_samples(s);

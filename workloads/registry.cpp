@@ -17,7 +17,14 @@ SampleLimits fixed(int64_t samples) { return {samples, samples}; }
 SampleLimits iris_limits(const PointSettings& s) { return fixed(iris_mlp_train_samples(s)); }
 SampleLimits mnist_limits(const PointSettings& s) { return fixed(mnist_cnn_train_samples(s)); }
 SampleLimits resnet_limits(const PointSettings& s) {
-  return {kDefaultSyntheticImages, resnet_max_images(s)};
+  const int64_t most = resnet_max_images(s);
+  // The synthetic held-out set is generated like the training set, so it has the same bound.
+  if (s.test_size > most) {
+    throw ConfigError(fmt::format(
+        "test_size: expected at most {} (the synthetic resnet samples that fit in memory), got {}",
+        most, s.test_size));
+  }
+  return {kDefaultSyntheticImages, most};
 }
 SampleLimits kmeans_limits(const PointSettings& s) {
   if (s.kmeans_data == "blobs") return {kDefaultBlobPoints, kMaxBlobPoints};

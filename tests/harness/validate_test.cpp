@@ -68,6 +68,22 @@ TEST(Validate, SyntheticResNetSetMustFitInMemory) {
             "that fit in memory), got 100000");
 }
 
+TEST(Validate, SyntheticResNetTestSetMustFitInMemory) {
+  const std::string message = validation_error(
+      R"({"name": "x", "settings": {"workload": "resnet", "test_size": 100000000}})");
+  EXPECT_NE(message.find("test_size: expected at most "), std::string::npos) << message;
+  EXPECT_NE(message.find("fit in memory), got 100000000"), std::string::npos) << message;
+}
+
+// Every value of a test_size sweep is checked, not only the first one seen for a data set.
+TEST(Validate, EveryTestSizeOfASweepIsChecked) {
+  const std::string message = validation_error(
+      R"({"name": "x", "settings": {"workload": "mnist_cnn"}, "sweep": {"test_size": [100, 20000]}})");
+  EXPECT_NE(message.find("test_size: expected at most 10000 (the held-out images), got 20000"),
+            std::string::npos)
+      << message;
+}
+
 TEST(Validate, DatasetLargerThanTheDataIsRejected) {
   EXPECT_EQ(validation_error(R"({"name": "x", "sweep": {"dataset_size": [60, 500]}})"),
             "exp.json: sweep.dataset_size[1]: expected at most 120 (the iris_mlp training "
