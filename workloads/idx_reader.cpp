@@ -2,6 +2,8 @@
 
 #include <zlib.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <memory>
 
 #include <fmt/format.h>
@@ -39,6 +41,30 @@ void read_exactly(gzFile file, void* buffer, std::size_t bytes, const std::strin
   }
 }
 
+// The header's sizes against the file on disk, so that a corrupt header is refused from the
+// header alone, before any rank starts, instead of by a failed allocation or read later:
+// uncompressed, the file must hold every byte; gzip-compressed, deflate cannot shrink data more
+// than 1032:1.
+void check_size_against_file(gzFile file, const std::string& path,
+                             const std::vector<int64_t>& shape) {
+  std::error_code error;
+  const auto on_disk = std::filesystem::file_size(path, error);
+  if (error) return;  // not a regular file: the reads will tell
+  const auto header_bytes = 4 + 4 * static_cast<std::uintmax_t>(shape.size());
+  long double data_bytes = 1;
+  for (const int64_t size : shape) data_bytes *= static_cast<long double>(size);
+  const bool compressed = gzdirect(file) == 0;
+  const long double most = compressed ? 1032.0L * static_cast<long double>(on_disk)
+                                      : static_cast<long double>(on_disk - std::min(on_disk, header_bytes));
+  if (data_bytes > most) {
+    throw ConfigError(fmt::format(
+        "{}: corrupt or truncated IDX file: its header says {:.0Lf} bytes of data, more than {}",
+        path, data_bytes,
+        compressed ? fmt::format("a gzip file of {} bytes can hold", on_disk)
+                   : fmt::format("the {} bytes after the header", on_disk - std::min(on_disk, header_bytes))));
+  }
+}
+
 std::vector<int64_t> read_header(gzFile file, const std::string& path) {
   unsigned char magic[4] = {};
   read_exactly(file, magic, sizeof(magic), path, "the header");
@@ -55,6 +81,7 @@ std::vector<int64_t> read_header(gzFile file, const std::string& path) {
     shape.push_back((int64_t{size[0]} << 24) | (int64_t{size[1]} << 16) | (int64_t{size[2]} << 8) |
                     int64_t{size[3]});
   }
+  check_size_against_file(file, path, shape);
   return shape;
 }
 

@@ -74,6 +74,33 @@ TEST(IdxReader, CorruptOrMissingFilesGiveClearErrors) {
       << error_of(truncated);
 }
 
+// Sizes that the file cannot hold are refused from the header alone (what validation reads
+// before launch), not by a failed allocation or read in the ranks.
+TEST(IdxReader, HeaderLargerThanTheFileIsRefusedFromTheHeader) {
+  const auto shape_error = [](const std::string& path) {
+    try {
+      read_idx_shape(path);
+    } catch (const ConfigError& error) {
+      return std::string(error.what());
+    }
+    return std::string();
+  };
+  const std::string plain = write_idx("short_plain", {100, 28, 28}, false, 70000);
+  EXPECT_NE(shape_error(plain).find("its header says 78400 bytes of data, more than the 8400 "
+                                    "bytes after the header"),
+            std::string::npos)
+      << shape_error(plain);
+
+  // 4294967295 images: more than any gzip file this small can inflate to.
+  const fs::path huge = fs::temp_directory_path() / "harness_idx_huge_count.gz";
+  const std::string header = {0, 0, 0x08, 3, '\xff', '\xff', '\xff', '\xff', 0, 0, 0, 28, 0, 0, 0, 28};
+  gzFile file = gzopen(huge.c_str(), "wb");
+  gzwrite(file, header.data(), static_cast<unsigned>(header.size()));
+  gzclose(file);
+  EXPECT_NE(shape_error(huge.string()).find("more than a gzip file of"), std::string::npos)
+      << shape_error(huge.string());
+}
+
 TEST(MnistCnn, DebianFashionMnistHas60000TrainingImages) {
   if (!fs::exists(kDefaultMnistDirectory)) GTEST_SKIP() << "dataset-fashion-mnist not installed";
   PointSettings settings;
