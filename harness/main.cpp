@@ -57,7 +57,14 @@ int main(int argc, char** argv) {
   run->add_option("FILE", run_options.experiment_path, "experiment file (JSON)")->required();
   run->add_option("--out", run_options.out_dir,
                   "results directory (default: results/<experiment name>/<timestamp>); points "
-                  "completed there before are kept, failed and missing ones run");
+                  "completed there before are kept, failed and missing ones run")
+      ->check(CLI::Validator(
+          [](const std::string& directory) {
+            // Empty would silently mean the default directory.
+            return directory.empty() ? std::string("expected a directory, got an empty string")
+                                     : std::string();
+          },
+          "DIR"));
   run->add_flag("--fresh", run_options.fresh, "run every point again, even completed ones");
 
   std::string plan_path;

@@ -452,6 +452,17 @@ TEST(EndToEnd, ResultsOfOneStudyAreNotSilentlyReplaced) {
   EXPECT_EQ(read_text(out / "summary.csv"), summary);
 }
 
+TEST(EndToEnd, EmptyOutDirectoryIsRefused) {  // it would silently mean the default directory
+  const fs::path dir = scratch("empty_out");
+  const fs::path experiment = write_experiment(dir, R"({"name": "x"})");
+  const HarnessRun run = run_harness({"run", experiment.string(), "--out", ""}, dir / "log");
+  EXPECT_EQ(run.outcome.exit_code, 2);
+  ASSERT_EQ(run.output.size(), 1U) << joined(run.output);
+  EXPECT_NE(run.output[0].find("--out: expected a directory, got an empty string"), std::string::npos)
+      << run.output[0];
+  EXPECT_FALSE(fs::exists(dir / "results"));
+}
+
 TEST(EndToEnd, MissingExperimentFileExitsTwo) {
   const fs::path dir = scratch("missing");
   const HarnessRun run = run_harness({"run", (dir / "nope.json").string()}, dir / "log");
