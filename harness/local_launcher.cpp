@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "harness/errors.h"
+#include "harness/settings.h"
 
 namespace harness {
 
@@ -23,8 +24,8 @@ const std::vector<std::string>& launcher_names() {
 
 std::unique_ptr<Launcher> make_launcher(const std::string& name) {
   if (name == "local") return std::make_unique<LocalLauncher>();
-  throw ConfigError(fmt::format("launcher: unknown launcher \"{}\" (expected one of: {})", name,
-                                fmt::join(launcher_names(), ", ")));
+  throw ConfigError(fmt::format("launcher: unknown launcher {} (expected one of: {})",
+                                describe_text(name), fmt::join(launcher_names(), ", ")));
 }
 
 LocalLauncher::LocalLauncher() : LocalLauncher(available_cores(), ::geteuid() == 0) {}

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "harness/errors.h"
+#include "harness/settings.h"
 
 namespace harness {
 
@@ -21,7 +22,8 @@ const Info& find_by_name(const std::vector<Info>& table, std::string_view name,
     if (info.name == name) return info;
     names.push_back(info.name);
   }
-  throw ConfigError(fmt::format("unknown {} \"{}\" (expected one of: {})", kind, name,
+  // describe_text: the name is the user's, and may be long or hold a newline.
+  throw ConfigError(fmt::format("unknown {} {} (expected one of: {})", kind, describe_text(name),
                                 fmt::join(names, ", ")));
 }
 

@@ -201,8 +201,16 @@ const std::vector<SettingEntry>& entries() {
         "(empty = the workload's own)",
         R"({"type": "string"})"},
        [](auto& s, const Json& v, const auto& w) {
-         if (!v.is_string()) fail(w, "a path", v);
-         s.data_path = v.get<std::string>();
+         // Errors about the data echo the path: it must fit on one line.
+         constexpr const char* kExpected = "a path (at most 4096 bytes, no control characters)";
+         if (!v.is_string() || v.get_ref<const std::string&>().size() > 4096) fail(w, kExpected, v);
+         const auto& path = v.get_ref<const std::string&>();
+         if (std::any_of(path.begin(), path.end(), [](char c) {
+               return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+             })) {
+           fail(w, kExpected, v);
+         }
+         s.data_path = path;
        },
        [](const auto& s) { return Json(s.data_path); }},
       {{"ps_server_trains", "true or false",
@@ -348,10 +356,9 @@ void apply_setting(PointSettings& settings, std::string_view key, const Json& va
   const SettingEntry* entry = find_entry(key);
   if (entry == nullptr) {
     const std::string suggestion = closest_name(key, setting_keys());
-    throw ConfigError(fmt::format("{}: unknown setting \"{}\"{}", where, key,
-                                  suggestion.empty() ? ""
-                                                     : fmt::format(" (did you mean \"{}\"?)",
-                                                                   suggestion)));
+    throw ConfigError(
+        fmt::format("{}: unknown setting {}{}", where, describe_text(key),
+                    suggestion.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", suggestion)));
   }
   entry->read(settings, value, where);
 }
@@ -414,11 +421,36 @@ std::string closest_name(std::string_view unknown, const std::vector<std::string
   return best;
 }
 
-std::string describe_json(const Json& value) {
-  std::string text = value.dump();
-  constexpr std::size_t kMaxChars = 60;
-  if (text.size() > kMaxChars) text = text.substr(0, kMaxChars - 3) + "...";
-  return text;
+std::string shortened(std::string_view text, std::size_t max_bytes) {
+  if (text.size() <= max_bytes) return std::string(text);
+  constexpr std::string_view kEllipsis = "...";
+  const std::size_t budget = max_bytes > kEllipsis.size() ? max_bytes - kEllipsis.size() : 0;
+  // Whole units only: half a UTF-8 character or half of "\u000a" would garble the message.
+  std::size_t end = 0;
+  while (end < text.size()) {
+    const auto c = static_cast<unsigned char>(text[end]);
+    std::size_t unit = 1;
+    if (c == '\\' && end + 1 < text.size()) {
+      unit = text[end + 1] == 'u' ? 6 : 2;
+    } else if (c >= 0xF0) {
+      unit = 4;
+    } else if (c >= 0xE0) {
+      unit = 3;
+    } else if (c >= 0xC0) {
+      unit = 2;
+    }
+    if (end + unit > budget) break;
+    end += unit;
+  }
+  return std::string(text.substr(0, end)) + std::string(kEllipsis);
 }
+
+std::string describe_json(const Json& value) {
+  constexpr std::size_t kMaxChars = 60;
+  // `replace`: a string that is not UTF-8 (not from a parsed file) must not make dump() throw.
+  return shortened(value.dump(-1, ' ', false, Json::error_handler_t::replace), kMaxChars);
+}
+
+std::string describe_text(std::string_view text) { return describe_json(Json(std::string(text))); }
 
 }  // namespace harness

@@ -108,7 +108,13 @@ int resolved_threads_per_rank(const PointSettings& settings, int cores);
 // The closest key to `unknown` from `candidates`, or "" if none is close; for "did you mean".
 std::string closest_name(std::string_view unknown, const std::vector<std::string_view>& candidates);
 
-// Short rendering of a JSON value for error messages: strings quoted, long values cut.
+// Short rendering of a JSON value for error messages: strings quoted and escaped (so a message
+// stays one line), long values cut.
 std::string describe_json(const Json& value);
+// A user's string (a workload name, a key) as describe_json shows it: "bad\nname".
+std::string describe_text(std::string_view text);
+// `text` cut to at most `max_bytes`, between whole characters and escapes, ending in "..." when
+// cut, so that echoing user input keeps an error message short.
+std::string shortened(std::string_view text, std::size_t max_bytes);
 
 }  // namespace harness

@@ -201,7 +201,60 @@ INSTANTIATE_TEST_SUITE_P(
                  "exclude[0].ranks[1]: expected a positive integer (at most 4096), got -2"},
         BadInput{R"({"name": "x", "baseline": {"backnd": "ps"}})",
                  "baseline.backnd: unknown setting \"backnd\" (did you mean \"backend\"?)"},
-        BadInput{R"({"name": "x", "baseline": []})", "baseline: expected an object of setting values"}));
+        BadInput{R"({"name": "x", "baseline": []})", "baseline: expected an object of setting values"},
+        // Json::parse's own errors other than syntax errors (here out_of_range.406).
+        BadInput{R"({"name": "x", "settings": {"lr": 1e400}})",
+                 "exp.json: invalid JSON: number overflow parsing '1e400' at line 1, column 34"},
+        // Json::parse keeps the last of repeated keys; the file's author meant one of them.
+        BadInput{R"({"name": "x", "name": "y"})",
+                 "exp.json: name: duplicate key \"name\"; expected each key once in an object"},
+        BadInput{R"({"name": "x", "settings": {"epochs": 1, "epochs": 2}})",
+                 "exp.json: settings.epochs: duplicate key \"epochs\""},
+        BadInput{R"({"name": "x", "exclude": [{"ranks": 1}, {"ranks": 2, "ranks": 3}]})",
+                 "exp.json: exclude[1].ranks: duplicate key \"ranks\""},
+        BadInput{R"({"name": "x", "sweep": {"zip": []}})",
+                 "sweep.zip: expected an object of equally long lists, or a non-empty list of such "
+                 "objects, got []"},
+        BadInput{R"({"name": "x", "settings": {"a\nb": 1}})",
+                 "exp.json: settings: expected keys of up to 100 characters without control "
+                 "characters, got \"a\\nb\""},
+        BadInput{R"({"name": "x", "settings": {"data_path": "a\nb"}})",
+                 "settings.data_path: expected a path (at most 4096 bytes, no control characters), "
+                 "got \"a\\nb\""}));
+
+// Json's recursive functions (dump, copies) overflowed the stack on such a file (exit 139).
+TEST(Experiment, NestingDeeperThanTheLimitIsRejectedWithoutCrashing) {
+  const std::size_t depth = 100000;
+  const std::string deep = R"({"name": "x", "description": )" + std::string(depth, '[') +
+                           std::string(depth, ']') + "}";
+  EXPECT_EQ(parse_error(deep),
+            "exp.json: description[0][0][0]...: expected lists and objects nested at most 256 "
+            "deep, got deeper");
+  // 255 lists under the top-level object make 256 levels: allowed (and then the wrong type).
+  const std::string at_limit = R"({"name": "x", "description": )" + std::string(255, '[') +
+                               std::string(255, ']') + "}";
+  EXPECT_NE(parse_error(at_limit).find("exp.json: description: expected a string"),
+            std::string::npos)
+      << parse_error(at_limit);
+}
+
+TEST(Experiment, BracketsInsideStringsAreNotNesting) {
+  const std::string brackets = std::string(1000, '[') + R"(\"[\\[{)" + std::string(1000, '{');
+  const Experiment experiment =
+      parse_experiment(R"({"name": "x", "description": ")" + brackets + "\"}", "exp.json");
+  EXPECT_EQ(experiment.description.size(), 2005U);
+}
+
+TEST(Experiment, DirectoryIsNotAnExperimentFile) {
+  const std::string directory = ::testing::TempDir();
+  try {
+    load_experiment(directory);
+    FAIL() << "no error";
+  } catch (const ConfigError& error) {
+    EXPECT_EQ(std::string(error.what()),
+              directory + ": is a directory, expected an experiment file (JSON)");
+  }
+}
 
 TEST(Experiment, VeryLongNamesAreRejectedWithoutCrashing) {
   const std::string name(50000, 'a');
@@ -231,6 +284,14 @@ TEST(Experiment, MissingFileIsAConfigError) {
   } catch (const ConfigError& error) {
     EXPECT_STREQ(error.what(), "/nonexistent/experiment.json: cannot open experiment file");
   }
+}
+
+TEST(Settings, EchoedValuesAreQuotedEscapedAndCutBetweenWholeCharacters) {
+  EXPECT_EQ(describe_text("a\nb"), R"("a\nb")");
+  EXPECT_EQ(describe_text(std::string(1000000, 'w')), "\"" + std::string(56, 'w') + "...");
+  EXPECT_EQ(shortened("\xC3\xA9\xC3\xA9\xC3\xA9", 5), "\xC3\xA9...");  // "éé" cut after one é
+  EXPECT_EQ(shortened(R"(\u0001abc)", 8), "...");  // not half an escape
+  EXPECT_EQ(shortened("short", 5), "short");
 }
 
 TEST(Settings, RoundTripThroughJson) {

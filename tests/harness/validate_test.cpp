@@ -34,6 +34,17 @@ TEST(Validate, UnknownWorkloadNamesTheSetting) {
             "exp.json: settings.workload: unknown workload \"gpt\" (expected one of: iris_mlp, mnist_cnn, resnet, kmeans)");
 }
 
+// The name is the user's: a newline in it must not split the message, nor a long one swell it.
+TEST(Validate, UnknownNamesAreEchoedEscapedAndShort) {
+  EXPECT_EQ(validation_error(R"({"name": "x", "settings": {"workload": "bad\nline2"}})"),
+            "exp.json: settings.workload: unknown workload \"bad\\nline2\" (expected one of: "
+            "iris_mlp, mnist_cnn, resnet, kmeans)");
+  const std::string message = validation_error(R"({"name": "x", "settings": {"backend": ")" +
+                                               std::string(1000000, 'b') + "\"}}");
+  EXPECT_EQ(message, "exp.json: settings.backend: unknown backend \"" + std::string(56, 'b') +
+                         "... (expected one of: allreduce, ring, ps, shm, gloo)");
+}
+
 TEST(Validate, CudaIsRejectedBeforeLaunchWhereItCannotRun) {
   const CudaStatus status = cuda_status();
   if (status.usable) GTEST_SKIP() << "this machine has a CUDA device";
