@@ -365,7 +365,8 @@ std::string summary_table(const std::vector<SummaryRow>& rows) {
   for (const auto& row : rows) {
     if (!row.metrics) {
       line(row.id, workload_label(row.settings), row.settings.backend, row.settings.ranks,
-           batch_per_training_rank(row.settings), "failed", "-", "-", "-", "-", "-", "-", "-", "-", "-");
+           batch_per_training_rank(row.settings), "failed", "-", "-", "-", "-", "-", "-", "-", "-",
+           "-");
       continue;
     }
     const PointMetrics& m = *row.metrics;

@@ -496,6 +496,9 @@ TEST(EndToEnd, DefaultResultsDirectoryIsUnderResultsByNameAndTime) {
   EXPECT_EQ(first.filename().string().size(), std::string("20261122-030652").size());
 }
 
+// The experiment edited between two runs into one directory: the first run's records stay on
+// disk, but the summary holds only the current points and measures them against each other.
+// (A differently named experiment is refused there: ResultsOfOneStudyAreNotSilentlyReplaced.)
 TEST(EndToEnd, EarlierRecordsInTheSameDirectoryAreNotBaselines) {
   const fs::path dir = scratch("reuse");
   const fs::path out = dir / "out";
@@ -503,7 +506,7 @@ TEST(EndToEnd, EarlierRecordsInTheSameDirectoryAreNotBaselines) {
   std::ofstream(first) << R"({"name": "a", "settings": {"epochs": 2}, "sweep": {"ranks": [1, 2]}})";
   ASSERT_TRUE(run_harness({"run", first.string(), "--out", out.string()}, dir / "log1").outcome.ok());
   const fs::path second = dir / "second.json";
-  std::ofstream(second) << R"({"name": "b", "settings": {"epochs": 2, "lr": 0.1}, "sweep": {"ranks": [2]}})";
+  std::ofstream(second) << R"({"name": "a", "settings": {"epochs": 2, "lr": 0.1}, "sweep": {"ranks": [2]}})";
   ASSERT_TRUE(run_harness({"run", second.string(), "--out", out.string()}, dir / "log2").outcome.ok());
   const auto rows = read_csv(out / "summary.csv");
   ASSERT_EQ(rows.size(), 1U);
