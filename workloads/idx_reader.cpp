@@ -51,17 +51,18 @@ void check_size_against_file(gzFile file, const std::string& path,
   const auto on_disk = std::filesystem::file_size(path, error);
   if (error) return;  // not a regular file: the reads will tell
   const auto header_bytes = 4 + 4 * static_cast<std::uintmax_t>(shape.size());
+  const auto after_header = on_disk - std::min(on_disk, header_bytes);
   long double data_bytes = 1;
   for (const int64_t size : shape) data_bytes *= static_cast<long double>(size);
   const bool compressed = gzdirect(file) == 0;
   const long double most = compressed ? 1032.0L * static_cast<long double>(on_disk)
-                                      : static_cast<long double>(on_disk - std::min(on_disk, header_bytes));
+                                      : static_cast<long double>(after_header);
   if (data_bytes > most) {
     throw ConfigError(fmt::format(
         "{}: corrupt or truncated IDX file: its header says {:.0Lf} bytes of data, more than {}",
         path, data_bytes,
         compressed ? fmt::format("a gzip file of {} bytes can hold", on_disk)
-                   : fmt::format("the {} bytes after the header", on_disk - std::min(on_disk, header_bytes))));
+                   : fmt::format("the {} bytes after the header", after_header)));
   }
 }
 
