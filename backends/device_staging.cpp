@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "harness/errors.h"
+#include "harness/common/errors.h"
 
 #ifdef HARNESS_WITH_CUDA
 #include <cuda_runtime_api.h>

@@ -1,6 +1,6 @@
 #include "backends/gloo_allreduce.h"
 
-#include "harness/errors.h"
+#include "harness/common/errors.h"
 
 #ifdef HARNESS_WITH_GLOO
 

@@ -7,8 +7,8 @@
 #include "backends/parameter_server.h"
 #include "backends/ring_allreduce.h"
 #include "backends/shared_memory_allreduce.h"
-#include "harness/errors.h"
-#include "harness/name_table.h"
+#include "harness/common/errors.h"
+#include "harness/common/name_table.h"
 
 namespace harness {
 

@@ -7,9 +7,9 @@
 
 #include <numeric>
 
-#include "harness/allocator.h"
-#include "harness/shuffle.h"
-#include "harness/trainer.h"
+#include "harness/rank/allocator.h"
+#include "harness/common/shuffle.h"
+#include "harness/rank/trainer.h"
 #include "workloads/registry.h"
 #include "workloads/workload.h"
 

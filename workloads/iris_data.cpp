@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "harness/errors.h"
-#include "harness/shuffle.h"
+#include "harness/common/errors.h"
+#include "harness/common/shuffle.h"
 
 namespace harness {
 namespace {

@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "harness/errors.h"
+#include "harness/common/errors.h"
 #include "workloads/iris_data.h"
 #include "workloads/workload.h"
 

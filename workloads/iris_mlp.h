@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "harness/settings.h"
+#include "harness/study/settings.h"
 
 namespace harness {
 

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "harness/errors.h"
+#include "harness/common/errors.h"
 #include "workloads/iris_data.h"
 
 namespace harness {

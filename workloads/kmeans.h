@@ -18,7 +18,7 @@
 #include <span>
 #include <vector>
 
-#include "harness/settings.h"
+#include "harness/study/settings.h"
 
 namespace harness {
 

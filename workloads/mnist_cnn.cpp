@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "harness/errors.h"
+#include "harness/common/errors.h"
 #include "workloads/idx_reader.h"
 #include "workloads/classification.h"
 #include "workloads/workload.h"

@@ -15,7 +15,7 @@
 #include <memory>
 #include <string>
 
-#include "harness/settings.h"
+#include "harness/study/settings.h"
 
 namespace harness {
 

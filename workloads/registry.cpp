@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include "harness/errors.h"
-#include "harness/name_table.h"
+#include "harness/common/errors.h"
+#include "harness/common/name_table.h"
 #include "workloads/iris_mlp.h"
 #include "workloads/kmeans.h"
 #include "workloads/mnist_cnn.h"

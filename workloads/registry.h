@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "harness/settings.h"
+#include "harness/study/settings.h"
 
 namespace harness {
 

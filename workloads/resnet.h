@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "harness/settings.h"
+#include "harness/study/settings.h"
 
 namespace harness {
 

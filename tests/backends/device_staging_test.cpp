@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "harness/errors.h"
+#include "harness/common/errors.h"
 
 namespace harness {
 namespace {

@@ -13,7 +13,7 @@
 #include <string>
 #include <tuple>
 
-#include "harness/errors.h"
+#include "harness/common/errors.h"
 #include "tests/mpi_world.h"
 
 namespace harness {

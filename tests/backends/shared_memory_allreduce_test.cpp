@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/errors.h"
+#include "harness/common/errors.h"
 #include "tests/mpi_world.h"
 
 namespace harness {

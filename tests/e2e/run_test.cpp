@@ -14,8 +14,8 @@
 #include "backends/device_staging.h"
 #include "backends/gloo_allreduce.h"
 #include "backends/gradient_sync.h"
-#include "harness/process.h"
-#include "harness/results.h"
+#include "harness/common/process.h"
+#include "harness/results/results.h"
 
 namespace harness {
 namespace {

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "harness/errors.h"
+#include "harness/common/errors.h"
 #include "workloads/mnist_cnn.h"
 
 namespace harness {

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <set>
 
-#include "harness/errors.h"
+#include "harness/common/errors.h"
 
 namespace harness {
 namespace {

@@ -8,7 +8,7 @@
 
 #include <numeric>
 
-#include "harness/shuffle.h"
+#include "harness/common/shuffle.h"
 #include "workloads/workload.h"
 
 namespace harness {

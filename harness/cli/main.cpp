@@ -1,0 +1,114 @@
+// `harness`: command-line entry point. `harness worker ...` is the rank program that launchers
+// start under mpirun; every other subcommand is for people.
+#include <CLI/CLI.hpp>
+
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "backends/gradient_sync.h"
+#include "harness/cli/commands.h"
+#include "harness/study/schema.h"
+#include "harness/study/settings.h"
+#include "harness/common/version.h"
+#include "harness/rank/worker.h"
+#include "workloads/registry.h"
+
+namespace {
+
+std::string names_help() {
+  std::string text = "\nExperiment settings (keys of \"settings\" and \"sweep\"):\n";
+  const harness::Json defaults = harness::to_json(harness::PointSettings{});
+  for (const auto& setting : harness::setting_table()) {
+    text += fmt::format("  {:<17} {} (default {})\n", setting.key, setting.help,
+                        defaults[std::string(setting.key)].dump());
+  }
+  text += "Workloads:\n";
+  for (const auto& info : harness::workload_table()) {
+    text += fmt::format("  {:<12} {}\n", info.name, info.summary);
+  }
+  text += "Backends:\n";
+  for (const auto& info : harness::backend_table()) {
+    text += fmt::format("  {:<12} {}\n", info.name, info.summary);
+  }
+  return text;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // The worker parses its own arguments: it runs under mpirun, before anything else.
+  if (argc >= 2 && std::strcmp(argv[1], "worker") == 0) {
+    return harness::worker_main(argc - 2, argv + 2);
+  }
+
+  CLI::App app{"harness: scaling studies of data-parallel training over MPI"};
+  app.set_version_flag("--version", fmt::format("harness {} ({})", harness::kHarnessVersion,
+                                                harness::git_commit()));
+  app.require_subcommand(1);
+  app.footer(names_help());
+
+  harness::RunOptions run_options;
+  auto* run = app.add_subcommand("run", "Run every point of an experiment file, then write "
+                                        "summary.csv and plots");
+  run->add_option("FILE", run_options.experiment_path, "experiment file (JSON)")->required();
+  run->add_option("--out", run_options.out_dir,
+                  "results directory (default: results/<experiment name>/<timestamp>); points "
+                  "completed there before are kept, failed and missing ones run")
+      ->check(CLI::Validator(
+          [](const std::string& directory) {
+            // Empty would silently mean the default directory.
+            return directory.empty() ? std::string("expected a directory, got an empty string")
+                                     : std::string();
+          },
+          "DIR"));
+  run->add_flag("--fresh", run_options.fresh, "run every point again, even completed ones");
+
+  std::string plan_path;
+  auto* plan = app.add_subcommand("plan", "Print the points an experiment expands to, without "
+                                          "running anything");
+  plan->add_option("FILE", plan_path, "experiment file (JSON)")->required();
+
+  std::string plot_dir;
+  auto* plot = app.add_subcommand("plot", "Rebuild summary.csv, stats.csv and every plot of a "
+                                          "results directory, without running anything");
+  plot->add_option("DIR", plot_dir, "results directory (holds experiment.json and points/)")->required();
+
+  app.add_subcommand("schema", "Print the JSON Schema of experiment files (experiments/schema.json)");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& help) {
+    return app.exit(help);
+  } catch (const CLI::CallForAllHelp& help) {
+    return app.exit(help);
+  } catch (const CLI::CallForVersion& version) {
+    return app.exit(version);
+  } catch (const CLI::ParseError& error) {
+    std::cerr << "harness: " << error.what() << " (see harness --help)\n";
+    return harness::kExitBadInput;
+  }
+
+  try {
+    if (*run) {
+      run_options.command_line.assign(argv, argv + argc);
+      return harness::run_command(run_options);
+    }
+    if (*plot) return harness::plot_command(plot_dir);
+    if (app.got_subcommand("schema")) {
+      std::vector<std::string> workloads;
+      for (const auto& info : harness::workload_table()) workloads.emplace_back(info.name);
+      std::cout << harness::experiment_schema(workloads, harness::backend_names()).dump(2) << "\n";
+      return harness::kExitOk;
+    }
+    return harness::plan_command(plan_path);
+  } catch (const std::exception& error) {
+    // The subcommands report their own errors; this is the last line of defence (out of memory,
+    // a filesystem error), so that nothing ends in std::terminate.
+    std::cerr << "harness: " << error.what() << "\n";
+    return harness::kExitFailure;
+  }
+}

@@ -1,0 +1,121 @@
+#include "harness/rank/comm_benchmark.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "backends/device_staging.h"
+
+namespace harness {
+
+std::vector<int64_t> comm_message_sizes(const PointSettings& settings) {
+  std::vector<int64_t> sizes;
+  for (int64_t bytes = settings.comm_min_bytes; bytes < settings.comm_max_bytes;
+       bytes *= settings.comm_size_factor) {
+    sizes.push_back(bytes);
+  }
+  sizes.push_back(settings.comm_max_bytes);
+  return sizes;
+}
+
+double allreduce_bus_bandwidth(double algbw, int ranks) {
+  return algbw * 2.0 * (ranks - 1) / ranks;  // 0 for one rank: nothing crosses a link
+}
+
+std::vector<MessageSizeMetrics> run_comm_benchmark(GradientSync& backend, MPI_Comm communicator,
+                                               const PointSettings& settings) {
+  int rank = 0;
+  int ranks = 1;
+  check_mpi(MPI_Comm_rank(communicator, &rank), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_size(communicator, &ranks), "MPI_Comm_size");
+
+  const bool on_device = settings.device == "cuda";
+  std::optional<DeviceStagedSync> device_sync;
+  if (on_device) device_sync.emplace(backend, /*allow_device_pointers=*/true);
+
+  std::vector<MessageSizeMetrics> results;
+  for (const int64_t bytes : comm_message_sizes(settings)) {
+    const auto count = static_cast<std::size_t>(bytes / 4);
+    std::vector<float> input(count);
+    std::mt19937 engine(static_cast<uint32_t>(settings.seed) + 7919U * static_cast<uint32_t>(rank));
+    std::uniform_real_distribution<float> uniform(-1.0F, 1.0F);
+    for (auto& value : input) value = uniform(engine);
+
+    std::vector<float> expected = input;
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, expected.data(), static_cast<int>(count), MPI_FLOAT,
+                            MPI_SUM, communicator),
+              "MPI_Allreduce(reference)");
+
+    // The reduction is in place, so every iteration starts from a fresh copy of the input
+    // (the copy is outside the timed region). With device "cuda" the buffer lives in GPU memory
+    // and the timed region includes the staging copies, which is what training pays.
+    // On the host, in the backend's own memory when it offers some, as the trainer's gradients.
+    std::vector<float> own_memory;
+    const std::shared_ptr<float> backend_memory =
+        on_device ? nullptr : backend.allocate_buffer(count);
+    if (!backend_memory) own_memory.resize(count);
+    const std::span<float> buffer(backend_memory ? backend_memory.get() : own_memory.data(), count);
+    std::optional<DeviceBuffer> device_buffer;
+    if (on_device) device_buffer.emplace(count);
+    const auto reset = [&] {
+      if (on_device) {
+        device_buffer->copy_from_host(input);
+      } else {
+        std::memcpy(buffer.data(), input.data(), bytes);
+      }
+    };
+    const auto reduce = [&] {
+      if (on_device) {
+        device_sync->allreduce_sum(device_buffer->data(), count);
+      } else {
+        backend.allreduce_sum(buffer);
+      }
+    };
+    for (int i = 0; i < settings.comm_warmup_iterations; ++i) {
+      reset();
+      reduce();
+    }
+    std::vector<double> seconds(static_cast<std::size_t>(settings.comm_iterations));
+    for (auto& elapsed : seconds) {
+      reset();
+      check_mpi(MPI_Barrier(communicator), "MPI_Barrier");
+      const double start = MPI_Wtime();
+      reduce();
+      elapsed = MPI_Wtime() - start;
+    }
+    if (on_device) device_buffer->copy_to_host(buffer);
+    // The slowest rank's time for each iteration.
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, seconds.data(), static_cast<int>(seconds.size()),
+                            MPI_DOUBLE, MPI_MAX, communicator),
+              "MPI_Allreduce(times)");
+
+    int64_t wrong = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+      if (std::abs(buffer[i] - expected[i]) > 1e-5F * std::max(1.0F, std::abs(expected[i]))) {
+        ++wrong;
+      }
+    }
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_INT64_T, MPI_SUM, communicator),
+              "MPI_Allreduce(wrong)");
+
+    const double median = median_of(seconds);
+    std::sort(seconds.begin(), seconds.end());
+    MessageSizeMetrics result;
+    result.bytes = bytes;
+    result.time_us_median = 1e6 * median;
+    result.time_us_min = 1e6 * seconds.front();
+    result.time_us_max = 1e6 * seconds.back();
+    result.algbw_gbps = median > 0 ? static_cast<double>(bytes) / median / 1e9 : 0;
+    result.busbw_gbps = allreduce_bus_bandwidth(result.algbw_gbps, ranks);
+    result.wrong = wrong;
+    results.push_back(result);
+  }
+  return results;
+}
+
+}  // namespace harness

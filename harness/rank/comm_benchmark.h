@@ -1,0 +1,36 @@
+// The communication benchmark (experiment kind "comm"), in the manner of nccl-tests and the OSU
+// micro-benchmarks: for each message size from comm_min_bytes to comm_max_bytes (× comm_size_factor)
+// every rank reduces a random float32 buffer with the point's backend, comm_warmup_iterations
+// times untimed and comm_iterations times timed, each timed reduction after a barrier. A
+// reduction's time is the slowest rank's. After the last reduction every element is compared with
+// MPI_Allreduce's result on the same input: `wrong` counts elements, over all ranks, off by more
+// than 1e-5 × max(1, |expected|), and must be 0.
+//
+// Bandwidths use 10^9 bytes: algbw = bytes / time, busbw = algbw · 2(p−1)/p (the traffic each
+// rank's link carries in a bandwidth-optimal allreduce, so busbw is comparable across p; 0 for
+// one rank, as in nccl-tests).
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "backends/gradient_sync.h"
+#include "harness/results/metrics.h"
+#include "harness/study/settings.h"
+
+namespace harness {
+
+// The message sizes a point sweeps, smallest first; the largest is comm_max_bytes even when the
+// factor steps past it.
+std::vector<int64_t> comm_message_sizes(const PointSettings& settings);
+
+// Collective over `communicator`; every rank returns the same results.
+std::vector<MessageSizeMetrics> run_comm_benchmark(GradientSync& backend, MPI_Comm communicator,
+                                               const PointSettings& settings);
+
+// busbw from algbw for an allreduce over `ranks`.
+double allreduce_bus_bandwidth(double algbw, int ranks);
+
+}  // namespace harness

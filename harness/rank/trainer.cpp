@@ -1,0 +1,212 @@
+#include "harness/rank/trainer.h"
+
+#include <chrono>
+#include <numeric>
+#include <set>
+
+#include <ATen/Parallel.h>
+#include <fmt/format.h>
+
+#include "harness/common/errors.h"
+#include "harness/common/shuffle.h"
+
+namespace harness {
+
+namespace {
+
+// Step timestamps use the C++ clock: with overlap, the communication thread may be inside MPI,
+// and MPI_THREAD_SERIALIZED allows no MPI call (MPI_Wtime included) from this thread meanwhile.
+using Clock = std::chrono::steady_clock;
+
+double seconds(Clock::duration duration) { return std::chrono::duration<double>(duration).count(); }
+
+int rank_of(MPI_Comm communicator) {
+  int rank = 0;
+  check_mpi(MPI_Comm_rank(communicator, &rank), "MPI_Comm_rank");
+  return rank;
+}
+
+int size_of(MPI_Comm communicator) {
+  int size = 1;
+  check_mpi(MPI_Comm_size(communicator, &size), "MPI_Comm_size");
+  return size;
+}
+
+// The workload's parameters, each with an allocated .grad so packing never meets an undefined
+// gradient. Throws NotSupported for parameters the flat buffers cannot hold.
+std::vector<torch::Tensor> checked_parameters(Workload& workload) {
+  std::vector<torch::Tensor> parameters = workload.parameters();
+  std::set<const void*> seen;
+  for (auto& parameter : parameters) {
+    // A tensor listed twice (tied weights) would get two slices of the fused buffer for one .grad.
+    if (!seen.insert(parameter.unsafeGetTensorImpl()).second) {
+      throw NotSupported("trainer: a parameter is listed twice (tied weights are not supported)");
+    }
+    // Dense: contiguous in some memory format (channels-last convolution weights included).
+    if (parameter.scalar_type() != torch::kFloat32 || !parameter.is_non_overlapping_and_dense()) {
+      throw NotSupported("trainer: parameters must be dense float32 tensors");
+    }
+    // In the parameter's layout, which autograd keeps when it accumulates into it.
+    parameter.mutable_grad() = torch::zeros_like(parameter, torch::MemoryFormat::Preserve);
+  }
+  return parameters;
+}
+
+}  // namespace
+
+DataParallelTrainer::DataParallelTrainer(Workload& workload, GradientSync& backend,
+                                         MPI_Comm communicator, const PointSettings& settings)
+    : workload_(workload),
+      communicator_(communicator),
+      settings_(settings),
+      rank_(rank_of(communicator)),
+      world_size_(size_of(communicator)),
+      layout_(worker_layout(settings, rank_, world_size_)),
+      parameters_(checked_parameters(workload)),
+      buckets_(parameters_, backend, settings.bucket_mb, settings.overlap, layout_.workers) {}
+
+void DataParallelTrainer::broadcast_parameters() {
+  torch::NoGradGuard no_grad;
+  // One host buffer for all parameters (staged from and back to the device when they live on a
+  // GPU): one broadcast instead of one per tensor.
+  std::vector<torch::Tensor> host;
+  for (const auto& parameter : parameters_) host.push_back(parameter.reshape({-1}).to(torch::kCPU));
+  torch::Tensor flat = torch::cat(host);
+  check_mpi(MPI_Bcast(flat.data_ptr<float>(), static_cast<int>(flat.numel()), MPI_FLOAT, 0,
+                      communicator_),
+            "MPI_Bcast(parameters)");
+  int64_t offset = 0;
+  for (auto& parameter : parameters_) {
+    parameter.copy_(flat.narrow(0, offset, parameter.numel()).view_as(parameter));
+    offset += parameter.numel();
+  }
+}
+
+int64_t DataParallelTrainer::steps_per_epoch() const {
+  return workload_.train_size() / global_batch(settings_, layout_.workers);
+}
+
+TrainingResult DataParallelTrainer::train() {
+  TrainingResult result;
+  result.steps_per_epoch = steps_per_epoch();
+  if (result.steps_per_epoch == 0) {
+    throw ConfigError(fmt::format(
+        "batch_size: the global batch of {} exceeds the {} training samples",
+        global_batch(settings_, layout_.workers), workload_.train_size()));
+  }
+  const int64_t batch = per_rank_batch(settings_, layout_.workers);
+  const int64_t samples_per_step = batch * layout_.workers;
+
+  std::vector<int64_t> permutation(static_cast<std::size_t>(workload_.train_size()));
+  // The first steps of the first epoch train like any other but are not timed: allocators,
+  // caches and connections warm up there (validation keeps them within the first epoch).
+  const int64_t warmup_steps = std::min<int64_t>(settings_.warmup_steps, result.steps_per_epoch);
+  int64_t samples_seen = 0;
+
+  const auto timed_steps =
+      static_cast<std::size_t>(result.steps_per_epoch * settings_.epochs - warmup_steps);
+  for (auto* times : {&result.steps.compute_s, &result.steps.comm_s, &result.steps.exposed_s,
+                      &result.steps.step_s}) {
+    times->reserve(timed_steps);  // no reallocation inside the timed loop
+  }
+
+  for (int epoch = 1; epoch <= settings_.epochs; ++epoch) {
+    std::iota(permutation.begin(), permutation.end(), 0);
+    deterministic_shuffle(permutation, static_cast<uint64_t>(settings_.seed),
+                          static_cast<uint64_t>(epoch));
+    double loss_sum = 0;
+
+    const int64_t untimed = epoch == 1 ? warmup_steps : 0;
+    check_mpi(MPI_Barrier(communicator_), "MPI_Barrier");
+    double epoch_start = MPI_Wtime();
+    for (int64_t step = 0; step < result.steps_per_epoch; ++step) {
+      if (step == untimed && untimed > 0) {
+        // Between steps no reduction is in flight, so the barrier is safe with overlap too.
+        check_mpi(MPI_Barrier(communicator_), "MPI_Barrier");
+        epoch_start = MPI_Wtime();
+      }
+      const auto start = Clock::now();
+      buckets_.zero_gradients();
+      begin_step();
+      if (layout_.index >= 0) {  // a serving-only rank contributes zero gradients
+        const std::span<const int64_t> positions(
+            permutation.data() + (step * layout_.workers + layout_.index) * batch,
+            static_cast<std::size_t>(batch));
+        loss_sum += workload_.forward_backward(positions);
+      }
+      const auto computed = Clock::now();
+
+      const BucketTiming communication = average_gradients();
+      const auto reduced = Clock::now();
+
+      {
+        torch::NoGradGuard no_grad;
+        // The same rate on every rank: a function of the settings and the step alone.
+        const double epochs_done = (epoch - 1) + static_cast<double>(step) / result.steps_per_epoch;
+        const auto lr = static_cast<float>(learning_rate(settings_, layout_.workers, epochs_done));
+        sgd_update(parameters_, lr);
+      }
+      const auto end = Clock::now();
+      if (step < untimed) continue;
+      result.steps.compute_s.push_back(seconds(computed - start) + seconds(end - reduced));
+      const double exposed_s = seconds(reduced - computed);
+      result.steps.comm_s.push_back(communication.overlapped_comm_s.value_or(exposed_s));
+      result.steps.exposed_s.push_back(exposed_s);
+      result.steps.step_s.push_back(seconds(end - start));
+    }
+    check_mpi(MPI_Barrier(communicator_), "MPI_Barrier");
+    const double epoch_time = MPI_Wtime() - epoch_start;
+    result.train_time_s += epoch_time;
+    result.samples_trained += (result.steps_per_epoch - untimed) * samples_per_step;
+    samples_seen += result.steps_per_epoch * samples_per_step;
+
+    // Bookkeeping outside the timed region: the epoch's mean loss over all ranks' batches.
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, &loss_sum, 1, MPI_DOUBLE, MPI_SUM, communicator_),
+              "MPI_Allreduce(loss)");
+    if (rank_ == 0) {
+      const Evaluation evaluation = workload_.evaluate();
+      EpochRecord record;
+      record.epoch = epoch;
+      record.train_loss =
+          loss_sum / static_cast<double>(result.steps_per_epoch * layout_.workers);
+      record.test_loss = evaluation.loss;
+      record.test_accuracy = evaluation.accuracy;
+      record.train_time_s = epoch_time;
+      record.samples_seen = samples_seen;
+      result.epochs.push_back(record);
+    }
+  }
+  return result;
+}
+
+// On the CPU, where a parameter and its gradient share a layout (in training always, unless a
+// workload replaced a .grad), the update is a loop over their memory: a small network's update is
+// a few hundred floats, and one dispatched sub_ per parameter cost more than the blas Iris
+// network's whole forward and backward pass. Anywhere else, sub_.
+void sgd_update(std::vector<torch::Tensor>& parameters, float lr) {
+  for (auto& parameter : parameters) {
+    const torch::Tensor& gradient = parameter.grad();
+    // Two dense tensors of one shape with equal strides: element k of one's memory is element k
+    // of the other's, whatever the memory format.
+    const bool same_dense_layout =
+        parameter.is_non_overlapping_and_dense() && gradient.is_non_overlapping_and_dense() &&
+        gradient.sizes() == parameter.sizes() && gradient.strides() == parameter.strides();
+    if (parameter.is_cpu() && gradient.is_cpu() && parameter.scalar_type() == torch::kFloat32 &&
+        gradient.scalar_type() == torch::kFloat32 && same_dense_layout) {
+      float* values = parameter.data_ptr<float>();
+      const float* steps = gradient.data_ptr<float>();
+      // Large tensors (a CNN's fc1, ResNet's convolutions) on the rank's intra-op threads, as
+      // sub_ would; below the grain size this runs inline.
+      at::parallel_for(0, parameter.numel(), at::internal::GRAIN_SIZE,
+                       [&](int64_t begin, int64_t end) {
+                         for (int64_t i = begin; i < end; ++i) values[i] -= lr * steps[i];
+                       });
+      // As an in-place op would: a graph that still holds the parameter then fails loudly.
+      parameter.unsafeGetTensorImpl()->bump_version();
+    } else {
+      parameter.sub_(gradient, lr);
+    }
+  }
+}
+
+}  // namespace harness

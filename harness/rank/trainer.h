@@ -1,0 +1,82 @@
+// Synchronous data-parallel SGD over MPI: what every rank runs for one point.
+//
+// Each step, worker w of W trains on positions perm[(s·W + w)·b, (s·W + w + 1)·b) of the epoch's
+// permutation (same seed and epoch on every rank, so the workers' batches are disjoint and
+// together the same global batch one rank would take with batch W·b). Gradients are summed with
+// the chosen GradientSync backend, divided by W, and every rank applies the same SGD update.
+// W is the number of ranks, or one less for a parameter server whose rank 0 does not train.
+//
+// Threading: the caller's thread, plus a communication thread when settings.overlap is set; MPI
+// must then be initialised at MPI_THREAD_SERIALIZED (see gradient_buckets.h).
+#pragma once
+
+#include <mpi.h>
+
+#include <vector>
+
+#include "backends/gradient_sync.h"
+#include "harness/rank/gradient_buckets.h"
+#include "harness/study/settings.h"
+#include "workloads/workload.h"
+
+namespace harness {
+
+struct EpochRecord {
+  int epoch = 0;              // 1-based
+  double train_loss = 0;      // mean of the steps' global-batch losses
+  double test_loss = 0;
+  double test_accuracy = 0;
+  double train_time_s = 0;    // this epoch's training wall time (timed steps), evaluation excluded
+  int64_t samples_seen = 0;   // cumulative, all ranks, warm-up steps included
+};
+
+// Per-step times of this rank; the worker reduces them to the slowest rank.
+struct StepTimes {
+  std::vector<double> compute_s;  // forward, backward and optimizer update
+  std::vector<double> comm_s;     // gradient reduction (with packing, unless overlapped)
+  std::vector<double> exposed_s;  // what the step waited for communication after backward
+  std::vector<double> step_s;
+};
+
+struct TrainingResult {
+  std::vector<EpochRecord> epochs;  // filled on rank 0
+  StepTimes steps;                  // this rank's
+  int64_t steps_per_epoch = 0;
+  double train_time_s = 0;          // sum over epochs, warm-up steps excluded
+  int64_t samples_trained = 0;      // all ranks, in the timed steps (warm-up excluded)
+};
+
+class DataParallelTrainer {
+ public:
+  // The trainer keeps references: workload and backend must outlive it.
+  DataParallelTrainer(Workload& workload, GradientSync& backend, MPI_Comm communicator,
+                      const PointSettings& settings);
+
+  // Copies rank 0's parameters to every rank, so all start from the same model.
+  void broadcast_parameters();
+  // One step's gradient exchange: begin_step() before the backward pass, average_gradients()
+  // after it; then every rank's .grad holds the mean over the training ranks.
+  void begin_step() { buckets_.begin_step(); }
+  BucketTiming average_gradients() { return buckets_.finish_step(); }
+  int64_t steps_per_epoch() const;
+  std::size_t bucket_count() const { return buckets_.bucket_count(); }
+  std::size_t hook_launches() const { return buckets_.hook_launches(); }
+  TrainingResult train();
+
+ private:
+  Workload& workload_;
+  MPI_Comm communicator_;
+  PointSettings settings_;
+  // Initialised in this order: the buckets need the layout.
+  int rank_;
+  int world_size_;
+  WorkerLayout layout_;
+  std::vector<torch::Tensor> parameters_;
+  GradientBuckets buckets_;
+};
+
+// Plain SGD, parameter -= lr × gradient, on every parameter (the trainer's update, a function of
+// its own for the step benchmark). Call under torch::NoGradGuard.
+void sgd_update(std::vector<torch::Tensor>& parameters, float lr);
+
+}  // namespace harness

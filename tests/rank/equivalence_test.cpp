@@ -1,0 +1,125 @@
+// The correctness invariant of synchronous data-parallel SGD: p ranks with per-rank batch b
+// compute the same thing as one rank with batch p·b over the same samples in the same order.
+// Runs on every rank under mpirun (1 to 4 ranks): the p-rank run uses MPI_COMM_WORLD, the
+// one-rank reference runs on MPI_COMM_SELF on every rank.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <tuple>
+
+#include "backends/gloo_allreduce.h"
+#include "harness/rank/trainer.h"
+#include "workloads/mnist_cnn.h"
+#include "workloads/registry.h"
+
+namespace harness {
+namespace {
+
+std::vector<float> train_and_flatten(PointSettings settings, MPI_Comm communicator) {
+  int size = 1;
+  MPI_Comm_size(communicator, &size);
+  settings.ranks = size;
+  auto workload = find_workload(settings.workload).make(settings);
+  auto backend = make_gradient_sync(settings.backend, communicator);
+  DataParallelTrainer trainer(*workload, *backend, communicator, settings);
+  trainer.broadcast_parameters();
+  trainer.train();
+  std::vector<float> flat;
+  for (const auto& parameter : workload->parameters()) {
+    flat.insert(flat.end(), parameter.data_ptr<float>(),
+                parameter.data_ptr<float>() + parameter.numel());
+  }
+  return flat;
+}
+
+// ||a − b|| / ||b||: the relative error of the parameter vector as a whole. (Element by element,
+// parameters that end near zero would turn float rounding, which differs with the batch size's
+// summation order inside LibTorch's kernels, into large ratios.)
+double relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  double difference = 0;
+  double norm = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double delta = static_cast<double>(a[i]) - b[i];
+    difference += delta * delta;
+    norm += static_cast<double>(b[i]) * b[i];
+  }
+  return std::sqrt(difference / std::max(norm, 1e-30));
+}
+
+using WorkloadAndBackend = std::tuple<std::string, std::string>;
+
+class DataParallelEquivalence : public ::testing::TestWithParam<WorkloadAndBackend> {};
+
+TEST_P(DataParallelEquivalence, PRanksWithBatchBEqualOneRankWithBatchPB) {
+  const auto& [workload_and_engine, backend] = GetParam();
+  const std::string workload = workload_and_engine.substr(0, workload_and_engine.find('/'));
+  const std::string engine =
+      workload_and_engine.find('/') == std::string::npos
+          ? "torch"
+          : workload_and_engine.substr(workload_and_engine.find('/') + 1);
+  if (backend == "gloo" && !gloo_available()) GTEST_SKIP() << "built without libgloo-dev";
+  if (workload == "mnist_cnn" && !std::filesystem::exists(kDefaultMnistDirectory)) {
+    GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  }
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+
+  PointSettings settings;
+  settings.workload = workload;
+  settings.engine = engine;
+  settings.backend = backend;
+  settings.ps_server_trains = true;  // every rank trains, as in the one-rank reference
+  if (workload == "iris_mlp") {
+    settings.batch_size = 2;
+    settings.lr = 0.5;
+    settings.dataset_size = 96;                 // divisible by every p·b here
+    settings.epochs = 96 / (2 * size) >= 20 ? 1 : 2;  // at least 20 steps
+  } else {
+    settings.batch_size = 4;
+    settings.lr = 0.05;
+    settings.dataset_size = 20 * 4 * size;      // exactly 20 steps of p·b samples
+    settings.test_size = 10;
+    settings.epochs = 1;
+  }
+  const std::vector<float> distributed = train_and_flatten(settings, MPI_COMM_WORLD);
+
+  PointSettings single = settings;
+  single.backend = "allreduce";
+  single.batch_size = settings.batch_size * size;
+  const std::vector<float> reference = train_and_flatten(single, MPI_COMM_SELF);
+
+  ASSERT_EQ(distributed.size(), reference.size());
+  EXPECT_LE(relative_difference(distributed, reference), 1e-5)
+      << workload << " with " << backend << " on " << size << " ranks";
+}
+
+TEST(DataParallelEquivalence, StrongScalingSplitsOneGlobalBatchOverTheRanks) {
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  PointSettings settings;
+  settings.scaling = "strong";
+  settings.batch_size = 12;  // the global batch: 12, 6 + 6, 4 + 4 + 4 or 3 × 4
+  settings.lr = 0.5;
+  settings.dataset_size = 96;
+  settings.epochs = 3;
+  const std::vector<float> distributed = train_and_flatten(settings, MPI_COMM_WORLD);
+  const std::vector<float> reference = train_and_flatten(settings, MPI_COMM_SELF);
+  EXPECT_LE(relative_difference(distributed, reference), 1e-5) << size << " ranks";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Workloads, DataParallelEquivalence,
+    ::testing::Combine(::testing::Values("iris_mlp", "iris_mlp/blas", "mnist_cnn"),
+                       ::testing::ValuesIn(backend_names())),
+    [](const ::testing::TestParamInfo<WorkloadAndBackend>& info) {
+      std::string name = std::get<0>(info.param) + "_" + std::get<1>(info.param);
+      std::replace(name.begin(), name.end(), '/', '_');
+      return name;
+    });
+
+}  // namespace
+}  // namespace harness

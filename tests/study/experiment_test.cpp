@@ -1,0 +1,347 @@
+#include "harness/study/experiment.h"
+
+#include <gtest/gtest.h>
+
+#include <tuple>
+
+#include <set>
+
+#include "harness/common/errors.h"
+
+namespace harness {
+namespace {
+
+// The message of the ConfigError that parsing `text` throws, or "" if it parses.
+std::string parse_error(const std::string& text) {
+  try {
+    parse_experiment(text, "exp.json");
+  } catch (const ConfigError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(Experiment, SweepExpandsToTheCartesianProductLastAxisFastest) {
+  const Experiment experiment = parse_experiment(R"({
+      "name": "grid",
+      "settings": {"epochs": 3, "lr": 0.5},
+      "sweep": {"ranks": [1, 2, 4], "batch_size": [4, 16]}})",
+                                                 "exp.json");
+  const auto points = expand(experiment);
+  ASSERT_EQ(points.size(), 6U);
+  const std::vector<std::pair<int, int>> expected = {{1, 4},  {1, 16}, {2, 4},
+                                                     {2, 16}, {4, 4},  {4, 16}};
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    EXPECT_EQ(points[i].index, static_cast<int>(i));
+    EXPECT_EQ(points[i].settings.ranks, expected[i].first);
+    EXPECT_EQ(points[i].settings.batch_size, expected[i].second);
+    EXPECT_EQ(points[i].settings.epochs, 3);
+    EXPECT_DOUBLE_EQ(points[i].settings.lr, 0.5);
+  }
+}
+
+TEST(Experiment, ZipGroupsVaryTogetherAsOneAxisOfTheProduct) {
+  const Experiment experiment = parse_experiment(R"({
+      "name": "zip",
+      "sweep": {"ranks": [1, 2],
+                "zip": {"workload": ["iris_mlp", "mnist_cnn", "mnist_cnn"], "lr": [0.5, 0.05, 0.1],
+                        "epochs": [200, 1, 1]}}})",
+                                                 "exp.json");
+  const auto points = expand(experiment);
+  ASSERT_EQ(points.size(), 6U);
+  const std::vector<std::tuple<int, std::string, double, int>> expected = {
+      {1, "iris_mlp", 0.5, 200}, {1, "mnist_cnn", 0.05, 1}, {1, "mnist_cnn", 0.1, 1},
+      {2, "iris_mlp", 0.5, 200}, {2, "mnist_cnn", 0.05, 1}, {2, "mnist_cnn", 0.1, 1}};
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const auto& [ranks, workload, lr, epochs] = expected[i];
+    EXPECT_EQ(points[i].settings.ranks, ranks) << i;
+    EXPECT_EQ(points[i].settings.workload, workload) << i;
+    EXPECT_DOUBLE_EQ(points[i].settings.lr, lr) << i;
+    EXPECT_EQ(points[i].settings.epochs, epochs) << i;
+  }
+  // Several groups: a list of objects, each its own axis.
+  const auto two_groups = expand(parse_experiment(R"({"name": "z", "sweep": {"zip": [
+      {"ranks": [1, 2], "batch_size": [4, 8]}, {"lr": [0.1, 0.2, 0.3], "epochs": [1, 2, 3]}]}})",
+                                                  "exp.json"));
+  EXPECT_EQ(two_groups.size(), 6U);
+}
+
+TEST(Experiment, ExcludeDropsMatchingCombinationsAndRepeatsRunTheSweepAgain) {
+  const Experiment experiment = parse_experiment(R"({
+      "name": "ex", "repeats": 2,
+      "sweep": {"backend": ["allreduce", "ps"], "ranks": [1, 2, 4]},
+      "exclude": [{"backend": "ps", "ranks": [1, 2.0]}]})",
+                                                 "exp.json");
+  const auto points = expand(experiment);
+  // 6 combinations, 2 excluded, twice.
+  ASSERT_EQ(points.size(), 8U);
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    EXPECT_EQ(points[i].index, static_cast<int>(i));
+    EXPECT_EQ(points[i].repeat, i < 4 ? 0 : 1);
+    EXPECT_FALSE(points[i].settings.backend == "ps" && points[i].settings.ranks < 4);
+  }
+  EXPECT_EQ(points[3].settings.backend, "ps");
+  EXPECT_EQ(points[3].settings.ranks, 4);
+  // A repeat has its own id and hash; the same settings in another position keep their hash.
+  EXPECT_EQ(points[0].settings.ranks, points[4].settings.ranks);
+  EXPECT_NE(points[0].id.substr(5), points[4].id.substr(5));
+  EXPECT_EQ(points[0].id.substr(5), point_hash(points[0].settings, 0));
+}
+
+TEST(Experiment, BaselineIsReadAsNormalisedSettingValues) {
+  const Experiment experiment = parse_experiment(
+      R"({"name": "b", "baseline": {"backend": "allreduce", "ranks": 1.0},
+          "sweep": {"backend": ["allreduce", "ring"], "ranks": [1, 2]}})",
+      "exp.json");
+  EXPECT_EQ(experiment.baseline, Json({{"backend", "allreduce"}, {"ranks", 1}}));
+}
+
+TEST(Experiment, NoSweepGivesOnePointWithDefaultsAndFixedSettings) {
+  const auto points = expand(parse_experiment(R"({"name": "one", "settings": {"ranks": 2}})", "e"));
+  ASSERT_EQ(points.size(), 1U);
+  EXPECT_EQ(points[0].settings.ranks, 2);
+  EXPECT_EQ(points[0].settings.workload, "iris_mlp");
+  EXPECT_EQ(points[0].settings.backend, "allreduce");
+}
+
+TEST(Experiment, PointIdsAreDistinctAndDependOnlyOnSettings) {
+  const char* text = R"({"name": "n", "sweep": {"ranks": [1, 2], "lr": [0.1, 0.2]}})";
+  const auto first = expand(parse_experiment(text, "a.json"));
+  const auto second = expand(parse_experiment(text, "b.json"));
+  std::set<std::string> ids;
+  for (std::size_t i = 0; i < first.size(); ++i) {
+    ids.insert(first[i].id);
+    EXPECT_EQ(first[i].id, second[i].id);
+  }
+  EXPECT_EQ(ids.size(), first.size());
+}
+
+TEST(Experiment, IntegralFloatsAreAcceptedAsIntegers) {
+  const auto points = expand(parse_experiment(R"({"name": "n", "settings": {"ranks": 2.0}})", "e"));
+  EXPECT_EQ(points[0].settings.ranks, 2);
+}
+
+struct BadInput {
+  const char* text;
+  const char* expected_message;
+};
+
+void PrintTo(const BadInput& bad, std::ostream* out) { *out << bad.text; }
+
+class ExperimentValidation : public ::testing::TestWithParam<BadInput> {};
+
+TEST_P(ExperimentValidation, RejectsWithOneLineNamingFileAndField) {
+  const std::string message = parse_error(GetParam().text);
+  ASSERT_FALSE(message.empty()) << "accepted: " << GetParam().text;
+  EXPECT_NE(message.find(GetParam().expected_message), std::string::npos) << message;
+  EXPECT_EQ(message.rfind("exp.json: ", 0), 0U) << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    BadFiles, ExperimentValidation,
+    ::testing::Values(
+        BadInput{R"({"name": "x", )", "exp.json: invalid JSON"},
+        BadInput{R"([1, 2])", "expected a JSON object at the top level"},
+        BadInput{R"({"sweep": {}})", "name: required key is missing"},
+        BadInput{R"({"name": "a b"})", "name: expected up to 100 letters, digits"},
+        BadInput{R"({"name": "x", "sweeps": {}})", "unknown key \"sweeps\" (did you mean \"sweep\"?)"},
+        BadInput{R"({"name": "x", "settings": {"epoch": 3}})",
+                 "settings.epoch: unknown setting \"epoch\" (did you mean \"epochs\"?)"},
+        BadInput{R"({"name": "x", "sweep": {"ranks": [1, 2, "four"]}})",
+                 "sweep.ranks[2]: expected a positive integer (at most 4096), got \"four\""},
+        BadInput{R"({"name": "x", "sweep": {"ranks": []}})",
+                 "sweep.ranks: expected a non-empty list of values, got []"},
+        BadInput{R"({"name": "x", "sweep": {"ranks": 2}})",
+                 "sweep.ranks: expected a non-empty list of values, got 2"},
+        BadInput{R"({"name": "x", "sweep": {"ranks": [1, 1]}})", "sweep.ranks[1]: duplicate value"},
+        BadInput{R"({"name": "x", "settings": {"ranks": 2}, "sweep": {"ranks": [1]}})",
+                 "sweep.ranks: key is also in \"settings\""},
+        BadInput{R"({"name": "x", "settings": {"batch_size": 0}})",
+                 "settings.batch_size: expected a positive integer, got 0"},
+        BadInput{R"({"name": "x", "settings": {"batch_size": 2.5}})",
+                 "settings.batch_size: expected a positive integer, got 2.5"},
+        BadInput{R"({"name": "x", "settings": {"lr": -1}})", "settings.lr: expected a positive number"},
+        BadInput{R"({"name": "x", "settings": {"workload": 3}})",
+                 "settings.workload: expected a workload name, got 3"},
+        BadInput{R"({"name": "x", "settings": {"device": "tpu"}})",
+                 "settings.device: expected \"cpu\" or \"cuda\", got \"tpu\""},
+        BadInput{R"({"name": "x", "settings": []})", "settings: expected an object"},
+        BadInput{R"({"name": "x", "launcher": "pbs"})", "launcher: expected one of: local"},
+        BadInput{R"({"name": "x", "settings": {"seed": 9223372036854775808.0}})",
+                 "settings.seed: expected a non-negative integer"},
+        BadInput{R"({"name": "x", "settings": {"ps_server_trains": "yes"}})",
+                 "settings.ps_server_trains: expected true or false, got \"yes\""},
+        BadInput{R"({"name": "../up"})", "name: expected up to 100 letters"},
+        BadInput{R"({"name": "x", "sweep": {"kind": ["train", "comm"]}})",
+                 "sweep.kind: \"kind\" cannot be swept"},
+        BadInput{R"({"name": "x", "settings": {"kind": "bench"}})",
+                 "settings.kind: expected \"train\" or \"comm\", got \"bench\""},
+        BadInput{R"({"name": "x", "settings": {"comm_max_bytes": 6}})",
+                 "settings.comm_max_bytes: expected a positive multiple of 4"},
+        BadInput{R"({"name": "x", "settings": {"comm_size_factor": 1}})",
+                 "settings.comm_size_factor: expected an integer from 2 to 1024, got 1"},
+        BadInput{R"({"name": "x", "sweep": {"zip": {"ranks": [1, 2], "lr": [0.1]}}})",
+                 "sweep.zip.lr: expected 2 values, as many as sweep.zip.ranks, got 1"},
+        BadInput{R"({"name": "x", "sweep": {"zip": {"ranks": [1, 1], "lr": [0.1, 0.1]}}})",
+                 "sweep.zip: entry 1 repeats an earlier one ([1,0.1])"},
+        BadInput{R"({"name": "x", "sweep": {"ranks": [1], "zip": {"ranks": [2]}}})",
+                 "sweep.zip.ranks: key is swept twice"},
+        BadInput{R"({"name": "x", "sweep": {"zip": [{"lr": [0.1]}, 3]}})",
+                 "sweep.zip[1]: expected an object of equally long lists, got 3"},
+        BadInput{R"({"name": "x", "sweep": {"zip": {"lr": [0.1, "fast"]}}})",
+                 "sweep.zip.lr[1]: expected a positive number, got \"fast\""},
+        BadInput{R"({"name": "x", "repeats": 0})", "repeats: expected an integer from 1 to 1000, got 0"},
+        BadInput{R"({"name": "x", "repeats": "3"})", "repeats: expected an integer from 1 to 1000"},
+        BadInput{R"({"name": "x", "exclude": {"ranks": 1}})", "exclude: expected a non-empty list of objects"},
+        BadInput{R"({"name": "x", "exclude": [{}]})", "exclude[0]: expected an object of setting values, got {}"},
+        BadInput{R"({"name": "x", "exclude": [{"rank": 1}]})",
+                 "exclude[0].rank: unknown setting \"rank\" (did you mean \"ranks\"?)"},
+        BadInput{R"({"name": "x", "exclude": [{"ranks": [1, -2]}]})",
+                 "exclude[0].ranks[1]: expected a positive integer (at most 4096), got -2"},
+        BadInput{R"({"name": "x", "baseline": {"backnd": "ps"}})",
+                 "baseline.backnd: unknown setting \"backnd\" (did you mean \"backend\"?)"},
+        BadInput{R"({"name": "x", "baseline": []})", "baseline: expected an object of setting values"},
+        // Json::parse's own errors other than syntax errors (here out_of_range.406).
+        BadInput{R"({"name": "x", "settings": {"lr": 1e400}})",
+                 "exp.json: invalid JSON: number overflow parsing '1e400' at line 1, column 34"},
+        // Json::parse keeps the last of repeated keys; the file's author meant one of them.
+        BadInput{R"({"name": "x", "name": "y"})",
+                 "exp.json: name: duplicate key \"name\"; expected each key once in an object"},
+        BadInput{R"({"name": "x", "settings": {"epochs": 1, "epochs": 2}})",
+                 "exp.json: settings.epochs: duplicate key \"epochs\""},
+        BadInput{R"({"name": "x", "exclude": [{"ranks": 1}, {"ranks": 2, "ranks": 3}]})",
+                 "exp.json: exclude[1].ranks: duplicate key \"ranks\""},
+        BadInput{R"({"name": "x", "sweep": {"zip": []}})",
+                 "sweep.zip: expected an object of equally long lists, or a non-empty list of such "
+                 "objects, got []"},
+        BadInput{R"({"name": "x", "settings": {"a\nb": 1}})",
+                 "exp.json: settings: expected keys of up to 100 characters without control "
+                 "characters, got \"a\\nb\""},
+        BadInput{R"({"name": "x", "settings": {"data_path": "a\nb"}})",
+                 "settings.data_path: expected a path (at most 4096 bytes, no control characters), "
+                 "got \"a\\nb\""}));
+
+// Json's recursive functions (dump, copies) overflowed the stack on such a file (exit 139).
+TEST(Experiment, NestingDeeperThanTheLimitIsRejectedWithoutCrashing) {
+  const std::size_t depth = 100000;
+  const std::string deep = R"({"name": "x", "description": )" + std::string(depth, '[') +
+                           std::string(depth, ']') + "}";
+  EXPECT_EQ(parse_error(deep),
+            "exp.json: description[0][0][0]...: expected lists and objects nested at most 256 "
+            "deep, got deeper");
+  // 255 lists under the top-level object make 256 levels: allowed (and then the wrong type).
+  const std::string at_limit = R"({"name": "x", "description": )" + std::string(255, '[') +
+                               std::string(255, ']') + "}";
+  EXPECT_NE(parse_error(at_limit).find("exp.json: description: expected a string"),
+            std::string::npos)
+      << parse_error(at_limit);
+}
+
+TEST(Experiment, BracketsInsideStringsAreNotNesting) {
+  const std::string brackets = std::string(1000, '[') + R"(\"[\\[{)" + std::string(1000, '{');
+  const Experiment experiment =
+      parse_experiment(R"({"name": "x", "description": ")" + brackets + "\"}", "exp.json");
+  EXPECT_EQ(experiment.description.size(), 2005U);
+}
+
+TEST(Experiment, DirectoryIsNotAnExperimentFile) {
+  const std::string directory = ::testing::TempDir();
+  try {
+    load_experiment(directory);
+    FAIL() << "no error";
+  } catch (const ConfigError& error) {
+    EXPECT_EQ(std::string(error.what()),
+              directory + ": is a directory, expected an experiment file (JSON)");
+  }
+}
+
+TEST(Experiment, VeryLongNamesAreRejectedWithoutCrashing) {
+  const std::string name(50000, 'a');
+  EXPECT_NE(parse_error(R"({"name": ")" + name + "\"}").find("name: expected up to 100"),
+            std::string::npos);
+}
+
+TEST(Experiment, SweepsBeyondTheLimitAreRejectedBeforeExpanding) {
+  std::string values;
+  for (int i = 1; i <= 30; ++i) values += (i > 1 ? ", " : "") + std::to_string(i);
+  const std::string text = R"({"name": "big", "sweep": {"ranks": [)" + values +
+                           R"(], "batch_size": [)" + values + R"(], "epochs": [)" + values + "]}}";
+  try {
+    expand(parse_experiment(text, "exp.json"));
+    FAIL() << "27000 points accepted";
+  } catch (const ConfigError& error) {
+    EXPECT_NE(std::string(error.what()).find("sweep: expected at most 10000 points"),
+              std::string::npos)
+        << error.what();
+  }
+}
+
+TEST(Experiment, MissingFileIsAConfigError) {
+  try {
+    load_experiment("/nonexistent/experiment.json");
+    FAIL() << "no error";
+  } catch (const ConfigError& error) {
+    EXPECT_STREQ(error.what(), "/nonexistent/experiment.json: cannot open experiment file");
+  }
+}
+
+TEST(Settings, EchoedValuesAreQuotedEscapedAndCutBetweenWholeCharacters) {
+  EXPECT_EQ(describe_text("a\nb"), R"("a\nb")");
+  EXPECT_EQ(describe_text(std::string(1000000, 'w')), "\"" + std::string(56, 'w') + "...");
+  EXPECT_EQ(shortened("\xC3\xA9\xC3\xA9\xC3\xA9", 5), "\xC3\xA9...");  // "éé" cut after one é
+  EXPECT_EQ(shortened(R"(\u0001abc)", 8), "...");  // not half an escape
+  EXPECT_EQ(shortened("short", 5), "short");
+}
+
+TEST(Settings, RoundTripThroughJson) {
+  PointSettings settings;
+  settings.ranks = 3;
+  settings.lr = 0.25;
+  settings.data_path = "/tmp/x.csv";
+  const PointSettings back = settings_from_json(to_json(settings), "t");
+  EXPECT_EQ(to_json(back), to_json(settings));
+}
+
+TEST(Settings, WeakScalingFixesThePerRankBatchStrongScalingTheGlobalBatch) {
+  PointSettings settings;
+  settings.batch_size = 32;
+  EXPECT_EQ(per_rank_batch(settings, 4), 32);
+  EXPECT_EQ(global_batch(settings, 4), 128);
+  settings.scaling = "strong";
+  EXPECT_EQ(per_rank_batch(settings, 4), 8);
+  EXPECT_EQ(global_batch(settings, 4), 32);
+}
+
+TEST(Settings, LinearLearningRateScalingWithWarmup) {
+  PointSettings settings;
+  settings.lr = 0.1;
+  settings.batch_size = 32;
+  EXPECT_DOUBLE_EQ(learning_rate(settings, 8, 0.0), 0.1);  // lr_scaling none
+  settings.lr_scaling = "linear";
+  EXPECT_DOUBLE_EQ(learning_rate(settings, 1, 0.0), 0.1);  // one rank: the reference batch
+  EXPECT_DOUBLE_EQ(learning_rate(settings, 8, 0.0), 0.8);  // 8 × 32 / 32
+  settings.lr_reference_batch = 256;
+  EXPECT_DOUBLE_EQ(learning_rate(settings, 8, 3.0), 0.1);  // Goyal et al.: 0.1 × 256 / 256
+  settings.lr_reference_batch = 0;
+  settings.warmup_epochs = 2;
+  EXPECT_DOUBLE_EQ(learning_rate(settings, 8, 0.0), 0.1);   // the ramp starts at lr
+  EXPECT_DOUBLE_EQ(learning_rate(settings, 8, 1.0), 0.45);  // halfway
+  EXPECT_DOUBLE_EQ(learning_rate(settings, 8, 2.0), 0.8);   // and ends at the scaled rate
+  EXPECT_DOUBLE_EQ(learning_rate(settings, 8, 5.0), 0.8);
+}
+
+TEST(Settings, AutoThreadsShareTheCoresBetweenRanks) {
+  PointSettings settings;
+  settings.ranks = 1;
+  EXPECT_EQ(resolved_threads_per_rank(settings, 2), 2);
+  settings.ranks = 2;
+  EXPECT_EQ(resolved_threads_per_rank(settings, 2), 1);
+  settings.ranks = 4;
+  EXPECT_EQ(resolved_threads_per_rank(settings, 2), 1);
+  settings.threads_per_rank = 3;
+  EXPECT_EQ(resolved_threads_per_rank(settings, 2), 3);
+}
+
+}  // namespace
+}  // namespace harness

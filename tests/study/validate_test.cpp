@@ -1,0 +1,170 @@
+#include "harness/study/validate.h"
+
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "backends/device_staging.h"
+#include "harness/common/errors.h"
+
+namespace harness {
+namespace {
+
+std::string validation_error(const std::string& text) {
+  try {
+    const Experiment experiment = parse_experiment(text, "exp.json");
+    validate_points(experiment, expand(experiment));
+  } catch (const ConfigError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(Validate, AcceptsTheDefaults) {
+  EXPECT_EQ(validation_error(R"({"name": "ok", "sweep": {"ranks": [1, 2]}})"), "");
+}
+
+TEST(Validate, UnknownBackendNamesTheSweepEntryAndListsValidNames) {
+  EXPECT_EQ(validation_error(R"({"name": "x", "sweep": {"backend": ["allreduce", "nccl"]}})"),
+            "exp.json: sweep.backend[1]: unknown backend \"nccl\" (expected one of: allreduce, ring, ps, shm, gloo)");
+}
+
+TEST(Validate, UnknownWorkloadNamesTheSetting) {
+  EXPECT_EQ(validation_error(R"({"name": "x", "settings": {"workload": "gpt"}})"),
+            "exp.json: settings.workload: unknown workload \"gpt\" (expected one of: iris_mlp, mnist_cnn, resnet, kmeans)");
+}
+
+// The name is the user's: a newline in it must not split the message, nor a long one swell it.
+TEST(Validate, UnknownNamesAreEchoedEscapedAndShort) {
+  EXPECT_EQ(validation_error(R"({"name": "x", "settings": {"workload": "bad\nline2"}})"),
+            "exp.json: settings.workload: unknown workload \"bad\\nline2\" (expected one of: "
+            "iris_mlp, mnist_cnn, resnet, kmeans)");
+  const std::string message = validation_error(R"({"name": "x", "settings": {"backend": ")" +
+                                               std::string(1000000, 'b') + "\"}}");
+  EXPECT_EQ(message, "exp.json: settings.backend: unknown backend \"" + std::string(56, 'b') +
+                         "... (expected one of: allreduce, ring, ps, shm, gloo)");
+}
+
+TEST(Validate, CudaIsRejectedBeforeLaunchWhereItCannotRun) {
+  const CudaStatus status = cuda_status();
+  if (status.usable) GTEST_SKIP() << "this machine has a CUDA device";
+  for (const char* kind : {"train", "comm"}) {
+    EXPECT_EQ(validation_error(fmt::format(
+                  R"({{"name": "x", "settings": {{"kind": "{}", "device": "cuda"}}}})", kind)),
+              "exp.json: settings.device: expected \"cpu\" on this build and machine: " +
+                  status.reason);
+  }
+}
+
+TEST(Validate, EngineMustBeOneTheWorkloadHas) {
+  EXPECT_EQ(validation_error(R"({"name": "x", "settings": {"workload": "mnist_cnn", "engine": "blas"}})"),
+            "exp.json: settings.engine: expected \"torch\" for workload mnist_cnn, got \"blas\"");
+  EXPECT_EQ(validation_error(R"({"name": "x", "sweep": {"engine": ["torch", "blas"]}})"), "");
+}
+
+TEST(Validate, KMeansNeedsAtLeastAsManyPointsAsClusters) {
+  EXPECT_EQ(validation_error(R"({"name": "x", "settings": {"workload": "kmeans", "dataset_size": 5,
+                                 "kmeans_k": 6}})"),
+            "exp.json: settings.kmeans_k: expected at most 5 clusters (the points used), got 6");
+  EXPECT_EQ(validation_error(R"({"name": "x", "settings": {"workload": "kmeans",
+                                 "kmeans_data": "blobs", "dataset_size": 20000000}})"),
+            "exp.json: settings.dataset_size: expected at most 16000000 (the synthetic kmeans "
+            "samples that fit in memory), got 20000000");
+}
+
+TEST(Validate, SyntheticResNetSetMustFitInMemory) {
+  EXPECT_EQ(validation_error(R"({"name": "x", "settings": {"workload": "resnet", "image_size": 224,
+                                 "dataset_size": 100000}})"),
+            "exp.json: settings.dataset_size: expected at most 14266 (the synthetic resnet samples "
+            "that fit in memory), got 100000");
+}
+
+TEST(Validate, SyntheticResNetTestSetMustFitInMemory) {
+  const std::string message = validation_error(
+      R"({"name": "x", "settings": {"workload": "resnet", "test_size": 100000000}})");
+  EXPECT_NE(message.find("test_size: expected at most "), std::string::npos) << message;
+  EXPECT_NE(message.find("fit in memory), got 100000000"), std::string::npos) << message;
+}
+
+// Every value of a test_size sweep is checked, not only the first one seen for a data set.
+TEST(Validate, EveryTestSizeOfASweepIsChecked) {
+  const std::string message = validation_error(
+      R"({"name": "x", "settings": {"workload": "mnist_cnn"}, "sweep": {"test_size": [100, 20000]}})");
+  EXPECT_NE(message.find("test_size: expected at most 10000 (the held-out images), got 20000"),
+            std::string::npos)
+      << message;
+}
+
+TEST(Validate, DatasetLargerThanTheDataIsRejected) {
+  EXPECT_EQ(validation_error(R"({"name": "x", "sweep": {"dataset_size": [60, 500]}})"),
+            "exp.json: sweep.dataset_size[1]: expected at most 120 (the iris_mlp training "
+            "samples), got 500");
+}
+
+TEST(Validate, GlobalBatchLargerThanTheDataIsRejected) {
+  const std::string message =
+      validation_error(R"({"name": "x", "settings": {"ranks": 4, "batch_size": 40}})");
+  EXPECT_NE(message.find("batch_size: the global batch of 160 (4 training ranks × 40) exceeds the "
+                         "120 training samples"),
+            std::string::npos)
+      << message;
+}
+
+TEST(Validate, StrongScalingSplitsTheGlobalBatchEvenly) {
+  EXPECT_EQ(validation_error(
+                R"({"name": "x", "settings": {"scaling": "strong", "batch_size": 12}, "sweep": {"ranks": [1, 2, 3, 4]}})"),
+            "");
+  const std::string message = validation_error(
+      R"({"name": "x", "settings": {"scaling": "strong", "batch_size": 10, "ranks": 3}})");
+  EXPECT_NE(message.find("batch_size: scaling \"strong\" splits the global batch 10 evenly over 3 "
+                         "training ranks; expected a multiple of 3"),
+            std::string::npos)
+      << message;
+}
+
+TEST(Validate, ServingOnlyParameterServerNeedsTwoRanks) {
+  const std::string message =
+      validation_error(R"({"name": "x", "settings": {"backend": "ps", "ranks": 1}})");
+  EXPECT_NE(message.find("ranks: backend \"ps\" without ps_server_trains needs at least 2 ranks"),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(validation_error(
+                R"({"name": "x", "settings": {"backend": "ps", "ranks": 1, "ps_server_trains": true}})"),
+            "");
+}
+
+TEST(Validate, ServingOnlyParameterServerShardsOverTheWorkers) {
+  // 3 ranks, 2 of them train: 2 × 60 fits the 120 samples, 3 × 60 would not.
+  EXPECT_EQ(validation_error(
+                R"({"name": "x", "settings": {"backend": "ps", "ranks": 3, "batch_size": 60}})"),
+            "");
+}
+
+TEST(Validate, TooManyStepsPerPointIsRejected) {
+  const std::string message =
+      validation_error(R"({"name": "x", "settings": {"epochs": 100000, "batch_size": 1}})");
+  EXPECT_NE(message.find("epochs: expected at most 2000000 steps per point, got 100000 epochs × "
+                         "120 steps = 12000000"),
+            std::string::npos)
+      << message;
+}
+
+TEST(Validate, CommBenchmarkChecksItsSizesAndNotTheData) {
+  EXPECT_EQ(validation_error(R"({"name": "x", "settings": {"kind": "comm", "ranks": 4,
+                                 "batch_size": 1000, "backend": "ps"}})"),
+            "");
+  EXPECT_EQ(validation_error(R"({"name": "x", "settings": {"kind": "comm", "comm_min_bytes": 64,
+                                 "comm_max_bytes": 16}})"),
+            "exp.json: settings.comm_min_bytes: expected comm_min_bytes (64) <= comm_max_bytes (16)");
+}
+
+TEST(Validate, MissingDataFileNamesTheSettingAndPath) {
+  const std::string message =
+      validation_error(R"({"name": "x", "settings": {"data_path": "/nonexistent/iris.csv"}})");
+  EXPECT_NE(message.find("data_path: /nonexistent/iris.csv: cannot open Iris CSV file"),
+            std::string::npos)
+      << message;
+}
+
+}  // namespace
+}  // namespace harness

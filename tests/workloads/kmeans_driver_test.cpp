@@ -1,0 +1,98 @@
+// Distributed K-means gives the one-rank result: the same iterations, purity and (within float
+// rounding of the sums' order) centroids, on Iris and on Gaussian blobs, with every backend.
+// Runs on every rank under mpirun (1 to 4 ranks); the reference runs on MPI_COMM_SELF.
+#include "workloads/kmeans_driver.h"
+
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cmath>
+#include <tuple>
+
+#include "backends/gloo_allreduce.h"
+
+namespace harness {
+namespace {
+
+KMeansResult cluster(const PointSettings& settings, MPI_Comm communicator) {
+  const KMeansData data = load_kmeans_data(settings);
+  auto backend = make_gradient_sync(settings.backend, communicator);
+  return run_distributed_kmeans(data, *backend, communicator, settings);
+}
+
+using DataAndBackend = std::tuple<std::string, std::string>;
+
+class KMeansEquivalence : public ::testing::TestWithParam<DataAndBackend> {};
+
+TEST_P(KMeansEquivalence, PRanksGiveTheOneRankResult) {
+  const auto& [data, backend] = GetParam();
+  if (backend == "gloo" && !gloo_available()) GTEST_SKIP() << "built without libgloo-dev";
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  PointSettings settings;
+  settings.workload = "kmeans";
+  settings.kmeans_data = data;
+  settings.backend = backend;
+  settings.ps_server_trains = true;
+  settings.epochs = 100;
+  settings.kmeans_k = data == "iris" ? 3 : 5;
+  settings.dataset_size = data == "iris" ? 0 : 20'011;  // not divisible by the rank counts
+
+  const KMeansResult distributed = cluster(settings, MPI_COMM_WORLD);
+  const KMeansResult reference = cluster(settings, MPI_COMM_SELF);
+
+  EXPECT_TRUE(reference.converged);
+  EXPECT_EQ(distributed.converged, reference.converged);
+  EXPECT_EQ(distributed.iterations, reference.iterations) << size << " ranks";
+  ASSERT_EQ(distributed.centroids.size(), reference.centroids.size());
+  for (std::size_t i = 0; i < reference.centroids.size(); ++i) {
+    EXPECT_NEAR(distributed.centroids[i], reference.centroids[i],
+                1e-5 * std::max(1.0F, std::abs(reference.centroids[i])))
+        << "coordinate " << i << " on " << size << " ranks";
+  }
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank == 0) {
+    ASSERT_FALSE(reference.training.epochs.empty());
+    const EpochRecord& last = distributed.training.epochs.back();
+    EXPECT_EQ(last.test_accuracy, reference.training.epochs.back().test_accuracy);
+    EXPECT_NEAR(last.train_loss, reference.training.epochs.back().train_loss, 1e-5);
+    // Well separated blobs are recovered exactly; Iris's two overlapping species are not.
+    EXPECT_GE(last.test_accuracy, data == "iris" ? 0.8 : 1.0);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Data, KMeansEquivalence,
+    ::testing::Combine(::testing::Values("iris", "blobs"), ::testing::ValuesIn(backend_names())),
+    [](const ::testing::TestParamInfo<DataAndBackend>& info) {
+      return std::get<0>(info.param) + "_" + std::get<1>(info.param);
+    });
+
+TEST(KMeans, BlobsAreReproducibleAndShardsCoverEveryPoint) {
+  PointSettings settings;
+  settings.kmeans_data = "blobs";
+  settings.kmeans_k = 4;
+  settings.dataset_size = 1003;
+  const KMeansData first = load_kmeans_data(settings);
+  const KMeansData second = load_kmeans_data(settings);
+  EXPECT_EQ(first.points, second.points);
+  EXPECT_EQ(first.count(), 1003);
+  EXPECT_EQ(first.dimensions, kBlobDimensions);
+  // The shards' counts add up to all points, whatever the rank count.
+  const std::vector<float> centroids = initial_centroids(first, 4, 42);
+  const KMeansBufferLayout layout{4, first.dimensions, first.classes};
+  for (int ranks = 1; ranks <= 5; ++ranks) {
+    double counted = 0;
+    for (int r = 0; r < ranks; ++r) {
+      std::vector<float> buffer(layout.size());
+      accumulate_shard(first, first.count() * r / ranks, first.count() * (r + 1) / ranks, centroids,
+                       layout, buffer);
+      for (int c = 0; c < 4; ++c) counted += buffer[layout.counts() + c];
+    }
+    EXPECT_EQ(counted, 1003) << ranks << " ranks";
+  }
+}
+
+}  // namespace
+}  // namespace harness
