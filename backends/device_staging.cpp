@@ -12,6 +12,14 @@
 #endif
 
 namespace harness {
+namespace {
+
+[[maybe_unused]] bool accepts_device_pointers(const GradientSync& backend) {
+  const BackendInfo* info = backend_or_null(backend.name());
+  return info != nullptr && info->accepts_device_pointers && mpi_accepts_device_pointers();
+}
+
+}  // namespace
 
 #ifdef HARNESS_WITH_CUDA
 
@@ -38,13 +46,8 @@ CudaStatus cuda_status() {
   return status;
 }
 
-int select_cuda_device(MPI_Comm communicator) {
-  MPI_Comm node = MPI_COMM_NULL;
-  check_mpi(MPI_Comm_split_type(communicator, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node),
-            "MPI_Comm_split_type");
-  int local_rank = 0;
-  check_mpi(MPI_Comm_rank(node, &local_rank), "MPI_Comm_rank");
-  MPI_Comm_free(&node);
+int select_cuda_device(const Communicator& communicator) {
+  const int local_rank = node_place(communicator).local_rank;
   int devices = 0;
   check_cuda(cudaGetDeviceCount(&devices), "cudaGetDeviceCount");
   if (devices == 0) throw NotSupported("no CUDA device on this machine");
@@ -85,10 +88,8 @@ void DeviceBuffer::copy_to_host(std::span<float> host) const {
              "cudaMemcpy(device to host)");
 }
 
-DeviceStagedSync::DeviceStagedSync(GradientSync& host_backend, bool allow_device_pointers)
-    : host_backend_(host_backend),
-      device_pointers_(allow_device_pointers && host_backend.name() == "allreduce" &&
-                       mpi_accepts_device_pointers()) {}
+DeviceStagedSync::DeviceStagedSync(GradientSync& host_backend)
+    : host_backend_(host_backend), device_pointers_(accepts_device_pointers(host_backend)) {}
 
 DeviceStagedSync::~DeviceStagedSync() {
   if (pinned_ != nullptr) cudaFreeHost(pinned_);
@@ -141,7 +142,7 @@ CudaStatus cuda_status() {
   return status;
 }
 
-int select_cuda_device(MPI_Comm) { throw_not_built(); }
+int select_cuda_device(const Communicator&) { throw_not_built(); }
 
 bool mpi_accepts_device_pointers() { return false; }
 
@@ -150,7 +151,7 @@ DeviceBuffer::~DeviceBuffer() = default;
 void DeviceBuffer::copy_from_host(std::span<const float>) { throw_not_built(); }
 void DeviceBuffer::copy_to_host(std::span<float>) const { throw_not_built(); }
 
-DeviceStagedSync::DeviceStagedSync(GradientSync& host_backend, bool)
+DeviceStagedSync::DeviceStagedSync(GradientSync& host_backend)
     : host_backend_(host_backend) {
   throw_not_built();
 }

@@ -2,8 +2,10 @@
 // - staging: copy the device buffer into a pinned (page-locked) host buffer, reduce it there with
 //   any host backend, copy the sums back. Works with every backend and every MPI library.
 // - device pointers: hand the device address straight to MPI when the library reports CUDA
-//   support at run time (Open MPI's MPIX_Query_cuda_support). Only for `allreduce`, where MPI
-//   itself does the arithmetic; the other backends add floats in host code.
+//   support at run time (Open MPI's MPIX_Query_cuda_support), for a backend whose table entry
+//   accepts device pointers (MPI itself does its arithmetic; the others add floats in host code).
+// The one path from device memory to a backend: the trainer's gradient buckets and the
+// communication benchmark both go through DeviceStagedSync.
 //
 // Everything here is compiled in every build. Without HARNESS_WITH_CUDA, cuda_status() says so
 // and the classes throw NotSupported; validation rejects `device: "cuda"` before any launch, so
@@ -17,22 +19,15 @@
 #include <string>
 
 #include "backends/gradient_sync.h"
+#include "backends/registry.h"  // CudaStatus, cuda_status()
 
 namespace harness {
 
-struct CudaStatus {
-  bool usable = false;
-  int devices = 0;
-  std::string reason;  // why not usable; empty when usable
-};
-
-// Whether this build has the CUDA path and this machine a CUDA device it can use.
-CudaStatus cuda_status();
-
 // Gives this rank its own GPU on a node with several: the rank's index among the ranks of its
 // node (MPI_COMM_TYPE_SHARED) modulo the node's devices, made current with cudaSetDevice.
-// Collective over `communicator`. Returns the device index.
-int select_cuda_device(MPI_Comm communicator);
+// Collective over `communicator`. Returns the device index, which the rank passes on to its
+// workload (there is no global "current device" in the harness).
+int select_cuda_device(const Communicator& communicator);
 
 // Whether the MPI library accepts device pointers (CUDA-aware), asked at run time. False in
 // builds without HARNESS_WITH_CUDA and with MPI libraries that have no such query.
@@ -58,9 +53,9 @@ class DeviceBuffer {
 
 class DeviceStagedSync {
  public:
-  // `host_backend` must outlive this object. Device pointers go to MPI directly only when
-  // `allow_device_pointers`, the backend is "allreduce" and mpi_accepts_device_pointers().
-  DeviceStagedSync(GradientSync& host_backend, bool allow_device_pointers);
+  // `host_backend` must outlive this object. Device pointers go to it directly when its table
+  // entry accepts device pointers and mpi_accepts_device_pointers().
+  explicit DeviceStagedSync(GradientSync& host_backend);
   ~DeviceStagedSync();
   DeviceStagedSync(const DeviceStagedSync&) = delete;
   DeviceStagedSync& operator=(const DeviceStagedSync&) = delete;

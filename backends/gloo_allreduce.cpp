@@ -9,29 +9,24 @@
 
 #include <fmt/format.h>
 
-#include <array>
-#include <cstring>
+#include <algorithm>
 
 namespace harness {
 namespace {
 
 class GlooAllreduce final : public GradientSync {
  public:
-  explicit GlooAllreduce(MPI_Comm communicator) {
-    int rank = 0;
-    int size = 1;
-    check_mpi(MPI_Comm_rank(communicator, &rank), "MPI_Comm_rank");
-    check_mpi(MPI_Comm_size(communicator, &size), "MPI_Comm_size");
-    const Addresses addresses = rendezvous_addresses(communicator, rank, size);
+  explicit GlooAllreduce(const Communicator& communicator) {
+    const Addresses addresses = rendezvous_addresses(communicator);
 
     // Gloo's full-mesh connect occasionally loses a connection on a busy machine ("Connection
     // closed by peer"), so the ranks agree over MPI whether everyone got through, and if not all
     // of them start over with a fresh store.
     constexpr int kAttempts = 3;
     for (int attempt = 1;; ++attempt) {
-      std::string failure = connect(communicator, rank, size, addresses);
+      std::string failure = connect(communicator, addresses);
       int everyone_ok = failure.empty() ? 1 : 0;
-      check_mpi(MPI_Allreduce(MPI_IN_PLACE, &everyone_ok, 1, MPI_INT, MPI_MIN, communicator),
+      check_mpi(MPI_Allreduce(MPI_IN_PLACE, &everyone_ok, 1, MPI_INT, MPI_MIN, communicator.handle()),
                 "MPI_Allreduce(gloo rendezvous)");
       if (everyone_ok == 1) return;
       group_.reset();
@@ -68,25 +63,19 @@ class GlooAllreduce final : public GradientSync {
   // The loopback address for both when all ranks share a host (the common case on one machine,
   // and the only one whose traffic must stay on the machine); otherwise rank 0's host name for
   // the store and each rank's own host name for its transport.
-  static Addresses rendezvous_addresses(MPI_Comm communicator, int rank, int size) {
-    std::array<char, MPI_MAX_PROCESSOR_NAME> host{};
-    int length = 0;
-    MPI_Get_processor_name(host.data(), &length);
-    std::vector<char> all(static_cast<std::size_t>(size) * host.size());
-    check_mpi(MPI_Allgather(host.data(), static_cast<int>(host.size()), MPI_CHAR, all.data(),
-                            static_cast<int>(host.size()), MPI_CHAR, communicator),
-              "MPI_Allgather(host names)");
-    bool one_host = true;
-    for (int r = 1; r < size; ++r) {
-      one_host = one_host && std::strcmp(all.data(), all.data() + r * host.size()) == 0;
+  static Addresses rendezvous_addresses(const Communicator& communicator) {
+    const std::vector<std::string> hosts = all_host_names(communicator);
+    if (std::all_of(hosts.begin(), hosts.end(), [&hosts](const auto& host) { return host == hosts[0]; })) {
+      return {"127.0.0.1", "127.0.0.1"};
     }
-    if (one_host) return {"127.0.0.1", "127.0.0.1"};
-    return {std::string(all.data()), std::string(all.data() + rank * host.size())};
+    return {hosts[0], hosts[static_cast<std::size_t>(communicator.rank())]};
   }
 
   // One rendezvous attempt: rank 0 serves a TCPStore on an ephemeral port and sends the port to
   // every rank over MPI; then every rank builds its process group. Returns "" or what failed.
-  std::string connect(MPI_Comm communicator, int rank, int size, const Addresses& addresses) {
+  std::string connect(const Communicator& communicator, const Addresses& addresses) {
+    const int rank = communicator.rank();
+    const int size = communicator.size();
     c10d::TCPStoreOptions store_options;
     store_options.isServer = rank == 0;
     store_options.port = 0;
@@ -103,7 +92,7 @@ class GlooAllreduce final : public GradientSync {
         port = -1;
       }
     }
-    check_mpi(MPI_Bcast(&port, 1, MPI_INT, 0, communicator), "MPI_Bcast(gloo store port)");
+    check_mpi(MPI_Bcast(&port, 1, MPI_INT, 0, communicator.handle()), "MPI_Bcast(gloo store port)");
     if (port < 0) return failure.empty() ? "rank 0 could not start the store" : failure;
     try {
       if (rank != 0) {
@@ -130,7 +119,7 @@ class GlooAllreduce final : public GradientSync {
 
 bool gloo_available() { return true; }
 
-std::unique_ptr<GradientSync> make_gloo_allreduce(MPI_Comm communicator) {
+std::unique_ptr<GradientSync> make_gloo_allreduce(const Communicator& communicator) {
   return std::make_unique<GlooAllreduce>(communicator);
 }
 
@@ -142,7 +131,7 @@ namespace harness {
 
 bool gloo_available() { return false; }
 
-std::unique_ptr<GradientSync> make_gloo_allreduce(MPI_Comm /*communicator*/) {
+std::unique_ptr<GradientSync> make_gloo_allreduce(const Communicator& /*communicator*/) {
   throw NotSupported(
       "backend \"gloo\" is not in this build: install libgloo-dev (bash .ci/install-deps) and "
       "configure again");

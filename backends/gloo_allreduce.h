@@ -18,6 +18,6 @@ namespace harness {
 bool gloo_available();
 
 // Throws NotSupported when !gloo_available(), CommError when the rendezvous fails.
-std::unique_ptr<GradientSync> make_gloo_allreduce(MPI_Comm communicator);
+std::unique_ptr<GradientSync> make_gloo_allreduce(const Communicator& communicator);
 
 }  // namespace harness

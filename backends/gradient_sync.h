@@ -1,21 +1,20 @@
 // GradientSync: how ranks combine their gradients. One implementation per file pair in this
-// folder, chosen by the experiment's "backend" setting through make_gradient_sync().
+// folder, chosen by the experiment's "backend" setting through the table in registry.h.
 //
 // Contract:
 // - Collective: every rank of the communicator calls each method with the same element count,
-//   in the same order. Buffers are host memory, owned by the caller, float32.
+//   in the same order. Buffers are host memory (device memory only for a backend whose table
+//   entry accepts device pointers, see device_staging.h), owned by the caller, float32.
 // - One call at a time: from the training thread, or with overlap from the communication thread
 //   while the training thread makes no MPI call (MPI_THREAD_SERIALIZED).
 // - Errors: a failed MPI call throws CommError carrying MPI_Error_string.
 #pragma once
 
-#include <mpi.h>
-
 #include <memory>
 #include <span>
-#include <string>
 #include <string_view>
-#include <vector>
+
+#include "backends/communicator.h"
 
 namespace harness {
 
@@ -33,21 +32,8 @@ class GradientSync {
   virtual std::shared_ptr<float> allocate_buffer(std::size_t /*count*/) { return nullptr; }
 };
 
-struct BackendInfo {
-  std::string_view name;     // the string used in experiment files
-  std::string_view summary;  // one line for --help and error messages
-  std::unique_ptr<GradientSync> (*make)(MPI_Comm communicator);
-};
-
-// The name -> factory table, in the order --help lists it.
-const std::vector<BackendInfo>& backend_table();
-// The names alone, in the same order (for sweeps over every backend).
-std::vector<std::string> backend_names();
-// Throws ConfigError listing the valid names when `name` is unknown.
-const BackendInfo& find_backend(std::string_view name);
-std::unique_ptr<GradientSync> make_gradient_sync(std::string_view name, MPI_Comm communicator);
-
-// Throws CommError("<operation>: <MPI_Error_string>") when `code` is not MPI_SUCCESS.
-void check_mpi(int code, std::string_view operation);
+// The backend named `name` (registry.h) over `communicator`. Collective. Throws ConfigError for
+// an unknown name.
+std::unique_ptr<GradientSync> make_gradient_sync(std::string_view name, const Communicator& communicator);
 
 }  // namespace harness

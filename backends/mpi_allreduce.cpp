@@ -11,7 +11,7 @@ void MpiAllreduce::allreduce_sum(std::span<float> buffer) {
   for (std::size_t offset = 0; offset < buffer.size(); offset += kMaxCount) {
     const auto count = static_cast<int>(std::min(kMaxCount, buffer.size() - offset));
     check_mpi(MPI_Allreduce(MPI_IN_PLACE, buffer.data() + offset, count, MPI_FLOAT, MPI_SUM,
-                            communicator_),
+                            communicator_.handle()),
               "MPI_Allreduce");
   }
 }

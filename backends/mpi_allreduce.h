@@ -8,12 +8,12 @@ namespace harness {
 
 class MpiAllreduce : public GradientSync {
  public:
-  explicit MpiAllreduce(MPI_Comm communicator) : communicator_(communicator) {}
+  explicit MpiAllreduce(const Communicator& communicator) : communicator_(communicator) {}
   std::string_view name() const override { return "allreduce"; }
   void allreduce_sum(std::span<float> buffer) override;
 
  private:
-  MPI_Comm communicator_;
+  Communicator communicator_;
 };
 
 }  // namespace harness

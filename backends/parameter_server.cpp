@@ -13,33 +13,31 @@ constexpr std::size_t kMaxMessage = INT_MAX;
 
 }  // namespace
 
-ParameterServer::ParameterServer(MPI_Comm communicator) : communicator_(communicator) {
-  check_mpi(MPI_Comm_rank(communicator_, &rank_), "MPI_Comm_rank");
-  check_mpi(MPI_Comm_size(communicator_, &size_), "MPI_Comm_size");
-}
+ParameterServer::ParameterServer(const Communicator& communicator) : communicator_(communicator) {}
 
 void ParameterServer::allreduce_sum(std::span<float> buffer) {
-  if (size_ == 1 || buffer.empty()) return;  // every rank has the same size: all return
+  const int size = communicator_.size();
+  if (size == 1 || buffer.empty()) return;  // every rank has the same size: all return
   for (std::size_t offset = 0; offset < buffer.size(); offset += kMaxMessage) {
     const std::size_t count_elements = std::min(kMaxMessage, buffer.size() - offset);
     const int count = static_cast<int>(count_elements);
     float* piece = buffer.data() + offset;
-    if (rank_ == 0) {
+    if (communicator_.rank() == 0) {
       incoming_.resize(count_elements);
-      for (int worker = 1; worker < size_; ++worker) {
-        check_mpi(MPI_Recv(incoming_.data(), count, MPI_FLOAT, worker, kGradientTag, communicator_,
+      for (int worker = 1; worker < size; ++worker) {
+        check_mpi(MPI_Recv(incoming_.data(), count, MPI_FLOAT, worker, kGradientTag, communicator_.handle(),
                            MPI_STATUS_IGNORE),
                   "ps MPI_Recv(gradients)");
         for (std::size_t i = 0; i < count_elements; ++i) piece[i] += incoming_[i];
       }
-      for (int worker = 1; worker < size_; ++worker) {
-        check_mpi(MPI_Send(piece, count, MPI_FLOAT, worker, kSumTag, communicator_),
+      for (int worker = 1; worker < size; ++worker) {
+        check_mpi(MPI_Send(piece, count, MPI_FLOAT, worker, kSumTag, communicator_.handle()),
                   "ps MPI_Send(sum)");
       }
     } else {
-      check_mpi(MPI_Send(piece, count, MPI_FLOAT, 0, kGradientTag, communicator_),
+      check_mpi(MPI_Send(piece, count, MPI_FLOAT, 0, kGradientTag, communicator_.handle()),
                 "ps MPI_Send(gradients)");
-      check_mpi(MPI_Recv(piece, count, MPI_FLOAT, 0, kSumTag, communicator_, MPI_STATUS_IGNORE),
+      check_mpi(MPI_Recv(piece, count, MPI_FLOAT, 0, kSumTag, communicator_.handle(), MPI_STATUS_IGNORE),
                 "ps MPI_Recv(sum)");
     }
   }

@@ -16,14 +16,12 @@ namespace harness {
 
 class ParameterServer : public GradientSync {
  public:
-  explicit ParameterServer(MPI_Comm communicator);
+  explicit ParameterServer(const Communicator& communicator);
   std::string_view name() const override { return "ps"; }
   void allreduce_sum(std::span<float> buffer) override;
 
  private:
-  MPI_Comm communicator_;
-  int rank_ = 0;
-  int size_ = 1;
+  Communicator communicator_;
   std::vector<float> incoming_;  // on rank 0: one worker's buffer
 };
 

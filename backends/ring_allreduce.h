@@ -16,14 +16,12 @@ namespace harness {
 
 class RingAllreduce : public GradientSync {
  public:
-  explicit RingAllreduce(MPI_Comm communicator);
+  explicit RingAllreduce(const Communicator& communicator);
   std::string_view name() const override { return "ring"; }
   void allreduce_sum(std::span<float> buffer) override;
 
  private:
-  MPI_Comm communicator_;
-  int rank_ = 0;
-  int size_ = 1;
+  Communicator communicator_;
   std::vector<float> incoming_;  // one chunk received from the left neighbour
 };
 

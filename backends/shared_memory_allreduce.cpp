@@ -49,12 +49,9 @@ void cpu_relax() {
 class SharedMapping {
  public:
   // Collective. Throws CommError on every rank when any rank cannot map it.
-  SharedMapping(MPI_Comm communicator, std::size_t bytes) : bytes_(bytes) {
-    int rank = 0;
-    int ranks = 1;
-    check_mpi(MPI_Comm_rank(communicator, &rank), "MPI_Comm_rank");
-    check_mpi(MPI_Comm_size(communicator, &ranks), "MPI_Comm_size");
-    check_mpi(MPI_Barrier(communicator), "MPI_Barrier");
+  SharedMapping(const Communicator& communicator, std::size_t bytes) : bytes_(bytes) {
+    const int rank = communicator.rank();
+    check_mpi(MPI_Barrier(communicator.handle()), "MPI_Barrier");
     // Rank 0's verdict, then the name or the error: one broadcast of a fixed-size message.
     std::array<char, 512> message{};
     if (rank == 0) {
@@ -66,13 +63,13 @@ class SharedMapping {
     }
     try {
       check_mpi(
-          MPI_Bcast(message.data(), static_cast<int>(message.size()), MPI_CHAR, 0, communicator),
+          MPI_Bcast(message.data(), static_cast<int>(message.size()), MPI_CHAR, 0, communicator.handle()),
           "MPI_Bcast");
       const std::string text(message.data());
       std::string error = text.starts_with('/') ? std::string() : text;
-      if (error.empty()) error = map_share(text, rank, ranks);
+      if (error.empty()) error = map_share(text, rank, communicator.size());
       int mapped = error.empty() ? 1 : 0;
-      check_mpi(MPI_Allreduce(MPI_IN_PLACE, &mapped, 1, MPI_INT, MPI_MIN, communicator),
+      check_mpi(MPI_Allreduce(MPI_IN_PLACE, &mapped, 1, MPI_INT, MPI_MIN, communicator.handle()),
                 "MPI_Allreduce");
       unlink_name();
       if (mapped == 0) {
@@ -161,19 +158,10 @@ class SharedMapping {
   void* data_ = nullptr;
 };
 
-SharedMemoryAllreduce::SharedMemoryAllreduce(MPI_Comm communicator)
-    : communicator_(communicator) {
-  check_mpi(MPI_Comm_rank(communicator_, &rank_), "MPI_Comm_rank");
-  check_mpi(MPI_Comm_size(communicator_, &size_), "MPI_Comm_size");
-  MPI_Comm node = MPI_COMM_NULL;
-  check_mpi(MPI_Comm_split_type(communicator_, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node),
-            "MPI_Comm_split_type");
-  int node_size = 0;
-  const int sized = MPI_Comm_size(node, &node_size);
-  MPI_Comm_free(&node);
-  check_mpi(sized, "MPI_Comm_size");
-  int smallest_node = node_size;
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &smallest_node, 1, MPI_INT, MPI_MIN, communicator_),
+SharedMemoryAllreduce::SharedMemoryAllreduce(const Communicator& communicator)
+    : communicator_(communicator), rank_(communicator.rank()), size_(communicator.size()) {
+  int smallest_node = node_place(communicator_).local_size;
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &smallest_node, 1, MPI_INT, MPI_MIN, communicator_.handle()),
             "MPI_Allreduce");
   if (smallest_node != size_) {
     throw NotSupported(fmt::format(

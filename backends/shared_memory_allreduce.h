@@ -33,7 +33,7 @@ class SharedMemoryAllreduce : public GradientSync {
  public:
   // Collective over `communicator`. Throws NotSupported when its ranks span several nodes and
   // CommError when the shared memory cannot be created.
-  explicit SharedMemoryAllreduce(MPI_Comm communicator);
+  explicit SharedMemoryAllreduce(const Communicator& communicator);
   ~SharedMemoryAllreduce() override;
   SharedMemoryAllreduce(const SharedMemoryAllreduce&) = delete;
   SharedMemoryAllreduce& operator=(const SharedMemoryAllreduce&) = delete;
@@ -69,8 +69,8 @@ class SharedMemoryAllreduce : public GradientSync {
   void reduce_in_place(const std::vector<float*>& segments, std::size_t offset,
                        std::size_t count);
 
-  MPI_Comm communicator_;
-  int rank_ = 0;
+  Communicator communicator_;
+  int rank_ = 0;   // communicator_.rank(), used on every access to the mapping
   int size_ = 1;
   bool oversubscribed_ = false;             // more ranks than the node has cores
   std::shared_ptr<SharedMapping> control_;  // arrival flags, then the scratch segments

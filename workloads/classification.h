@@ -1,13 +1,43 @@
-// Held-out evaluation shared by the image classifiers (mnist_cnn, resnet).
+// What the LibTorch classifiers (iris_mlp, mnist_cnn, resnet) share: their data and model held as
+// tensors on the point's device, and the held-out evaluation of the image classifiers.
 #pragma once
 
+#include <torch/nn/module.h>
 #include <torch/types.h>
 
 #include <algorithm>
+#include <initializer_list>
+#include <memory>
 
 #include "workloads/workload.h"
 
 namespace harness {
+
+// A classifier whose training and held-out sets are tensors in memory (positions index their first
+// dimension) and whose parameters are its model's.
+class TensorClassifier : public Workload {
+ public:
+  int64_t train_size() const override { return train_labels_.size(0); }
+  int64_t test_size() const override { return test_labels_.size(0); }
+  std::vector<torch::Tensor> parameters() override { return model_->parameters(); }
+
+ protected:
+  explicit TensorClassifier(torch::Device device) : device_(device) {}
+
+  // Moves the model, the four data tensors and `more` (targets, say) to device_: the data sets
+  // here fit in its memory, so a step indexes them there without copies from the host.
+  void place_on_device(std::initializer_list<torch::Tensor*> more = {}) {
+    model_->to(device_);
+    for (torch::Tensor* tensor : {&train_inputs_, &train_labels_, &test_inputs_, &test_labels_}) {
+      *tensor = tensor->to(device_);
+    }
+    for (torch::Tensor* tensor : more) *tensor = tensor->to(device_);
+  }
+
+  torch::Device device_;
+  std::shared_ptr<torch::nn::Module> model_;
+  torch::Tensor train_inputs_, train_labels_, test_inputs_, test_labels_;
+};
 
 // Mean negative log-likelihood and accuracy over `images`, `chunk` images at a time (bounding
 // the activations' memory). `log_probabilities` maps a batch of images to log-softmax outputs.

@@ -11,7 +11,7 @@
 
 #include "harness/common/errors.h"
 #include "workloads/iris_data.h"
-#include "workloads/workload.h"
+#include "workloads/classification.h"
 
 namespace harness {
 namespace {
@@ -47,51 +47,37 @@ torch::Tensor labels_of(const IrisData& data, const std::vector<int64_t>& rows) 
 // The data set, the split and the parameters, shared by both engines. Parameters are the
 // torch::nn::Linear layers' tensors in both, so the same seed gives the same initial weights and
 // the trainer sees the same parameter list (weight, bias per layer, input to output).
-class IrisMlpBase : public Workload {
+class IrisMlpBase : public TensorClassifier {
  public:
-  explicit IrisMlpBase(const PointSettings& settings) : device_(torch_device(settings.device)) {
+  IrisMlpBase(const PointSettings& settings, int cuda_device)
+      : TensorClassifier(torch_device(settings.device, cuda_device)) {
     IrisData data = load_for(settings);
     IrisSplit split = split_iris(data, kIrisTestFraction, static_cast<uint64_t>(settings.seed));
     if (settings.dataset_size > 0) split.train.resize(settings.dataset_size);
     standardize(data, split.train);
 
-    train_features_ = rows_of_features(data, split.train);
+    train_inputs_ = rows_of_features(data, split.train);
     train_labels_ = labels_of(data, split.train);
     train_targets_ = torch::one_hot(train_labels_, IrisData::kClasses).to(torch::kFloat32);
-    test_features_ = rows_of_features(data, split.test);
+    test_inputs_ = rows_of_features(data, split.test);
     test_labels_ = labels_of(data, split.test);
     test_targets_ = torch::one_hot(test_labels_, IrisData::kClasses).to(torch::kFloat32);
 
     // Same seed on every rank; rank 0's weights are broadcast anyway.
     torch::manual_seed(static_cast<uint64_t>(settings.seed));
-    layers_ = std::make_shared<torch::nn::Module>();
-    hidden1_ = layers_->register_module("hidden1", torch::nn::Linear(IrisData::kFeatures, kHidden1));
-    hidden2_ = layers_->register_module("hidden2", torch::nn::Linear(kHidden1, kHidden2));
-    output_ = layers_->register_module("output", torch::nn::Linear(kHidden2, IrisData::kClasses));
-
-    // Data and model on the experiment's device (the data sets here fit in its memory).
-    layers_->to(device_);
-    train_features_ = train_features_.to(device_);
-    train_labels_ = train_labels_.to(device_);
-    train_targets_ = train_targets_.to(device_);
-    test_features_ = test_features_.to(device_);
-    test_labels_ = test_labels_.to(device_);
-    test_targets_ = test_targets_.to(device_);
+    model_ = std::make_shared<torch::nn::Module>();
+    hidden1_ = model_->register_module("hidden1", torch::nn::Linear(IrisData::kFeatures, kHidden1));
+    hidden2_ = model_->register_module("hidden2", torch::nn::Linear(kHidden1, kHidden2));
+    output_ = model_->register_module("output", torch::nn::Linear(kHidden2, IrisData::kClasses));
+    place_on_device({&train_targets_, &test_targets_});
   }
-
-  int64_t train_size() const override { return train_labels_.size(0); }
-  int64_t test_size() const override { return test_labels_.size(0); }
-  std::vector<torch::Tensor> parameters() override { return layers_->parameters(); }
 
  protected:
   static constexpr int kHidden1 = 30;
   static constexpr int kHidden2 = 20;
 
-  torch::Device device_;
-  std::shared_ptr<torch::nn::Module> layers_;
   torch::nn::Linear hidden1_{nullptr}, hidden2_{nullptr}, output_{nullptr};
-  torch::Tensor train_features_, train_labels_, train_targets_;
-  torch::Tensor test_features_, test_labels_, test_targets_;
+  torch::Tensor train_targets_, test_targets_;  // one-hot labels, for the squared error
 };
 
 class IrisMlpTorch final : public IrisMlpBase {
@@ -100,7 +86,7 @@ class IrisMlpTorch final : public IrisMlpBase {
 
   double forward_backward(std::span<const int64_t> positions) override {
     const auto index = position_index(positions, device_);
-    const auto loss = torch::mse_loss(forward(train_features_.index_select(0, index)),
+    const auto loss = torch::mse_loss(forward(train_inputs_.index_select(0, index)),
                                       train_targets_.index_select(0, index));
     loss.backward();
     return loss.item<double>();
@@ -108,7 +94,7 @@ class IrisMlpTorch final : public IrisMlpBase {
 
   Evaluation evaluate() override {
     torch::NoGradGuard no_grad;
-    const auto outputs = forward(test_features_);
+    const auto outputs = forward(test_inputs_);
     Evaluation evaluation;
     evaluation.loss = torch::mse_loss(outputs, test_targets_).item<double>();
     evaluation.accuracy =
@@ -128,7 +114,7 @@ class IrisMlpTorch final : public IrisMlpBase {
 // IrisMlpTorch computes (mean squared error over batch × classes, sigmoid everywhere).
 class IrisMlpBlas final : public IrisMlpBase {
  public:
-  explicit IrisMlpBlas(const PointSettings& settings) : IrisMlpBase(settings) {
+  IrisMlpBlas(const PointSettings& settings, int cuda_device) : IrisMlpBase(settings, cuda_device) {
     if (!device_.is_cpu()) throw ConfigError("engine: \"blas\" runs on the cpu device only");
   }
 
@@ -158,7 +144,7 @@ class IrisMlpBlas final : public IrisMlpBase {
 
   Evaluation evaluate() override {
     const auto count = static_cast<int>(test_size());
-    const float* features = test_features_.data_ptr<float>();
+    const float* features = test_inputs_.data_ptr<float>();
     forward(features, count);
     const float* targets = test_targets_.data_ptr<float>();
     const int64_t* labels = test_labels_.data_ptr<int64_t>();
@@ -225,7 +211,7 @@ class IrisMlpBlas final : public IrisMlpBase {
   }
 
   void gather(std::span<const int64_t> positions) {
-    const float* features = train_features_.data_ptr<float>();
+    const float* features = train_inputs_.data_ptr<float>();
     const float* targets = train_targets_.data_ptr<float>();
     input_.resize(positions.size() * IrisData::kFeatures);
     batch_targets_.resize(positions.size() * IrisData::kClasses);
@@ -251,9 +237,9 @@ int64_t iris_mlp_train_samples(const PointSettings& settings) {
       split_iris(data, kIrisTestFraction, static_cast<uint64_t>(settings.seed)).train.size());
 }
 
-std::unique_ptr<Workload> make_iris_mlp(const PointSettings& settings) {
-  if (settings.engine == "blas") return std::make_unique<IrisMlpBlas>(settings);
-  return std::make_unique<IrisMlpTorch>(settings);
+std::unique_ptr<Workload> make_iris_mlp(const PointSettings& settings, int cuda_device) {
+  if (settings.engine == "blas") return std::make_unique<IrisMlpBlas>(settings, cuda_device);
+  return std::make_unique<IrisMlpTorch>(settings, cuda_device);
 }
 
 }  // namespace harness

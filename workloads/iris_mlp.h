@@ -18,6 +18,6 @@ class Workload;
 inline constexpr double kIrisTestFraction = 0.2;
 
 int64_t iris_mlp_train_samples(const PointSettings& settings);
-std::unique_ptr<Workload> make_iris_mlp(const PointSettings& settings);
+std::unique_ptr<Workload> make_iris_mlp(const PointSettings& settings, int cuda_device);
 
 }  // namespace harness

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "harness/common/errors.h"
+#include "harness/common/json_values.h"
 #include "workloads/iris_data.h"
 
 namespace harness {
@@ -47,17 +48,18 @@ KMeansData iris_points(const PointSettings& settings) {
 // Blob centres uniform in [-10, 10]^d, points N(centre, 1); point i belongs to blob i mod k, so
 // every prefix of the set holds all blobs in equal shares.
 KMeansData blob_points(const PointSettings& settings) {
+  const int k = kmeans_options(settings).k;
   const int64_t count = settings.dataset_size > 0 ? settings.dataset_size : kDefaultBlobPoints;
   std::mt19937_64 engine(static_cast<uint64_t>(settings.seed) * 0x9E3779B97F4A7C15ULL + 0xB10B);
-  std::vector<double> centres(static_cast<std::size_t>(settings.kmeans_k) * kBlobDimensions);
+  std::vector<double> centres(static_cast<std::size_t>(k) * kBlobDimensions);
   for (double& c : centres) c = -10.0 + 20.0 * uniform01(engine);
   KMeansData data;
   data.dimensions = kBlobDimensions;
-  data.classes = settings.kmeans_k;
+  data.classes = k;
   data.points.resize(static_cast<std::size_t>(count) * kBlobDimensions);
   data.labels.resize(static_cast<std::size_t>(count));
   for (int64_t i = 0; i < count; ++i) {
-    const auto blob = static_cast<int32_t>(i % settings.kmeans_k);
+    const auto blob = static_cast<int32_t>(i % k);
     data.labels[i] = blob;
     for (int d = 0; d < kBlobDimensions; ++d) {
       data.points[i * kBlobDimensions + d] =
@@ -78,12 +80,45 @@ float squared_distance(const float* a, const float* b, int dimensions) {
 
 }  // namespace
 
+std::vector<SettingRow> kmeans_setting_rows() {
+  const KMeansOptions defaults;
+  return {
+      owned_setting("kmeans_k", "a positive integer (at most 4096)",
+                    "workload kmeans: number of clusters",
+                    R"({"type": "integer", "minimum": 1, "maximum": 4096})", defaults.k,
+                    [](const Json& value, const std::string& where) {
+                      return Json(read_integer(value, where, 1, 4096, "a positive integer (at most 4096)"));
+                    }),
+      owned_setting("kmeans_tolerance", "a positive number",
+                    "workload kmeans: stop when no centroid moves farther than this",
+                    R"({"type": "number", "exclusiveMinimum": 0})", defaults.tolerance,
+                    [](const Json& value, const std::string& where) {
+                      return Json(read_positive_number(value, where));
+                    }),
+      owned_setting("kmeans_data", "\"iris\" or \"blobs\"",
+                    "workload kmeans: the Iris measurements, or dataset_size synthetic Gaussian-blob "
+                    "points",
+                    R"({"enum": ["iris", "blobs"]})", defaults.data,
+                    [](const Json& value, const std::string& where) {
+                      return Json(read_choice(value, where, {"iris", "blobs"}));
+                    }),
+  };
+}
+
+KMeansOptions kmeans_options(const PointSettings& settings) {
+  KMeansOptions options;
+  options.k = settings.option("kmeans_k", options.k);
+  options.tolerance = settings.option("kmeans_tolerance", options.tolerance);
+  options.data = settings.option("kmeans_data", options.data);
+  return options;
+}
+
 KMeansData load_kmeans_data(const PointSettings& settings) {
-  return settings.kmeans_data == "blobs" ? blob_points(settings) : iris_points(settings);
+  return kmeans_options(settings).data == "blobs" ? blob_points(settings) : iris_points(settings);
 }
 
 int64_t kmeans_available_points(const PointSettings& settings) {
-  if (settings.kmeans_data == "blobs") return kMaxBlobPoints;
+  if (kmeans_options(settings).data == "blobs") return kMaxBlobPoints;
   try {
     return load_iris_csv(settings.data_path.empty() ? default_iris_path() : settings.data_path).rows();
   } catch (const ConfigError& error) {

@@ -16,11 +16,21 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "harness/study/settings.h"
 
 namespace harness {
+
+// The settings the kmeans workload owns (kmeans_k, kmeans_tolerance, kmeans_data).
+struct KMeansOptions {
+  int k = 3;                    // clusters (and blobs)
+  double tolerance = 1e-4;      // stop when no centroid moves farther than this
+  std::string data = "iris";    // "iris" or "blobs"
+};
+KMeansOptions kmeans_options(const PointSettings& settings);
+std::vector<SettingRow> kmeans_setting_rows();
 
 inline constexpr int kBlobDimensions = 8;
 inline constexpr int64_t kDefaultBlobPoints = 100'000;

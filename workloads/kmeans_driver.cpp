@@ -1,33 +1,25 @@
 #include "workloads/kmeans_driver.h"
 
-#include <chrono>
+#include "harness/common/clock.h"
 
 namespace harness {
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds(Clock::duration duration) { return std::chrono::duration<double>(duration).count(); }
-
-}  // namespace
 
 KMeansResult run_distributed_kmeans(const KMeansData& data, GradientSync& backend,
-                                    MPI_Comm communicator, const PointSettings& settings) {
-  int rank = 0;
-  int ranks = 1;
-  check_mpi(MPI_Comm_rank(communicator, &rank), "MPI_Comm_rank");
-  check_mpi(MPI_Comm_size(communicator, &ranks), "MPI_Comm_size");
+                                    const Communicator& communicator, const PointSettings& settings) {
+  const int rank = communicator.rank();
+  const int ranks = communicator.size();
+  const KMeansOptions options = kmeans_options(settings);
   const int64_t n = data.count();
   const int64_t begin = n * rank / ranks;
   const int64_t end = n * (rank + 1) / ranks;
 
-  const KMeansBufferLayout layout{settings.kmeans_k, data.dimensions, data.classes};
+  const KMeansBufferLayout layout{options.k, data.dimensions, data.classes};
   KMeansResult result;
-  result.centroids = initial_centroids(data, settings.kmeans_k, static_cast<uint64_t>(settings.seed));
+  result.centroids = initial_centroids(data, options.k, static_cast<uint64_t>(settings.seed));
   result.training.steps_per_epoch = 1;
   std::vector<float> buffer(layout.size());
 
-  check_mpi(MPI_Barrier(communicator), "MPI_Barrier");
+  check_mpi(MPI_Barrier(communicator.handle()), "MPI_Barrier");
   const double loop_start = MPI_Wtime();
   for (int iteration = 1; iteration <= settings.epochs; ++iteration) {
     const auto start = Clock::now();
@@ -38,15 +30,15 @@ KMeansResult run_distributed_kmeans(const KMeansData& data, GradientSync& backen
     double moved = update_centroids(buffer, layout, result.centroids);
     // Allreduce algorithms may round differently on different ranks; agreeing on the largest
     // move keeps every rank taking the same stop decision (a differing one would deadlock).
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, &moved, 1, MPI_DOUBLE, MPI_MAX, communicator),
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, &moved, 1, MPI_DOUBLE, MPI_MAX, communicator.handle()),
               "MPI_Allreduce(centroid move)");
     const auto finished = Clock::now();
 
-    const double step_s = seconds(finished - start);
+    const double step_s = seconds_between(start, finished);
     StepTimes& steps = result.training.steps;
-    steps.compute_s.push_back(seconds(computed - start) + seconds(finished - reduced));
-    steps.comm_s.push_back(seconds(reduced - computed));
-    steps.exposed_s.push_back(seconds(reduced - computed));
+    steps.compute_s.push_back(seconds_between(start, computed) + seconds_between(reduced, finished));
+    steps.comm_s.push_back(seconds_between(computed, reduced));
+    steps.exposed_s.push_back(seconds_between(computed, reduced));
     steps.step_s.push_back(step_s);
     result.training.samples_trained += n;
     result.iterations = iteration;
@@ -61,12 +53,12 @@ KMeansResult run_distributed_kmeans(const KMeansData& data, GradientSync& backen
     record.samples_seen = result.training.samples_trained;
     if (rank == 0) result.training.epochs.push_back(record);
 
-    if (moved <= settings.kmeans_tolerance) {
+    if (moved <= options.tolerance) {
       result.converged = true;
       break;
     }
   }
-  check_mpi(MPI_Barrier(communicator), "MPI_Barrier");
+  check_mpi(MPI_Barrier(communicator.handle()), "MPI_Barrier");
   result.training.train_time_s = MPI_Wtime() - loop_start;
   return result;
 }

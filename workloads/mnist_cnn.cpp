@@ -73,22 +73,23 @@ torch::Tensor label_tensor(const IdxArray& labels, const std::string& path) {
       .to(torch::kInt64);
 }
 
-class MnistCnn final : public Workload {
+class MnistCnn final : public TensorClassifier {
  public:
-  explicit MnistCnn(const PointSettings& settings) : device_(torch_device(settings.device)) {
+  MnistCnn(const PointSettings& settings, int cuda_device)
+      : TensorClassifier(torch_device(settings.device, cuda_device)) {
     const Split train = split_files(settings, true);
     const Split test = split_files(settings, false);
     const int64_t train_count = settings.dataset_size > 0 ? settings.dataset_size : 0;
     const int64_t test_count = settings.test_size > 0 ? settings.test_size : 0;
-    train_images_ = image_tensor(read_idx(train.images, train_count));
+    train_inputs_ = image_tensor(read_idx(train.images, train_count));
     train_labels_ = label_tensor(read_idx(train.labels, train_count), train.labels);
-    test_images_ = image_tensor(read_idx(test.images, test_count));
+    test_inputs_ = image_tensor(read_idx(test.images, test_count));
     test_labels_ = label_tensor(read_idx(test.labels, test_count), test.labels);
     // Standardise with the training images' statistics (the same on every rank).
-    const double mean = train_images_.mean().item<double>();
-    const double deviation = train_images_.std().item<double>();
-    train_images_.sub_(mean).div_(deviation);
-    test_images_.sub_(mean).div_(deviation);
+    const double mean = train_inputs_.mean().item<double>();
+    const double deviation = train_inputs_.std().item<double>();
+    train_inputs_.sub_(mean).div_(deviation);
+    test_inputs_.sub_(mean).div_(deviation);
 
     torch::manual_seed(static_cast<uint64_t>(settings.seed));
     model_ = std::make_shared<torch::nn::Module>();
@@ -97,22 +98,13 @@ class MnistCnn final : public Workload {
     fc1_ = model_->register_module("fc1", torch::nn::Linear(9216, 128));
     fc2_ = model_->register_module("fc2", torch::nn::Linear(128, 10));
 
-    // Data and model on the experiment's device (the data sets here fit in its memory).
-    model_->to(device_);
+    place_on_device();
     store_convolutions_channels_last(model_->parameters());
-    train_images_ = train_images_.to(device_);
-    train_labels_ = train_labels_.to(device_);
-    test_images_ = test_images_.to(device_);
-    test_labels_ = test_labels_.to(device_);
   }
-
-  int64_t train_size() const override { return train_labels_.size(0); }
-  int64_t test_size() const override { return test_labels_.size(0); }
-  std::vector<torch::Tensor> parameters() override { return model_->parameters(); }
 
   double forward_backward(std::span<const int64_t> positions) override {
     const auto index = position_index(positions, device_);
-    const auto loss = torch::nll_loss(forward(train_images_.index_select(0, index)),
+    const auto loss = torch::nll_loss(forward(train_inputs_.index_select(0, index)),
                                       train_labels_.index_select(0, index));
     loss.backward();
     return loss.item<double>();
@@ -120,7 +112,7 @@ class MnistCnn final : public Workload {
 
   Evaluation evaluate() override {
     // At most 1000 images at a time bounds the activations' memory.
-    return evaluate_classifier([this](const torch::Tensor& x) { return forward(x); }, test_images_,
+    return evaluate_classifier([this](const torch::Tensor& x) { return forward(x); }, test_inputs_,
                                test_labels_, 1000);
   }
 
@@ -137,11 +129,8 @@ class MnistCnn final : public Workload {
     return torch::log_softmax(fc2_(torch::relu(fc1_(y))), 1);
   }
 
-  torch::Device device_;
-  std::shared_ptr<torch::nn::Module> model_;
   torch::nn::Conv2d conv1_{nullptr}, conv2_{nullptr};
   torch::nn::Linear fc1_{nullptr}, fc2_{nullptr};
-  torch::Tensor train_images_, train_labels_, test_images_, test_labels_;
 };
 
 }  // namespace
@@ -156,8 +145,8 @@ int64_t mnist_cnn_train_samples(const PointSettings& settings) {
   return train;
 }
 
-std::unique_ptr<Workload> make_mnist_cnn(const PointSettings& settings) {
-  return std::make_unique<MnistCnn>(settings);
+std::unique_ptr<Workload> make_mnist_cnn(const PointSettings& settings, int cuda_device) {
+  return std::make_unique<MnistCnn>(settings, cuda_device);
 }
 
 }  // namespace harness

@@ -24,6 +24,6 @@ class Workload;
 inline constexpr const char* kDefaultMnistDirectory = "/usr/share/datasets/fashion-mnist";
 
 int64_t mnist_cnn_train_samples(const PointSettings& settings);
-std::unique_ptr<Workload> make_mnist_cnn(const PointSettings& settings);
+std::unique_ptr<Workload> make_mnist_cnn(const PointSettings& settings, int cuda_device);
 
 }  // namespace harness

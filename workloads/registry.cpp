@@ -1,9 +1,12 @@
 #include "workloads/registry.h"
 
+#include <torch/cuda.h>
+
 #include <fmt/format.h>
 
 #include "harness/common/errors.h"
 #include "harness/common/name_table.h"
+#include "harness/study/settings.h"
 #include "workloads/iris_mlp.h"
 #include "workloads/kmeans.h"
 #include "workloads/mnist_cnn.h"
@@ -27,28 +30,82 @@ SampleLimits resnet_limits(const PointSettings& s) {
   return {kDefaultSyntheticImages, most};
 }
 SampleLimits kmeans_limits(const PointSettings& s) {
-  if (s.kmeans_data == "blobs") return {kDefaultBlobPoints, kMaxBlobPoints};
+  if (kmeans_options(s).data == "blobs") return {kDefaultBlobPoints, kMaxBlobPoints};
   return fixed(kmeans_available_points(s));
+}
+
+std::optional<SettingProblem> iris_check(const PointSettings& s, const PointShape& /*shape*/) {
+  if (s.engine == "blas" && s.device != "cpu") {
+    return SettingProblem{"device", fmt::format("expected \"cpu\" with engine \"blas\", got \"{}\"", s.device)};
+  }
+  return std::nullopt;
+}
+
+std::optional<SettingProblem> resnet_check(const PointSettings& /*s*/, const PointShape& shape) {
+  if (shape.per_rank_batch < 2) {
+    return SettingProblem{"", fmt::format("batch_size: resnet needs at least 2 samples per rank "
+                                          "(BatchNorm's batch statistics over a 1x1 feature map), "
+                                          "got {}",
+                                          shape.per_rank_batch)};
+  }
+  return std::nullopt;
+}
+
+std::optional<SettingProblem> kmeans_check(const PointSettings& s, const PointShape& shape) {
+  if (s.device != "cpu") {
+    return SettingProblem{"device", fmt::format("expected \"cpu\" for workload kmeans (it runs on "
+                                                "the cpu), got \"{}\"",
+                                                s.device)};
+  }
+  const int k = kmeans_options(s).k;
+  if (k > shape.samples) {
+    return SettingProblem{"kmeans_k", fmt::format("expected at most {} clusters (the points used), got {}",
+                                                  shape.samples, k)};
+  }
+  return std::nullopt;
 }
 
 }  // namespace
 
 const std::vector<WorkloadInfo>& workload_table() {
   static const std::vector<WorkloadInfo> table = {
-      {"iris_mlp", "Iris 4-30-20-3 sigmoid MLP, squared error on one-hot labels, plain SGD",
-       {"torch", "blas"}, Algorithm::kDataParallelSgd, iris_limits, make_iris_mlp},
-      {"mnist_cnn", "PyTorch MNIST example CNN (2 conv, 2 fc, no dropout) on MNIST-format data",
-       {"torch"}, Algorithm::kDataParallelSgd, mnist_limits, make_mnist_cnn},
-      {"resnet", "ResNet-18/50 (torchvision layout) on synthetic images, as Horovod's benchmark",
-       {"torch"}, Algorithm::kDataParallelSgd, resnet_limits, make_resnet},
-      {"kmeans", "distributed K-means (Lloyd), sums and counts allreduced; Iris or Gaussian blobs",
-       {}, Algorithm::kLloydKMeans, kmeans_limits, nullptr},
+      {.name = "iris_mlp",
+       .summary = "Iris 4-30-20-3 sigmoid MLP, squared error on one-hot labels, plain SGD",
+       .engines = {"torch", "blas"},
+       .train_samples = iris_limits,
+       .check = iris_check,
+       .make = make_iris_mlp},
+      {.name = "mnist_cnn",
+       .summary = "PyTorch MNIST example CNN (2 conv, 2 fc, no dropout) on MNIST-format data",
+       .engines = {"torch"},
+       .train_samples = mnist_limits,
+       .make = make_mnist_cnn},
+      {.name = "resnet",
+       .summary = "ResNet-18/50 (torchvision layout) on synthetic images, as Horovod's benchmark",
+       .engines = {"torch"},
+       .settings = resnet_setting_rows,
+       .train_samples = resnet_limits,
+       .check = resnet_check,
+       .make = make_resnet},
+      {.name = "kmeans",
+       .summary = "distributed K-means (Lloyd), sums and counts allreduced; Iris or Gaussian blobs",
+       .algorithm = Algorithm::kLloydKMeans,
+       .settings = kmeans_setting_rows,
+       .train_samples = kmeans_limits,
+       .check = kmeans_check},
   };
   return table;
 }
 
 const WorkloadInfo& find_workload(std::string_view name) {
   return find_by_name(workload_table(), name, "workload");
+}
+
+std::string training_device_problem(std::string_view device) {
+  if (device == "cuda" && !torch::cuda::is_available()) {
+    return "training on \"cuda\" needs a LibTorch built with CUDA, and this one is CPU-only";
+  }
+  return "";
 }
 
 }  // namespace harness

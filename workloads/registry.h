@@ -1,20 +1,26 @@
-// The workload name -> factory table. Free of LibTorch headers so the command line can validate
-// names and data before launching anything.
+// The workload name -> factory table, and what the rest of the harness may know about a workload:
+// its engines, the settings it owns, how much data a point can have and what it refuses. Free of
+// LibTorch headers, so the orchestrator can validate experiments with it before launching anything.
+//
+// Adding a workload = a file pair in this folder + a line in registry.cpp + a CMake line + a test.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
-#include "harness/study/settings.h"
+#include "harness/study/setting_row.h"
 
 namespace harness {
 
 class Workload;
+struct PointSettings;
 
 // How a workload trains: data-parallel SGD through the Workload interface and the trainer, or
-// Lloyd's iterations through harness/kmeans_driver.h.
+// Lloyd's iterations through kmeans_driver.h (no batches: an iteration is a pass over the data).
 enum class Algorithm { kDataParallelSgd, kLloydKMeans };
 
 // Training samples a point can have: `standard` with dataset_size 0, at most `most` by setting.
@@ -24,20 +30,44 @@ struct SampleLimits {
   int64_t most = 0;
 };
 
+// A point as validation sees it when it asks the workload.
+struct PointShape {
+  int64_t samples = 0;         // training samples used
+  int workers = 1;             // ranks that train
+  int64_t per_rank_batch = 0;  // samples per training rank per step
+};
+
+// Something a point asks that the workload cannot do, found before launch.
+struct SettingProblem {
+  std::string key;      // the setting at fault (shown at its value in the file); "" = the point
+  std::string message;  // "expected ..., got ..." at a key; a sentence for the point
+};
+
+// What make() takes as `cuda_device` on the cpu.
+inline constexpr int kNoCudaDevice = -1;
+
 struct WorkloadInfo {
   std::string_view name;     // the string used in experiment files
   std::string_view summary;  // one line for --help
   std::vector<std::string_view> engines;  // valid "engine" values, the default first; empty = none
-  Algorithm algorithm;
+  Algorithm algorithm = Algorithm::kDataParallelSgd;
+  // The settings rows this workload owns (null: none).
+  std::vector<SettingRow> (*settings)() = nullptr;
   // Reads and checks the workload's data before launch. Throws ConfigError whose message
   // starts with the offending setting's key ("data_path: ...").
-  SampleLimits (*train_samples)(const PointSettings& settings);
-  // The SGD workload (null for kLloydKMeans).
-  std::unique_ptr<Workload> (*make)(const PointSettings& settings);
+  SampleLimits (*train_samples)(const PointSettings& settings) = nullptr;
+  // What else this workload refuses for a point (null: nothing).
+  std::optional<SettingProblem> (*check)(const PointSettings& settings, const PointShape& shape) = nullptr;
+  // The SGD workload on this rank; `cuda_device` is the rank's GPU with device "cuda" (null for
+  // kLloydKMeans).
+  std::unique_ptr<Workload> (*make)(const PointSettings& settings, int cuda_device) = nullptr;
 };
 
 const std::vector<WorkloadInfo>& workload_table();
 // Throws ConfigError listing the valid names when `name` is unknown.
 const WorkloadInfo& find_workload(std::string_view name);
+
+// Why workloads cannot train on `device` with this LibTorch ("cuda" with a CPU-only build), or "".
+std::string training_device_problem(std::string_view device);
 
 }  // namespace harness

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 
+#include "harness/common/json_values.h"
 #include "workloads/classification.h"
 #include "workloads/workload.h"
 
@@ -105,64 +106,90 @@ class ResNetImpl : public torch::nn::Module {
 };
 TORCH_MODULE(ResNet);
 
-class SyntheticResNet final : public Workload {
+class SyntheticResNet final : public TensorClassifier {
  public:
-  explicit SyntheticResNet(const PointSettings& settings) : device_(torch_device(settings.device)) {
+  SyntheticResNet(const PointSettings& settings, int cuda_device)
+      : TensorClassifier(torch_device(settings.device, cuda_device)) {
+    const ResnetOptions options = resnet_options(settings);
     const int64_t train = settings.dataset_size > 0 ? settings.dataset_size : kDefaultSyntheticImages;
     const int64_t test = settings.test_size > 0 ? settings.test_size : kDefaultSyntheticTestImages;
-    const int64_t size = settings.image_size;
+    const int64_t size = options.image_size;
     // The same seed on every rank: every rank holds the same synthetic set and shards it by position.
     torch::manual_seed(static_cast<uint64_t>(settings.seed));
-    train_images_ = torch::randn({train, 3, size, size});
-    train_labels_ = torch::randint(settings.num_classes, {train}, torch::kInt64);
-    test_images_ = torch::randn({test, 3, size, size});
-    test_labels_ = torch::randint(settings.num_classes, {test}, torch::kInt64);
-    model_ = ResNet(settings.resnet_depth, settings.num_classes);
-
+    train_inputs_ = torch::randn({train, 3, size, size});
+    train_labels_ = torch::randint(options.num_classes, {train}, torch::kInt64);
+    test_inputs_ = torch::randn({test, 3, size, size});
+    test_labels_ = torch::randint(options.num_classes, {test}, torch::kInt64);
+    resnet_ = ResNet(options.depth, options.num_classes);
+    model_ = resnet_.ptr();
     // NCHW on purpose: unlike mnist_cnn, channels-last made this model slower with LibTorch 1.13
     // on the CPU (ResNet-18, 32×32, batch 16, one thread: 138-154 images/s against 193).
-    model_->to(device_);
-    train_images_ = train_images_.to(device_);
-    train_labels_ = train_labels_.to(device_);
-    test_images_ = test_images_.to(device_);
-    test_labels_ = test_labels_.to(device_);
+    place_on_device();
   }
 
-  int64_t train_size() const override { return train_labels_.size(0); }
-  int64_t test_size() const override { return test_labels_.size(0); }
-  std::vector<torch::Tensor> parameters() override { return model_->parameters(); }
-
   double forward_backward(std::span<const int64_t> positions) override {
-    model_->train();
+    resnet_->train();
     const auto index = position_index(positions, device_);
-    const auto loss = torch::cross_entropy_loss(model_->forward(train_images_.index_select(0, index)),
+    const auto loss = torch::cross_entropy_loss(resnet_->forward(train_inputs_.index_select(0, index)),
                                                 train_labels_.index_select(0, index));
     loss.backward();
     return loss.item<double>();
   }
 
   Evaluation evaluate() override {
-    model_->eval();  // BatchNorm with its running statistics
+    resnet_->eval();  // BatchNorm with its running statistics
     return evaluate_classifier(
-        [this](const torch::Tensor& x) { return torch::log_softmax(model_->forward(x), 1); },
-        test_images_, test_labels_, 64);
+        [this](const torch::Tensor& x) { return torch::log_softmax(resnet_->forward(x), 1); },
+        test_inputs_, test_labels_, 64);
   }
 
  private:
-  torch::Device device_;
-  ResNet model_{nullptr};
-  torch::Tensor train_images_, train_labels_, test_images_, test_labels_;
+  ResNet resnet_{nullptr};  // model_, with its forward()
 };
 
 }  // namespace
 
+std::vector<SettingRow> resnet_setting_rows() {
+  const ResnetOptions defaults;
+  return {
+      owned_setting("resnet_depth", "18 or 50", "workload resnet: ResNet-18 or ResNet-50",
+                    R"({"enum": [18, 50]})", defaults.depth,
+                    [](const Json& value, const std::string& where) {
+                      const int64_t depth = read_integer(value, where, 18, 50, "18 or 50");
+                      if (depth != 18 && depth != 50) fail_expected(where, "18 or 50", value);
+                      return Json(depth);
+                    }),
+      owned_setting("image_size", "an integer from 32 to 512",
+                    "workload resnet: synthetic image side, pixels",
+                    R"({"type": "integer", "minimum": 32, "maximum": 512})", defaults.image_size,
+                    [](const Json& value, const std::string& where) {
+                      return Json(read_integer(value, where, 32, 512, "an integer from 32 to 512"));
+                    }),
+      owned_setting("num_classes", "an integer from 2 to 100000",
+                    "workload resnet: classes of the random labels",
+                    R"({"type": "integer", "minimum": 2, "maximum": 100000})", defaults.num_classes,
+                    [](const Json& value, const std::string& where) {
+                      return Json(read_integer(value, where, 2, 100000, "an integer from 2 to 100000"));
+                    }),
+  };
+}
+
+ResnetOptions resnet_options(const PointSettings& settings) {
+  ResnetOptions options;
+  options.depth = settings.option("resnet_depth", options.depth);
+  options.image_size = settings.option("image_size", options.image_size);
+  options.num_classes = settings.option("num_classes", options.num_classes);
+  return options;
+}
+
 int64_t resnet_max_images(const PointSettings& settings) {
-  const int64_t bytes_per_image = int64_t{3} * settings.image_size * settings.image_size * 4;
+  const int64_t side = resnet_options(settings).image_size;
+  const int64_t bytes_per_image = int64_t{3} * side * side * 4;
   return kMaxSyntheticBytes / bytes_per_image;
 }
 
-std::unique_ptr<Workload> make_resnet(const PointSettings& settings) {
-  return std::make_unique<SyntheticResNet>(settings);
+std::unique_ptr<Workload> make_resnet(const PointSettings& settings, int cuda_device) {
+  return std::make_unique<SyntheticResNet>(settings, cuda_device);
 }
 
 }  // namespace harness

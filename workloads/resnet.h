@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "harness/study/settings.h"
 
@@ -25,8 +26,17 @@ inline constexpr int64_t kDefaultSyntheticTestImages = 64;
 // The synthetic training set is held in memory on every rank: at most this many bytes.
 inline constexpr int64_t kMaxSyntheticBytes = int64_t{8} << 30;
 
+// The settings the resnet workload owns (resnet_depth, image_size, num_classes).
+struct ResnetOptions {
+  int depth = 18;        // 18 or 50
+  int image_size = 32;   // synthetic square RGB images of this side, pixels
+  int num_classes = 10;  // of the random labels
+};
+ResnetOptions resnet_options(const PointSettings& settings);
+std::vector<SettingRow> resnet_setting_rows();
+
 // The largest dataset_size that fits kMaxSyntheticBytes at the point's image_size.
 int64_t resnet_max_images(const PointSettings& settings);
-std::unique_ptr<Workload> make_resnet(const PointSettings& settings);
+std::unique_ptr<Workload> make_resnet(const PointSettings& settings, int cuda_device);
 
 }  // namespace harness

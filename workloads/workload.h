@@ -24,17 +24,12 @@ struct Evaluation {
   int64_t samples = 0;
 };
 
-// This rank's GPU when the device is "cuda" (the worker sets it from the rank's place on its node,
-// see select_cuda_device in backends/device_staging.h).
-inline int& rank_cuda_device() {
-  static int index = 0;
-  return index;
-}
-
-// The LibTorch device of the experiment's "device" setting. Workloads keep their model and data
-// there; validation has already refused "cuda" where LibTorch or the machine lacks it.
-inline torch::Device torch_device(std::string_view device) {
-  return device == "cuda" ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(rank_cuda_device()))
+// The LibTorch device of the experiment's "device" setting; `cuda_device` is this rank's GPU (the
+// rank program picks it from the rank's place on its node, see select_cuda_device in
+// backends/device_staging.h). Workloads keep their model and data there; validation has already
+// refused "cuda" where LibTorch or the machine lacks it.
+inline torch::Device torch_device(std::string_view device, int cuda_device) {
+  return device == "cuda" ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(cuda_device))
                           : torch::Device(torch::kCPU);
 }
 

@@ -42,7 +42,7 @@ std::string default_out_dir(const std::string& experiment_name) {
 // "iris_mlp allreduce ranks=2 batch_size=4" for progress lines: the settings that vary.
 std::string describe_point(const Experiment& experiment, const Point& point) {
   const Json values = to_json(point.settings);
-  std::string text = (point.settings.kind == "comm" ? "comm" : point.settings.workload) + " " +
+  std::string text = (point.settings.kind == Kind::kComm ? "comm" : point.settings.workload) + " " +
                      point.settings.backend;
   for (const auto& axis : experiment.sweep) {
     if (axis.key == "workload" || axis.key == "backend") continue;
@@ -61,8 +61,9 @@ Loaded load_and_validate(const std::string& path) {
   Loaded loaded;
   loaded.experiment = load_experiment(path);
   loaded.points = expand(loaded.experiment);
+  const auto launcher = make_launcher(loaded.experiment.launcher);
   validate_points(loaded.experiment, loaded.points,
-                  make_launcher(loaded.experiment.launcher).get());
+                  ResourceLimits{launcher->max_ranks(), launcher->max_ranks_reason()});
   return loaded;
 }
 
@@ -73,7 +74,7 @@ void write_summary_and_plots(const Experiment& experiment, const std::vector<Poi
   std::vector<std::string> ids;
   for (const auto& point : points) ids.push_back(point.id);
   const std::vector<SummaryRow> rows = load_summary(layout, ids, experiment.baseline);
-  const bool comm = experiment.base.kind == "comm";
+  const bool comm = experiment.base.kind == Kind::kComm;
   write_file_atomically(layout.summary_csv(), comm ? comm_summary_csv(rows) : summary_csv(rows));
   if (comm) {
     std::cout << "\n" << comm_summary_table(rows) << "\nsummary: " << layout.summary_csv() << "\n";
@@ -134,7 +135,7 @@ PointResult run_point(const Experiment& experiment, const Point& point, Launcher
     try {
       measurements = read_json_file(output);
       // Refuse a record the summary could not read; a benchmark that summed wrong has failed.
-      if (point.settings.kind == "comm") {
+      if (point.settings.kind == Kind::kComm) {
         int64_t wrong = 0;
         for (const auto& size : message_size_metrics(measurements)) wrong += size.wrong;
         if (wrong > 0) failure = fmt::format("#wrong = {}: the backend's sums differ from MPI_Allreduce's", wrong);

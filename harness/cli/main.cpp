@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "backends/gradient_sync.h"
+#include "backends/registry.h"
 #include "harness/cli/commands.h"
 #include "harness/study/schema.h"
 #include "harness/study/settings.h"

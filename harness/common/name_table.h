@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "harness/common/errors.h"
-#include "harness/study/settings.h"
+#include "harness/common/text.h"
 
 namespace harness {
 

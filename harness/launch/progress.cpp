@@ -10,14 +10,6 @@
 
 namespace harness {
 
-std::string format_duration(double seconds) {
-  if (seconds < 9.95) return fmt::format("{:.1f} s", std::max(0.0, seconds));
-  const auto total = static_cast<int64_t>(std::llround(seconds));
-  if (total < 60) return fmt::format("{} s", total);
-  if (total < 3600) return fmt::format("{} min {:02} s", total / 60, total % 60);
-  return fmt::format("{} h {:02} min", total / 3600, (total % 3600) / 60);
-}
-
 Progress::Progress(int points_to_run, bool live) : points_to_run_(points_to_run), live_(live) {}
 
 Progress::~Progress() { stop_ticker(); }

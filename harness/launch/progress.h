@@ -12,10 +12,10 @@
 #include <string>
 #include <thread>
 
+#include "harness/common/text.h"
+
 namespace harness {
 
-// "45 s", "3 min 20 s", "2 h 05 min".
-std::string format_duration(double seconds);
 
 class Progress {
  public:

@@ -13,13 +13,12 @@
 
 namespace harness {
 
-std::vector<int64_t> comm_message_sizes(const PointSettings& settings) {
+std::vector<int64_t> comm_message_sizes(const CommOptions& options) {
   std::vector<int64_t> sizes;
-  for (int64_t bytes = settings.comm_min_bytes; bytes < settings.comm_max_bytes;
-       bytes *= settings.comm_size_factor) {
+  for (int64_t bytes = options.min_bytes; bytes < options.max_bytes; bytes *= options.size_factor) {
     sizes.push_back(bytes);
   }
-  sizes.push_back(settings.comm_max_bytes);
+  sizes.push_back(options.max_bytes);
   return sizes;
 }
 
@@ -27,19 +26,19 @@ double allreduce_bus_bandwidth(double algbw, int ranks) {
   return algbw * 2.0 * (ranks - 1) / ranks;  // 0 for one rank: nothing crosses a link
 }
 
-std::vector<MessageSizeMetrics> run_comm_benchmark(GradientSync& backend, MPI_Comm communicator,
-                                               const PointSettings& settings) {
-  int rank = 0;
-  int ranks = 1;
-  check_mpi(MPI_Comm_rank(communicator, &rank), "MPI_Comm_rank");
-  check_mpi(MPI_Comm_size(communicator, &ranks), "MPI_Comm_size");
+std::vector<MessageSizeMetrics> run_comm_benchmark(GradientSync& backend,
+                                                   const Communicator& communicator,
+                                                   const PointSettings& settings) {
+  const int rank = communicator.rank();
+  const int ranks = communicator.size();
+  const CommOptions options = comm_options(settings);
 
   const bool on_device = settings.device == "cuda";
   std::optional<DeviceStagedSync> device_sync;
-  if (on_device) device_sync.emplace(backend, /*allow_device_pointers=*/true);
+  if (on_device) device_sync.emplace(backend);
 
   std::vector<MessageSizeMetrics> results;
-  for (const int64_t bytes : comm_message_sizes(settings)) {
+  for (const int64_t bytes : comm_message_sizes(options)) {
     const auto count = static_cast<std::size_t>(bytes / 4);
     std::vector<float> input(count);
     std::mt19937 engine(static_cast<uint32_t>(settings.seed) + 7919U * static_cast<uint32_t>(rank));
@@ -48,7 +47,7 @@ std::vector<MessageSizeMetrics> run_comm_benchmark(GradientSync& backend, MPI_Co
 
     std::vector<float> expected = input;
     check_mpi(MPI_Allreduce(MPI_IN_PLACE, expected.data(), static_cast<int>(count), MPI_FLOAT,
-                            MPI_SUM, communicator),
+                            MPI_SUM, communicator.handle()),
               "MPI_Allreduce(reference)");
 
     // The reduction is in place, so every iteration starts from a fresh copy of the input
@@ -76,14 +75,14 @@ std::vector<MessageSizeMetrics> run_comm_benchmark(GradientSync& backend, MPI_Co
         backend.allreduce_sum(buffer);
       }
     };
-    for (int i = 0; i < settings.comm_warmup_iterations; ++i) {
+    for (int i = 0; i < options.warmup_iterations; ++i) {
       reset();
       reduce();
     }
-    std::vector<double> seconds(static_cast<std::size_t>(settings.comm_iterations));
+    std::vector<double> seconds(static_cast<std::size_t>(options.iterations));
     for (auto& elapsed : seconds) {
       reset();
-      check_mpi(MPI_Barrier(communicator), "MPI_Barrier");
+      check_mpi(MPI_Barrier(communicator.handle()), "MPI_Barrier");
       const double start = MPI_Wtime();
       reduce();
       elapsed = MPI_Wtime() - start;
@@ -91,7 +90,7 @@ std::vector<MessageSizeMetrics> run_comm_benchmark(GradientSync& backend, MPI_Co
     if (on_device) device_buffer->copy_to_host(buffer);
     // The slowest rank's time for each iteration.
     check_mpi(MPI_Allreduce(MPI_IN_PLACE, seconds.data(), static_cast<int>(seconds.size()),
-                            MPI_DOUBLE, MPI_MAX, communicator),
+                            MPI_DOUBLE, MPI_MAX, communicator.handle()),
               "MPI_Allreduce(times)");
 
     int64_t wrong = 0;
@@ -100,7 +99,7 @@ std::vector<MessageSizeMetrics> run_comm_benchmark(GradientSync& backend, MPI_Co
         ++wrong;
       }
     }
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_INT64_T, MPI_SUM, communicator),
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_INT64_T, MPI_SUM, communicator.handle()),
               "MPI_Allreduce(wrong)");
 
     const double median = median_of(seconds);

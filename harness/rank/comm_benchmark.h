@@ -11,8 +11,6 @@
 // one rank, as in nccl-tests).
 #pragma once
 
-#include <mpi.h>
-
 #include <cstdint>
 #include <vector>
 
@@ -24,11 +22,13 @@ namespace harness {
 
 // The message sizes a point sweeps, smallest first; the largest is comm_max_bytes even when the
 // factor steps past it.
-std::vector<int64_t> comm_message_sizes(const PointSettings& settings);
+std::vector<int64_t> comm_message_sizes(const CommOptions& options);
 
-// Collective over `communicator`; every rank returns the same results.
-std::vector<MessageSizeMetrics> run_comm_benchmark(GradientSync& backend, MPI_Comm communicator,
-                                               const PointSettings& settings);
+// Collective over `communicator`; every rank returns the same results. With device "cuda" the
+// buffers live on this rank's GPU (the current device).
+std::vector<MessageSizeMetrics> run_comm_benchmark(GradientSync& backend,
+                                                   const Communicator& communicator,
+                                                   const PointSettings& settings);
 
 // busbw from algbw for an allreduce over `ranks`.
 double allreduce_bus_bandwidth(double algbw, int ranks);

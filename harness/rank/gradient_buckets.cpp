@@ -1,20 +1,14 @@
 #include "harness/rank/gradient_buckets.h"
 
 #include <algorithm>
-#include <chrono>
 
 #include <fmt/format.h>
 
+#include "harness/common/clock.h"
 #include "harness/common/errors.h"
 
 namespace harness {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 // A parameter's slice of the fused buffer holds its gradient in the parameter's own memory order
 // (a channels-last convolution weight stays channels-last), so that packing and unpacking are
@@ -27,8 +21,8 @@ bool is_view_of(const torch::Tensor& gradient, const torch::Tensor& slice) {
   return gradient.data_ptr() == slice.data_ptr() && same_layout(gradient, slice);
 }
 
-// slice = gradient, from host or device memory, whatever the gradient's layout.
-void copy_into_host(const torch::Tensor& gradient, torch::Tensor& slice) {
+// slice = gradient, on the host or the device, whatever the gradient's layout.
+void copy_into_fused(const torch::Tensor& gradient, torch::Tensor& slice) {
   if (is_view_of(gradient, slice)) return;  // already there
   if (gradient.is_cpu() && same_layout(gradient, slice)) {
     std::copy_n(gradient.data_ptr<float>(), gradient.numel(), slice.data_ptr<float>());
@@ -37,8 +31,8 @@ void copy_into_host(const torch::Tensor& gradient, torch::Tensor& slice) {
   }
 }
 
-// gradient = slice × scale, into host or device memory.
-void copy_scaled_from_host(const torch::Tensor& slice, float scale, torch::Tensor& gradient) {
+// gradient = slice × scale, on the host or the device.
+void copy_scaled_from_fused(const torch::Tensor& slice, float scale, torch::Tensor& gradient) {
   if (is_view_of(gradient, slice)) {
     if (scale != 1.0F) gradient.mul_(scale);  // (unpack() scales all-view buffers in one loop)
   } else if (gradient.is_cpu() && same_layout(gradient, slice)) {
@@ -85,27 +79,26 @@ GradientBuckets::GradientBuckets(std::vector<torch::Tensor> parameters, Gradient
     parameter_bucket_[i] = buckets_.size() - 1;
     offset += elements;
   }
-  const bool on_device = !parameters_.empty() && !parameters_.front().is_cpu();
+  const torch::Device device = parameters_.empty() ? torch::kCPU : parameters_.front().device();
   // On the CPU, in the backend's memory when it has some to offer (shm reduces it in place).
   // The tensor's storage shares that memory's ownership, as the .grad views below do.
-  std::shared_ptr<float> backend_memory =
-      on_device ? nullptr : backend_.allocate_buffer(offset);
+  std::shared_ptr<float> backend_memory = device.is_cpu() ? backend_.allocate_buffer(offset) : nullptr;
   if (backend_memory) {
     fused_tensor_ = torch::from_blob(
         backend_memory.get(), {static_cast<int64_t>(offset)},
         [backend_memory](void* /*data*/) mutable { backend_memory.reset(); }, torch::kFloat32);
   } else {
-    fused_tensor_ =
-        torch::empty({static_cast<int64_t>(offset)},
-                     torch::TensorOptions().dtype(torch::kFloat32).pinned_memory(on_device));
+    fused_tensor_ = torch::empty({static_cast<int64_t>(offset)},
+                                 torch::TensorOptions().dtype(torch::kFloat32).device(device));
   }
+  if (!device.is_cpu()) staging_.emplace(backend_);
   fused_ = fused_tensor_.data_ptr<float>();
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
     fused_slices_.push_back(fused_tensor_.as_strided(
         parameters_[i].sizes(), parameters_[i].strides(),
         static_cast<int64_t>(parameter_offset_[i])));
   }
-  if (!overlap_ && !on_device) {
+  if (!overlap_) {
     // The gradients live in the fused buffer (DDP's gradient_as_bucket_view): autograd
     // accumulates straight into the buckets, so packing copies nothing and unpacking scales in
     // place. Not with overlap: its hooks copy each gradient in before autograd accumulates it,
@@ -159,6 +152,10 @@ bool GradientBuckets::gradients_are_views() const {
 // it: a LibTorch call per tensor costs about a microsecond, several per step for the Iris network.
 void GradientBuckets::zero_gradients() {
   if (gradients_are_views()) {
+    if (staging_) {
+      fused_tensor_.zero_();
+      return;
+    }
     std::fill_n(fused_, fused_tensor_.numel(), 0.0F);
   } else {
     for (auto& parameter : parameters_) parameter.mutable_grad().zero_();
@@ -192,7 +189,7 @@ void GradientBuckets::on_gradient(std::size_t parameter, const torch::Tensor& gr
   }
   delivered_[parameter] = true;
   const auto start = Clock::now();
-  copy_into_host(gradient, fused_slices_[parameter]);
+  copy_into_fused(gradient, fused_slices_[parameter]);
   const double copied = seconds_since(start);
   std::lock_guard<std::mutex> lock(mutex_);
   copy_s_ += copied;
@@ -204,7 +201,15 @@ void GradientBuckets::on_gradient(std::size_t parameter, const torch::Tensor& gr
 
 void GradientBuckets::pack(const Bucket& bucket) {
   for (const std::size_t i : bucket.parameters) {
-    copy_into_host(parameters_[i].grad(), fused_slices_[i]);
+    copy_into_fused(parameters_[i].grad(), fused_slices_[i]);
+  }
+}
+
+void GradientBuckets::reduce(const Bucket& bucket) {
+  if (staging_) {
+    staging_->allreduce_sum(fused_ + bucket.offset, bucket.count);
+  } else {
+    backend_.allreduce_sum(std::span<float>(fused_ + bucket.offset, bucket.count));
   }
 }
 
@@ -231,9 +236,7 @@ void GradientBuckets::communication_loop() {
     const auto start = Clock::now();
     std::exception_ptr failure;
     try {
-      if (!skip) {
-        backend_.allreduce_sum(std::span<float>(fused_ + bucket.offset, bucket.count));
-      }
+      if (!skip) reduce(bucket);
     } catch (...) {
       failure = std::current_exception();
     }
@@ -252,7 +255,7 @@ BucketTiming GradientBuckets::finish_step() {
   if (!overlap_) {
     for (const auto& bucket : buckets_) {
       pack(bucket);
-      backend_.allreduce_sum(std::span<float>(fused_ + bucket.offset, bucket.count));
+      reduce(bucket);
     }
     unpack();
     return {};
@@ -281,13 +284,17 @@ BucketTiming GradientBuckets::finish_step() {
 void GradientBuckets::unpack() {
   if (gradients_are_views()) {
     if (scale_ == 1.0F) return;
+    if (staging_) {
+      fused_tensor_.mul_(scale_);
+      return;
+    }
     const int64_t count = fused_tensor_.numel();
     for (int64_t i = 0; i < count; ++i) fused_[i] *= scale_;
     return;
   }
   for (std::size_t p = 0; p < parameters_.size(); ++p) {
     torch::Tensor grad = parameters_[p].mutable_grad();
-    copy_scaled_from_host(fused_slices_[p], scale_, grad);
+    copy_scaled_from_fused(fused_slices_[p], scale_, grad);
   }
 }
 

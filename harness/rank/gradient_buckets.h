@@ -12,8 +12,10 @@
 // (unused parameters, a rank that only serves) are packed from .grad and launched by
 // finish_step().
 //
-// Device: parameters may live on a GPU (a CUDA LibTorch); gradients are then staged through the
-// pinned fused buffer and the backend reduces host memory.
+// Device: parameters may live on a GPU (a CUDA LibTorch); the fused buffer then lives there too,
+// and each bucket goes to the backend through DeviceStagedSync (backends/device_staging.h), the
+// one path from device memory to a backend: staged through pinned host memory, or as device
+// pointers where the backend and the MPI library accept them.
 //
 // Threading: the communication thread is the only one calling the backend between begin_step()
 // and finish_step(); the caller must not make MPI calls in that window. That is what
@@ -31,6 +33,7 @@
 
 #include <torch/types.h>
 
+#include "backends/device_staging.h"
 #include "backends/gradient_sync.h"
 
 namespace harness {
@@ -79,6 +82,7 @@ class GradientBuckets {
 
   void on_gradient(std::size_t parameter, const torch::Tensor& gradient);
   void pack(const Bucket& bucket);
+  void reduce(const Bucket& bucket);  // with the backend, staged when the buffer is on a device
   void unpack();  // every .grad = its slice of the fused buffer / divisor
   bool gradients_are_views() const;  // every .grad is its slice of the fused buffer
   void launch_ready_buckets();  // in bucket order, as far as they are complete
@@ -89,10 +93,11 @@ class GradientBuckets {
   GradientSync& backend_;
   bool overlap_;
   float scale_;
-  // The fused host buffer: a CPU tensor, page-locked when the parameters live on a GPU so the
-  // device-to-host copies need no bounce buffer (the "pinned host staging" path).
+  // The fused buffer, on the parameters' device; on the CPU in the backend's own memory when it
+  // offers some.
   torch::Tensor fused_tensor_;
   float* fused_ = nullptr;
+  std::optional<DeviceStagedSync> staging_;  // when the parameters live on a GPU
   std::vector<std::size_t> parameter_offset_;  // into fused_
   std::vector<torch::Tensor> fused_slices_;    // per parameter: its region, in its layout
   std::vector<std::size_t> parameter_bucket_;

@@ -1,36 +1,18 @@
 #include "harness/rank/trainer.h"
 
-#include <chrono>
 #include <numeric>
 #include <set>
 
 #include <ATen/Parallel.h>
 #include <fmt/format.h>
 
+#include "harness/common/clock.h"
 #include "harness/common/errors.h"
 #include "harness/common/shuffle.h"
 
 namespace harness {
 
 namespace {
-
-// Step timestamps use the C++ clock: with overlap, the communication thread may be inside MPI,
-// and MPI_THREAD_SERIALIZED allows no MPI call (MPI_Wtime included) from this thread meanwhile.
-using Clock = std::chrono::steady_clock;
-
-double seconds(Clock::duration duration) { return std::chrono::duration<double>(duration).count(); }
-
-int rank_of(MPI_Comm communicator) {
-  int rank = 0;
-  check_mpi(MPI_Comm_rank(communicator, &rank), "MPI_Comm_rank");
-  return rank;
-}
-
-int size_of(MPI_Comm communicator) {
-  int size = 1;
-  check_mpi(MPI_Comm_size(communicator, &size), "MPI_Comm_size");
-  return size;
-}
 
 // The workload's parameters, each with an allocated .grad so packing never meets an undefined
 // gradient. Throws NotSupported for parameters the flat buffers cannot hold.
@@ -55,13 +37,12 @@ std::vector<torch::Tensor> checked_parameters(Workload& workload) {
 }  // namespace
 
 DataParallelTrainer::DataParallelTrainer(Workload& workload, GradientSync& backend,
-                                         MPI_Comm communicator, const PointSettings& settings)
+                                         const Communicator& communicator,
+                                         const PointSettings& settings)
     : workload_(workload),
       communicator_(communicator),
       settings_(settings),
-      rank_(rank_of(communicator)),
-      world_size_(size_of(communicator)),
-      layout_(worker_layout(settings, rank_, world_size_)),
+      layout_(worker_layout(settings, communicator.rank(), communicator.size())),
       parameters_(checked_parameters(workload)),
       buckets_(parameters_, backend, settings.bucket_mb, settings.overlap, layout_.workers) {}
 
@@ -73,7 +54,7 @@ void DataParallelTrainer::broadcast_parameters() {
   for (const auto& parameter : parameters_) host.push_back(parameter.reshape({-1}).to(torch::kCPU));
   torch::Tensor flat = torch::cat(host);
   check_mpi(MPI_Bcast(flat.data_ptr<float>(), static_cast<int>(flat.numel()), MPI_FLOAT, 0,
-                      communicator_),
+                      communicator_.handle()),
             "MPI_Bcast(parameters)");
   int64_t offset = 0;
   for (auto& parameter : parameters_) {
@@ -86,8 +67,8 @@ int64_t DataParallelTrainer::steps_per_epoch() const {
   return workload_.train_size() / global_batch(settings_, layout_.workers);
 }
 
-TrainingResult DataParallelTrainer::train() {
-  TrainingResult result;
+LoopResult DataParallelTrainer::train() {
+  LoopResult result;
   result.steps_per_epoch = steps_per_epoch();
   if (result.steps_per_epoch == 0) {
     throw ConfigError(fmt::format(
@@ -117,12 +98,12 @@ TrainingResult DataParallelTrainer::train() {
     double loss_sum = 0;
 
     const int64_t untimed = epoch == 1 ? warmup_steps : 0;
-    check_mpi(MPI_Barrier(communicator_), "MPI_Barrier");
+    check_mpi(MPI_Barrier(communicator_.handle()), "MPI_Barrier");
     double epoch_start = MPI_Wtime();
     for (int64_t step = 0; step < result.steps_per_epoch; ++step) {
       if (step == untimed && untimed > 0) {
         // Between steps no reduction is in flight, so the barrier is safe with overlap too.
-        check_mpi(MPI_Barrier(communicator_), "MPI_Barrier");
+        check_mpi(MPI_Barrier(communicator_.handle()), "MPI_Barrier");
         epoch_start = MPI_Wtime();
       }
       const auto start = Clock::now();
@@ -148,23 +129,26 @@ TrainingResult DataParallelTrainer::train() {
       }
       const auto end = Clock::now();
       if (step < untimed) continue;
-      result.steps.compute_s.push_back(seconds(computed - start) + seconds(end - reduced));
-      const double exposed_s = seconds(reduced - computed);
+      result.steps.compute_s.push_back(seconds_between(start, computed) + seconds_between(reduced, end));
+      const double exposed_s = seconds_between(computed, reduced);
       result.steps.comm_s.push_back(communication.overlapped_comm_s.value_or(exposed_s));
       result.steps.exposed_s.push_back(exposed_s);
-      result.steps.step_s.push_back(seconds(end - start));
+      result.steps.step_s.push_back(seconds_between(start, end));
     }
-    check_mpi(MPI_Barrier(communicator_), "MPI_Barrier");
+    check_mpi(MPI_Barrier(communicator_.handle()), "MPI_Barrier");
     const double epoch_time = MPI_Wtime() - epoch_start;
     result.train_time_s += epoch_time;
     result.samples_trained += (result.steps_per_epoch - untimed) * samples_per_step;
     samples_seen += result.steps_per_epoch * samples_per_step;
 
     // Bookkeeping outside the timed region: the epoch's mean loss over all ranks' batches.
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, &loss_sum, 1, MPI_DOUBLE, MPI_SUM, communicator_),
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, &loss_sum, 1, MPI_DOUBLE, MPI_SUM, communicator_.handle()),
               "MPI_Allreduce(loss)");
-    if (rank_ == 0) {
+    if (communicator_.rank() == 0) {
+      const auto evaluation_start = Clock::now();
       const Evaluation evaluation = workload_.evaluate();
+      const double eval_time_s = seconds_since(evaluation_start);
+      result.eval_time_s += eval_time_s;
       EpochRecord record;
       record.epoch = epoch;
       record.train_loss =
@@ -172,6 +156,7 @@ TrainingResult DataParallelTrainer::train() {
       record.test_loss = evaluation.loss;
       record.test_accuracy = evaluation.accuracy;
       record.train_time_s = epoch_time;
+      record.eval_time_s = eval_time_s;
       record.samples_seen = samples_seen;
       result.epochs.push_back(record);
     }

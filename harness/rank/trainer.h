@@ -10,46 +10,20 @@
 // must then be initialised at MPI_THREAD_SERIALIZED (see gradient_buckets.h).
 #pragma once
 
-#include <mpi.h>
-
 #include <vector>
 
 #include "backends/gradient_sync.h"
 #include "harness/rank/gradient_buckets.h"
 #include "harness/study/settings.h"
+#include "workloads/loop_result.h"
 #include "workloads/workload.h"
 
 namespace harness {
 
-struct EpochRecord {
-  int epoch = 0;              // 1-based
-  double train_loss = 0;      // mean of the steps' global-batch losses
-  double test_loss = 0;
-  double test_accuracy = 0;
-  double train_time_s = 0;    // this epoch's training wall time (timed steps), evaluation excluded
-  int64_t samples_seen = 0;   // cumulative, all ranks, warm-up steps included
-};
-
-// Per-step times of this rank; the worker reduces them to the slowest rank.
-struct StepTimes {
-  std::vector<double> compute_s;  // forward, backward and optimizer update
-  std::vector<double> comm_s;     // gradient reduction (with packing, unless overlapped)
-  std::vector<double> exposed_s;  // what the step waited for communication after backward
-  std::vector<double> step_s;
-};
-
-struct TrainingResult {
-  std::vector<EpochRecord> epochs;  // filled on rank 0
-  StepTimes steps;                  // this rank's
-  int64_t steps_per_epoch = 0;
-  double train_time_s = 0;          // sum over epochs, warm-up steps excluded
-  int64_t samples_trained = 0;      // all ranks, in the timed steps (warm-up excluded)
-};
-
 class DataParallelTrainer {
  public:
   // The trainer keeps references: workload and backend must outlive it.
-  DataParallelTrainer(Workload& workload, GradientSync& backend, MPI_Comm communicator,
+  DataParallelTrainer(Workload& workload, GradientSync& backend, const Communicator& communicator,
                       const PointSettings& settings);
 
   // Copies rank 0's parameters to every rank, so all start from the same model.
@@ -61,15 +35,14 @@ class DataParallelTrainer {
   int64_t steps_per_epoch() const;
   std::size_t bucket_count() const { return buckets_.bucket_count(); }
   std::size_t hook_launches() const { return buckets_.hook_launches(); }
-  TrainingResult train();
+  // Trains settings.epochs epochs, evaluating on rank 0 after each. Collective.
+  LoopResult train();
 
  private:
   Workload& workload_;
-  MPI_Comm communicator_;
+  Communicator communicator_;
   PointSettings settings_;
   // Initialised in this order: the buckets need the layout.
-  int rank_;
-  int world_size_;
   WorkerLayout layout_;
   std::vector<torch::Tensor> parameters_;
   GradientBuckets buckets_;

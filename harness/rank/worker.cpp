@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "backends/gradient_sync.h"
+#include "backends/registry.h"
 #include "harness/rank/allocator.h"
 #include "harness/rank/comm_benchmark.h"
 #include "harness/common/errors.h"
@@ -116,21 +117,6 @@ RecordedSteps gather_steps(const StepTimes& local, const std::vector<bool>& trai
   return recorded;
 }
 
-std::vector<std::string> gather_hosts(MPI_Comm communicator, int rank, int world_size) {
-  char host[MPI_MAX_PROCESSOR_NAME] = {};
-  int length = 0;
-  MPI_Get_processor_name(host, &length);
-  std::vector<char> all(rank == 0 ? static_cast<std::size_t>(world_size) * MPI_MAX_PROCESSOR_NAME : 0);
-  check_mpi(MPI_Gather(host, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME,
-                       MPI_CHAR, 0, communicator),
-            "MPI_Gather(hosts)");
-  std::vector<std::string> hosts;
-  for (int r = 0; rank == 0 && r < world_size; ++r) {
-    hosts.emplace_back(all.data() + static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME);
-  }
-  return hosts;
-}
-
 std::string mpi_library_version() {
   char version[MPI_MAX_LIBRARY_VERSION_STRING] = {};
   int length = 0;
@@ -154,17 +140,20 @@ Json epoch_records(const std::vector<EpochRecord>& records) {
 }
 
 // Measurements of a training point (kind "train"), complete on rank 0.
-Json train(const PointSettings& settings, MPI_Comm communicator, int rank, int world_size) {
-  const auto workload = find_workload(settings.workload).make(settings);
+Json train(const PointSettings& settings, const Communicator& communicator, int cuda_device) {
+  const int rank = communicator.rank();
+  const int world_size = communicator.size();
+  const auto workload = find_workload(settings.workload).make(settings, cuda_device);
   const auto backend = make_gradient_sync(settings.backend, communicator);
   DataParallelTrainer trainer(*workload, *backend, communicator, settings);
   trainer.broadcast_parameters();
-  const TrainingResult result = trainer.train();
+  const LoopResult result = trainer.train();
   std::vector<bool> training(static_cast<std::size_t>(world_size));
   for (int r = 0; r < world_size; ++r) {
     training[r] = worker_layout(settings, r, world_size).index >= 0;
   }
-  const RecordedSteps steps = gather_steps(result.steps, training, communicator, rank, world_size);
+  const RecordedSteps steps =
+      gather_steps(result.steps, training, communicator.handle(), rank, world_size);
 
   int64_t parameter_count = 0;
   for (const auto& parameter : workload->parameters()) parameter_count += parameter.numel();
@@ -188,13 +177,15 @@ Json train(const PointSettings& settings, MPI_Comm communicator, int rank, int w
 }
 
 // Measurements of a K-means point (workload "kmeans"), complete on rank 0.
-Json cluster(const PointSettings& settings, MPI_Comm communicator, int rank, int world_size) {
+Json cluster(const PointSettings& settings, const Communicator& communicator) {
+  const int rank = communicator.rank();
+  const int world_size = communicator.size();
   const KMeansData data = load_kmeans_data(settings);
   const auto backend = make_gradient_sync(settings.backend, communicator);
   const KMeansResult result = run_distributed_kmeans(data, *backend, communicator, settings);
   const RecordedSteps steps = gather_steps(result.training.steps,
-                                          std::vector<bool>(world_size, true), communicator, rank,
-                                          world_size);
+                                          std::vector<bool>(world_size, true), communicator.handle(),
+                                          rank, world_size);
 
   Json measurements = Json::object();
   measurements["train_samples"] = data.count();
@@ -213,7 +204,7 @@ Json cluster(const PointSettings& settings, MPI_Comm communicator, int rank, int
 }
 
 // Measurements of a communication benchmark point (kind "comm").
-Json benchmark_communication(const PointSettings& settings, MPI_Comm communicator) {
+Json benchmark_communication(const PointSettings& settings, const Communicator& communicator) {
   const auto backend = make_gradient_sync(settings.backend, communicator);
   Json sizes = Json::array();
   for (const auto& size : run_comm_benchmark(*backend, communicator, settings)) {
@@ -222,12 +213,10 @@ Json benchmark_communication(const PointSettings& settings, MPI_Comm communicato
   return Json{{"sizes", std::move(sizes)}};
 }
 
-void run(const WorkerArguments& arguments, MPI_Comm communicator) {
+void run(const WorkerArguments& arguments, const Communicator& communicator) {
   const std::string allocator = keep_freed_memory();
-  int rank = 0;
-  int world_size = 1;
-  MPI_Comm_rank(communicator, &rank);
-  MPI_Comm_size(communicator, &world_size);
+  const int rank = communicator.rank();
+  const int world_size = communicator.size();
 
   const PointSettings settings = settings_from_json(arguments.settings, "worker: --settings");
   if (settings.ranks != world_size) {
@@ -236,22 +225,22 @@ void run(const WorkerArguments& arguments, MPI_Comm communicator) {
   }
   const int threads = threads_from_environment();
   at::set_num_threads(threads);
-  if (settings.device == "cuda") rank_cuda_device() = select_cuda_device(communicator);
+  const int cuda_device = settings.device == "cuda" ? select_cuda_device(communicator) : -1;
 
   Json kind_measurements;
-  if (settings.kind == "comm") {
+  if (settings.kind == Kind::kComm) {
     kind_measurements = benchmark_communication(settings, communicator);
   } else if (find_workload(settings.workload).algorithm == Algorithm::kLloydKMeans) {
-    kind_measurements = cluster(settings, communicator, rank, world_size);
+    kind_measurements = cluster(settings, communicator);
   } else {
-    kind_measurements = train(settings, communicator, rank, world_size);
+    kind_measurements = train(settings, communicator, cuda_device);
   }
-  const auto hosts = gather_hosts(communicator, rank, world_size);
+  const auto hosts = all_host_names(communicator);
   if (rank != 0) return;
 
   Json measurements = Json::object();
   measurements["schema_version"] = kRecordSchemaVersion;
-  measurements["kind"] = settings.kind;
+  measurements["kind"] = kind_name(settings.kind);
   measurements["world_size"] = world_size;
   measurements["threads_per_rank"] = threads;
   measurements["allocator"] = allocator;

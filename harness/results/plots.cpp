@@ -302,7 +302,7 @@ std::vector<std::string> write_plots(const ResultsLayout& layout, const Experime
   // backend (say) at the same ranks it is 1.
   const bool ideal_line = experiment.baseline.empty() || experiment.baseline.contains("ranks");
   const std::map<std::string, std::string> data =
-      experiment.base.kind == "comm"
+      experiment.base.kind == Kind::kComm
           ? comm_plot_data(rows)
           : training_plot_data(rows, summary_stats(rows, experiment.baseline), ideal_line,
                                experiment.baseline);

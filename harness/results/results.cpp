@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "harness/common/errors.h"
+#include "harness/common/files.h"
 #include "harness/common/version.h"
 
 namespace harness {
@@ -29,35 +30,6 @@ void ResultsLayout::create() const {
     if (::access(directory.c_str(), W_OK) != 0) {
       throw ConfigError(fmt::format("--out: directory {} is not writable", directory));
     }
-  }
-}
-
-void write_file_atomically(const std::string& path, const std::string& content) {
-  const std::string temporary = fmt::format("{}.tmp.{}", path, ::getpid());
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out << content;
-    out.flush();
-    if (!out) {
-      std::remove(temporary.c_str());
-      throw Error(fmt::format("{}: cannot write (no such directory, no permission or disk full)",
-                              temporary));
-    }
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    const std::string reason = std::strerror(errno);
-    std::remove(temporary.c_str());
-    throw Error(fmt::format("{}: cannot rename into place: {}", path, reason));
-  }
-}
-
-Json read_json_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error(fmt::format("{}: cannot open", path));
-  try {
-    return Json::parse(in);
-  } catch (const Json::exception& error) {
-    throw Error(fmt::format("{}: invalid JSON: {}", path, error.what()));
   }
 }
 
@@ -202,7 +174,7 @@ std::vector<SummaryRow> load_summary(const ResultsLayout& layout,
       row.settings = settings_from_json(record.at("settings"), entry.path().string());
       row.ok = record.at("status") == "ok";
       row.reason = record.value("reason", "");
-      if (row.ok && row.settings.kind == "comm") {
+      if (row.ok && row.settings.kind == Kind::kComm) {
         row.message_sizes = message_size_metrics(record.at("measurements"));
       } else if (row.ok) {
         const Json& measurements = record.at("measurements");

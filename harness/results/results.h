@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/common/files.h"
 #include "harness/study/experiment.h"
 #include "harness/launch/launcher.h"
 #include "harness/results/metrics.h"
@@ -43,9 +44,6 @@ class ResultsLayout {
   std::string directory_;
 };
 
-// Writes `content` to `path` through a temporary file in the same directory and rename(2).
-void write_file_atomically(const std::string& path, const std::string& content);
-Json read_json_file(const std::string& path);
 
 // Facts about this invocation of the harness, stored in every record.
 Json collect_provenance(const std::vector<std::string>& command_line);

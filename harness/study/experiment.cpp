@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "harness/common/errors.h"
+#include "harness/common/text.h"
 #include "harness/launch/launcher.h"
 #include "harness/common/version.h"
 

@@ -1,33 +1,37 @@
-// The settings of one point of an experiment: everything a rank needs to train one
-// configuration. An experiment file fixes some of them and sweeps others; each key of the
-// experiment's "settings" and "sweep" objects is one field below, under the same name.
+// The settings of one point of an experiment: everything a rank needs to run one configuration.
+// An experiment file fixes some of them and sweeps others; each key of its "settings" and "sweep"
+// objects is a row of the settings table, which is the single source for parsing, --help and
+// schema.json. The table is assembled from the settings every point has (below) and the rows that
+// each kind, backend and workload owns for itself (kind.h, backends/registry.h,
+// workloads/registry.h); the values of those live in `options` and are read through the owner's
+// typed view (comm_options(), resnet_options(), ...).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "harness/common/json.h"
+#include "harness/study/kind.h"
+#include "harness/study/setting_row.h"
 
 namespace harness {
 
-using Json = nlohmann::ordered_json;
-
 struct PointSettings {
-  // "train": data-parallel training of `workload`. "comm": a message-size sweep of `backend`
-  // alone (nccl-tests style); the comm_* keys below apply.
-  std::string kind = "train";
+  Kind kind = Kind::kTrain;
   std::string workload = "iris_mlp";
   // "torch": LibTorch modules and autograd; "blas": the workload's hand-written forward and
-  // backward over OpenBLAS (iris_mlp only).
+  // backward over OpenBLAS (the workload's table entry lists the engines it has).
   std::string engine = "torch";
   std::string backend = "allreduce";
   std::string device = "cpu";
   int ranks = 1;
-  int batch_size = 4;         // per training rank (scaling "weak") or global (scaling "strong")
+  // Samples per step: each training rank's (scaling "weak") or all of them together ("strong").
+  int batch_size = 4;
   // "weak": every training rank takes batch_size samples per step, so the global batch grows
-  // with the ranks; "strong": the global batch is batch_size, split evenly over the ranks.
+  // with the ranks; "strong": the global batch is batch_size, split evenly over the training ranks.
   std::string scaling = "weak";
   int64_t dataset_size = 0;   // training samples used; 0 = the workload's whole training set
   int64_t test_size = 0;      // held-out samples evaluated after each epoch; 0 = all
@@ -43,51 +47,55 @@ struct PointSettings {
   // include allocation and connection set-up); they must fit in the first epoch.
   int warmup_steps = 0;
   int threads_per_rank = 0;   // LibTorch/OpenBLAS threads per rank; 0 = cores / ranks (at least 1)
-  double timeout_s = 600;     // wall-clock limit for the point's whole mpirun
-  std::string data_path;      // "" = the workload's default data file
-  bool ps_server_trains = false;  // backend "ps": whether rank 0 trains as well as serving
+  double timeout_s = 600;     // wall-clock limit of the point's whole job
+  std::string data_path;      // "" = the workload's default data
   double bucket_mb = 25;      // gradients are reduced in buckets of about this many MiB (as DDP)
   bool overlap = false;       // reduce each bucket during backward, as soon as it is complete
-  // workload "resnet": depth (18 or 50), synthetic square RGB images of image_size pixels,
-  // num_classes random labels.
-  int resnet_depth = 18;
-  int image_size = 32;
-  int num_classes = 10;
-  // workload "kmeans": clusters, convergence threshold (largest centroid move), data source
-  // ("iris" or "blobs"); `epochs` bounds the iterations.
-  int kmeans_k = 3;
-  double kmeans_tolerance = 1e-4;
-  std::string kmeans_data = "iris";
-  // kind "comm": message sizes from comm_min_bytes to comm_max_bytes, × comm_size_factor.
-  int64_t comm_min_bytes = 4;
-  int64_t comm_max_bytes = 64 << 20;
-  int comm_size_factor = 4;
-  int comm_iterations = 20;         // timed reductions per size
-  int comm_warmup_iterations = 5;   // untimed reductions per size, first
+  // The settings that a kind, a backend or a workload owns, by key, as their rows normalised them;
+  // a key that was not set takes its row's default.
+  Json options = Json::object();
+
+  // The value of an owned setting, or `fallback` (the owner's default) when it was not set.
+  template <typename T>
+  T option(std::string_view key, T fallback) const {
+    const auto found = options.find(std::string(key));
+    return found == options.end() ? fallback : found->template get<T>();
+  }
 };
 
-// One row of the settings table: the key used in experiment files and how to read it.
-struct SettingInfo {
-  std::string_view key;
-  std::string_view expected;  // what a valid value looks like, for error messages and docs
-  std::string_view help;
-  std::string_view json_schema;  // the value's JSON Schema (type and bounds), for schema.json
-};
+// A row whose value lives in PointSettings::options: a setting that a kind, a backend or a
+// workload owns (comm_iterations, ps_server_trains, resnet_depth). `normalise` checks a value and
+// returns it as records store it (throwing ConfigError naming `where`); `fallback` is the default.
+// Inline, so that the owners define their rows without linking the study.
+inline SettingRow owned_setting(std::string_view key, std::string_view expected,
+                                std::string_view help, std::string_view json_schema,
+                                Json fallback,
+                                std::function<Json(const Json& value, const std::string& where)> normalise) {
+  return {key, expected, help, json_schema,
+          [key, normalise](PointSettings& settings, const Json& value, const std::string& where) {
+            settings.options[std::string(key)] = normalise(value, where);
+          },
+          [key, fallback](const PointSettings& settings) {
+            const auto found = settings.options.find(std::string(key));
+            return found == settings.options.end() ? fallback : *found;
+          }};
+}
 
 // Every key an experiment may set, in the order records and tables print them.
-const std::vector<SettingInfo>& setting_table();
+const std::vector<SettingRow>& setting_table();
 
-// Sets one field from a JSON value. `where` prefixes the error ("exp.json: sweep.ranks[2]").
+// Sets one setting from a JSON value. `where` prefixes the error ("exp.json: sweep.ranks[2]").
 // Throws ConfigError naming `where`, the expected form and the value found.
 void apply_setting(PointSettings& settings, std::string_view key, const Json& value,
                    const std::string& where);
 
+// Every key with its value, in table order: the canonical form records store and points compare.
 Json to_json(const PointSettings& settings);
 // Reads a JSON object written by to_json (every key optional). Throws ConfigError.
 PointSettings settings_from_json(const Json& object, const std::string& where);
 
-// Which ranks compute gradients: all of them, except rank 0 under a parameter server that only
-// serves (backend "ps" without ps_server_trains).
+// Which ranks compute gradients: all of them, except rank 0 where the backend's rank 0 only
+// serves (the parameter server without ps_server_trains).
 struct WorkerLayout {
   int workers = 1;  // ranks that train
   int index = 0;    // this rank's position among them; -1 when it does not train
@@ -104,17 +112,5 @@ double learning_rate(const PointSettings& settings, int workers, double epochs_d
 
 // Threads each rank uses: threads_per_rank, or cores / ranks when it is 0 (auto).
 int resolved_threads_per_rank(const PointSettings& settings, int cores);
-
-// The closest key to `unknown` from `candidates`, or "" if none is close; for "did you mean".
-std::string closest_name(std::string_view unknown, const std::vector<std::string_view>& candidates);
-
-// Short rendering of a JSON value for error messages: strings quoted and escaped (so a message
-// stays one line), long values cut.
-std::string describe_json(const Json& value);
-// A user's string (a workload name, a key) as describe_json shows it: "bad\nname".
-std::string describe_text(std::string_view text);
-// `text` cut to at most `max_bytes`, between whole characters and escapes, ending in "..." when
-// cut, so that echoing user input keeps an error message short.
-std::string shortened(std::string_view text, std::size_t max_bytes);
 
 }  // namespace harness

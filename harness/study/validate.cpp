@@ -6,11 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <torch/cuda.h>
-
-#include "backends/device_staging.h"
-#include "backends/gloo_allreduce.h"
-#include "backends/gradient_sync.h"
+#include "backends/registry.h"
 #include "harness/common/errors.h"
 #include "workloads/registry.h"
 
@@ -18,7 +14,8 @@ namespace harness {
 namespace {
 
 // Where a setting's value for a point came from, for error messages.
-std::string field_of(const Experiment& experiment, const std::string& key, const Json& value) {
+std::string field_of(const Experiment& experiment, const Point& point, const std::string& key) {
+  const Json value = to_json(point.settings)[key];
   for (const auto& axis : experiment.sweep) {
     if (axis.key != key) continue;
     for (std::size_t i = 0; i < axis.values.size(); ++i) {
@@ -34,150 +31,151 @@ std::string point_label(const Experiment& experiment, const Point& point) {
                      point.settings.batch_size, point.settings.dataset_size);
 }
 
-// Why `device: "cuda"` cannot run here, or "" when it can. The communication benchmark needs
-// the CUDA path and a device; training also needs a LibTorch with CUDA (Debian's is CPU-only).
-std::string cuda_problem(const std::string& kind) {
-  const CudaStatus status = cuda_status();
-  if (!status.usable) return status.reason;
-  if (kind == "train" && !torch::cuda::is_available()) {
-    return "training on \"cuda\" needs a LibTorch built with CUDA, and this one is CPU-only";
+[[noreturn]] void fail_at(const Experiment& experiment, const Point& point,
+                          const SettingProblem& problem) {
+  throw ConfigError(fmt::format("{}: {}",
+                                problem.key.empty() ? point_label(experiment, point)
+                                                    : field_of(experiment, point, problem.key),
+                                problem.message));
+}
+
+// A name looked up in its table; an unknown one is reported at its place in the file.
+template <typename Lookup>
+decltype(auto) named(const Experiment& experiment, const Point& point, const std::string& key,
+                     Lookup lookup) {
+  try {
+    return lookup();
+  } catch (const ConfigError& error) {
+    throw ConfigError(fmt::format("{}: {}", field_of(experiment, point, key), error.what()));
   }
-  return "";
+}
+
+void validate_comm_point(const Experiment& experiment, const Point& point) {
+  const CommOptions comm = comm_options(point.settings);
+  if (comm.min_bytes > comm.max_bytes) {
+    fail_at(experiment, point,
+            {"comm_min_bytes", fmt::format("expected comm_min_bytes ({}) <= comm_max_bytes ({})",
+                                           comm.min_bytes, comm.max_bytes)});
+  }
+}
+
+// Sample limits per data source, so that a sweep reads each data set once.
+using LimitsCache = std::map<std::string, SampleLimits>;
+
+void validate_training_point(const Experiment& experiment, const Point& point,
+                             const WorkloadInfo& workload, const BackendInfo& backend,
+                             LimitsCache& cache) {
+  const PointSettings& s = point.settings;
+  if (backend.problem != nullptr) {
+    if (const std::string problem = backend.problem(s); !problem.empty()) {
+      fail_at(experiment, point, {"", "ranks: " + problem});
+    }
+  }
+  // Everything the data's size, and the workloads' checks of test_size, can depend on (the owned
+  // settings include the workload's own, such as the synthetic image size).
+  const std::string key = fmt::format("{}|{}|{}|{}|{}", s.workload, s.data_path, s.seed,
+                                      s.test_size, s.options.dump());
+  if (cache.count(key) == 0) {
+    try {
+      cache[key] = workload.train_samples(s);
+    } catch (const ConfigError& error) {
+      throw ConfigError(fmt::format("{}: {}", point_label(experiment, point), error.what()));
+    }
+  }
+  const SampleLimits samples = cache[key];
+  if (s.dataset_size > samples.most) {
+    fail_at(experiment, point,
+            {"dataset_size",
+             fmt::format("expected at most {} ({}), got {}", samples.most,
+                         samples.most == samples.standard
+                             ? fmt::format("the {} training samples", s.workload)
+                             : fmt::format("the synthetic {} samples that fit in memory", s.workload),
+                         s.dataset_size)});
+  }
+  PointShape shape;
+  shape.samples = s.dataset_size > 0 ? s.dataset_size : samples.standard;
+  shape.workers = worker_layout(s, 0, s.ranks).workers;
+  shape.per_rank_batch = per_rank_batch(s, shape.workers);
+  const bool batched = workload.algorithm == Algorithm::kDataParallelSgd;
+  if (batched && s.scaling == "strong" && s.batch_size % shape.workers != 0) {
+    fail_at(experiment, point,
+            {"", fmt::format("batch_size: scaling \"strong\" splits the global batch {} evenly over "
+                             "{} training ranks; expected a multiple of {}",
+                             s.batch_size, shape.workers, shape.workers)});
+  }
+  if (workload.check != nullptr) {
+    if (const auto problem = workload.check(s, shape)) fail_at(experiment, point, *problem);
+  }
+  if (!batched) return;  // an iteration is one pass over all points; `epochs` bounds them
+
+  const int64_t global = global_batch(s, shape.workers);
+  if (global > shape.samples) {
+    fail_at(experiment, point,
+            {"", fmt::format("batch_size: the global batch of {} ({} training ranks × {}) exceeds the "
+                             "{} training samples, so no full step fits in an epoch",
+                             global, shape.workers, shape.per_rank_batch, shape.samples)});
+  }
+  const int64_t steps_per_epoch = shape.samples / global;
+  if (s.warmup_steps >= steps_per_epoch) {
+    fail_at(experiment, point,
+            {"warmup_steps", fmt::format("expected fewer warm-up steps than the {} steps of the first "
+                                         "epoch, got {}",
+                                         steps_per_epoch, s.warmup_steps)});
+  }
+  // Every step's timings are kept (and gathered on rank 0), so the step count is bounded.
+  const int64_t steps = steps_per_epoch * s.epochs;
+  if (steps > kMaxStepsPerPoint) {
+    fail_at(experiment, point,
+            {"", fmt::format("epochs: expected at most {} steps per point, got {} epochs × {} steps = {}",
+                             kMaxStepsPerPoint, s.epochs, steps_per_epoch, steps)});
+  }
 }
 
 }  // namespace
 
 void validate_points(const Experiment& experiment, const std::vector<Point>& points,
-                     const Launcher* launcher) {
-  // Sample limits per data source: read each data set once.
-  std::map<std::string, SampleLimits> limits;
+                     const ResourceLimits& limits) {
+  LimitsCache cache;
   for (const auto& point : points) {
     const PointSettings& s = point.settings;
-    if (launcher != nullptr && s.ranks > launcher->max_ranks()) {
-      throw ConfigError(fmt::format("{}: expected at most {} ranks ({}), got {}",
-                                    field_of(experiment, "ranks", s.ranks), launcher->max_ranks(),
-                                    launcher->max_ranks_reason(), s.ranks));
+    if (limits.max_ranks > 0 && s.ranks > limits.max_ranks) {
+      fail_at(experiment, point,
+              {"ranks", fmt::format("expected at most {} ranks ({}), got {}", limits.max_ranks,
+                                    limits.why, s.ranks)});
     }
-    const WorkloadInfo* workload = nullptr;
-    try {
-      workload = &find_workload(s.workload);
-    } catch (const ConfigError& error) {
-      throw ConfigError(fmt::format("{}: {}", field_of(experiment, "workload", s.workload), error.what()));
-    }
-    if (s.kind == "train" && !workload->engines.empty() &&
-        std::find(workload->engines.begin(), workload->engines.end(), s.engine) ==
-            workload->engines.end()) {
+    const WorkloadInfo& workload = named(experiment, point, "workload", [&]() -> const WorkloadInfo& {
+      return find_workload(s.workload);
+    });
+    if (s.kind == Kind::kTrain && !workload.engines.empty() &&
+        std::find(workload.engines.begin(), workload.engines.end(), s.engine) == workload.engines.end()) {
       std::vector<std::string> quoted;
-      for (const auto engine : workload->engines) quoted.push_back(fmt::format("\"{}\"", engine));
-      throw ConfigError(fmt::format("{}: expected {} for workload {}, got \"{}\"",
-                                    field_of(experiment, "engine", s.engine),
-                                    fmt::join(quoted, " or "), s.workload, s.engine));
+      for (const auto engine : workload.engines) quoted.push_back(fmt::format("\"{}\"", engine));
+      fail_at(experiment, point,
+              {"engine", fmt::format("expected {} for workload {}, got \"{}\"",
+                                     fmt::join(quoted, " or "), s.workload, s.engine)});
     }
-    if (s.kind == "train" && s.engine == "blas" && s.device != "cpu") {
-      throw ConfigError(fmt::format("{}: expected \"cpu\" with engine \"blas\", got \"{}\"",
-                                    field_of(experiment, "device", s.device), s.device));
-    }
-    try {
-      find_backend(s.backend);
-    } catch (const ConfigError& error) {
-      throw ConfigError(fmt::format("{}: {}", field_of(experiment, "backend", s.backend), error.what()));
-    }
-    if (s.backend == "gloo" && !gloo_available()) {
-      throw ConfigError(fmt::format(
-          "{}: backend \"gloo\" is not in this build (libgloo-dev was missing at configure "
-          "time; install it with bash .ci/install-deps and configure again)",
-          field_of(experiment, "backend", s.backend)));
+    const BackendInfo& backend = named(experiment, point, "backend", [&]() -> const BackendInfo& {
+      return find_backend(s.backend);
+    });
+    if (backend.unavailable_reason != nullptr) {
+      if (const std::string reason = backend.unavailable_reason(); !reason.empty()) {
+        fail_at(experiment, point, {"backend", reason});
+      }
     }
     if (s.device == "cuda") {
-      const std::string problem = cuda_problem(s.kind);
+      std::string problem = cuda_status().reason;
+      if (problem.empty() && s.kind == Kind::kTrain) problem = training_device_problem(s.device);
       if (!problem.empty()) {
-        throw ConfigError(fmt::format("{}: expected \"cpu\" on this build and machine: {}",
-                                      field_of(experiment, "device", s.device), problem));
+        fail_at(experiment, point, {"device", "expected \"cpu\" on this build and machine: " + problem});
       }
     }
-
-    if (s.kind == "comm") {
-      // A communication benchmark has no workload or data; only its sizes need checking.
-      if (s.comm_min_bytes > s.comm_max_bytes) {
-        throw ConfigError(fmt::format(
-            "{}: expected comm_min_bytes ({}) <= comm_max_bytes ({})",
-            field_of(experiment, "comm_min_bytes", s.comm_min_bytes), s.comm_min_bytes,
-            s.comm_max_bytes));
-      }
-      continue;
-    }
-
-    if (worker_layout(s, 0, s.ranks).index < 0 && s.ranks < 2) {
-      throw ConfigError(fmt::format(
-          "{}: ranks: backend \"ps\" without ps_server_trains needs at least 2 ranks (rank 0 only "
-          "serves); expected ranks >= 2 or \"ps_server_trains\": true",
-          point_label(experiment, point)));
-    }
-
-    // Everything the data's size, and the workloads' checks of test_size, can depend on.
-    const std::string key = fmt::format("{}|{}|{}|{}|{}|{}", s.workload, s.kmeans_data,
-                                        s.image_size, s.data_path, s.seed, s.test_size);
-    if (limits.count(key) == 0) {
-      try {
-        limits[key] = workload->train_samples(s);
-      } catch (const ConfigError& error) {
-        throw ConfigError(fmt::format("{}: {}", point_label(experiment, point), error.what()));
-      }
-    }
-    const SampleLimits samples = limits[key];
-    if (s.dataset_size > samples.most) {
-      throw ConfigError(fmt::format(
-          "{}: expected at most {} ({}), got {}", field_of(experiment, "dataset_size", s.dataset_size),
-          samples.most,
-          samples.most == samples.standard
-              ? fmt::format("the {} training samples", s.workload)
-              : fmt::format("the synthetic {} samples that fit in memory", s.workload),
-          s.dataset_size));
-    }
-    const int64_t used = s.dataset_size > 0 ? s.dataset_size : samples.standard;
-    if (workload->algorithm == Algorithm::kLloydKMeans) {
-      if (s.device != "cpu") {
-        throw ConfigError(fmt::format("{}: expected \"cpu\" for workload kmeans (it runs on the cpu), got \"{}\"",
-                                      field_of(experiment, "device", s.device), s.device));
-      }
-      // No batches: every iteration is one pass over all points; `epochs` bounds the iterations.
-      if (s.kmeans_k > used) {
-        throw ConfigError(fmt::format("{}: expected at most {} clusters (the points used), got {}",
-                                      field_of(experiment, "kmeans_k", s.kmeans_k), used, s.kmeans_k));
-      }
-      continue;
-    }
-    const int workers = worker_layout(s, 0, s.ranks).workers;
-    if (s.scaling == "strong" && s.batch_size % workers != 0) {
-      throw ConfigError(fmt::format(
-          "{}: batch_size: scaling \"strong\" splits the global batch {} evenly over {} training "
-          "ranks; expected a multiple of {}",
-          point_label(experiment, point), s.batch_size, workers, workers));
-    }
-    if (s.workload == "resnet" && per_rank_batch(s, workers) < 2) {
-      throw ConfigError(fmt::format(
-          "{}: batch_size: resnet needs at least 2 samples per rank (BatchNorm's batch statistics "
-          "over a 1x1 feature map), got {}",
-          point_label(experiment, point), per_rank_batch(s, workers)));
-    }
-    const int64_t global = global_batch(s, workers);
-    if (global > used) {
-      throw ConfigError(fmt::format(
-          "{}: batch_size: the global batch of {} ({} training ranks × {}) exceeds the {} training "
-          "samples, so no full step fits in an epoch",
-          point_label(experiment, point), global, workers, per_rank_batch(s, workers), used));
-    }
-    if (s.warmup_steps >= used / global) {
-      throw ConfigError(fmt::format(
-          "{}: expected fewer warm-up steps than the {} steps of the first epoch, got {}",
-          field_of(experiment, "warmup_steps", s.warmup_steps), used / global, s.warmup_steps));
-    }
-    // Every step's timings are kept (and gathered on rank 0), so the step count is bounded.
-    const int64_t steps = used / global * s.epochs;
-    if (steps > kMaxStepsPerPoint) {
-      throw ConfigError(fmt::format(
-          "{}: epochs: expected at most {} steps per point, got {} epochs × {} steps = {}",
-          point_label(experiment, point), kMaxStepsPerPoint, s.epochs, used / global, steps));
+    switch (s.kind) {
+      case Kind::kComm:
+        validate_comm_point(experiment, point);  // no workload or data; only its sizes
+        break;
+      case Kind::kTrain:
+        validate_training_point(experiment, point, workload, backend, cache);
+        break;
     }
   }
 }

@@ -1,20 +1,26 @@
 // Checks, before anything is launched, that every point of an experiment can run here: names
 // exist in the workload and backend tables, the device is built in, the data is readable and
-// large enough. Errors name the experiment file and the field the offending value came from.
+// large enough, and whatever the kind, the backend and the workload refuse (their table entries
+// say). Errors name the experiment file and the field the offending value came from.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "harness/study/experiment.h"
-#include "harness/launch/launcher.h"
 
 namespace harness {
 
 inline constexpr int64_t kMaxStepsPerPoint = 2'000'000;
 
-// Throws ConfigError ("file: sweep.backend[1]: unknown backend ..."). With a launcher, also
-// refuses points asking for more ranks than it can give.
+// What the launcher can give one point (launch/scheduler.h fills it in).
+struct ResourceLimits {
+  int max_ranks = 0;  // 0: no limit
+  std::string why;    // "the local launcher runs at most 8 ranks per core, and this machine has 2"
+};
+
+// Throws ConfigError ("file: sweep.backend[1]: unknown backend ...").
 void validate_points(const Experiment& experiment, const std::vector<Point>& points,
-                     const Launcher* launcher = nullptr);
+                     const ResourceLimits& limits = {});
 
 }  // namespace harness

@@ -41,8 +41,9 @@ TEST(DeviceStaging, StatusExplainsWhyCudaCannotRun) {
 TEST(DeviceStaging, PinnedStagingRoundTripsThroughTheHostBackend) {
   if (!cuda_status().usable) GTEST_SKIP() << cuda_status().reason;
   DoublingSync host_backend;
-  // Device pointers only ever go to "allreduce"; this backend must be staged.
-  DeviceStagedSync staged(host_backend, /*allow_device_pointers=*/true);
+  // Device pointers go only to a backend whose table entry accepts them; this one is not in the
+  // table, so it must be staged.
+  DeviceStagedSync staged(host_backend);
   EXPECT_EQ(staged.path(), "pinned host staging");
   for (const std::size_t count : {0UL, 1UL, 1000003UL}) {
     std::vector<float> host(count);

@@ -1,6 +1,7 @@
 // Every backend against MPI_Allreduce, on every rank under mpirun (tests/CMakeLists.txt runs this
 // binary with 1, 2, 3 and 4 ranks). Sweeps Combine(backends, sizes), as gloo's tests do.
 #include "backends/gradient_sync.h"
+#include "backends/registry.h"
 
 #include "backends/gloo_allreduce.h"
 

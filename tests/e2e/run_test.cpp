@@ -11,6 +11,7 @@
 #include <chrono>
 #include <algorithm>
 
+#include "backends/registry.h"
 #include "backends/device_staging.h"
 #include "backends/gloo_allreduce.h"
 #include "backends/gradient_sync.h"

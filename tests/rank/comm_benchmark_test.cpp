@@ -8,15 +8,15 @@ namespace harness {
 namespace {
 
 TEST(CommBenchmark, SizesStepByTheFactorAndEndAtTheMaximum) {
-  PointSettings settings;
-  settings.comm_min_bytes = 4;
-  settings.comm_max_bytes = 1024;
-  settings.comm_size_factor = 4;
-  EXPECT_EQ(comm_message_sizes(settings), (std::vector<int64_t>{4, 16, 64, 256, 1024}));
-  settings.comm_max_bytes = 100;  // not reached by the factor: still measured
-  EXPECT_EQ(comm_message_sizes(settings), (std::vector<int64_t>{4, 16, 64, 100}));
-  settings.comm_min_bytes = 100;
-  EXPECT_EQ(comm_message_sizes(settings), (std::vector<int64_t>{100}));
+  CommOptions options;
+  options.min_bytes = 4;
+  options.max_bytes = 1024;
+  options.size_factor = 4;
+  EXPECT_EQ(comm_message_sizes(options), (std::vector<int64_t>{4, 16, 64, 256, 1024}));
+  options.max_bytes = 100;  // not reached by the factor: still measured
+  EXPECT_EQ(comm_message_sizes(options), (std::vector<int64_t>{4, 16, 64, 100}));
+  options.min_bytes = 100;
+  EXPECT_EQ(comm_message_sizes(options), (std::vector<int64_t>{100}));
 }
 
 TEST(CommBenchmark, BusBandwidthIsTheAllreduceFormula) {

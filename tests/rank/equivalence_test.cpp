@@ -11,6 +11,7 @@
 #include <string>
 #include <tuple>
 
+#include "backends/registry.h"
 #include "backends/gloo_allreduce.h"
 #include "harness/rank/trainer.h"
 #include "workloads/mnist_cnn.h"
@@ -23,7 +24,7 @@ std::vector<float> train_and_flatten(PointSettings settings, MPI_Comm communicat
   int size = 1;
   MPI_Comm_size(communicator, &size);
   settings.ranks = size;
-  auto workload = find_workload(settings.workload).make(settings);
+  auto workload = find_workload(settings.workload).make(settings, kNoCudaDevice);
   auto backend = make_gradient_sync(settings.backend, communicator);
   DataParallelTrainer trainer(*workload, *backend, communicator, settings);
   trainer.broadcast_parameters();
@@ -72,7 +73,7 @@ TEST_P(DataParallelEquivalence, PRanksWithBatchBEqualOneRankWithBatchPB) {
   settings.workload = workload;
   settings.engine = engine;
   settings.backend = backend;
-  settings.ps_server_trains = true;  // every rank trains, as in the one-rank reference
+  apply_setting(settings, "ps_server_trains", true, "test");  // every rank trains, as in the one-rank reference
   if (workload == "iris_mlp") {
     settings.batch_size = 2;
     settings.lr = 0.5;

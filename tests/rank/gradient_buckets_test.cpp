@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/registry.h"
 #include "backends/gloo_allreduce.h"
 #include "backends/mpi_allreduce.h"
 

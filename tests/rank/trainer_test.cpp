@@ -10,6 +10,7 @@
 #include <thread>
 #include <tuple>
 
+#include "backends/registry.h"
 #include "backends/gloo_allreduce.h"
 #include "backends/mpi_allreduce.h"
 #include "harness/common/errors.h"
@@ -53,7 +54,7 @@ struct Fixture {
     settings.batch_size = kBatch;
     settings.bucket_mb = bucket_mb;
     settings.overlap = overlap;
-    workload = find_workload("iris_mlp").make(settings);
+    workload = find_workload("iris_mlp").make(settings, kNoCudaDevice);
     trainer = std::make_unique<DataParallelTrainer>(*workload, backend, MPI_COMM_WORLD, settings);
   }
 
@@ -152,7 +153,7 @@ TEST(DataParallelTrainer, ShortTrainingLowersTheLossAndKeepsRanksInStep) {
   f.settings.lr = 0.5;
   DataParallelTrainer trainer(*f.workload, f.backend, MPI_COMM_WORLD, f.settings);
   trainer.broadcast_parameters();
-  const TrainingResult result = trainer.train();
+  const LoopResult result = trainer.train();
   EXPECT_EQ(result.steps_per_epoch, 120 / (kBatch * f.size));
   EXPECT_EQ(result.steps.step_s.size(), static_cast<std::size_t>(result.steps_per_epoch * 15));
   if (f.rank == 0) {
@@ -197,7 +198,7 @@ std::vector<float> trained_parameters(PointSettings settings) {
   const int workers = worker_layout(settings, 0, size).workers;
   const int steps_per_epoch = 120 / (kBatch * workers);
   settings.epochs = (50 + steps_per_epoch - 1) / steps_per_epoch;
-  auto workload = find_workload("iris_mlp").make(settings);
+  auto workload = find_workload("iris_mlp").make(settings, kNoCudaDevice);
   auto backend = make_gradient_sync(settings.backend, MPI_COMM_WORLD);
   DataParallelTrainer trainer(*workload, *backend, MPI_COMM_WORLD, settings);
   trainer.broadcast_parameters();
@@ -214,7 +215,7 @@ TEST(DataParallelTrainer, EveryBackendWithAndWithoutBucketsAndOverlapTrainsTheSa
     for (const double bucket_mb : {25.0, 1.0 / 1024}) {
       for (const bool overlap : {false, true}) {
         settings.backend = std::string(info.name);
-        settings.ps_server_trains = true;  // same workers, same batches: the same computation
+        apply_setting(settings, "ps_server_trains", true, "test");  // same workers, same batches: the same computation
         settings.bucket_mb = bucket_mb;
         settings.overlap = overlap;
         const std::vector<float> parameters = trained_parameters(settings);
@@ -237,7 +238,7 @@ TEST(DataParallelTrainer, ParameterServerThatOnlyServesKeepsItsCopyInStep) {
   if (size < 2) GTEST_SKIP() << "a serving-only parameter server needs 2 ranks";
   PointSettings settings;
   settings.backend = "ps";
-  settings.ps_server_trains = false;
+  apply_setting(settings, "ps_server_trains", false, "test");
   settings.overlap = true;  // rank 0 runs no backward, so no hook fires there
   settings.bucket_mb = 1.0 / 1024;
   const std::vector<float> parameters = trained_parameters(settings);
@@ -337,7 +338,7 @@ TEST(SgdUpdate, MatchesSubInEveryLayoutAndType) {
 class OneSlowRank final : public Workload {
  public:
   explicit OneSlowRank(const PointSettings& settings)
-      : iris_(find_workload("iris_mlp").make(settings)) {
+      : iris_(find_workload("iris_mlp").make(settings, kNoCudaDevice)) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   }
   int64_t train_size() const override { return iris_->train_size(); }
@@ -367,7 +368,7 @@ TEST(DataParallelTrainer, LoadImbalanceShowsTheSlowRanksExtraCompute) {
   OneSlowRank workload(settings);
   MpiAllreduce backend(MPI_COMM_WORLD);
   DataParallelTrainer trainer(workload, backend, MPI_COMM_WORLD, settings);
-  const TrainingResult result = trainer.train();
+  const LoopResult result = trainer.train();
   const std::size_t steps = result.steps.compute_s.size();
   ASSERT_EQ(steps, 6U);
   std::vector<double> compute_s(steps * size);
@@ -399,11 +400,11 @@ TEST(DataParallelTrainer, WarmupStepsTrainButAreNotTimed) {
     settings.epochs = 2;
     settings.lr = 0.5;
     settings.warmup_steps = warmup_steps;
-    auto workload = find_workload("iris_mlp").make(settings);
+    auto workload = find_workload("iris_mlp").make(settings, kNoCudaDevice);
     MpiAllreduce backend(MPI_COMM_WORLD);
     DataParallelTrainer trainer(*workload, backend, MPI_COMM_WORLD, settings);
     trainer.broadcast_parameters();
-    TrainingResult result = trainer.train();
+    LoopResult result = trainer.train();
     std::vector<float> flat;
     for (const auto& parameter : workload->parameters()) {
       flat.insert(flat.end(), parameter.data_ptr<float>(), parameter.data_ptr<float>() + parameter.numel());

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "workloads/registry.h"
+
 #include <torch/torch.h>
 
 #include <numeric>
@@ -18,7 +20,7 @@ std::unique_ptr<Workload> iris_with(const std::string& engine) {
   PointSettings settings;
   settings.engine = engine;
   settings.seed = 7;
-  return make_iris_mlp(settings);
+  return make_iris_mlp(settings, kNoCudaDevice);
 }
 
 void sgd_step(Workload& workload, float lr) {

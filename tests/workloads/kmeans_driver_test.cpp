@@ -9,6 +9,7 @@
 #include <cmath>
 #include <tuple>
 
+#include "backends/registry.h"
 #include "backends/gloo_allreduce.h"
 
 namespace harness {
@@ -31,11 +32,11 @@ TEST_P(KMeansEquivalence, PRanksGiveTheOneRankResult) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   PointSettings settings;
   settings.workload = "kmeans";
-  settings.kmeans_data = data;
+  apply_setting(settings, "kmeans_data", data, "test");
   settings.backend = backend;
-  settings.ps_server_trains = true;
+  apply_setting(settings, "ps_server_trains", true, "test");
   settings.epochs = 100;
-  settings.kmeans_k = data == "iris" ? 3 : 5;
+  apply_setting(settings, "kmeans_k", data == "iris" ? 3 : 5, "test");
   settings.dataset_size = data == "iris" ? 0 : 20'011;  // not divisible by the rank counts
 
   const KMeansResult distributed = cluster(settings, MPI_COMM_WORLD);
@@ -71,8 +72,8 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(KMeans, BlobsAreReproducibleAndShardsCoverEveryPoint) {
   PointSettings settings;
-  settings.kmeans_data = "blobs";
-  settings.kmeans_k = 4;
+  apply_setting(settings, "kmeans_data", "blobs", "test");
+  apply_setting(settings, "kmeans_k", 4, "test");
   settings.dataset_size = 1003;
   const KMeansData first = load_kmeans_data(settings);
   const KMeansData second = load_kmeans_data(settings);

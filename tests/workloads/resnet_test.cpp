@@ -1,5 +1,6 @@
 // The resnet workload builds torchvision's ResNet-18 and ResNet-50 (same parameter counts) and
 // trains on its synthetic set.
+#include "workloads/registry.h"
 #include "workloads/resnet.h"
 
 #include <gtest/gtest.h>
@@ -20,8 +21,8 @@ int64_t parameter_count(Workload& workload) {
 PointSettings small_resnet(int depth, int classes) {
   PointSettings settings;
   settings.workload = "resnet";
-  settings.resnet_depth = depth;
-  settings.num_classes = classes;
+  apply_setting(settings, "resnet_depth", depth, "test");
+  apply_setting(settings, "num_classes", classes, "test");
   settings.dataset_size = 4;
   settings.test_size = 2;
   return settings;
@@ -29,12 +30,12 @@ PointSettings small_resnet(int depth, int classes) {
 
 TEST(ResNet, ParameterCountsMatchTorchvision) {
   // torchvision.models.resnet18() / resnet50(): 11,689,512 and 25,557,032 parameters.
-  EXPECT_EQ(parameter_count(*make_resnet(small_resnet(18, 1000))), 11'689'512);
-  EXPECT_EQ(parameter_count(*make_resnet(small_resnet(50, 1000))), 25'557'032);
+  EXPECT_EQ(parameter_count(*make_resnet(small_resnet(18, 1000), kNoCudaDevice)), 11'689'512);
+  EXPECT_EQ(parameter_count(*make_resnet(small_resnet(50, 1000), kNoCudaDevice)), 25'557'032);
 }
 
 TEST(ResNet, TrainsOnItsSyntheticImagesAndEvaluates) {
-  auto workload = make_resnet(small_resnet(18, 10));
+  auto workload = make_resnet(small_resnet(18, 10), kNoCudaDevice);
   EXPECT_EQ(workload->train_size(), 4);
   EXPECT_EQ(workload->test_size(), 2);
   for (auto& parameter : workload->parameters()) parameter.mutable_grad() = torch::zeros_like(parameter);
@@ -53,8 +54,8 @@ TEST(ResNet, TrainsOnItsSyntheticImagesAndEvaluates) {
 TEST(ResNet, SyntheticSetIsTheSameOnEveryRank) {
   // Every rank builds the set from the seed; equal losses on equal positions show equal data and
   // equal initial weights.
-  auto first = make_resnet(small_resnet(18, 10));
-  auto second = make_resnet(small_resnet(18, 10));
+  auto first = make_resnet(small_resnet(18, 10), kNoCudaDevice);
+  auto second = make_resnet(small_resnet(18, 10), kNoCudaDevice);
   const std::vector<int64_t> positions = {1, 2};
   EXPECT_EQ(first->forward_backward(positions), second->forward_backward(positions));
 }

@@ -1,0 +1,103 @@
+#include "backends/registry.h"
+
+#include <fmt/format.h>
+
+#include "backends/gloo_allreduce.h"
+#include "backends/gradient_sync.h"
+#include "backends/mpi_allreduce.h"
+#include "backends/parameter_server.h"
+#include "backends/ring_allreduce.h"
+#include "backends/shared_memory_allreduce.h"
+#include "harness/common/json_values.h"
+#include "harness/common/name_table.h"
+#include "harness/study/settings.h"
+
+namespace harness {
+namespace {
+
+template <typename Backend>
+std::unique_ptr<GradientSync> make(const Communicator& communicator) {
+  return std::make_unique<Backend>(communicator);
+}
+
+// The parameter server's rank 0 trains as well as serving only when asked: the course project's
+// design is a server that only serves.
+constexpr std::string_view kServerTrainsKey = "ps_server_trains";
+
+bool server_trains(const PointSettings& settings) { return settings.option(kServerTrainsKey, false); }
+
+std::vector<SettingRow> parameter_server_settings() {
+  return {owned_setting(kServerTrainsKey, "true or false",
+                        "backend \"ps\": rank 0 trains too (false: it only serves, p ranks give "
+                        "p-1 workers)",
+                        R"({"type": "boolean"})", false,
+                        [](const Json& value, const std::string& where) {
+                          return Json(read_boolean(value, where));
+                        })};
+}
+
+std::string parameter_server_problem(const PointSettings& settings) {
+  if (server_trains(settings) || settings.ranks >= 2) return "";
+  return "backend \"ps\" without ps_server_trains needs at least 2 ranks (rank 0 only serves); "
+         "expected ranks >= 2 or \"ps_server_trains\": true";
+}
+
+std::string gloo_unavailable() {
+  return gloo_available() ? ""
+                          : "backend \"gloo\" is not in this build (libgloo-dev was missing at "
+                            "configure time; install it with bash .ci/install-deps and configure "
+                            "again)";
+}
+
+}  // namespace
+
+const std::vector<BackendInfo>& backend_table() {
+  static const std::vector<BackendInfo> table = {
+      {.name = "allreduce",
+       .summary = "MPI_Allreduce (in place, SUM) on one fused buffer",
+       .accepts_device_pointers = true,
+       .make = make<MpiAllreduce>},
+      {.name = "ring",
+       .summary = "bandwidth-optimal ring allreduce (reduce-scatter + allgather) over MPI_Sendrecv",
+       .make = make<RingAllreduce>},
+      {.name = "ps",
+       .summary = "parameter server: rank 0 receives, sums and sends back with MPI_Send/MPI_Recv",
+       .root_only_serves = [](const PointSettings& settings) { return !server_trains(settings); },
+       .problem = parameter_server_problem,
+       .settings = parameter_server_settings,
+       .make = make<ParameterServer>},
+      {.name = "shm",
+       .summary = "zero-copy shared-memory allreduce: each rank sums its slice of every rank's "
+                  "buffer in place (ranks on one node)",
+       .make = make<SharedMemoryAllreduce>},
+      {.name = "gloo",
+       .summary = "Gloo allreduce through LibTorch's c10d::ProcessGroupGloo (what PyTorch DDP uses)",
+       .unavailable_reason = gloo_unavailable,
+       .make = make_gloo_allreduce},
+  };
+  return table;
+}
+
+std::vector<std::string> backend_names() {
+  std::vector<std::string> names;
+  for (const auto& info : backend_table()) names.emplace_back(info.name);
+  return names;
+}
+
+const BackendInfo& find_backend(std::string_view name) {
+  return find_by_name(backend_table(), name, "backend");
+}
+
+const BackendInfo* backend_or_null(std::string_view name) {
+  for (const auto& info : backend_table()) {
+    if (info.name == name) return &info;
+  }
+  return nullptr;
+}
+
+std::unique_ptr<GradientSync> make_gradient_sync(std::string_view name,
+                                                 const Communicator& communicator) {
+  return find_backend(name).make(communicator);
+}
+
+}  // namespace harness

@@ -1,0 +1,57 @@
+// The backend name -> factory table, and what the rest of the harness may know about a backend:
+// its capabilities (rather than comparing names), the settings it owns, whether this build has
+// it. Free of MPI and LibTorch headers, so the orchestrator can validate experiments with it.
+//
+// Adding a backend = a file pair in this folder + a line in registry.cpp + a CMake line + a test.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "harness/study/setting_row.h"
+
+namespace harness {
+
+class Communicator;
+class GradientSync;
+struct PointSettings;
+
+struct BackendInfo {
+  std::string_view name;     // the string used in experiment files
+  std::string_view summary;  // one line for --help and error messages
+  // MPI itself does the arithmetic, so device memory may go to a CUDA-aware MPI as it is
+  // (the other backends add floats in host code and need the gradients staged through the host).
+  bool accepts_device_pointers = false;
+  // Whether rank 0 only serves and computes no gradients, for these settings (the parameter
+  // server unless ps_server_trains); null: every rank trains.
+  bool (*root_only_serves)(const PointSettings& settings) = nullptr;
+  // Why these settings cannot run with this backend, or "" (checked before launch).
+  std::string (*problem)(const PointSettings& settings) = nullptr;
+  // Why this build lacks the backend, or "" (gloo without libgloo-dev at configure time).
+  std::string (*unavailable_reason)() = nullptr;
+  // The settings rows this backend owns (null: none).
+  std::vector<SettingRow> (*settings)() = nullptr;
+  // Collective over the communicator's ranks.
+  std::unique_ptr<GradientSync> (*make)(const Communicator& communicator) = nullptr;
+};
+
+// The table, in the order --help lists it.
+const std::vector<BackendInfo>& backend_table();
+// The names alone, in the same order (for sweeps over every backend).
+std::vector<std::string> backend_names();
+// Throws ConfigError listing the valid names when `name` is unknown.
+const BackendInfo& find_backend(std::string_view name);
+// Null when `name` is unknown (records of a backend this build does not have).
+const BackendInfo* backend_or_null(std::string_view name);
+
+// Whether this build can use CUDA devices, and why not; MPI-free, for validation.
+struct CudaStatus {
+  bool usable = false;
+  int devices = 0;
+  std::string reason;  // why not usable; empty when usable
+};
+CudaStatus cuda_status();
+
+}  // namespace harness

@@ -1,0 +1,145 @@
+#include "harness/common/files.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "harness/common/clock.h"
+#include "harness/common/errors.h"
+
+namespace harness {
+namespace {
+
+// How long a FIFO may keep the reader waiting for its next bytes.
+constexpr double kFifoPatienceS = 5;
+
+std::string_view file_type_name(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+// Closes the descriptor however the read ends.
+struct Descriptor {
+  int fd = -1;
+  ~Descriptor() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+}  // namespace
+
+void require_regular_file(const std::string& path, std::string_view with_article) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0 || S_ISREG(info.st_mode)) return;
+  throw ConfigError(fmt::format("{}: is {}, expected {}", path, file_type_name(info.st_mode), with_article));
+}
+
+std::string read_text_file(const std::string& path, const ExpectedFile& expected) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) == 0 && (S_ISDIR(info.st_mode) || S_ISSOCK(info.st_mode) ||
+                                           S_ISBLK(info.st_mode))) {
+    throw ConfigError(
+        fmt::format("{}: is {}, expected {}", path, file_type_name(info.st_mode), expected.with_article));
+  }
+  const bool fifo = ::stat(path.c_str(), &info) == 0 && S_ISFIFO(info.st_mode);
+  // Non-blocking: opening a FIFO for reading would otherwise wait for a writer forever.
+  Descriptor file{::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)};
+  if (file.fd < 0) throw ConfigError(fmt::format("{}: cannot open {}", path, expected.noun));
+
+  std::string text;
+  std::size_t line_start = 0;
+  char buffer[64 * 1024];
+  auto last_data = Clock::now();
+  while (true) {
+    const ssize_t got = ::read(file.fd, buffer, sizeof(buffer));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0 && errno == EAGAIN) {  // a FIFO whose writer has not written yet
+      if (seconds_since(last_data) > kFifoPatienceS) {
+        throw ConfigError(fmt::format("{}: is a FIFO (named pipe) that sent nothing for {:g} s, "
+                                      "expected {}",
+                                      path, kFifoPatienceS, expected.with_article));
+      }
+      pollfd readable{file.fd, POLLIN, 0};
+      ::poll(&readable, 1, 100);
+      continue;
+    }
+    if (got < 0) {
+      throw ConfigError(fmt::format("{}: cannot read {}: {}", path, expected.noun, std::strerror(errno)));
+    }
+    if (got == 0) break;
+    last_data = Clock::now();
+    const std::size_t old_size = text.size();
+    if (old_size + static_cast<std::size_t>(got) > expected.max_bytes) {
+      throw ConfigError(fmt::format("{}: expected {} of at most {}, got more", path,
+                                    expected.with_article,
+                                    expected.max_bytes >= (1U << 20)
+                                        ? fmt::format("{} MiB", expected.max_bytes >> 20)
+                                        : fmt::format("{} bytes", expected.max_bytes)));
+    }
+    text.append(buffer, static_cast<std::size_t>(got));
+    for (std::size_t i = old_size; i < text.size(); ++i) {
+      if (text[i] == '\0') {
+        throw ConfigError(fmt::format("{}: holds binary data (a NUL byte at offset {}), expected {}",
+                                      path, i, expected.with_article));
+      }
+      if (text[i] == '\n') line_start = i + 1;
+      if (expected.max_line_bytes > 0 && i - line_start >= expected.max_line_bytes) {
+        const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(line_start), '\n');
+        throw ConfigError(fmt::format("{}: line {} is longer than {} bytes, expected {}", path, line,
+                                      expected.max_line_bytes, expected.with_article));
+      }
+    }
+  }
+  if (fifo && text.empty()) {
+    throw ConfigError(fmt::format("{}: is a FIFO (named pipe) with nothing to read, expected {}",
+                                  path, expected.with_article));
+  }
+  return text;
+}
+
+void write_file_atomically(const std::string& path, const std::string& content) {
+  const std::string temporary = fmt::format("{}.tmp.{}", path, ::getpid());
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    out << content;
+    out.flush();
+    if (!out) {
+      std::remove(temporary.c_str());
+      throw Error(fmt::format("{}: cannot write (no such directory, no permission or disk full)",
+                              temporary));
+    }
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    const std::string reason = std::strerror(errno);
+    std::remove(temporary.c_str());
+    throw Error(fmt::format("{}: cannot rename into place: {}", path, reason));
+  }
+}
+
+Json read_json_file(const std::string& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {
+    throw Error(fmt::format("{}: is {}, expected a JSON file", path, file_type_name(info.st_mode)));
+  }
+  std::ifstream in(path);
+  if (!in) throw Error(fmt::format("{}: cannot open", path));
+  try {
+    return Json::parse(in);
+  } catch (const Json::exception& error) {
+    throw Error(fmt::format("{}: invalid JSON: {}", path, error.what()));
+  }
+}
+
+}  // namespace harness

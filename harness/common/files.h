@@ -1,0 +1,40 @@
+// Files: written atomically (a reader never sees half of one), and read from users with bounds.
+// A user may name anything as an experiment or data file; a directory, a FIFO nobody writes to,
+// a device such as /dev/zero, a binary file or one with an endless line gets a one-line
+// ConfigError at once instead of a hang, a full memory or raw bytes echoed to the terminal.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "harness/common/json.h"
+
+namespace harness {
+
+// What a file is expected to be, for the bounds and the messages.
+struct ExpectedFile {
+  std::string_view noun;          // "experiment file": "<path>: cannot open experiment file"
+  std::string_view with_article;  // "an experiment file (JSON)": "is a directory, expected ..."
+  std::size_t max_bytes = 0;
+  std::size_t max_line_bytes = 0;  // 0: lines may be as long as the file
+};
+
+// The whole file as text. FIFOs are read while a writer is attached (so `harness run <(jq ...)`
+// works) and for at most a few seconds; NUL bytes mean binary data. Throws ConfigError
+// "<path>: ..." naming what was found and what was expected.
+std::string read_text_file(const std::string& path, const ExpectedFile& expected);
+
+// Throws ConfigError "<path>: is a FIFO (named pipe), expected <with_article>" (likewise a
+// directory, a device, a socket) unless `path` is a regular file or a link to one; a missing file
+// passes (opening it says so).
+void require_regular_file(const std::string& path, std::string_view with_article);
+
+// Writes `content` to `path` through a temporary file in the same directory and rename(2).
+// Throws Error naming the path.
+void write_file_atomically(const std::string& path, const std::string& content);
+
+// A JSON file the harness wrote (a record, a rank's measurements). Throws Error naming the path.
+Json read_json_file(const std::string& path);
+
+}  // namespace harness

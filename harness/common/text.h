@@ -1,0 +1,32 @@
+// Text for people: user input echoed safely in one-line messages, "did you mean", durations,
+// and shell quoting for printing commands.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "harness/common/json.h"
+
+namespace harness {
+
+// The closest name to `unknown` among `candidates`, or "" if none is close; for "did you mean".
+std::string closest_name(std::string_view unknown, const std::vector<std::string_view>& candidates);
+
+// Short rendering of a JSON value for error messages: strings quoted and escaped (so a message
+// stays one line), long values cut.
+std::string describe_json(const Json& value);
+// A user's string (a workload name, a key, a line of a file) as describe_json shows it:
+// "bad\nname". Bytes that are not UTF-8 are replaced, so binary input cannot garble a terminal.
+std::string describe_text(std::string_view text);
+// `text` cut to at most `max_bytes`, between whole characters and escapes, ending in "..." when
+// cut, so that echoing user input keeps an error message short.
+std::string shortened(std::string_view text, std::size_t max_bytes);
+
+// "45 s", "3 min 20 s", "2 h 05 min".
+std::string format_duration(double seconds);
+
+// One command line as a POSIX shell reads it: arguments that need it in single quotes.
+std::string shell_quoted(const std::vector<std::string>& argv);
+
+}  // namespace harness

@@ -1,0 +1,39 @@
+// What a rank's training loop reports: its own per-step times and, on rank 0, a record per
+// epoch. The data-parallel trainer (harness/rank/trainer.h) and the K-means driver
+// (kmeans_driver.h) both fill it; the rank program gathers the ranks' steps and writes them into
+// the point's measurements.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace harness {
+
+struct EpochRecord {
+  int epoch = 0;              // 1-based
+  double train_loss = 0;      // mean of the steps' global-batch losses
+  double test_loss = 0;
+  double test_accuracy = 0;
+  double train_time_s = 0;    // this epoch's training wall time (timed steps), evaluation excluded
+  double eval_time_s = 0;     // the held-out evaluation after it
+  int64_t samples_seen = 0;   // cumulative, all ranks, warm-up steps included
+};
+
+// Per-step times of one rank.
+struct StepTimes {
+  std::vector<double> compute_s;  // forward, backward and optimizer update
+  std::vector<double> comm_s;     // gradient reduction (with packing, unless overlapped)
+  std::vector<double> exposed_s;  // what the step waited for communication after backward
+  std::vector<double> step_s;
+};
+
+struct LoopResult {
+  std::vector<EpochRecord> epochs;  // filled on rank 0
+  StepTimes steps;                  // this rank's
+  int64_t steps_per_epoch = 0;
+  double train_time_s = 0;          // sum over epochs, warm-up steps and evaluation excluded
+  double eval_time_s = 0;           // sum of the evaluations
+  int64_t samples_trained = 0;      // all ranks, in the timed steps (warm-up excluded)
+};
+
+}  // namespace harness
