@@ -51,7 +51,7 @@ EOF
 
 # ddp_throughput WORKLOAD RANKS BATCH DATASET EPOCHS LR [--tuned] -> samples/s
 # --tuned: the harness's CNN layout, gradient_as_bucket_view, and the malloc settings a harness
-# rank gives itself (harness/allocator.cpp), so that what is left is the framework.
+# rank gives itself (harness/rank/allocator.cpp), so that what is left is the framework.
 ddp_throughput() {
   local tunables=()
   [[ "${7:-}" == --tuned ]] &&

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "harness/common/errors.h"
+#include "harness/common/files.h"
 
 namespace harness {
 namespace {
@@ -16,6 +17,8 @@ namespace {
 using GzFile = std::unique_ptr<gzFile_s, decltype(&gzclose)>;
 
 GzFile open_idx(const std::string& path) {
+  // gzopen would read a FIFO or a device until it ends, which may be never.
+  require_regular_file(path, "an IDX file (gzipped or not)");
   GzFile file(gzopen(path.c_str(), "rb"), &gzclose);
   if (!file) throw ConfigError(fmt::format("{}: cannot open IDX file", path));
   return file;

@@ -2,12 +2,13 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <sstream>
 
 #include <fmt/format.h>
 
 #include "harness/common/errors.h"
+#include "harness/common/files.h"
+#include "harness/common/text.h"
 #include "harness/common/shuffle.h"
 
 namespace harness {
@@ -26,8 +27,10 @@ std::string default_iris_path() {
 }
 
 IrisData load_iris_csv(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError(fmt::format("{}: cannot open Iris CSV file", path));
+  // The classic file is 4.6 KB; a megabyte is any Iris-shaped file, and a bound keeps a wrong
+  // data_path (a device, a binary file) from filling memory or the terminal.
+  constexpr ExpectedFile kIrisCsv{"Iris CSV file", "an Iris CSV file", 1 << 20, 1024};
+  std::istringstream in(read_text_file(path, kIrisCsv));
   IrisData data;
   std::string line;
   int line_number = 0;
@@ -36,8 +39,8 @@ IrisData load_iris_csv(const std::string& path) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line_number == 1) {
       if (line != kHeader) {
-        throw ConfigError(fmt::format("{}:1: expected the header \"{}\", got \"{}\"", path,
-                                      kHeader, line));
+        throw ConfigError(fmt::format("{}:1: expected the header \"{}\", got {}", path, kHeader,
+                                      describe_text(line)));
       }
       continue;
     }
@@ -54,8 +57,8 @@ IrisData load_iris_csv(const std::string& path) {
       char* end = nullptr;
       const float value = std::strtof(fields[i].c_str(), &end);
       if (fields[i].empty() || *end != '\0' || !std::isfinite(value)) {
-        throw ConfigError(fmt::format("{}:{}: field {}: expected a number, got \"{}\"", path,
-                                      line_number, i + 1, fields[i]));
+        throw ConfigError(fmt::format("{}:{}: field {}: expected a number, got {}", path,
+                                      line_number, i + 1, describe_text(fields[i])));
       }
       data.features.push_back(value);
     }
@@ -65,8 +68,8 @@ IrisData load_iris_csv(const std::string& path) {
     }
     if (label < 0) {
       throw ConfigError(fmt::format(
-          "{}:{}: field 5: expected setosa, versicolor or virginica, got \"{}\"", path,
-          line_number, fields[4]));
+          "{}:{}: field 5: expected setosa, versicolor or virginica, got {}", path,
+          line_number, describe_text(fields[4])));
     }
     data.labels.push_back(label);
   }

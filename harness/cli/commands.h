@@ -13,19 +13,34 @@ inline constexpr int kExitFailure = 1;
 inline constexpr int kExitBadInput = 2;
 inline constexpr int kExitInterrupted = 130;
 
+class Error;
+// Prints "harness: <what>" on stderr and returns its exit status: kExitBadInput for a ConfigError
+// (the input is wrong; nothing ran), kExitFailure otherwise.
+int report_error(const Error& error);
+
 struct RunOptions {
   std::string experiment_path;
   std::string out_dir;                    // "" = results/<name>/<timestamp>
   // Run every point, even those with a completed record in out_dir (default: keep those and run
   // only the failed and missing ones).
   bool fresh = false;
+  // Validate and print what would run (every point's command, the counts, an estimate); start
+  // nothing and create no results directory.
+  bool dry_run = false;
   std::vector<std::string> command_line;  // for provenance
 };
 
 int run_command(const RunOptions& options);
-int plan_command(const std::string& experiment_path);
+// The points, their commands and the estimate, as `run --dry-run` prints them (`out_dir` as
+// --out, "" = the default).
+int plan_command(const std::string& experiment_path, const std::string& out_dir = "");
 // Rebuilds summary.csv, stats.csv and every plot of a results directory from its records and
 // its copy of the experiment file, without running anything.
 int plot_command(const std::string& results_dir);
+
+// Prints a results directory's console table and where its tables and plots are (run and plot).
+struct WrittenReports;
+class ResultsDirectory;
+void print_reports(const WrittenReports& written, const ResultsDirectory& directory);
 
 }  // namespace harness

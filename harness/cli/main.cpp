@@ -2,6 +2,7 @@
 // start under mpirun; every other subcommand is for people.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <iostream>
 #include <string>
@@ -11,8 +12,10 @@
 
 #include "backends/registry.h"
 #include "harness/cli/commands.h"
+#include "harness/launch/scheduler.h"
 #include "harness/study/schema.h"
 #include "harness/study/settings.h"
+#include "harness/common/text.h"
 #include "harness/common/version.h"
 #include "harness/rank/worker.h"
 #include "workloads/registry.h"
@@ -34,6 +37,14 @@ std::string names_help() {
   for (const auto& info : harness::backend_table()) {
     text += fmt::format("  {:<12} {}\n", info.name, info.summary);
   }
+  text += "Launchers (\"launcher\": a name, or {\"name\": ..., <options>}):\n";
+  for (const auto& info : harness::scheduler_table()) {
+    text += fmt::format("  {:<12} {}\n", info.name, info.summary);
+    if (info.options == nullptr) continue;
+    for (const auto& option : info.options()) {
+      text += fmt::format("    {:<15} {}\n", option.key, option.help);
+    }
+  }
   return text;
 }
 
@@ -43,6 +54,16 @@ int main(int argc, char** argv) {
   // The worker parses its own arguments: it runs under mpirun, before anything else.
   if (argc >= 2 && std::strcmp(argv[1], "worker") == 0) {
     return harness::worker_main(argc - 2, argv + 2);
+  }
+
+  // CLI11 would call an unknown command an unexpected argument; name it.
+  const std::vector<std::string> commands = {"run", "plan", "plot", "schema"};
+  if (argc >= 2 && argv[1][0] != '-' &&
+      std::find(commands.begin(), commands.end(), argv[1]) == commands.end()) {
+    std::cerr << fmt::format("harness: unknown command {} (expected one of: run, plan, plot, schema; "
+                             "see harness --help)\n",
+                             harness::describe_text(argv[1]));
+    return harness::kExitBadInput;
   }
 
   CLI::App app{"harness: scaling studies of data-parallel training over MPI"};
@@ -66,10 +87,13 @@ int main(int argc, char** argv) {
           },
           "DIR"));
   run->add_flag("--fresh", run_options.fresh, "run every point again, even completed ones");
+  run->add_flag("--dry-run", run_options.dry_run,
+                "validate and print every point's command, the counts and an estimate; run "
+                "nothing, create no results directory");
 
   std::string plan_path;
-  auto* plan = app.add_subcommand("plan", "Print the points an experiment expands to, without "
-                                          "running anything");
+  auto* plan = app.add_subcommand("plan", "Print the points an experiment expands to and their "
+                                          "commands, without running anything (run --dry-run)");
   plan->add_option("FILE", plan_path, "experiment file (JSON)")->required();
 
   std::string plot_dir;
@@ -101,7 +125,9 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("schema")) {
       std::vector<std::string> workloads;
       for (const auto& info : harness::workload_table()) workloads.emplace_back(info.name);
-      std::cout << harness::experiment_schema(workloads, harness::backend_names()).dump(2) << "\n";
+      std::cout << harness::experiment_schema(workloads, harness::backend_names(),
+                                              harness::launcher_schema())
+                       .dump(2) << "\n";
       return harness::kExitOk;
     }
     return harness::plan_command(plan_path);

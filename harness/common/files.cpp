@@ -94,7 +94,10 @@ std::string read_text_file(const std::string& path, const ExpectedFile& expected
         throw ConfigError(fmt::format("{}: holds binary data (a NUL byte at offset {}), expected {}",
                                       path, i, expected.with_article));
       }
-      if (text[i] == '\n') line_start = i + 1;
+      if (text[i] == '\n') {
+        line_start = i + 1;
+        continue;
+      }
       if (expected.max_line_bytes > 0 && i - line_start >= expected.max_line_bytes) {
         const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(line_start), '\n');
         throw ConfigError(fmt::format("{}: line {} is longer than {} bytes, expected {}", path, line,

@@ -11,17 +11,18 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include "harness/common/clock.h"
 #include "harness/common/errors.h"
 
 extern char** environ;
@@ -33,25 +34,22 @@ volatile std::sig_atomic_t g_interrupted = 0;
 
 void on_interrupt(int /*signal*/) { g_interrupted = 1; }
 
-using Clock = std::chrono::steady_clock;
-
-// Sends `signal` to the child's process group, then waits up to `grace` for it to end.
-bool stop_group(pid_t pid, int signal, std::chrono::milliseconds grace, int& status) {
-  ::kill(-pid, signal);
-  const auto deadline = Clock::now() + grace;
-  while (Clock::now() < deadline) {
-    if (::waitpid(pid, &status, WNOHANG) == pid) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
+// The children this process is watching: their leftovers may be reaped, they may not.
+std::set<pid_t>& live_children() {
+  static std::set<pid_t> children;
+  return children;
 }
 
-// Kills and reaps every remaining child of this process: the orphans (ranks) that the subreaper
-// setting re-parented to us after their mpirun ended.
-void kill_orphans() {
-  const pid_t self = ::getpid();
+struct ProcessEntry {
+  pid_t pid = 0;
+  pid_t parent = 0;
+  pid_t session = 0;
+};
+
+std::vector<ProcessEntry> all_processes() {
+  std::vector<ProcessEntry> entries;
   DIR* proc = ::opendir("/proc");
-  if (proc == nullptr) return;
+  if (proc == nullptr) return entries;
   while (const dirent* entry = ::readdir(proc)) {
     char* end = nullptr;
     const long pid = std::strtol(entry->d_name, &end, 10);
@@ -59,23 +57,54 @@ void kill_orphans() {
     std::ifstream stat(fmt::format("/proc/{}/stat", pid));
     std::string line;
     if (!std::getline(stat, line)) continue;
-    // Fields after the parenthesised command name: state, ppid, ...
+    // Fields after the parenthesised command name: state, ppid, pgrp, session, ...
     const auto close = line.rfind(')');
     if (close == std::string::npos) continue;
     std::istringstream fields(line.substr(close + 1));
     std::string state;
     long parent = 0;
-    fields >> state >> parent;
-    if (parent == self) ::kill(static_cast<pid_t>(pid), SIGKILL);
+    long group = 0;
+    long session = 0;
+    fields >> state >> parent >> group >> session;
+    entries.push_back({static_cast<pid_t>(pid), static_cast<pid_t>(parent), static_cast<pid_t>(session)});
   }
   ::closedir(proc);
-  int status = 0;
+  return entries;
+}
+
+// Kills whatever is left of the session `session` (the child's descendants), and every child of
+// this process that no ChildProcess watches (an orphan that left its session), then reaps those
+// that are, or became, this process's children.
+void stop_leftovers(pid_t session) {
+  const pid_t self = ::getpid();
+  const auto is_leftover = [&](const ProcessEntry& entry) {
+    return entry.pid != self && (entry.session == session ||
+                                 (entry.parent == self && live_children().count(entry.pid) == 0));
+  };
   const auto deadline = Clock::now() + std::chrono::seconds(5);
   while (Clock::now() < deadline) {
-    const pid_t reaped = ::waitpid(-1, &status, WNOHANG);
-    if (reaped < 0) break;  // no children left
-    if (reaped == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    bool any = false;
+    for (const auto& entry : all_processes()) {
+      if (!is_leftover(entry)) continue;
+      any = true;
+      ::kill(entry.pid, SIGKILL);
+      if (entry.parent == self) ::waitpid(entry.pid, nullptr, WNOHANG);
+    }
+    if (!any) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+}
+
+// Sends `signal` to the child's process group and waits up to `grace` for it to end.
+bool signal_and_wait(pid_t pid, int signal, std::chrono::milliseconds grace, int& status) {
+  ::kill(-pid, signal);
+  ::kill(pid, signal);  // in case it has not made its session and group yet
+  const auto deadline = Clock::now() + grace;
+  while (Clock::now() < deadline) {
+    if (::waitpid(pid, &status, WNOHANG) == pid) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
 }
 
 // A descriptor that becomes readable when `pid` exits (a pidfd, Linux 5.3 and later), or -1.
@@ -87,19 +116,6 @@ int open_exit_fd(pid_t pid) {
 #endif
 }
 
-// Sleeps until the child exits or a tenth of a second has passed, so that the caller still sees
-// timeouts and interrupts (SIGINT may be delivered to another thread). The ranks run on every
-// core: a parent that woke every 10 ms took 100 slices a second from one of them. Without a
-// pidfd, it does just that.
-void wait_for_exit(int exit_fd) {
-  if (exit_fd >= 0) {
-    pollfd exited{exit_fd, POLLIN, 0};
-    ::poll(&exited, 1, 100);  // EINTR (an interrupt) returns early too
-  } else {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-}
-
 }  // namespace
 
 std::string ProcessOutcome::describe() const {
@@ -108,6 +124,153 @@ std::string ProcessOutcome::describe() const {
   if (exited) return fmt::format("exit code {}", exit_code);
   if (signal != 0) return fmt::format("killed by signal {} ({})", signal, ::strsignal(signal));
   return "unknown status";
+}
+
+ChildProcess::ChildProcess(const ProcessRequest& request) : request_(request) {
+  if (request_.argv.empty()) throw LaunchError("run_process: empty command");
+  const std::string program = find_program(request_.argv[0]);
+  if (program.empty()) {
+    throw LaunchError(fmt::format("{}: program not found on PATH", request_.argv[0]));
+  }
+  int log_fd = -1;
+  if (!request_.log_path.empty()) {
+    log_fd = ::open(request_.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (log_fd < 0) {
+      throw LaunchError(
+          fmt::format("{}: cannot open log file: {}", request_.log_path, std::strerror(errno)));
+    }
+  }
+  // Everything the child needs is prepared before fork: only async-signal-safe calls after it.
+  std::vector<char*> argv;
+  for (const auto& arg : request_.argv) argv.push_back(const_cast<char*>(arg.c_str()));
+  argv.push_back(nullptr);
+  std::vector<std::string> env_storage;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string_view text(*entry);
+    bool overridden = false;
+    for (const auto& [key, value] : request_.environment) {
+      if (text.size() > key.size() && text.substr(0, key.size()) == key && text[key.size()] == '=') {
+        overridden = true;
+      }
+    }
+    if (!overridden) env_storage.emplace_back(text);
+  }
+  for (const auto& [key, value] : request_.environment) env_storage.push_back(key + "=" + value);
+  std::vector<char*> envp;
+  for (auto& entry : env_storage) envp.push_back(entry.data());
+  envp.push_back(nullptr);
+
+  // Orphaned grandchildren come back to us rather than to init (see stop_leftovers).
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  const pid_t parent = ::getpid();
+  start_ = Clock::now();
+  pid_ = ::fork();
+  if (pid_ < 0) {
+    if (log_fd >= 0) ::close(log_fd);
+    throw LaunchError(fmt::format("fork failed: {}", std::strerror(errno)));
+  }
+  if (pid_ == 0) {
+    ::setsid();  // a session (and process group) of its own: all it starts stays in it
+    // If the harness dies (even by SIGKILL), mpirun is told to stop and takes its ranks down.
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(126);
+    if (!request_.working_directory.empty() && ::chdir(request_.working_directory.c_str()) != 0) {
+      ::_exit(126);
+    }
+    if (log_fd >= 0) {
+      ::dup2(log_fd, STDOUT_FILENO);
+      ::dup2(log_fd, STDERR_FILENO);
+    }
+    // mpirun must not read the harness's terminal.
+    const int null_fd = ::open("/dev/null", O_RDONLY);
+    if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
+    ::execve(program.c_str(), argv.data(), envp.data());
+    const char message[] = "harness: exec failed\n";
+    [[maybe_unused]] const auto written = ::write(STDERR_FILENO, message, sizeof(message) - 1);
+    ::_exit(127);
+  }
+  if (log_fd >= 0) ::close(log_fd);
+  live_children().insert(pid_);
+  exit_fd_ = open_exit_fd(pid_);
+}
+
+ChildProcess::~ChildProcess() {
+  if (!outcome_) stop();
+  if (exit_fd_ >= 0) ::close(exit_fd_);
+}
+
+void ChildProcess::finish(int status, bool reaped) {
+  live_children().erase(pid_);
+  stop_leftovers(pid_);  // the session id is the child's pid (setsid)
+  ProcessOutcome outcome;
+  outcome.timeout_s = request_.timeout_s;
+  outcome.wall_time_s = seconds_since(start_);
+  outcome.interrupted = stop_requested_;
+  if (reaped) {
+    if (WIFEXITED(status)) {
+      outcome.exited = true;
+      outcome.exit_code = WEXITSTATUS(status);
+    } else if (WIFSIGNALED(status)) {
+      outcome.signal = WTERMSIG(status);
+    }
+  }
+  outcome_ = outcome;
+}
+
+void ChildProcess::stop() {
+  if (outcome_) return;
+  stop_requested_ = true;
+  int status = 0;
+  // SIGTERM lets mpirun take its ranks down; SIGKILL the group if it does not.
+  const bool reaped = signal_and_wait(pid_, SIGTERM, std::chrono::seconds(5), status) ||
+                      signal_and_wait(pid_, SIGKILL, std::chrono::seconds(5), status);
+  finish(status, reaped);
+}
+
+std::optional<ProcessOutcome> ChildProcess::poll() {
+  if (outcome_) return outcome_;
+  int status = 0;
+  const pid_t result = ::waitpid(pid_, &status, WNOHANG);
+  if (result == pid_) {
+    finish(status, true);
+    return outcome_;
+  }
+  if (result < 0 && errno != EINTR) {
+    finish(0, false);  // not our child any more: nothing to report but its end
+    return outcome_;
+  }
+  const bool timed_out = request_.timeout_s > 0 && seconds_since(start_) > request_.timeout_s;
+  if (timed_out || (request_.stop_on_interrupt && interrupt_requested())) {
+    stop();
+    outcome_->timed_out = timed_out;
+    outcome_->interrupted = !timed_out;
+    return outcome_;
+  }
+  return std::nullopt;
+}
+
+void wait_for_any(const std::vector<const ChildProcess*>& children, double timeout_s) {
+  std::vector<pollfd> exits;
+  for (const ChildProcess* child : children) {
+    if (child->exit_fd() >= 0) exits.push_back({child->exit_fd(), POLLIN, 0});
+  }
+  const int timeout_ms = static_cast<int>(timeout_s * 1000);
+  // Without pidfds, sleep briefly: the ranks run on every core, and a parent that woke every
+  // 10 ms took 100 slices a second from one of them.
+  if (exits.size() != children.size()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(timeout_ms, 10)));
+    return;
+  }
+  ::poll(exits.data(), exits.size(), timeout_ms);  // EINTR (an interrupt) returns early too
+}
+
+ProcessOutcome run_process(const ProcessRequest& request) {
+  ChildProcess child(request);
+  while (true) {
+    if (auto outcome = child.poll()) return *outcome;
+    // A tenth of a second at most, so that timeouts and interrupts are seen.
+    wait_for_any({&child}, 0.1);
+  }
 }
 
 void install_interrupt_handlers() {
@@ -140,120 +303,14 @@ std::string find_program(const std::string& name) {
   return "";
 }
 
-ProcessOutcome run_process(const ProcessRequest& request) {
-  if (request.argv.empty()) throw LaunchError("run_process: empty command");
-  const std::string program = find_program(request.argv[0]);
-  if (program.empty()) {
-    throw LaunchError(fmt::format("{}: program not found on PATH", request.argv[0]));
-  }
-
-  int log_fd = -1;
-  if (!request.log_path.empty()) {
-    log_fd = ::open(request.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (log_fd < 0) {
-      throw LaunchError(
-          fmt::format("{}: cannot open log file: {}", request.log_path, std::strerror(errno)));
-    }
-  }
-
-  // Everything the child needs is prepared before fork: only async-signal-safe calls after it.
-  std::vector<char*> argv;
-  for (const auto& arg : request.argv) argv.push_back(const_cast<char*>(arg.c_str()));
-  argv.push_back(nullptr);
-  std::vector<std::string> env_storage;
-  for (char** entry = environ; *entry != nullptr; ++entry) {
-    const std::string_view text(*entry);
-    bool overridden = false;
-    for (const auto& [key, value] : request.environment) {
-      if (text.size() > key.size() && text.substr(0, key.size()) == key && text[key.size()] == '=') {
-        overridden = true;
-      }
-    }
-    if (!overridden) env_storage.emplace_back(text);
-  }
-  for (const auto& [key, value] : request.environment) env_storage.push_back(key + "=" + value);
-  std::vector<char*> envp;
-  for (auto& entry : env_storage) envp.push_back(entry.data());
-  envp.push_back(nullptr);
-
-  // Orphaned grandchildren come back to us rather than to init (see kill_orphans).
-  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
-  const pid_t parent = ::getpid();
-  const auto start = Clock::now();
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    if (log_fd >= 0) ::close(log_fd);
-    throw LaunchError(fmt::format("fork failed: {}", std::strerror(errno)));
-  }
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    // If the harness dies (even by SIGKILL), mpirun is told to stop and takes its ranks down.
-    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (::getppid() != parent) ::_exit(126);
-    if (!request.working_directory.empty() && ::chdir(request.working_directory.c_str()) != 0) {
-      ::_exit(126);
-    }
-    if (log_fd >= 0) {
-      ::dup2(log_fd, STDOUT_FILENO);
-      ::dup2(log_fd, STDERR_FILENO);
-    }
-    // mpirun must not read the harness's terminal.
-    const int null_fd = ::open("/dev/null", O_RDONLY);
-    if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
-    ::execve(program.c_str(), argv.data(), envp.data());
-    const char message[] = "harness: exec failed\n";
-    [[maybe_unused]] const auto written = ::write(STDERR_FILENO, message, sizeof(message) - 1);
-    ::_exit(127);
-  }
-  ::setpgid(pid, pid);  // also in the parent, so the group exists before we might signal it
-  if (log_fd >= 0) ::close(log_fd);
-
-  const int exit_fd = open_exit_fd(pid);
-  ProcessOutcome outcome;
-  int status = 0;
-  bool reaped = false;
-  while (!reaped) {
-    const pid_t result = ::waitpid(pid, &status, WNOHANG);
-    if (result == pid) {
-      reaped = true;
-      break;
-    }
-    if (result < 0 && errno != EINTR) break;
-    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-    const bool timed_out = request.timeout_s > 0 && elapsed > request.timeout_s;
-    if (timed_out || (request.stop_on_interrupt && interrupt_requested())) {
-      outcome.timed_out = timed_out;
-      outcome.interrupted = !timed_out;
-      // SIGTERM lets mpirun take its ranks down; SIGKILL the group if it does not.
-      reaped = stop_group(pid, SIGTERM, std::chrono::seconds(5), status) ||
-               stop_group(pid, SIGKILL, std::chrono::seconds(5), status);
-      break;
-    }
-    wait_for_exit(exit_fd);
-  }
-  if (exit_fd >= 0) ::close(exit_fd);
-  // Whatever the child left behind (in its group, or ranks in groups of their own) goes too.
-  ::kill(-pid, SIGKILL);
-  kill_orphans();
-  outcome.timeout_s = request.timeout_s;
-  outcome.wall_time_s = std::chrono::duration<double>(Clock::now() - start).count();
-  if (reaped) {
-    if (WIFEXITED(status)) {
-      outcome.exited = true;
-      outcome.exit_code = WEXITSTATUS(status);
-    } else if (WIFSIGNALED(status)) {
-      outcome.signal = WTERMSIG(status);
-    }
-  }
-  return outcome;
-}
-
 std::vector<std::string> tail_lines(const std::string& path, std::size_t lines) {
+  constexpr std::size_t kMaxLineBytes = 1000;
   std::ifstream in(path);
   std::deque<std::string> kept;
   std::string line;
   while (std::getline(in, line)) {
-    kept.push_back(line);
+    if (line.size() > kMaxLineBytes) line = line.substr(0, kMaxLineBytes) + "...";
+    kept.push_back(std::move(line));
     if (kept.size() > lines) kept.pop_front();
   }
   return {kept.begin(), kept.end()};

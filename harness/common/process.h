@@ -1,11 +1,17 @@
-// Runs a child program (argv only, never a shell) with its output in a log file and a
-// wall-clock limit. A timeout or Ctrl-C sends SIGTERM to the child's process group (mpirun then
-// takes its ranks down), SIGKILL if it does not end. Ranks can sit in process groups of their own
-// (Open MPI 4 does that), so the harness also makes itself a child subreaper: whatever the child
-// leaves behind is re-parented to the harness, which kills and reaps it. A child also gets
-// SIGTERM when the harness itself dies.
+// Child programs (argv only, never a shell) with their output in a log file and a wall-clock
+// limit, watched without blocking, so that a scheduler can keep several in flight.
+//
+// Each child starts a session of its own; everything it starts stays in that session (Open MPI's
+// ranks sit in process groups of their own, but in mpirun's session). Stopping a child, or its
+// ending, takes its whole session down: SIGTERM first (mpirun then stops its ranks), SIGKILL if
+// that does not do it. The harness is a child subreaper, so a child's orphans come back to it and
+// are reaped here; a child also gets SIGTERM when the harness itself dies.
 #pragma once
 
+#include <sys/types.h>
+
+#include <chrono>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,11 +23,11 @@ struct ProcessOutcome {
   int signal = 0;          // the signal that ended the child, if any
   bool exited = false;
   bool timed_out = false;
-  bool interrupted = false;  // the harness itself got SIGINT/SIGTERM while waiting
+  bool interrupted = false;  // stopped on request (Ctrl-C, a cancelled job)
   double timeout_s = 0;      // the limit that applied
   double wall_time_s = 0;
   bool ok() const { return exited && exit_code == 0 && !timed_out && !interrupted; }
-  std::string describe() const;  // "exit code 3", "killed by signal 9", "timed out after 5 s", ...
+  std::string describe() const;  // "exit code 3", "killed by signal 9 (Killed)", "timed out ..."
 };
 
 struct ProcessRequest {
@@ -33,19 +39,53 @@ struct ProcessRequest {
   std::vector<std::pair<std::string, std::string>> environment;  // set in the child only
 };
 
-// Blocks until the child ends, times out or the harness is interrupted. Throws LaunchError when
-// the program cannot be started (not found, not executable, log not writable).
+// One running child. Not copyable; destroying a child that still runs stops it.
+class ChildProcess {
+ public:
+  // Starts the program. Throws LaunchError when it cannot (not found, log not writable).
+  explicit ChildProcess(const ProcessRequest& request);
+  ~ChildProcess();
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+
+  // Non-blocking: the outcome once the child has ended (its leftovers stopped and reaped),
+  // otherwise nothing. Enforces the time limit and, with stop_on_interrupt, Ctrl-C.
+  std::optional<ProcessOutcome> poll();
+  // Stops the child and its session now (blocks for up to ten seconds); poll() then reports it
+  // as interrupted.
+  void stop();
+
+  pid_t pid() const { return pid_; }
+  // A descriptor that becomes readable when the child exits (a pidfd), or -1.
+  int exit_fd() const { return exit_fd_; }
+
+ private:
+  void finish(int status, bool reaped);
+
+  ProcessRequest request_;
+  pid_t pid_ = -1;
+  int exit_fd_ = -1;
+  std::chrono::steady_clock::time_point start_;
+  std::optional<ProcessOutcome> outcome_;
+  bool stop_requested_ = false;
+};
+
+// Sleeps until one of `children` exits, `timeout_s` passes or a signal arrives.
+void wait_for_any(const std::vector<const ChildProcess*>& children, double timeout_s);
+
+// Starts the program and waits for it. Throws LaunchError when it cannot start.
 ProcessOutcome run_process(const ProcessRequest& request);
 
-// Installs SIGINT/SIGTERM handlers that make run_process stop its child and return with
-// `interrupted` set, instead of killing the harness and leaving mpirun behind.
+// Installs SIGINT/SIGTERM handlers that make children stop and interrupt_requested() return
+// true, instead of killing the harness and leaving mpirun behind.
 void install_interrupt_handlers();
 bool interrupt_requested();
 
 // Searches PATH like execvp; "" when not found.
 std::string find_program(const std::string& name);
 
-// The last `lines` lines of a text file (fewer if it is shorter; none if it is missing).
+// The last `lines` lines of a text file (fewer if it is shorter; none if it is missing), each cut
+// to 1000 bytes.
 std::vector<std::string> tail_lines(const std::string& path, std::size_t lines);
 
 }  // namespace harness

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backends/device_staging.h"
+#include "harness/results/statistics.h"
 
 namespace harness {
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "backends/gradient_sync.h"
-#include "harness/results/metrics.h"
+#include "harness/results/record.h"
 #include "harness/study/settings.h"
 
 namespace harness {

@@ -1,5 +1,6 @@
 #include "harness/rank/trainer.h"
 
+#include <iostream>
 #include <numeric>
 #include <set>
 
@@ -159,6 +160,12 @@ LoopResult DataParallelTrainer::train() {
       record.eval_time_s = eval_time_s;
       record.samples_seen = samples_seen;
       result.epochs.push_back(record);
+      // Into the point's log: a point stopped by its time limit shows how far it got.
+      std::cerr << fmt::format("harness worker (rank 0) progress: epoch {}/{}: train loss {:.4g}, "
+                               "test accuracy {:.4g}, {:.3f} s\n",
+                               epoch, settings_.epochs, record.train_loss, record.test_accuracy,
+                               epoch_time)
+                << std::flush;
     }
   }
   return result;

@@ -1,11 +1,10 @@
 #include "harness/study/schema.h"
 
-#include "harness/launch/launcher.h"
 
 namespace harness {
 
 Json experiment_schema(const std::vector<std::string>& workloads,
-                       const std::vector<std::string>& backends) {
+                       const std::vector<std::string>& backends, const Json& launcher) {
   const Json defaults = to_json(PointSettings{});
   Json settings = Json::object();
   for (const auto& setting : setting_table()) {
@@ -46,9 +45,6 @@ Json experiment_schema(const std::vector<std::string>& workloads,
     exclude_terms[key] = {{"anyOf", Json::array({one, {{"type", "array"}, {"minItems", 1}, {"items", one}}})}};
   }
 
-  Json launchers = Json::array();
-  for (const auto& name : launcher_names()) launchers.push_back(name);
-
   return Json{
       {"$schema", "https://json-schema.org/draft/2020-12/schema"},
       {"title", "harness experiment file"},
@@ -65,7 +61,7 @@ Json experiment_schema(const std::vector<std::string>& workloads,
           {"type", "string"},
           {"pattern", "^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$"}}},
         {"description", {{"type", "string"}}},
-        {"launcher", {{"description", "how points are started"}, {"enum", launchers}}},
+        {"launcher", launcher},
         {"settings", {{"$ref", "#/$defs/settings"}}},
         {"sweep",
          {{"type", "object"}, {"additionalProperties", false}, {"properties", sweep_lists}}},

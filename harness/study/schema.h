@@ -10,8 +10,9 @@
 
 namespace harness {
 
-// `workloads` and `backends` become the enums of those keys (the tables live outside the core).
+// `workloads` and `backends` become the enums of those keys, `launcher` the schema of the
+// "launcher" property (the tables live outside the study: launch/scheduler.h makes it).
 Json experiment_schema(const std::vector<std::string>& workloads,
-                       const std::vector<std::string>& backends);
+                       const std::vector<std::string>& backends, const Json& launcher);
 
 }  // namespace harness

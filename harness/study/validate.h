@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/study/experiment.h"
+#include "harness/study/sweep.h"
 
 namespace harness {
 

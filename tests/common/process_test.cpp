@@ -116,3 +116,40 @@ TEST(Process, TailLinesKeepsTheLastLines) {
 
 }  // namespace
 }  // namespace harness
+
+namespace harness {
+namespace {
+
+TEST(ChildProcess, SeveralChildrenAreWatchedWithoutBlockingAndStoppedOnRequest) {
+  ProcessRequest quick;
+  quick.argv = {"sh", "-c", "exit 3"};
+  ProcessRequest slow;
+  slow.argv = {"sleep", "30"};
+  ChildProcess first(quick);
+  ChildProcess second(slow);
+  std::optional<ProcessOutcome> ended;
+  for (int i = 0; i < 100 && !ended; ++i) {
+    wait_for_any({&first, &second}, 0.1);
+    ended = first.poll();
+  }
+  ASSERT_TRUE(ended.has_value());
+  EXPECT_EQ(ended->exit_code, 3);
+  EXPECT_FALSE(second.poll().has_value());  // still running, and poll() did not wait for it
+  second.stop();
+  const auto stopped = second.poll();
+  ASSERT_TRUE(stopped.has_value());
+  EXPECT_TRUE(stopped->interrupted);
+  EXPECT_LT(stopped->wall_time_s, 20);
+}
+
+TEST(Process, TailLinesCutsVeryLongLines) {
+  const std::string path = std::filesystem::temp_directory_path() / "harness_process_long_line.log";
+  std::ofstream(path) << std::string(200000, 'x') << "\nlast\n";
+  const auto lines = tail_lines(path, 2);
+  ASSERT_EQ(lines.size(), 2U);
+  EXPECT_LE(lines[0].size(), 1010U);
+  EXPECT_EQ(lines[1], "last");
+}
+
+}  // namespace
+}  // namespace harness

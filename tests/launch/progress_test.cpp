@@ -2,24 +2,11 @@
 
 #include <gtest/gtest.h>
 
-#include <iostream>
 #include <sstream>
 #include <thread>
 
 namespace harness {
 namespace {
-
-// Captures std::cout for the lifetime of the object.
-class CapturedOutput {
- public:
-  CapturedOutput() : previous_(std::cout.rdbuf(buffer_.rdbuf())) {}
-  ~CapturedOutput() { std::cout.rdbuf(previous_); }
-  std::string text() const { return buffer_.str(); }
-
- private:
-  std::ostringstream buffer_;
-  std::streambuf* previous_;
-};
 
 TEST(Progress, DurationsReadNaturally) {
   EXPECT_EQ(format_duration(0.25), "0.2 s");
@@ -30,30 +17,61 @@ TEST(Progress, DurationsReadNaturally) {
 }
 
 TEST(Progress, PlainLinesCarryTheOutcomeAndTheTimeLeft) {
-  CapturedOutput output;
-  Progress progress(3, /*live=*/false);
-  progress.start_point("[1/4] a");
-  progress.finish_point(" ok (2.0 s)", 2.0);
-  progress.start_point("[2/4] b");
-  progress.skip_point(" kept (completed in an earlier run)");
-  progress.start_point("[3/4] c");
-  progress.finish_point(" ok (4.0 s)", 4.0);
-  progress.start_point("[4/4] d");
-  progress.finish_point(" FAILED: x", 3.0);
-  EXPECT_EQ(output.text(),
+  std::ostringstream out;
+  {
+    Progress progress(3, /*live=*/false, 1, out);
+    progress.started("[1/4] a");
+    progress.finished("[1/4] a", " ok (2.0 s)", 2.0);
+    progress.kept("[2/4] b", " kept (completed in an earlier run)");
+    progress.started("[3/4] c");
+    progress.finished("[3/4] c", " ok (4.0 s)", 4.0);
+    progress.started("[4/4] d");
+    progress.finished("[4/4] d", " FAILED: x", 3.0, {"    log: d.log"});
+  }
+  EXPECT_EQ(out.str(),
             "[1/4] a ok (2.0 s), about 4.0 s left\n"
             "[2/4] b kept (completed in an earlier run)\n"
             "[3/4] c ok (4.0 s), about 3.0 s left\n"
-            "[4/4] d FAILED: x\n");
+            "[4/4] d FAILED: x\n"
+            "    log: d.log\n");
+}
+
+TEST(Progress, SeveralPointsAtOnceGetALineEachForStartAndEnd) {
+  std::ostringstream out;
+  {
+    Progress progress(2, /*live=*/false, 2, out);
+    progress.started("[1/2] p000-a x");
+    progress.started("[2/2] p001-b y");
+    progress.finished("[2/2] p001-b y", " ok (1.0 s)", 1.0);
+    progress.finished("[1/2] p000-a x", " ok (2.0 s)", 2.0);
+  }
+  EXPECT_EQ(out.str(),
+            "[1/2] p000-a x started\n"
+            "[2/2] p001-b y started\n"
+            "[2/2] p001-b y ok (1.0 s), about 0.5 s left\n"
+            "[1/2] p000-a x ok (2.0 s)\n");
+}
+
+TEST(Progress, TerminalLineListsTheRunningPoints) {
+  std::ostringstream out;
+  Progress progress(3, /*live=*/true, 2, out);
+  progress.started("[1/3] p000-a x");
+  progress.started("[2/3] p001-b y");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1300));
+  const std::string text = out.str();
+  EXPECT_NE(text.find("\r\033[Krunning p000 (1."), std::string::npos) << text;
+  EXPECT_NE(text.find(", p001 (1."), std::string::npos) << text;
+  progress.finished("[1/3] p000-a x", " ok", 1.3);
+  progress.finished("[2/3] p001-b y", " ok", 1.3);
 }
 
 TEST(Progress, TerminalLineIsRedrawnWhileThePointRuns) {
-  CapturedOutput output;
-  Progress progress(2, /*live=*/true);
-  progress.start_point("[1/2] a");
+  std::ostringstream out;
+  Progress progress(2, /*live=*/true, 1, out);
+  progress.started("[1/2] a");
   std::this_thread::sleep_for(std::chrono::milliseconds(1300));
-  progress.finish_point(" ok", 1.3);
-  const std::string text = output.text();
+  progress.finished("[1/2] a", " ok", 1.3);
+  const std::string text = out.str();
   EXPECT_NE(text.find("\r\033[K[1/2] a  running 1.0 s"), std::string::npos) << text;
   const std::string last = "\r\033[K[1/2] a ok, about 1.3 s left\n";
   ASSERT_GE(text.size(), last.size());

@@ -1,4 +1,5 @@
 #include "harness/study/experiment.h"
+#include "harness/study/sweep.h"
 
 #include <gtest/gtest.h>
 
@@ -85,7 +86,9 @@ TEST(Experiment, ExcludeDropsMatchingCombinationsAndRepeatsRunTheSweepAgain) {
   // A repeat has its own id and hash; the same settings in another position keep their hash.
   EXPECT_EQ(points[0].settings.ranks, points[4].settings.ranks);
   EXPECT_NE(points[0].id.substr(5), points[4].id.substr(5));
-  EXPECT_EQ(points[0].id.substr(5), point_hash(points[0].settings, 0));
+  EXPECT_EQ(points[0].id.substr(5), PointKey(points[0].settings, 0).hash());
+  EXPECT_EQ(points[0].key, PointKey(points[0].settings, 0));
+  EXPECT_NE(points[0].key, points[4].key);
 }
 
 TEST(Experiment, BaselineIsReadAsNormalisedSettingValues) {
@@ -114,6 +117,32 @@ TEST(Experiment, PointIdsAreDistinctAndDependOnlyOnSettings) {
     EXPECT_EQ(first[i].id, second[i].id);
   }
   EXPECT_EQ(ids.size(), first.size());
+}
+
+// The identity of a measurement: its settings and repeat, not the harness version nor the point's
+// position, and the text (not only the hash) decides equality.
+TEST(PointKey, IsTheSettingsAndTheRepeat) {
+  PointSettings settings;
+  settings.ranks = 2;
+  const PointKey key(settings, 1);
+  EXPECT_EQ(key.text(), to_json(settings).dump() + "|1");
+  EXPECT_EQ(key.hash().size(), 8U);
+  EXPECT_EQ(key, PointKey(settings, 1));
+  EXPECT_NE(key, PointKey(settings, 0));
+  settings.lr = 0.5;
+  EXPECT_NE(key, PointKey(settings, 1));
+  EXPECT_EQ(point_id(3, key), "p003-" + key.hash());
+}
+
+TEST(Experiment, LauncherIsANameOrAnObjectWithOptions) {
+  const Experiment named = parse_experiment(R"({"name": "x", "launcher": "local"})", "e.json");
+  EXPECT_EQ(named.launcher.name, "local");
+  EXPECT_EQ(named.launcher.where, "e.json: launcher");
+  const Experiment object = parse_experiment(
+      R"({"name": "x", "launcher": {"name": "local", "max_parallel": 2}})", "e.json");
+  EXPECT_EQ(object.launcher.name, "local");
+  EXPECT_EQ(object.launcher.options, Json({{"max_parallel", 2}}));
+  EXPECT_EQ(parse_experiment(R"({"name": "x"})", "e.json").launcher.name, "local");
 }
 
 TEST(Experiment, IntegralFloatsAreAcceptedAsIntegers) {
@@ -167,7 +196,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{R"({"name": "x", "settings": {"device": "tpu"}})",
                  "settings.device: expected \"cpu\" or \"cuda\", got \"tpu\""},
         BadInput{R"({"name": "x", "settings": []})", "settings: expected an object"},
-        BadInput{R"({"name": "x", "launcher": "pbs"})", "launcher: expected one of: local"},
+        BadInput{R"({"name": "x", "launcher": 5})", "launcher: expected a launcher name, or an object"},
         BadInput{R"({"name": "x", "settings": {"seed": 9223372036854775808.0}})",
                  "settings.seed: expected a non-negative integer"},
         BadInput{R"({"name": "x", "settings": {"ps_server_trains": "yes"}})",

@@ -1,6 +1,7 @@
 #include "workloads/iris_data.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
@@ -63,16 +64,18 @@ TEST(IrisData, StandardizedTrainingFeaturesHaveZeroMeanUnitVariance) {
   }
 }
 
+// The ConfigError that loading `path` throws, or "".
+std::string message(const std::string& path) {
+  try {
+    load_iris_csv(path);
+  } catch (const ConfigError& error) {
+    return error.what();
+  }
+  return "";
+}
+
 TEST(IrisData, MalformedFilesGiveLineNumbers) {
   const std::string header = "sepal_length,sepal_width,petal_length,petal_width,species\n";
-  const auto message = [](const std::string& path) {
-    try {
-      load_iris_csv(path);
-    } catch (const ConfigError& error) {
-      return std::string(error.what());
-    }
-    return std::string();
-  };
   EXPECT_NE(message(write_csv("bad_number", header + "5.1,x,1.4,0.2,setosa\n"))
                 .find(":2: field 2: expected a number, got \"x\""),
             std::string::npos);
@@ -84,6 +87,24 @@ TEST(IrisData, MalformedFilesGiveLineNumbers) {
   EXPECT_NE(message(write_csv("no_header", "1,2,3,4,setosa\n")).find(":1: expected the header"),
             std::string::npos);
   EXPECT_NE(message("/nonexistent.csv").find("cannot open"), std::string::npos);
+}
+
+// A data_path may name anything: each of these gets one short line at once, never a hang, a full
+// memory or raw bytes on the terminal.
+TEST(IrisData, WrongKindsOfFilesAreRefusedQuicklyInOneShortLine) {
+  const std::string fifo = (std::filesystem::temp_directory_path() / "harness_iris_fifo").string();
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& path : {fifo, std::string("/dev/zero"),
+                                  write_csv("binary", std::string("\x7f" "ELF\0\0\x01\xff", 8)),
+                                  write_csv("long_line", std::string(200000, 'x') + "\n")}) {
+    const std::string text = message(path);
+    EXPECT_EQ(text.rfind(path + ": ", 0), 0U) << text;
+    EXPECT_EQ(text.find('\n'), std::string::npos) << text;
+    EXPECT_LT(text.size(), 400U) << text;
+    EXPECT_EQ(text.find("\xff"), std::string::npos) << "raw bytes echoed: " << text;
+  }
+  std::filesystem::remove(fifo);
 }
 
 }  // namespace

@@ -1,0 +1,60 @@
+// `harness plan FILE` and `harness run FILE --dry-run`: everything a run would do, said and not
+// done. Validates like a run, then prints every point's exact command as the experiment's
+// scheduler would run it, the number of points and rank-slots, and an estimate from earlier
+// records; starts no process and creates no directory.
+#include <algorithm>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "harness/cli/commands.h"
+#include "harness/cli/study_loading.h"
+#include "harness/common/errors.h"
+#include "harness/common/text.h"
+#include "harness/launch/sweep_runner.h"
+#include "harness/results/estimate.h"
+#include "harness/results/results_directory.h"
+
+namespace harness {
+
+int plan_command(const std::string& experiment_path, const std::string& out_dir) {
+  LoadedStudy study;
+  std::string rank_program;
+  try {
+    study = load_study(experiment_path);
+    rank_program = self_executable();
+  } catch (const Error& error) {
+    return report_error(error);
+  }
+  const Experiment& experiment = study.experiment;
+  const ResultsDirectory directory(out_dir.empty() ? default_out_dir(experiment.name) : out_dir);
+  std::cout << fmt::format("experiment \"{}\" ({}): {} point(s), launcher {}, results in {}\n",
+                           experiment.name, experiment.source_path, study.points.size(),
+                           study.scheduler->name(), directory.path());
+  if (!experiment.description.empty()) std::cout << experiment.description << "\n";
+  const Json base = to_json(experiment.base);
+  std::cout << "fixed:";
+  for (const auto& [key, value] : base.items()) {
+    const bool swept = std::any_of(experiment.sweep.begin(), experiment.sweep.end(),
+                                   [&key](const SweepAxis& axis) { return axis.key == key; });
+    if (!swept) std::cout << " " << key << "=" << value.dump();
+  }
+  std::cout << "\n";
+  const std::string run_id = new_run_id();
+  int64_t rank_slots = 0;
+  for (const auto& point : study.points) {
+    const JobSpec job = SweepRunner::job_for(point, directory, rank_program, run_id);
+    std::cout << fmt::format("  {} {}\n    {}\n", point.id, describe_point(experiment, point),
+                             shell_quoted(study.scheduler->command_for(job)));
+    rank_slots += point.settings.ranks;
+  }
+  std::cout << fmt::format("total: {} point(s), {} rank-slot(s)\n", study.points.size(), rank_slots);
+  const std::string root = "results/" + experiment.name;
+  std::cout << describe_estimate(estimate_sweep(study.points, root), root) << "\n";
+  if (const std::string caution = study.scheduler->caution(); !caution.empty()) {
+    std::cout << "warning: " << caution << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace harness

@@ -1,0 +1,85 @@
+#include <unistd.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "harness/cli/commands.h"
+#include "harness/cli/study_loading.h"
+#include "harness/common/errors.h"
+#include "harness/common/files.h"
+#include "harness/launch/sweep_runner.h"
+#include "harness/results/report.h"
+#include "harness/results/result_set.h"
+
+namespace harness {
+
+// Prints the console table and says where the files went.
+void print_reports(const WrittenReports& written, const ResultsDirectory& directory) {
+  std::cout << "\n" << written.console << "\nsummary:";
+  for (std::size_t i = 0; i < written.tables.size(); ++i) {
+    std::cout << (i ? ", " : " ") << written.tables[i];
+  }
+  std::cout << "\n";
+  if (written.images.empty()) return;
+  std::cout << "plots:   " << directory.plots_dir() << "/ (";
+  for (std::size_t i = 0; i < written.images.size(); ++i) {
+    std::cout << (i ? ", " : "") << std::filesystem::path(written.images[i]).filename().string();
+  }
+  std::cout << ")\n";
+}
+
+int run_command(const RunOptions& options) {
+  if (options.dry_run) return plan_command(options.experiment_path, options.out_dir);
+  LoadedStudy study;
+  std::unique_ptr<ResultsDirectory> directory;
+  std::unique_ptr<DirectoryLock> lock;
+  std::string rank_program;
+  try {
+    study = load_study(options.experiment_path);
+    directory = std::make_unique<ResultsDirectory>(
+        options.out_dir.empty() ? default_out_dir(study.experiment.name) : options.out_dir);
+    study.scheduler->check_available();
+    rank_program = self_executable();
+    directory->check_reusable_for(study.experiment.name);
+    directory->create();
+    // One run writes into a directory at a time; the lock goes with the process.
+    lock = std::make_unique<DirectoryLock>(*directory, options.command_line);
+    write_file_atomically(directory->experiment_copy(), study.experiment.source_text);
+  } catch (const Error& error) {
+    return report_error(error);
+  }
+  const Experiment& experiment = study.experiment;
+  std::cout << fmt::format("harness: experiment \"{}\", {} point(s), results in {}\n",
+                           experiment.name, study.points.size(), directory->path());
+  install_interrupt_handlers();
+
+  SweepOptions sweep;
+  sweep.fresh = options.fresh;
+  sweep.command_line = options.command_line;
+  sweep.rank_program = rank_program;
+  sweep.live_progress = isatty(STDOUT_FILENO) != 0;
+  SweepOutcome outcome;
+  try {
+    outcome = SweepRunner(experiment, study.points, *study.scheduler, *directory, sweep, std::cout).run();
+    if (outcome.interrupted) std::cout << "harness: interrupted; keeping the points completed so far\n";
+    // Unreadable records were set aside by the runner; none is left to refuse.
+    const ResultSet set = ResultSet::load(*directory, experiment, study.points, false);
+    print_reports(write_reports(set, *directory), *directory);
+  } catch (const Error& error) {
+    return report_error(error);
+  }
+  if (outcome.kept > 0) {
+    std::cout << fmt::format("{} point(s) kept from an earlier run (--fresh runs them again)\n",
+                             outcome.kept);
+  }
+  if (outcome.interrupted) return kExitInterrupted;
+  if (outcome.failed > 0) {
+    std::cerr << fmt::format("harness: {} of {} point(s) failed\n", outcome.failed, study.points.size());
+    return kExitFailure;
+  }
+  return kExitOk;
+}
+
+}  // namespace harness

@@ -1,0 +1,30 @@
+// What the commands that read an experiment file share: loading it, expanding its points, making
+// its scheduler and validating the points against what that scheduler can give.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "harness/launch/scheduler.h"
+#include "harness/study/experiment.h"
+#include "harness/study/sweep.h"
+
+namespace harness {
+
+struct LoadedStudy {
+  Experiment experiment;
+  std::vector<Point> points;
+  std::unique_ptr<Scheduler> scheduler;
+};
+
+// Throws ConfigError naming the file and field for anything wrong; nothing runs.
+LoadedStudy load_study(const std::string& experiment_path);
+
+// results/<experiment name>/<local time>
+std::string default_out_dir(const std::string& experiment_name);
+
+// This binary, whose `worker` subcommand the ranks run. Throws LaunchError.
+std::string self_executable();
+
+}  // namespace harness

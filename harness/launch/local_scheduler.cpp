@@ -1,0 +1,107 @@
+#include "harness/launch/local_scheduler.h"
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "harness/common/errors.h"
+#include "harness/common/json_values.h"
+
+namespace harness {
+
+const std::vector<OptionRow<LocalOptions>>& local_option_rows() {
+  static const std::vector<OptionRow<LocalOptions>> rows = {
+      {"max_parallel", "an integer from 1 to 64",
+       "points run at once (1: each point has the machine to itself, as measurements need)",
+       R"({"type": "integer", "minimum": 1, "maximum": 64})",
+       [](LocalOptions& o, const Json& v, const std::string& where) {
+         o.max_parallel = static_cast<int>(read_integer(v, where, 1, 64, "an integer from 1 to 64"));
+       },
+       [](const LocalOptions& o) { return Json(o.max_parallel); }},
+      {"mpirun_args", "a list of strings", "arguments for mpirun before the rank program",
+       R"({"type": "array", "items": {"type": "string"}})",
+       [](LocalOptions& o, const Json& v, const std::string& where) {
+         if (!v.is_array()) fail_expected(where, "a list of strings", v);
+         o.mpirun_args.clear();
+         for (std::size_t i = 0; i < v.size(); ++i) {
+           o.mpirun_args.push_back(read_nonempty_string(v[i], fmt::format("{}[{}]", where, i), "a string"));
+         }
+       },
+       [](const LocalOptions& o) { return Json(o.mpirun_args); }},
+  };
+  return rows;
+}
+
+LocalScheduler::LocalScheduler(LocalOptions options, int cores, bool is_root)
+    : options_(std::move(options)), cores_(cores), is_root_(is_root) {}
+
+LocalScheduler::LocalScheduler(LocalOptions options)
+    : LocalScheduler(std::move(options), available_cores(), ::geteuid() == 0) {}
+
+void LocalScheduler::check_available() const {
+  if (find_program("mpirun").empty()) {
+    throw LaunchError("mpirun not found on PATH (install openmpi-bin: bash .ci/install-deps)");
+  }
+}
+
+ResourceLimits LocalScheduler::limits() const {
+  return {kRanksPerCore * cores_,
+          fmt::format("the local launcher runs at most {} ranks per core, and this machine has {}",
+                      kRanksPerCore, cores_)};
+}
+
+std::string LocalScheduler::caution() const {
+  if (options_.max_parallel == 1) return "";
+  return fmt::format("launcher.max_parallel is {}: points run {} at a time and share this "
+                     "machine's {} core(s), so their timings disturb each other",
+                     options_.max_parallel, options_.max_parallel, cores_);
+}
+
+int LocalScheduler::threads_per_rank(const JobSpec& job) const {
+  if (job.threads_per_rank > 0) return job.threads_per_rank;
+  return std::max(1, cores_ / std::max(1, job.ranks));
+}
+
+std::vector<std::string> LocalScheduler::command_for(const JobSpec& job) const {
+  const int threads = threads_per_rank(job);
+  std::vector<std::string> argv = {"mpirun", "-n", std::to_string(job.ranks)};
+  if (is_root_) argv.emplace_back("--allow-run-as-root");
+  if (job.ranks > cores_) argv.emplace_back("--oversubscribe");
+  // Open MPI binds each rank to one core when there are at most 2 ranks. Unbound, as Horovod
+  // runs its ranks (-bind-to none): a rank's threads get room, and a rank is not pinned to the
+  // core where mpirun and the harness wake up (measured here: the CNN on one bound rank trained
+  // 722-817 images/s, unbound 785-867, alternating runs).
+  argv.insert(argv.end(), {"--bind-to", "none"});
+  // The rank program sizes LibTorch's pools from HARNESS_THREADS_PER_RANK; OpenBLAS and OpenMP
+  // read their own variables when the library loads, before any code of ours runs.
+  for (const char* variable :
+       {"HARNESS_THREADS_PER_RANK", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"}) {
+    argv.insert(argv.end(), {"-x", fmt::format("{}={}", variable, threads)});
+  }
+  for (const auto& [key, value] : job.environment) argv.insert(argv.end(), {"-x", key + "=" + value});
+  argv.insert(argv.end(), options_.mpirun_args.begin(), options_.mpirun_args.end());
+  argv.insert(argv.end(), job.argv.begin(), job.argv.end());
+  return argv;
+}
+
+JobId LocalScheduler::submit(const JobSpec& job) {
+  if (job.nodes > 1) {
+    throw LaunchError(fmt::format("{}: the local launcher runs every rank on this machine, and the "
+                                  "job asks for {} nodes",
+                                  job.name, job.nodes));
+  }
+  ProcessRequest request;
+  request.argv = command_for(job);
+  request.log_path = job.log_path;
+  request.working_directory = job.working_directory;
+  request.timeout_s = job.time_limit_s;
+  return jobs_.start(request);
+}
+
+std::unique_ptr<Scheduler> make_local_scheduler(const LauncherSpec& spec) {
+  LocalOptions options;
+  read_scheduler_options(spec, local_option_rows(), options);
+  return std::make_unique<LocalScheduler>(std::move(options));
+}
+
+}  // namespace harness

@@ -1,0 +1,72 @@
+#include "harness/launch/scheduler.h"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "harness/common/errors.h"
+#include "harness/common/text.h"
+#include "harness/launch/local_scheduler.h"
+
+namespace harness {
+
+const std::vector<SchedulerInfo>& scheduler_table() {
+  static const std::vector<SchedulerInfo> table = {
+      {"local", "one mpirun per point on this machine (one point at a time unless max_parallel says)",
+       make_local_scheduler,
+       [] { return option_docs(local_option_rows()); }},
+  };
+  return table;
+}
+
+Json launcher_schema(const std::vector<SchedulerInfo>& table) {
+  Json names = Json::array();
+  Json objects = Json::array();
+  for (const auto& scheduler : table) {
+    names.push_back(scheduler.name);
+    Json properties = {{"name", {{"const", scheduler.name}}}};
+    for (const auto& option : scheduler.options ? scheduler.options() : std::vector<OptionDoc>{}) {
+      Json property = Json::parse(option.json_schema);
+      property["description"] = std::string(option.help);
+      properties[std::string(option.key)] = std::move(property);
+    }
+    objects.push_back({{"description", std::string(scheduler.summary)},
+                       {"type", "object"},
+                       {"required", Json::array({"name"})},
+                       {"additionalProperties", false},
+                       {"properties", properties}});
+  }
+  Json choices = Json::array({{{"enum", names}}});
+  for (auto& object : objects) choices.push_back(std::move(object));
+  return {{"description", "how points are started: a scheduler's name, or an object with its name "
+                          "and options"},
+          {"oneOf", choices}};
+}
+
+std::unique_ptr<Scheduler> make_scheduler(const LauncherSpec& spec,
+                                          const std::vector<SchedulerInfo>& table) {
+  const std::string where = spec.where.empty() ? "launcher" : spec.where;
+  std::vector<std::string_view> names;
+  for (const auto& entry : table) {
+    if (entry.name == spec.name) return entry.make(spec);
+    names.push_back(entry.name);
+  }
+  const std::string suggestion = closest_name(spec.name, names);
+  throw ConfigError(fmt::format("{}: unknown launcher {} ({})", where, describe_text(spec.name),
+                                suggestion.empty()
+                                    ? fmt::format("expected one of: {}", fmt::join(names, ", "))
+                                    : fmt::format("did you mean \"{}\"?", suggestion)));
+}
+
+int available_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return static_cast<int>(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN)));
+}
+
+}  // namespace harness

@@ -1,0 +1,97 @@
+// Schedulers run jobs: the local one starts `mpirun` on this machine; a cluster's (SLURM, next)
+// submits batch jobs. A scheduler renders a job's command (dry runs print it, records keep it),
+// submits jobs without waiting for them, reports the ones that have ended, and cancels.
+// Chosen by the experiment's "launcher": a name from the table below, or an object with the name
+// and that scheduler's options (rows like the settings', with did-you-mean).
+//
+// Adding a scheduler = a file pair in this folder + a line in scheduler.cpp + a CMake line + a test.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "harness/common/option_table.h"
+#include "harness/launch/job.h"
+#include "harness/study/experiment.h"
+#include "harness/study/validate.h"
+
+namespace harness {
+
+class Scheduler {
+ public:
+  virtual ~Scheduler() = default;
+  virtual std::string_view name() const = 0;
+  // Throws LaunchError when this scheduler cannot run here at all (mpirun missing, say), so that
+  // `harness run` stops before the first point.
+  virtual void check_available() const = 0;
+  // What one job may ask for; validation refuses more before anything runs.
+  virtual ResourceLimits limits() const = 0;
+  // How many jobs it keeps in flight at once.
+  virtual int max_parallel() const = 0;
+  // Something to say before a sweep starts (concurrent points sharing a machine), or "".
+  virtual std::string caution() const { return ""; }
+  // The threads each rank of `job` gets.
+  virtual int threads_per_rank(const JobSpec& job) const = 0;
+  // The exact command that runs `job`, as this scheduler would run it.
+  virtual std::vector<std::string> command_for(const JobSpec& job) const = 0;
+  // Starts `job` without waiting for it. Throws LaunchError when it cannot be started.
+  virtual JobId submit(const JobSpec& job) = 0;
+  // The jobs that have ended since the last call, waiting up to `wait_s` for the first (0: do not
+  // wait). Jobs over their time limit are stopped and reported as timed out.
+  virtual std::vector<JobResult> poll(double wait_s) = 0;
+  // Stops a job in flight; poll() reports it as interrupted.
+  virtual void cancel(JobId job) = 0;
+};
+
+// An option as --help and schema.json show it.
+struct OptionDoc {
+  std::string_view key;
+  std::string_view expected;
+  std::string_view help;
+  std::string_view json_schema;
+};
+
+template <typename Options>
+std::vector<OptionDoc> option_docs(const std::vector<OptionRow<Options>>& rows) {
+  std::vector<OptionDoc> docs;
+  for (const auto& row : rows) docs.push_back({row.key, row.expected, row.help, row.json_schema});
+  return docs;
+}
+
+struct SchedulerInfo {
+  std::string_view name;     // the string used in experiment files
+  std::string_view summary;  // one line for --help and the schema
+  // Reads the launcher's options (ConfigError naming `spec.where`) and makes the scheduler.
+  std::unique_ptr<Scheduler> (*make)(const LauncherSpec& spec);
+  std::vector<OptionDoc> (*options)();  // null: it has none
+};
+
+// The table, in the order --help lists it; the local scheduler first.
+const std::vector<SchedulerInfo>& scheduler_table();
+
+// The JSON Schema of an experiment's "launcher": a scheduler's name, or an object with the name and
+// that scheduler's options.
+Json launcher_schema(const std::vector<SchedulerInfo>& table = scheduler_table());
+
+// The experiment's launcher, from `table` (scheduler_table() unless a test brings its own).
+// Throws ConfigError naming the file and the field for an unknown name or option.
+std::unique_ptr<Scheduler> make_scheduler(const LauncherSpec& spec,
+                                          const std::vector<SchedulerInfo>& table = scheduler_table());
+
+// Reads `spec.options` with `rows` into `options` (ConfigError "<where>.<key>: ...", with
+// did-you-mean for an unknown key).
+template <typename Options>
+void read_scheduler_options(const LauncherSpec& spec, const std::vector<OptionRow<Options>>& rows,
+                            Options& options) {
+  for (const auto& [key, value] : spec.options.items()) {
+    apply_option(rows, options, key, value, (spec.where.empty() ? "launcher" : spec.where) + "." + key,
+                 "option");
+  }
+}
+
+// CPU cores this process may run on (sched_getaffinity), at least 1.
+int available_cores();
+
+}  // namespace harness

@@ -1,0 +1,104 @@
+#include "harness/results/comm_report.h"
+
+#include <fmt/format.h>
+
+#include "harness/results/plot_data.h"
+#include "harness/results/table.h"
+
+namespace harness {
+namespace {
+
+// A row of the tables: a point and one of its message sizes (none for a failed point).
+struct SizeRow {
+  const Run* run;
+  const MessageSizeMetrics* size;  // null when the point failed
+};
+
+std::vector<SizeRow> size_rows(const ResultSet& set) {
+  std::vector<SizeRow> rows;
+  for (const auto& run : set.runs()) {
+    if (!run.record.ok) {
+      rows.push_back({&run, nullptr});
+      continue;
+    }
+    for (const auto& size : run.record.measurements->comm->sizes) rows.push_back({&run, &size});
+  }
+  return rows;
+}
+
+// A number of the row's message size, formatted; `otherwise` for a failed point.
+auto of_size(std::string format, double MessageSizeMetrics::*field, std::string otherwise) {
+  return [format, field, otherwise](const SizeRow& row) {
+    return row.size ? fmt::format(fmt::runtime(format), row.size->*field) : otherwise;
+  };
+}
+
+}  // namespace
+
+std::string CommReport::failure(const Measurements& measurements) const {
+  int64_t wrong = 0;
+  for (const auto& size : measurements.comm->sizes) wrong += size.wrong;
+  if (wrong == 0) return "";
+  return fmt::format("#wrong = {}: the backend's sums differ from MPI_Allreduce's", wrong);
+}
+
+std::string CommReport::remark(const Measurements& /*measurements*/) const { return ""; }
+
+std::map<std::string, std::string> CommReport::tables(const ResultSet& set) const {
+  const std::vector<CsvColumn<SizeRow>> columns = {
+      {"index", [](const SizeRow& row) { return std::to_string(row.run->record.index); }},
+      {"id", [](const SizeRow& row) { return row.run->record.id; }},
+      {"status", [](const SizeRow& row) { return std::string(row.run->record.ok ? "ok" : "failed"); }},
+      {"backend", [](const SizeRow& row) { return row.run->record.settings.backend; }},
+      {"ranks", [](const SizeRow& row) { return std::to_string(row.run->record.settings.ranks); }},
+      {"bytes", [](const SizeRow& row) { return row.size ? std::to_string(row.size->bytes) : ""; }},
+      {"time_us_median", of_size("{:.6g}", &MessageSizeMetrics::time_us_median, "")},
+      {"time_us_min", of_size("{:.6g}", &MessageSizeMetrics::time_us_min, "")},
+      {"time_us_max", of_size("{:.6g}", &MessageSizeMetrics::time_us_max, "")},
+      {"algbw_gbps", of_size("{:.6g}", &MessageSizeMetrics::algbw_gbps, "")},
+      {"busbw_gbps", of_size("{:.6g}", &MessageSizeMetrics::busbw_gbps, "")},
+      {"wrong", [](const SizeRow& row) { return row.size ? std::to_string(row.size->wrong) : ""; }},
+      {"reason", [](const SizeRow& row) { return row.run->record.reason; }},
+  };
+  return {{"summary.csv", format_csv(columns, size_rows(set))}};
+}
+
+std::string CommReport::console_table(const ResultSet& set) const {
+  const std::vector<ConsoleColumn<SizeRow>> columns = {
+      {"id", "", 13, true, [](const SizeRow& row) { return row.run->record.id; }},
+      {"backend", "", 9, false, [](const SizeRow& row) { return row.run->record.settings.backend; }},
+      {"ranks", "", 5, false, [](const SizeRow& row) { return std::to_string(row.run->record.settings.ranks); }},
+      {"size", "B", 11, false,
+       [](const SizeRow& row) { return row.size ? std::to_string(row.size->bytes) : std::string("failed"); }},
+      {"time", "us", 10, false, of_size("{:.1f}", &MessageSizeMetrics::time_us_median, "-")},
+      {"min", "us", 10, false, of_size("{:.1f}", &MessageSizeMetrics::time_us_min, "-")},
+      {"max", "us", 10, false, of_size("{:.1f}", &MessageSizeMetrics::time_us_max, "-")},
+      {"algbw", "GB/s", 8, false, of_size("{:.3f}", &MessageSizeMetrics::algbw_gbps, "-")},
+      {"busbw", "GB/s", 8, false, of_size("{:.3f}", &MessageSizeMetrics::busbw_gbps, "-")},
+      {"#wrong", "", 7, false,
+       [](const SizeRow& row) { return row.size ? std::to_string(row.size->wrong) : std::string("-"); }},
+  };
+  return format_console_table(columns, size_rows(set));
+}
+
+std::map<std::string, std::string> CommReport::plot_data(const ResultSet& set) const {
+  std::vector<PointSettings> all_settings;
+  for (const auto& run : set.runs()) all_settings.push_back(run.record.settings);
+  const std::vector<std::string> keys = varying_keys(all_settings);
+  std::string bandwidth;
+  std::string latency;
+  for (const auto& run : set.runs()) {
+    if (!run.record.ok) continue;
+    const std::string title = block_title(curve_label(run.record.settings, keys, true));
+    bandwidth += (bandwidth.empty() ? "" : "\n\n") + title;
+    latency += (latency.empty() ? "" : "\n\n") + title;
+    for (const auto& size : run.record.measurements->comm->sizes) {
+      bandwidth += fmt::format("{} {:.6g}\n", size.bytes, size.busbw_gbps);
+      latency += fmt::format("{} {:.6g}\n", size.bytes, size.time_us_median);
+    }
+  }
+  if (bandwidth.empty()) return {};
+  return {{"bandwidth", bandwidth}, {"latency", latency}};
+}
+
+}  // namespace harness

@@ -1,0 +1,47 @@
+#include "harness/results/plot_data.h"
+
+#include <fmt/format.h>
+
+namespace harness {
+
+std::vector<std::string> varying_keys(const std::vector<PointSettings>& settings) {
+  std::vector<std::string> keys;
+  if (settings.empty()) return keys;
+  std::vector<Json> values;
+  for (const auto& each : settings) values.push_back(to_json(each));
+  for (const auto& [key, value] : values.front().items()) {
+    if (key == "timeout_s") continue;
+    for (const auto& other : values) {
+      if (other[key] != value) {
+        keys.push_back(key);
+        break;
+      }
+    }
+  }
+  return keys;
+}
+
+std::string curve_label(const PointSettings& settings, const std::vector<std::string>& keys,
+                        bool include_ranks) {
+  const Json values = to_json(settings);
+  std::string label;
+  for (const auto& key : keys) {
+    if (key == "ranks" && !include_ranks) continue;
+    const Json& value = values[key];
+    label += fmt::format("{}{}={}", label.empty() ? "" : " ", key,
+                         value.is_string() ? value.get<std::string>() : value.dump());
+  }
+  if (label.empty()) label = settings.workload + " / " + settings.backend;
+  if (include_ranks && label.find("ranks=") == std::string::npos) {
+    label += fmt::format(" ranks={}", settings.ranks);
+  }
+  return label;
+}
+
+std::string block_title(const std::string& title) {
+  std::string escaped;
+  for (const char c : title) escaped += (c == '"' ? '\'' : c);
+  return "\"" + escaped + "\"\n";
+}
+
+}  // namespace harness

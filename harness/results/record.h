@@ -1,0 +1,180 @@
+// The record of one point: what `harness run` writes to points/<id>.json and what every later
+// stage (summaries, plots, check) reads; and the measurements the rank program writes, which the
+// record holds. One definition with to_json / from_json, so that no field is spelled in two
+// places. Every change to the format raises kRecordSchemaVersion; the reader converts records of
+// older versions and refuses newer ones, saying which version it reads.
+//
+// Versions:
+//   1  harness 0.1.0 (up to commit 76e39da).
+//   2  adds `key` (the PointKey hash; version 1's `hash` also hashed the harness version),
+//      `launch.scheduler`, `timing` (where the point's wall time went), the measurements'
+//      `phases` and each epoch's `eval_time_s`; K-means' measurements lose the SGD-only fields.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/common/json.h"
+#include "harness/study/settings.h"
+
+namespace harness {
+
+inline constexpr int kRecordSchemaVersion = 2;
+
+// Per timed step, the times of the rank whose step took longest (seconds).
+struct StepSeries {
+  std::vector<double> step_s;
+  std::vector<double> compute_s;       // that rank's forward, backward and update
+  std::vector<double> comm_s;          // that rank's gradient communication
+  std::vector<double> exposed_comm_s;  // what that rank waited for communication after backward
+  // The part of the exposed time spent waiting for the slowest training rank's compute, and the
+  // step's load imbalance (slowest training rank's compute minus the mean's). Absent in version
+  // 1 records written before they were measured.
+  std::optional<std::vector<double>> wait_s;
+  std::optional<std::vector<double>> imbalance_s;
+};
+
+// One epoch of a training point (an iteration of K-means). Losses and accuracy are NaN when the
+// run diverged (stored as null: JSON has no NaN).
+struct EpochMeasurement {
+  int epoch = 0;
+  double train_loss = 0;
+  double test_loss = 0;
+  double test_accuracy = 0;
+  double train_time_s = 0;
+  std::optional<double> eval_time_s;  // version 2
+  int64_t samples_seen = 0;
+};
+
+// Data-parallel SGD points: the model and batch facts.
+struct SgdFacts {
+  int64_t parameters = 0;
+  int64_t per_rank_batch = 0;
+  int64_t global_batch = 0;
+  double final_lr = 0;
+  int64_t buckets = 0;
+};
+
+// K-means points: what the clustering found.
+struct KMeansFacts {
+  int dimensions = 0;
+  int iterations = 0;
+  bool converged = false;
+  std::vector<float> centroids;
+};
+
+struct TrainMeasurements {
+  int64_t train_samples = 0;
+  int64_t test_samples = 0;
+  int training_ranks = 0;
+  int64_t steps_per_epoch = 0;
+  double samples_trained = 0;  // all ranks, timed steps
+  double train_time_s = 0;     // barrier to barrier per epoch, evaluation excluded
+  StepSeries steps;
+  std::vector<EpochMeasurement> epochs;
+  std::optional<SgdFacts> sgd;        // the SGD workloads
+  std::optional<KMeansFacts> kmeans;  // workload kmeans
+};
+
+// One message size of a communication benchmark point (comm_benchmark.h).
+struct MessageSizeMetrics {
+  int64_t bytes = 0;
+  double time_us_median = 0;  // of the slowest rank's time per reduction
+  double time_us_min = 0;
+  double time_us_max = 0;
+  double algbw_gbps = 0;      // bytes / median time, 10^9 bytes/s
+  double busbw_gbps = 0;      // algbw · 2(p−1)/p
+  int64_t wrong = 0;          // elements that differ from MPI_Allreduce's result, all ranks
+};
+
+struct CommMeasurements {
+  std::vector<MessageSizeMetrics> sizes;  // smallest first
+};
+
+// Where rank 0's time went inside the rank program, in seconds; wall-clock instants as seconds
+// since the Unix epoch (comparable with the harness's own).
+struct RankPhases {
+  double started_at = 0;   // main() entered, before MPI_Init
+  double init_s = 0;       // MPI, threads, the backend, the trainer's buffers and broadcast
+  double data_s = 0;       // the workload: reading the data, building the model
+  double train_s = 0;      // the timed loop, evaluation excluded (benchmark: the reductions)
+  double eval_s = 0;       // held-out evaluation
+  double finished_at = 0;  // before gathering and writing the measurements
+};
+
+// What rank 0 writes at the end of a point (`harness worker --output FILE`).
+struct Measurements {
+  int schema_version = kRecordSchemaVersion;
+  Kind kind = Kind::kTrain;
+  int world_size = 0;
+  int threads_per_rank = 0;
+  std::string allocator;
+  std::vector<std::string> hosts;  // per rank
+  std::string mpi_library;
+  std::string torch_version;
+  std::optional<RankPhases> phases;  // version 2
+  std::optional<TrainMeasurements> train;  // kind train
+  std::optional<CommMeasurements> comm;    // kind comm
+};
+
+struct LaunchInfo {
+  std::string scheduler = "local";
+  std::vector<std::string> command;  // exactly what was run
+  int threads_per_rank = 0;
+  std::string outcome;               // "exit code 0", "timed out after the 600 s limit", ...
+  double wall_time_s = 0;            // from start to end of the job, as the harness saw it
+};
+
+// Where a point's wall time went: adds up to launch.wall_time_s (seconds). From the harness's
+// clock and rank 0's phases; absent when the point failed before rank 0 wrote them.
+struct PointTiming {
+  double launch_s = 0;   // the job starting until rank 0's main(): scheduler, mpirun, loading
+  double init_s = 0;
+  double data_s = 0;
+  double train_s = 0;
+  double eval_s = 0;
+  double finish_s = 0;   // gathering and writing the measurements, the ranks and mpirun ending
+};
+
+struct Provenance {
+  std::string harness_version;
+  std::string git_commit;
+  std::string host;
+  std::vector<std::string> command_line;
+  std::string working_directory;
+  std::string started_at;   // UTC, 2026-11-22T02:43:27Z
+  std::string finished_at;
+};
+
+struct PointRecord {
+  int schema_version = kRecordSchemaVersion;  // as read (a converted record keeps its own)
+  std::string experiment;
+  std::string id;
+  int index = 0;
+  int repeat = 0;
+  std::string key;  // PointKey hash
+  bool ok = false;  // "status": "ok" or "failed"
+  std::string reason;                  // why it failed
+  std::vector<std::string> log_tail;   // the end of its log, when it failed
+  PointSettings settings;
+  LaunchInfo launch;
+  Provenance provenance;
+  std::optional<PointTiming> timing;
+  std::optional<Measurements> measurements;  // present exactly when ok
+};
+
+Json to_json(const Measurements& measurements);
+Json to_json(const PointRecord& record);
+
+// Throw Error "<where>: ..." naming what is missing, malformed or too new; a version 1 record is
+// converted. A record is complete and valid, or it is refused.
+Measurements measurements_from_json(const Json& json, const std::string& where);
+PointRecord record_from_json(const Json& json, const std::string& where);
+
+// The timing split of a finished point, from when the harness started the job (seconds since the
+// epoch), the job's wall time and rank 0's phases; the parts add up to the wall time.
+PointTiming point_timing(double job_started_at, double wall_time_s, const RankPhases& phases);
+
+}  // namespace harness

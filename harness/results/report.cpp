@@ -1,0 +1,38 @@
+#include "harness/results/report.h"
+
+#include <filesystem>
+
+#include "harness/common/files.h"
+#include "harness/results/comm_report.h"
+#include "harness/results/plots.h"
+#include "harness/results/train_report.h"
+
+namespace harness {
+
+const KindReport& report_for(Kind kind) {
+  static const TrainReport train;
+  static const CommReport comm;
+  switch (kind) {
+    case Kind::kComm:
+      return comm;
+    case Kind::kTrain:
+      break;
+  }
+  return train;
+}
+
+WrittenReports write_reports(const ResultSet& set, const ResultsDirectory& directory) {
+  const KindReport& report = report_for(set.kind());
+  WrittenReports written;
+  for (const auto& [name, contents] : report.tables(set)) {
+    const std::string path = directory.path() + "/" + name;
+    write_file_atomically(path, contents);
+    written.tables.push_back(path);
+  }
+  written.console = report.console_table(set);
+  std::filesystem::create_directories(directory.plots_dir());  // plots/ may have been deleted
+  written.images = draw_plots(report.plot_data(set), set, directory.plots_dir());
+  return written;
+}
+
+}  // namespace harness

@@ -1,0 +1,41 @@
+// What a results directory shows, made from its result set alone: the console table, summary.csv
+// (and stats.csv for training) and the plots. One strategy per kind: the kinds' measurements and
+// their tables and plots differ, the rest (loading, writing, drawing) is shared.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "harness/results/result_set.h"
+
+namespace harness {
+
+class KindReport {
+ public:
+  virtual ~KindReport() = default;
+  // Why a point that ran to the end still failed (a benchmark whose sums are wrong), or "".
+  virtual std::string failure(const Measurements& measurements) const = 0;
+  // What its progress line should add about a successful point (diverged training), or "".
+  virtual std::string remark(const Measurements& measurements) const = 0;
+  // File name in the results directory -> contents (summary.csv, stats.csv).
+  virtual std::map<std::string, std::string> tables(const ResultSet& set) const = 0;
+  // The console table: a line per run, or per configuration when points repeat.
+  virtual std::string console_table(const ResultSet& set) const = 0;
+  // Plot name (plots/<name>.gp) -> the data it plots.
+  virtual std::map<std::string, std::string> plot_data(const ResultSet& set) const = 0;
+};
+
+const KindReport& report_for(Kind kind);
+
+struct WrittenReports {
+  std::vector<std::string> tables;  // paths
+  std::vector<std::string> images;  // paths
+  std::string console;              // the table, to print
+};
+
+// Writes the tables and draws the plots of `set` into `directory`. Throws Error when a file
+// cannot be written or gnuplot is missing or fails.
+WrittenReports write_reports(const ResultSet& set, const ResultsDirectory& directory);
+
+}  // namespace harness

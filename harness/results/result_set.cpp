@@ -1,0 +1,73 @@
+#include "harness/results/result_set.h"
+
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "harness/common/errors.h"
+
+namespace harness {
+
+const StoredRecord* record_of(const Point& point, const std::vector<StoredRecord>& stored) {
+  const std::string key = point.key.hash();
+  const std::string own_file = point.id + ".json";
+  const StoredRecord* found = nullptr;
+  for (const auto& candidate : stored) {
+    if (!candidate.record) continue;
+    const PointRecord& record = *candidate.record;
+    // The hash narrows, the full key decides.
+    if (record.key != key || PointKey(record.settings, record.repeat) != point.key) continue;
+    if (std::filesystem::path(candidate.path).filename() == own_file) return &candidate;
+    if (found == nullptr || found->record->provenance.finished_at < record.provenance.finished_at) {
+      found = &candidate;
+    }
+  }
+  return found;
+}
+
+ResultSet ResultSet::load(const ResultsDirectory& directory, const Experiment& experiment,
+                          const std::vector<Point>& points, bool refuse_unreadable) {
+  const std::vector<StoredRecord> stored = read_stored_records(directory);
+  if (refuse_unreadable) {
+    for (const auto& file : stored) {
+      if (file.record) continue;
+      // The problem names the file first; say it once.
+      std::string problem = file.problem;
+      if (problem.rfind(file.path + ": ", 0) == 0) problem = problem.substr(file.path.size() + 2);
+      throw Error(fmt::format("{}: not a readable point record ({}); move it out of {} to plot "
+                              "the others",
+                              file.path, problem, directory.points_dir()));
+    }
+  }
+  ResultSet set;
+  set.experiment_ = experiment;
+  std::vector<ScalingInput> inputs;
+  for (const auto& point : points) {
+    const StoredRecord* file = record_of(point, stored);
+    if (file == nullptr) {
+      ++set.missing_;
+      continue;
+    }
+    Run run;
+    run.record = *file->record;
+    run.path = file->path;
+    if (run.record.ok && run.record.measurements->train) {
+      run.metrics = point_metrics(*run.record.measurements->train);
+    }
+    const PointMetrics metrics = run.metrics.value_or(PointMetrics{});
+    inputs.push_back({run.record.settings, run.metrics.has_value(), metrics.time_s,
+                      metrics.samples_trained});
+    set.runs_.push_back(std::move(run));
+  }
+  if (set.kind() == Kind::kTrain) {
+    ScalingAnalysis analysis = analyse_scaling(inputs, experiment.baseline);
+    for (std::size_t i = 0; i < set.runs_.size(); ++i) {
+      set.runs_[i].configuration = analysis.configuration_of[i];
+      set.runs_[i].scaling = analysis.scaling[i];
+    }
+    set.configurations_ = std::move(analysis.configurations);
+  }
+  return set;
+}
+
+}  // namespace harness

@@ -1,0 +1,55 @@
+// What a results directory holds about an experiment's points, loaded once: each point's record
+// (found by its PointKey, so records written by an older harness or at another position in the
+// sweep are found too), the metrics of each run, the configurations with their baselines and
+// intervals. Every report (console table, summary.csv, stats.csv, plots) reads this, and nothing
+// recomputes it.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/results/metrics.h"
+#include "harness/results/record.h"
+#include "harness/results/results_directory.h"
+#include "harness/results/scaling.h"
+#include "harness/study/sweep.h"
+
+namespace harness {
+
+// One record of one of the experiment's points, with what is derived from it.
+struct Run {
+  PointRecord record;
+  std::string path;                     // its file
+  std::optional<PointMetrics> metrics;  // an ok training point
+  std::optional<Scaling> scaling;       // against its configuration's baseline
+  int configuration = -1;               // index into ResultSet::configurations() (training)
+};
+
+class ResultSet {
+ public:
+  // Reads the records of `points` in `directory`. A file in points/ that is not a readable record
+  // is refused when `refuse_unreadable` (Error naming it: a summary without it would move the
+  // baselines silently), otherwise left out. A point without a record is left out.
+  static ResultSet load(const ResultsDirectory& directory, const Experiment& experiment,
+                        const std::vector<Point>& points, bool refuse_unreadable);
+
+  const Experiment& experiment() const { return experiment_; }
+  Kind kind() const { return experiment_.base.kind; }
+  const std::vector<Run>& runs() const { return runs_; }  // in point order
+  const std::vector<ConfigurationStats>& configurations() const { return configurations_; }
+  // Points of the experiment without a record.
+  std::size_t missing() const { return missing_; }
+
+ private:
+  Experiment experiment_;
+  std::vector<Run> runs_;
+  std::vector<ConfigurationStats> configurations_;
+  std::size_t missing_ = 0;
+};
+
+// A record of `point` among `stored`: the one at the point's own id if it is the point's, else the
+// latest finished one with the point's key. Null when there is none.
+const StoredRecord* record_of(const Point& point, const std::vector<StoredRecord>& stored);
+
+}  // namespace harness

@@ -1,0 +1,138 @@
+#include "harness/results/results_directory.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "harness/common/errors.h"
+#include "harness/common/files.h"
+#include "harness/common/text.h"
+
+namespace harness {
+namespace fs = std::filesystem;
+
+bool ResultsDirectory::exists() const {
+  std::error_code error;
+  return fs::is_directory(path_, error);
+}
+
+void ResultsDirectory::create() const {
+  for (const auto& directory : {path_, points_dir(), logs_dir(), plots_dir()}) {
+    std::error_code error;
+    fs::create_directories(directory, error);
+    if (error) {
+      throw ConfigError(fmt::format("--out: cannot create directory {}: {}", directory, error.message()));
+    }
+    if (::access(directory.c_str(), W_OK) != 0) {
+      throw ConfigError(fmt::format("--out: directory {} is not writable", directory));
+    }
+  }
+}
+
+void ResultsDirectory::check_reusable_for(const std::string& experiment_name) const {
+  std::error_code error;
+  if (!fs::is_directory(path_, error)) return;
+  const bool only_a_lock = [&] {
+    for (const auto& entry : fs::directory_iterator(path_, error)) {
+      if (entry.path().filename() != ".lock") return false;
+    }
+    return true;
+  }();
+  if (only_a_lock) return;
+  if (!fs::exists(experiment_copy())) {
+    throw ConfigError(fmt::format("--out {}: not empty and not a results directory (no "
+                                  "experiment.json); choose a new or empty directory",
+                                  path_));
+  }
+  std::string stored_name;
+  try {
+    stored_name = read_json_file(experiment_copy()).at("name").get<std::string>();
+  } catch (const std::exception&) {
+    throw ConfigError(fmt::format("--out {}: its experiment.json is not an experiment file; "
+                                  "choose a new or empty directory",
+                                  path_));
+  }
+  if (stored_name != experiment_name) {
+    throw ConfigError(fmt::format("--out {}: holds the results of experiment {}, not \"{}\"; "
+                                  "choose a new or empty directory",
+                                  path_, describe_text(stored_name), experiment_name));
+  }
+}
+
+DirectoryLock::DirectoryLock(const ResultsDirectory& directory,
+                             const std::vector<std::string>& command_line) {
+  const std::string path = directory.lock_file();
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) {
+    throw ConfigError(fmt::format("--out {}: cannot create its lock file: {}", directory.path(),
+                                  std::strerror(errno)));
+  }
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    std::string holder(512, '\0');
+    const ssize_t got = ::pread(fd_, holder.data(), holder.size(), 0);
+    holder.resize(got > 0 ? static_cast<std::size_t>(got) : 0);
+    if (const auto newline = holder.find('\n'); newline != std::string::npos) holder.resize(newline);
+    ::close(fd_);
+    fd_ = -1;
+    throw ConfigError(fmt::format("--out {}: in use by another harness run ({}); wait for it to "
+                                  "finish or choose another directory",
+                                  directory.path(),
+                                  holder.empty() ? "its process did not say which" : shortened(holder, 300)));
+  }
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  const std::time_t now = std::time(nullptr);
+  char since[32];
+  std::strftime(since, sizeof(since), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  std::string command;
+  for (const auto& argument : command_line) command += (command.empty() ? "" : " ") + argument;
+  const std::string holder = fmt::format("pid {} on {} since {}: {}\n", ::getpid(), host, since, command);
+  if (::ftruncate(fd_, 0) == 0) {
+    [[maybe_unused]] const ssize_t written = ::pwrite(fd_, holder.data(), holder.size(), 0);
+  }
+}
+
+DirectoryLock::~DirectoryLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing releases the flock
+}
+
+std::vector<StoredRecord> read_stored_records(const ResultsDirectory& directory) {
+  std::vector<StoredRecord> stored;
+  std::error_code error;
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(directory.points_dir(), error)) {
+    if (entry.path().extension() == ".json") files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  for (const auto& file : files) {
+    StoredRecord record;
+    record.path = file.string();
+    try {
+      record.record = record_from_json(read_json_file(record.path), record.path);
+    } catch (const Error& bad) {
+      record.problem = bad.what();
+    }
+    stored.push_back(std::move(record));
+  }
+  return stored;
+}
+
+std::string new_run_id() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm utc{};
+  ::gmtime_r(&now, &utc);
+  char stamp[32];
+  std::strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &utc);
+  return fmt::format("{}-{}", stamp, ::getpid());
+}
+
+}  // namespace harness

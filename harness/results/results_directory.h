@@ -1,0 +1,79 @@
+// A results directory (results/README.md lists every file):
+//   DIR/experiment.json   the experiment file as run
+//   DIR/points/<id>.json  one record per point (record.h)
+//   DIR/logs/<id>.log     everything the point's job printed
+//   DIR/summary.csv, DIR/stats.csv, DIR/plots/   rebuilt from the records by the reports
+//   DIR/.lock             held by the one `harness run` writing here
+// Records and summaries are written to a temporary name and renamed, so a reader never sees half
+// of one, even when the harness is killed.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/results/record.h"
+
+namespace harness {
+
+class ResultsDirectory {
+ public:
+  explicit ResultsDirectory(std::string path) : path_(std::move(path)) {}
+
+  const std::string& path() const { return path_; }
+  std::string experiment_copy() const { return path_ + "/experiment.json"; }
+  std::string points_dir() const { return path_ + "/points"; }
+  std::string logs_dir() const { return path_ + "/logs"; }
+  std::string plots_dir() const { return path_ + "/plots"; }
+  std::string summary_csv() const { return path_ + "/summary.csv"; }
+  std::string stats_csv() const { return path_ + "/stats.csv"; }
+  std::string lock_file() const { return path_ + "/.lock"; }
+  std::string record_path(const std::string& id) const { return points_dir() + "/" + id + ".json"; }
+  std::string log_path(const std::string& id) const { return logs_dir() + "/" + id + ".log"; }
+  // Where rank 0 of point `id` writes its measurements during run `run_id`: unique to the run, so
+  // that no other run's file can pass for this one's.
+  std::string measurements_path(const std::string& id, const std::string& run_id) const {
+    return logs_dir() + "/" + id + "." + run_id + ".measurements.json";
+  }
+
+  bool exists() const;
+  // Creates the directories. Throws ConfigError naming the directory when it cannot.
+  void create() const;
+  // For `harness run --out`: a new or empty directory, or one holding results of the experiment
+  // named `experiment_name`; anything else is refused (ConfigError), so that no other study's
+  // summary is overwritten and no results land among unrelated files.
+  void check_reusable_for(const std::string& experiment_name) const;
+
+ private:
+  std::string path_;
+};
+
+// The lock of a results directory, held for as long as this object lives (flock(2): released
+// when the process ends, however it ends). Read-only commands (plot) do not take it.
+class DirectoryLock {
+ public:
+  // Throws ConfigError "--out DIR: in use by another harness run (pid P on HOST since TIME:
+  // COMMAND); ..." when another process holds it.
+  DirectoryLock(const ResultsDirectory& directory, const std::vector<std::string>& command_line);
+  ~DirectoryLock();
+  DirectoryLock(const DirectoryLock&) = delete;
+  DirectoryLock& operator=(const DirectoryLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+// A file in DIR/points: its typed record, or why it is not a readable one.
+struct StoredRecord {
+  std::string path;
+  std::optional<PointRecord> record;
+  std::string problem;  // "" when record is set
+};
+
+// Every *.json in DIR/points, in file name order.
+std::vector<StoredRecord> read_stored_records(const ResultsDirectory& directory);
+
+// A name for this run, unique on this machine: "<UTC time>-<pid>".
+std::string new_run_id();
+
+}  // namespace harness

@@ -1,0 +1,119 @@
+#include "harness/results/scaling.h"
+
+#include <algorithm>
+
+namespace harness {
+namespace {
+
+bool usable(const ScalingInput& point) {
+  return point.ok && point.time_s > 0 && point.samples_trained > 0;
+}
+
+double time_per_sample(const ScalingInput& point) { return point.time_s / point.samples_trained; }
+
+}  // namespace
+
+ScalingAnalysis analyse_scaling(const std::vector<ScalingInput>& runs, const Json& baseline) {
+  ScalingAnalysis analysis;
+  analysis.configuration_of.assign(runs.size(), -1);
+  // Group runs by their settings.
+  std::vector<ConfigurationStats>& configurations = analysis.configurations;
+  std::vector<Json> settings_of;  // per configuration
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const Json settings = to_json(runs[i].settings);
+    auto found = std::find(settings_of.begin(), settings_of.end(), settings);
+    if (found == settings_of.end()) {
+      settings_of.push_back(settings);
+      configurations.push_back(ConfigurationStats{runs[i].settings, {}, 0, {}, {}, -1, {}, {}, {}});
+      found = settings_of.end() - 1;
+    }
+    const auto configuration = static_cast<int>(found - settings_of.begin());
+    configurations[configuration].runs.push_back(static_cast<int>(i));
+    analysis.configuration_of[i] = configuration;
+  }
+
+  // Per configuration: the usable runs' times per sample, times and throughputs.
+  std::vector<std::vector<double>> per_sample(configurations.size());
+  for (std::size_t c = 0; c < configurations.size(); ++c) {
+    ConfigurationStats& configuration = configurations[c];
+    std::vector<double> times;
+    std::vector<double> throughputs;
+    for (const int r : configuration.runs) {
+      if (!usable(runs[r])) continue;
+      per_sample[c].push_back(time_per_sample(runs[r]));
+      times.push_back(runs[r].time_s);
+      throughputs.push_back(runs[r].samples_trained / runs[r].time_s);
+    }
+    configuration.ok_runs = static_cast<int>(times.size());
+    configuration.time_s = bootstrap_median(times);
+    configuration.throughput = bootstrap_median(throughputs);
+  }
+
+  // What a configuration is compared on: every key but those the baseline varies.
+  const auto comparable = [&baseline](const PointSettings& settings) {
+    Json object = to_json(settings);
+    object.erase("timeout_s");
+    if (baseline.empty()) {
+      object.erase("ranks");
+    } else {
+      for (const auto& [key, value] : baseline.items()) object.erase(key);
+    }
+    return object;
+  };
+  std::vector<Json> keys;
+  for (const auto& configuration : configurations) keys.push_back(comparable(configuration.settings));
+
+  for (std::size_t c = 0; c < configurations.size(); ++c) {
+    ConfigurationStats& configuration = configurations[c];
+    if (configuration.ok_runs == 0) continue;
+    int chosen = -1;
+    for (std::size_t b = 0; b < configurations.size(); ++b) {
+      if (configurations[b].ok_runs == 0 || keys[b] != keys[c]) continue;
+      if (baseline.empty()) {
+        if (chosen < 0 || configurations[b].settings.ranks < configurations[chosen].settings.ranks) {
+          chosen = static_cast<int>(b);
+        }
+      } else {
+        const Json values = to_json(configurations[b].settings);
+        bool matches = true;
+        for (const auto& [key, value] : baseline.items()) matches = matches && values[key] == value;
+        if (matches) chosen = static_cast<int>(b);
+      }
+    }
+    if (chosen < 0) continue;
+    configuration.baseline = chosen;
+    const double ranks_ratio = static_cast<double>(configurations[chosen].settings.ranks) /
+                               configuration.settings.ranks;
+    // A configuration compared with itself has speedup 1 exactly, not a resampling spread.
+    configuration.speedup =
+        chosen == static_cast<int>(c)
+            ? Interval{1, 1, 1}
+            : bootstrap_statistic(per_sample[c], per_sample[chosen],
+                                  [](double self, double base) { return base / self; });
+    configuration.efficiency = {configuration.speedup.median * ranks_ratio,
+                                configuration.speedup.low * ranks_ratio,
+                                configuration.speedup.high * ranks_ratio};
+    const double p = 1.0 / ranks_ratio;
+    if (p > 1) {
+      configuration.karp_flatt = (1.0 / configuration.speedup.median - 1.0 / p) / (1.0 - 1.0 / p);
+    }
+  }
+  // Each run against its baseline configuration's median time per sample.
+  analysis.scaling.resize(runs.size());
+  for (const auto& configuration : configurations) {
+    if (configuration.baseline < 0) continue;
+    const ConfigurationStats& base = configurations[configuration.baseline];
+    const double base_time = median_of(per_sample[configuration.baseline]);
+    for (const int r : configuration.runs) {
+      if (!usable(runs[r])) continue;
+      Scaling scaling;
+      scaling.baseline = configuration.baseline;
+      scaling.speedup = base_time / time_per_sample(runs[r]);
+      scaling.efficiency = scaling.speedup * base.settings.ranks / runs[r].settings.ranks;
+      analysis.scaling[r] = scaling;
+    }
+  }
+  return analysis;
+}
+
+}  // namespace harness

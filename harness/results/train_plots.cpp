@@ -1,0 +1,201 @@
+// TrainReport::plot_data: the training plots' data, from the result set.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "harness/results/plot_data.h"
+#include "harness/results/train_report.h"
+
+namespace harness {
+namespace {
+
+using Curves = std::vector<std::pair<std::string, std::vector<const ConfigurationStats*>>>;
+
+// "median low high" columns of an interval.
+std::string interval_columns(const Interval& interval, double scale = 1) {
+  return fmt::format("{:.6g} {:.6g} {:.6g}", scale * interval.median, scale * interval.low,
+                     scale * interval.high);
+}
+
+// Configurations grouped into curves along `axis` ("ranks" or "batch_size"): equal settings
+// except that key, sorted by it. Only configurations with a successful run.
+Curves curves_along(const std::vector<ConfigurationStats>& stats, const std::vector<std::string>& keys,
+                    const std::string& axis, bool need_baseline) {
+  std::vector<std::string> curve_keys;
+  for (const auto& key : keys) {
+    if (key != axis) curve_keys.push_back(key);
+  }
+  Curves curves;
+  for (const auto& stat : stats) {
+    if (stat.ok_runs == 0 || (need_baseline && stat.baseline < 0)) continue;
+    const std::string title = curve_label(stat.settings, curve_keys, axis != "ranks");
+    auto found = std::find_if(curves.begin(), curves.end(),
+                              [&title](const auto& curve) { return curve.first == title; });
+    if (found == curves.end()) {
+      curves.emplace_back(title, std::vector<const ConfigurationStats*>{});
+      found = curves.end() - 1;
+    }
+    found->second.push_back(&stat);
+  }
+  for (auto& curve : curves) {
+    std::sort(curve.second.begin(), curve.second.end(), [&axis](const auto* a, const auto* b) {
+      return axis == "ranks" ? a->settings.ranks < b->settings.ranks
+                             : a->settings.batch_size < b->settings.batch_size;
+    });
+  }
+  return curves;
+}
+
+// Per-epoch curves of a field against epoch (x = "epoch") or samples seen, one per configuration
+// (its first successful run).
+std::string epoch_curves(const ResultSet& set, const std::vector<std::string>& keys, bool by_samples,
+                         double EpochMeasurement::*field, double scale) {
+  std::string out;
+  for (const auto& stat : set.configurations()) {
+    const auto run = std::find_if(stat.runs.begin(), stat.runs.end(), [&set](int r) {
+      const Run& candidate = set.runs()[static_cast<std::size_t>(r)];
+      return candidate.metrics && !candidate.record.measurements->train->epochs.empty();
+    });
+    if (run == stat.runs.end()) continue;
+    // A diverged run's NaN epochs are left out: gnuplot cannot scale an axis over them.
+    std::string points;
+    for (const auto& epoch : set.runs()[static_cast<std::size_t>(*run)].record.measurements->train->epochs) {
+      const double value = epoch.*field;
+      if (std::isfinite(value)) {
+        points += fmt::format("{} {:.6g}\n", by_samples ? epoch.samples_seen : epoch.epoch, scale * value);
+      }
+    }
+    if (points.empty()) continue;
+    out += (out.empty() ? "" : "\n\n") + block_title(curve_label(stat.settings, keys, true)) + points;
+  }
+  return out;
+}
+
+// Where a step's time goes, per configuration (medians over its runs of the per-run means).
+// The exposed time splits into waiting for the slowest training rank's compute and the exchange
+// itself; records from before the wait was measured count all of it as exchange.
+std::string breakdown(const ResultSet& set, const std::vector<std::string>& keys) {
+  std::string out = "# configuration compute_ms wait_ms exchange_ms other_ms\n";
+  bool any = false;
+  for (const auto& stat : set.configurations()) {
+    std::vector<double> compute, wait, exchange, other;
+    for (const int r : stat.runs) {
+      const Run& run = set.runs()[static_cast<std::size_t>(r)];
+      if (!run.metrics) continue;
+      const PointMetrics& m = *run.metrics;
+      const double waiting = std::min(m.wait_time_s.value_or(0), m.exposed_comm_time_s);
+      compute.push_back(1e3 * m.compute_time_s);
+      wait.push_back(1e3 * waiting);
+      exchange.push_back(1e3 * (m.exposed_comm_time_s - waiting));
+      other.push_back(std::max(0.0, 1e3 * (m.step_time_s - m.compute_time_s - m.exposed_comm_time_s)));
+    }
+    if (compute.empty()) continue;
+    std::string label = curve_label(stat.settings, keys, true);
+    std::replace(label.begin(), label.end(), '"', '\'');
+    out += fmt::format("\"{}\" {:.6g} {:.6g} {:.6g} {:.6g}\n", label, median_of(compute),
+                       median_of(wait), median_of(exchange), median_of(other));
+    any = true;
+  }
+  return any ? out : "";
+}
+
+}  // namespace
+
+std::map<std::string, std::string> TrainReport::plot_data(const ResultSet& set) const {
+  const Experiment& experiment = set.experiment();
+  const auto& stats = set.configurations();
+  std::vector<PointSettings> all_settings;
+  for (const auto& run : set.runs()) all_settings.push_back(run.record.settings);
+  const std::vector<std::string> keys = varying_keys(all_settings);
+  // Keys that the baseline names vary along a scaling curve (weak scaling grows the data with
+  // the ranks): they do not split curves.
+  std::vector<std::string> curve_keys;
+  for (const auto& key : keys) {
+    if (!experiment.baseline.contains(key) || key == "ranks") curve_keys.push_back(key);
+  }
+  // The ideal speedup is the rank ratio when the baseline differs in ranks; against another
+  // backend (say) at the same ranks it is 1.
+  const bool ideal_line = experiment.baseline.empty() || experiment.baseline.contains("ranks");
+  std::map<std::string, std::string> data;
+
+  const Curves scaling = curves_along(stats, curve_keys, "ranks", true);
+  if (!scaling.empty()) {
+    // The ideal lines span the ranks that were measured, from the smallest baseline.
+    std::set<int> all_ranks;
+    int fewest_ranks = std::numeric_limits<int>::max();
+    for (const auto& [title, curve] : scaling) {
+      for (const auto* stat : curve) {
+        all_ranks.insert(stat->settings.ranks);
+        fewest_ranks = std::min(fewest_ranks, stats[static_cast<std::size_t>(stat->baseline)].settings.ranks);
+      }
+    }
+    std::string speedup = block_title("ideal");
+    std::string efficiency = block_title("ideal");
+    for (const int ranks : all_ranks) {
+      const double ideal = ideal_line ? static_cast<double>(ranks) / fewest_ranks : 1.0;
+      speedup += fmt::format("{} {} {} {}\n", ranks, ideal, ideal, ideal);
+      efficiency += fmt::format("{} 100 100 100\n", ranks);
+    }
+    std::string karp_flatt;
+    for (const auto& [title, curve] : scaling) {
+      speedup += "\n\n" + block_title(title);
+      efficiency += "\n\n" + block_title(title);
+      std::string serial;
+      for (const auto* stat : curve) {
+        speedup += fmt::format("{} {}\n", stat->settings.ranks, interval_columns(stat->speedup));
+        efficiency += fmt::format("{} {}\n", stat->settings.ranks, interval_columns(stat->efficiency, 100));
+        if (stat->karp_flatt) serial += fmt::format("{} {:.6g}\n", stat->settings.ranks, *stat->karp_flatt);
+      }
+      if (!serial.empty()) karp_flatt += (karp_flatt.empty() ? "" : "\n\n") + block_title(title) + serial;
+    }
+    data["speedup"] = speedup;
+    data["efficiency"] = efficiency;
+    if (!karp_flatt.empty()) data["karp_flatt"] = karp_flatt;
+  }
+
+  // Throughput with its interval along ranks, or along the batch size when that varies.
+  const auto throughput_curves = [&stats](const std::vector<std::string>& keys_for, const std::string& axis) {
+    std::string out;
+    for (const auto& [title, curve] : curves_along(stats, keys_for, axis, false)) {
+      out += (out.empty() ? "" : "\n\n") + block_title(title);
+      for (const auto* stat : curve) {
+        const int x = axis == "ranks" ? stat->settings.ranks : stat->settings.batch_size;
+        out += fmt::format("{} {}\n", x, interval_columns(stat->throughput));
+      }
+    }
+    return out;
+  };
+  if (std::string curves = throughput_curves(curve_keys, "ranks"); !curves.empty()) {
+    data["throughput"] = std::move(curves);
+  }
+  if (std::find(keys.begin(), keys.end(), "batch_size") != keys.end()) {
+    if (std::string curves = throughput_curves(keys, "batch_size"); !curves.empty()) {
+      data["throughput_batch"] = std::move(curves);
+    }
+  }
+
+  // Curves need two epochs: with one, each configuration would be a lone point.
+  std::size_t most_epochs = 0;
+  for (const auto& run : set.runs()) {
+    if (run.metrics) most_epochs = std::max(most_epochs, run.record.measurements->train->epochs.size());
+  }
+  if (most_epochs >= 2) {
+    const std::tuple<const char*, bool, double EpochMeasurement::*, double> epoch_plots[] = {
+        {"loss", false, &EpochMeasurement::train_loss, 1.0},
+        {"loss_samples", true, &EpochMeasurement::train_loss, 1.0},
+        {"accuracy", false, &EpochMeasurement::test_accuracy, 100.0},
+        {"accuracy_samples", true, &EpochMeasurement::test_accuracy, 100.0}};
+    for (const auto& [name, by_samples, field, scale] : epoch_plots) {
+      std::string curves = epoch_curves(set, keys, by_samples, field, scale);
+      if (!curves.empty()) data[name] = std::move(curves);
+    }
+  }
+  if (std::string steps = breakdown(set, keys); !steps.empty()) data["breakdown"] = std::move(steps);
+  return data;
+}
+
+}  // namespace harness

@@ -1,0 +1,276 @@
+#include "harness/results/train_report.h"
+
+#include <cmath>
+#include <deque>
+
+#include <fmt/format.h>
+
+#include "harness/results/table.h"
+
+namespace harness {
+namespace {
+
+using RunColumn = CsvColumn<const Run*>;
+
+// A setting as the CSV shows it (fmt's shortest form: 0.5, true).
+template <typename Field>
+RunColumn setting(std::string_view name, Field field) {
+  return {name, [field](const Run* run) { return fmt::format("{}", field(run->record.settings)); }};
+}
+
+// A measured number of an ok run; empty otherwise.
+RunColumn measured(std::string_view name, std::function<std::optional<double>(const PointMetrics&)> value) {
+  return {name, [value](const Run* run) {
+            return csv_number(run->metrics ? value(*run->metrics) : std::nullopt);
+          }};
+}
+
+// A phase of the point's wall time (record.h's PointTiming); empty when it was not measured.
+RunColumn phase(std::string_view name, double PointTiming::*part) {
+  return {name, [part](const Run* run) {
+            return csv_number(run->record.timing ? std::optional<double>((*run->record.timing).*part)
+                                                 : std::nullopt);
+          }};
+}
+
+const std::vector<RunColumn>& summary_columns() {
+  static const std::vector<RunColumn> columns = {
+      {"index", [](const Run* run) { return std::to_string(run->record.index); }},
+      {"id", [](const Run* run) { return run->record.id; }},
+      {"repeat", [](const Run* run) { return std::to_string(run->record.repeat); }},
+      {"status", [](const Run* run) { return std::string(run->record.ok ? "ok" : "failed"); }},
+      setting("workload", [](const PointSettings& s) { return s.workload; }),
+      setting("engine", [](const PointSettings& s) { return s.engine; }),
+      setting("backend", [](const PointSettings& s) { return s.backend; }),
+      setting("device", [](const PointSettings& s) { return s.device; }),
+      setting("ranks", [](const PointSettings& s) { return s.ranks; }),
+      setting("batch_size", [](const PointSettings& s) { return s.batch_size; }),
+      // The training samples actually used, once known (dataset_size 0 means "all").
+      {"dataset_size",
+       [](const Run* run) {
+         return std::to_string(run->record.ok ? run->record.measurements->train->train_samples
+                                              : run->record.settings.dataset_size);
+       }},
+      setting("epochs", [](const PointSettings& s) { return s.epochs; }),
+      setting("lr", [](const PointSettings& s) { return s.lr; }),
+      setting("seed", [](const PointSettings& s) { return s.seed; }),
+      setting("threads_per_rank", [](const PointSettings& s) { return s.threads_per_rank; }),
+      setting("bucket_mb", [](const PointSettings& s) { return s.bucket_mb; }),
+      setting("overlap", [](const PointSettings& s) { return s.overlap; }),
+      measured("time_s", [](const PointMetrics& m) { return m.time_s; }),
+      measured("throughput_samples_per_s", [](const PointMetrics& m) { return m.throughput_samples_per_s; }),
+      measured("step_time_s", [](const PointMetrics& m) { return m.step_time_s; }),
+      measured("compute_time_s", [](const PointMetrics& m) { return m.compute_time_s; }),
+      measured("comm_time_s", [](const PointMetrics& m) { return m.comm_time_s; }),
+      measured("exposed_comm_time_s", [](const PointMetrics& m) { return m.exposed_comm_time_s; }),
+      measured("imbalance_time_s", [](const PointMetrics& m) { return m.imbalance_time_s; }),
+      measured("comm_fraction", [](const PointMetrics& m) { return m.comm_fraction; }),
+      measured("overlap_fraction", [](const PointMetrics& m) { return m.overlap; }),
+      {"speedup", [](const Run* run) {
+         return csv_number(run->scaling ? std::optional<double>(run->scaling->speedup) : std::nullopt);
+       }},
+      {"efficiency", [](const Run* run) {
+         return csv_number(run->scaling ? std::optional<double>(run->scaling->efficiency) : std::nullopt);
+       }},
+      measured("final_loss", [](const PointMetrics& m) { return m.final_loss; }),
+      measured("accuracy", [](const PointMetrics& m) { return m.accuracy; }),
+      {"wall_time_s", [](const Run* run) { return csv_number(run->record.launch.wall_time_s); }},
+      phase("phase_launch_s", &PointTiming::launch_s),
+      phase("phase_init_s", &PointTiming::init_s),
+      phase("phase_data_s", &PointTiming::data_s),
+      phase("phase_train_s", &PointTiming::train_s),
+      phase("phase_eval_s", &PointTiming::eval_s),
+      phase("phase_finish_s", &PointTiming::finish_s),
+      {"reason", [](const Run* run) { return run->record.reason; }},
+  };
+  return columns;
+}
+
+struct ConfigurationRow {
+  const ResultSet* set;
+  std::size_t index;
+  const ConfigurationStats& stats() const { return set->configurations()[index]; }
+  const Run& first_run() const { return set->runs()[static_cast<std::size_t>(stats().runs.front())]; }
+};
+
+using ConfigurationColumn = CsvColumn<ConfigurationRow>;
+
+// "_median", "_low", "_high" columns of an interval; empty when absent.
+void add_interval(std::vector<ConfigurationColumn>& columns, std::string_view prefix,
+                  std::function<std::optional<Interval>(const ConfigurationStats&)> interval) {
+  static std::deque<std::string> names;  // the columns keep views of them
+  for (const auto& [suffix, part] : {std::pair{"_median", &Interval::median},
+                                     std::pair{"_low", &Interval::low},
+                                     std::pair{"_high", &Interval::high}}) {
+    const std::string_view name = names.emplace_back(std::string(prefix) + suffix);
+    columns.push_back({name, [interval, part](const ConfigurationRow& row) {
+                         const auto value = interval(row.stats());
+                         return csv_number(value ? std::optional<double>((*value).*part) : std::nullopt);
+                       }});
+  }
+}
+
+const std::vector<ConfigurationColumn>& stats_columns() {
+  static const std::vector<ConfigurationColumn> columns = [] {
+    const auto setting_of = [](std::string_view name, auto field) {
+      return ConfigurationColumn{name, [field](const ConfigurationRow& row) {
+                                   return fmt::format("{}", field(row.stats().settings));
+                                 }};
+    };
+    std::vector<ConfigurationColumn> list = {
+        {"configuration", [](const ConfigurationRow& row) { return std::to_string(row.index); }},
+        {"first_id", [](const ConfigurationRow& row) { return row.first_run().record.id; }},
+        setting_of("workload", [](const PointSettings& s) { return s.workload; }),
+        setting_of("engine", [](const PointSettings& s) { return s.engine; }),
+        setting_of("backend", [](const PointSettings& s) { return s.backend; }),
+        setting_of("device", [](const PointSettings& s) { return s.device; }),
+        setting_of("ranks", [](const PointSettings& s) { return s.ranks; }),
+        setting_of("batch_size", [](const PointSettings& s) { return s.batch_size; }),
+        {"dataset_size",
+         [](const ConfigurationRow& row) {
+           const Run& run = row.first_run();
+           return std::to_string(run.record.ok ? run.record.measurements->train->train_samples
+                                               : run.record.settings.dataset_size);
+         }},
+        setting_of("epochs", [](const PointSettings& s) { return s.epochs; }),
+        setting_of("lr", [](const PointSettings& s) { return s.lr; }),
+        setting_of("overlap", [](const PointSettings& s) { return s.overlap; }),
+        {"runs", [](const ConfigurationRow& row) { return std::to_string(row.stats().runs.size()); }},
+        {"ok_runs", [](const ConfigurationRow& row) { return std::to_string(row.stats().ok_runs); }},
+    };
+    const auto when_ok = [](Interval ConfigurationStats::*field) {
+      return [field](const ConfigurationStats& s) {
+        return s.ok_runs > 0 ? std::optional<Interval>(s.*field) : std::nullopt;
+      };
+    };
+    const auto when_scaled = [](Interval ConfigurationStats::*field) {
+      return [field](const ConfigurationStats& s) {
+        return s.baseline >= 0 ? std::optional<Interval>(s.*field) : std::nullopt;
+      };
+    };
+    add_interval(list, "time_s", when_ok(&ConfigurationStats::time_s));
+    add_interval(list, "throughput", when_ok(&ConfigurationStats::throughput));
+    add_interval(list, "speedup", when_scaled(&ConfigurationStats::speedup));
+    add_interval(list, "efficiency", when_scaled(&ConfigurationStats::efficiency));
+    list.push_back({"karp_flatt", [](const ConfigurationRow& row) { return csv_number(row.stats().karp_flatt); }});
+    list.push_back({"baseline_id", [](const ConfigurationRow& row) {
+                      const int baseline = row.stats().baseline;
+                      return baseline < 0 ? std::string()
+                                          : ConfigurationRow{row.set, static_cast<std::size_t>(baseline)}
+                                                .first_run()
+                                                .record.id;
+                    }});
+    return list;
+  }();
+  return columns;
+}
+
+std::vector<const Run*> run_rows(const ResultSet& set) {
+  std::vector<const Run*> rows;
+  for (const auto& run : set.runs()) rows.push_back(&run);
+  return rows;
+}
+
+std::vector<ConfigurationRow> configuration_rows(const ResultSet& set) {
+  std::vector<ConfigurationRow> rows;
+  for (std::size_t c = 0; c < set.configurations().size(); ++c) rows.push_back({&set, c});
+  return rows;
+}
+
+// "iris_mlp", or "iris_mlp/blas" for a workload on its non-default engine.
+std::string workload_label(const PointSettings& settings) {
+  return settings.engine == "torch" ? settings.workload : settings.workload + "/" + settings.engine;
+}
+
+}  // namespace
+
+int64_t batch_per_training_rank(const PointSettings& settings) {
+  return per_rank_batch(settings, worker_layout(settings, 0, settings.ranks).workers);
+}
+
+std::string TrainReport::failure(const Measurements& /*measurements*/) const { return ""; }
+
+std::string TrainReport::remark(const Measurements& measurements) const {
+  // Kept as a result (its timings are real) but said, so that a diverged study is not mistaken
+  // for a good one.
+  const auto& epochs = measurements.train->epochs;
+  if (!epochs.empty() && std::isnan(epochs.back().train_loss)) {
+    return "the loss is not a finite number: training diverged, try a lower lr";
+  }
+  return "";
+}
+
+std::map<std::string, std::string> TrainReport::tables(const ResultSet& set) const {
+  return {{"summary.csv", format_csv(summary_columns(), run_rows(set))},
+          {"stats.csv", format_csv(stats_columns(), configuration_rows(set))}};
+}
+
+std::string TrainReport::console_table(const ResultSet& set) const {
+  // With repeats, one line per configuration (medians and intervals) reads better than one per
+  // run; summary.csv keeps every run.
+  return set.experiment().repeats > 1 ? configurations_table(set) : runs_table(set);
+}
+
+std::string runs_table(const ResultSet& set) {
+  using Column = ConsoleColumn<const Run*>;
+  const auto ok = [](const std::function<std::string(const Run&)>& format) {
+    return [format](const Run* run) { return run->metrics ? format(*run) : std::string("-"); };
+  };
+  const auto scaled = [](const std::function<std::string(const Scaling&)>& format) {
+    return [format](const Run* run) { return run->scaling ? format(*run->scaling) : std::string("-"); };
+  };
+  const std::vector<Column> columns = {
+      {"id", "", 13, true, [](const Run* run) { return run->record.id; }},
+      {"workload", "", 14, false, [](const Run* run) { return workload_label(run->record.settings); }},
+      {"backend", "", 10, false, [](const Run* run) { return run->record.settings.backend; }},
+      {"ranks", "", 5, false, [](const Run* run) { return std::to_string(run->record.settings.ranks); }},
+      {"batch", "/rank", 6, false,
+       [](const Run* run) { return std::to_string(batch_per_training_rank(run->record.settings)); }},
+      {"status", "", 7, false, [](const Run* run) { return std::string(run->metrics ? "ok" : "failed"); }},
+      {"time", "s", 8, false, ok([](const Run& r) { return fmt::format("{:.2f}", r.metrics->time_s); })},
+      {"throughput", "samples/s", 10, false,
+       ok([](const Run& r) { return fmt::format("{:.0f}", r.metrics->throughput_samples_per_s); })},
+      {"step", "ms", 9, false, ok([](const Run& r) { return fmt::format("{:.3f}", 1e3 * r.metrics->step_time_s); })},
+      {"comm", "% step", 7, false,
+       ok([](const Run& r) { return fmt::format("{:.1f}", 100 * r.metrics->comm_fraction); })},
+      {"hidden", "%", 7, false, ok([](const Run& r) { return fmt::format("{:.0f}", 100 * r.metrics->overlap); })},
+      {"speedup", "x", 7, false, scaled([](const Scaling& s) { return fmt::format("{:.2f}", s.speedup); })},
+      {"effic", "%", 6, false, scaled([](const Scaling& s) { return fmt::format("{:.0f}", 100 * s.efficiency); })},
+      {"loss", "", 8, false, ok([](const Run& r) { return fmt::format("{:.4f}", r.metrics->final_loss); })},
+      {"acc", "%", 6, false, ok([](const Run& r) { return fmt::format("{:.1f}", 100 * r.metrics->accuracy); })},
+  };
+  return format_console_table(columns, run_rows(set));
+}
+
+std::string configurations_table(const ResultSet& set) {
+  using Column = ConsoleColumn<ConfigurationRow>;
+  const auto interval = [](const Interval& value, double scale, int digits) {
+    return fmt::format("{:.{}f} [{:.{}f}-{:.{}f}]", scale * value.median, digits, scale * value.low,
+                       digits, scale * value.high, digits);
+  };
+  const std::vector<Column> columns = {
+      {"first id", "", 13, true, [](const ConfigurationRow& row) { return row.first_run().record.id; }},
+      {"workload", "", 14, false, [](const ConfigurationRow& row) { return workload_label(row.stats().settings); }},
+      {"backend", "", 10, false, [](const ConfigurationRow& row) { return row.stats().settings.backend; }},
+      {"ranks", "", 5, false, [](const ConfigurationRow& row) { return std::to_string(row.stats().settings.ranks); }},
+      {"batch", "/rank", 6, false,
+       [](const ConfigurationRow& row) { return std::to_string(batch_per_training_rank(row.stats().settings)); }},
+      {"ok", "runs", 5, false,
+       [](const ConfigurationRow& row) { return fmt::format("{}/{}", row.stats().ok_runs, row.stats().runs.size()); }},
+      {"throughput", "samples/s [95% CI]", 26, false,
+       [interval](const ConfigurationRow& row) {
+         return row.stats().ok_runs > 0 ? interval(row.stats().throughput, 1, 0) : std::string("-");
+       }},
+      {"speedup", "x [95% CI]", 20, false,
+       [interval](const ConfigurationRow& row) {
+         return row.stats().baseline >= 0 ? interval(row.stats().speedup, 1, 2) : std::string("-");
+       }},
+      {"efficiency", "% [95% CI]", 16, false,
+       [interval](const ConfigurationRow& row) {
+         return row.stats().baseline >= 0 ? interval(row.stats().efficiency, 100, 0) : std::string("-");
+       }},
+  };
+  return format_console_table(columns, configuration_rows(set));
+}
+
+}  // namespace harness

@@ -1,0 +1,27 @@
+// The reports of training points (kind "train"): summary.csv (a row per run), stats.csv (a row per
+// configuration), the console tables and the training plots (speedup, efficiency, throughput,
+// Karp-Flatt, loss and accuracy, the step breakdown).
+#pragma once
+
+#include "harness/results/report.h"
+
+namespace harness {
+
+class TrainReport final : public KindReport {
+ public:
+  std::string failure(const Measurements& measurements) const override;
+  std::string remark(const Measurements& measurements) const override;
+  std::map<std::string, std::string> tables(const ResultSet& set) const override;
+  std::string console_table(const ResultSet& set) const override;
+  std::map<std::string, std::string> plot_data(const ResultSet& set) const override;
+};
+
+// The per-run console table (one line per run), and the per-configuration one (medians with
+// intervals), which the console shows when points repeat.
+std::string runs_table(const ResultSet& set);
+std::string configurations_table(const ResultSet& set);
+
+// The tables' "batch /rank" column: batch_size under weak scaling, its share under strong scaling.
+int64_t batch_per_training_rank(const PointSettings& settings);
+
+}  // namespace harness

@@ -1,0 +1,33 @@
+#include "harness/study/point_key.h"
+
+#include <cstdint>
+
+#include <fmt/format.h>
+
+namespace harness {
+namespace {
+
+uint64_t fnv1a_64(std::string_view text) {
+  uint64_t hash = 14695981039346656037ULL;
+  for (const unsigned char c : text) {
+    hash ^= c;
+    hash *= 1099511628211ULL;
+  }
+  return hash;
+}
+
+}  // namespace
+
+PointKey::PointKey(const PointSettings& settings, int repeat)
+    : text_(fmt::format("{}|{}", to_json(settings).dump(), repeat)) {}
+
+std::string PointKey::hash() const {
+  const uint64_t hash = fnv1a_64(text_);
+  return fmt::format("{:08x}", static_cast<uint32_t>(hash ^ (hash >> 32)));
+}
+
+std::string point_id(int index, const PointKey& key) {
+  return fmt::format("p{:03}-{}", index, key.hash());
+}
+
+}  // namespace harness

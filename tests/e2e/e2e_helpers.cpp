@@ -1,0 +1,81 @@
+#include "e2e_helpers.h"
+
+#include <fstream>
+
+namespace harness::e2e {
+
+fs::path scratch(const std::string& name) {
+  const fs::path path = fs::temp_directory_path() / ("harness_e2e_" + name);
+  fs::remove_all(path);
+  fs::create_directories(path);
+  return path;
+}
+
+ProcessRequest harness_request(const std::vector<std::string>& arguments, const fs::path& log,
+                               const std::vector<std::pair<std::string, std::string>>& environment) {
+  ProcessRequest request;
+  request.environment = environment;
+  request.argv = {HARNESS_BINARY};
+  request.argv.insert(request.argv.end(), arguments.begin(), arguments.end());
+  request.log_path = log.string();
+  request.working_directory = log.parent_path().string();
+  request.timeout_s = 300;
+  return request;
+}
+
+HarnessRun run_harness(const std::vector<std::string>& arguments, const fs::path& log,
+                       const std::vector<std::pair<std::string, std::string>>& environment) {
+  HarnessRun run;
+  run.outcome = run_process(harness_request(arguments, log, environment));
+  run.output = tail_lines(log.string(), 1000);
+  return run;
+}
+
+fs::path write_experiment(const fs::path& directory, const std::string& text) {
+  const fs::path path = directory / "experiment.json";
+  std::ofstream(path) << text;
+  return path;
+}
+
+std::vector<std::string> csv_fields(const std::string& line) {
+  std::vector<std::string> fields(1);
+  bool quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+      fields.back() += '"';
+      ++i;
+    } else if (c == '"') {
+      quoted = !quoted;
+    } else if (c == ',' && !quoted) {
+      fields.emplace_back();
+    } else {
+      fields.back() += c;
+    }
+  }
+  return fields;
+}
+
+std::vector<std::map<std::string, std::string>> read_csv(const fs::path& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  const std::vector<std::string> columns = csv_fields(line);
+  std::vector<std::map<std::string, std::string>> rows;
+  while (std::getline(in, line)) {
+    const std::vector<std::string> fields = csv_fields(line);
+    EXPECT_EQ(fields.size(), columns.size()) << line;
+    std::map<std::string, std::string> row;
+    for (std::size_t i = 0; i < columns.size() && i < fields.size(); ++i) row[columns[i]] = fields[i];
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string text;
+  for (const auto& line : lines) text += line + "\n";
+  return text;
+}
+
+}  // namespace harness::e2e

@@ -1,0 +1,45 @@
+// Helpers of the end-to-end tests: the real `harness` binary run as a user runs it.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "harness/common/process.h"
+
+namespace harness::e2e {
+
+namespace fs = std::filesystem;
+
+struct HarnessRun {
+  ProcessOutcome outcome;
+  std::vector<std::string> output;  // stdout and stderr
+};
+
+// A new empty directory under the temporary directory.
+fs::path scratch(const std::string& name);
+
+// The harness with `arguments`, started in the directory that holds `log`, as a user would from
+// their project, with `environment` added to its own.
+ProcessRequest harness_request(const std::vector<std::string>& arguments, const fs::path& log,
+                               const std::vector<std::pair<std::string, std::string>>& environment = {});
+
+// Runs harness_request(...) to its end.
+HarnessRun run_harness(const std::vector<std::string>& arguments, const fs::path& log,
+                       const std::vector<std::pair<std::string, std::string>>& environment = {});
+
+// `text` as DIRECTORY/experiment.json.
+fs::path write_experiment(const fs::path& directory, const std::string& text);
+
+// One CSV line split into fields, with RFC 4180 quoting ("a,b" and "say ""hi""").
+std::vector<std::string> csv_fields(const std::string& line);
+
+// summary.csv as rows of column name -> value.
+std::vector<std::map<std::string, std::string>> read_csv(const fs::path& path);
+
+std::string joined(const std::vector<std::string>& lines);
+
+}  // namespace harness::e2e

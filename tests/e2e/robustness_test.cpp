@@ -1,0 +1,216 @@
+// End to end: results directories under concurrency and damage, failures that name their rank,
+// older and newer records, and a dry run that starts nothing.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "e2e_helpers.h"
+#include "harness/common/clock.h"
+#include "harness/common/files.h"
+#include "harness/common/process.h"
+
+namespace harness::e2e {
+namespace {
+
+// Iris points long enough (a few seconds) to be caught running.
+const char* kSlowIris = R"({"name": "slow", "settings": {"workload": "iris_mlp", "epochs": 400,
+  "threads_per_rank": 1}, "sweep": {"batch_size": [4, 8]}})";
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Waits up to 60 s for `ready`.
+template <typename Ready>
+bool wait_until(Ready ready) {
+  const auto start = Clock::now();
+  while (seconds_since(start) < 60) {
+    if (ready()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+TEST(Robustness, SecondRunIntoADirectoryInUseIsToldWhoHoldsItAndPlotStillWorks) {
+  const fs::path dir = scratch("lock");
+  const fs::path experiment = write_experiment(dir, kSlowIris);
+  const fs::path out = dir / "out";
+  ChildProcess first(harness_request({"run", experiment.string(), "--out", out.string()}, dir / "first.log"));
+  // Wait for the first point's record: the run holds the lock and has something to plot.
+  ASSERT_TRUE(wait_until([&] {
+    std::error_code error;
+    return fs::exists(out / "points", error) && !fs::is_empty(out / "points", error);
+  }));
+  const HarnessRun second = run_harness({"run", experiment.string(), "--out", out.string()}, dir / "second.log");
+  EXPECT_EQ(second.outcome.exit_code, 2) << joined(second.output);
+  ASSERT_EQ(second.output.size(), 1U) << joined(second.output);
+  EXPECT_NE(second.output[0].find("in use by another harness run (pid "), std::string::npos) << second.output[0];
+  EXPECT_NE(second.output[0].find("run " + experiment.string()), std::string::npos) << second.output[0];
+  // Reading does not need the lock.
+  const HarnessRun plot = run_harness({"plot", out.string()}, dir / "plot.log");
+  EXPECT_EQ(plot.outcome.exit_code, 0) << joined(plot.output);
+
+  std::optional<ProcessOutcome> ended;
+  ASSERT_TRUE(wait_until([&] { return (ended = first.poll()).has_value(); }));
+  EXPECT_TRUE(ended->ok()) << joined(tail_lines((dir / "first.log").string(), 30));
+  // The first run's points are intact: both ok, neither disturbed by the second.
+  const auto rows = read_csv(out / "summary.csv");
+  ASSERT_EQ(rows.size(), 2U);
+  for (const auto& row : rows) EXPECT_EQ(row.at("status"), "ok") << row.at("reason");
+}
+
+TEST(Robustness, IncompleteRecordIsSetAsideWithAWarningAndItsPointRunsAgain) {
+  const fs::path dir = scratch("incomplete");
+  const fs::path experiment = write_experiment(
+      dir, R"({"name": "inc", "settings": {"workload": "iris_mlp", "epochs": 2}})");
+  const fs::path out = dir / "out";
+  ASSERT_EQ(run_harness({"run", experiment.string(), "--out", out.string()}, dir / "1.log").outcome.exit_code, 0);
+  fs::path record;
+  for (const auto& entry : fs::directory_iterator(out / "points")) record = entry.path();
+  Json json = read_json_file(record.string());
+  json.erase("measurements");  // "status": "ok" without measurements
+  std::ofstream(record) << json.dump();
+
+  const HarnessRun again = run_harness({"run", experiment.string(), "--out", out.string()}, dir / "2.log");
+  EXPECT_EQ(again.outcome.exit_code, 0) << joined(again.output);
+  const std::string text = joined(again.output);
+  EXPECT_NE(text.find("is not a complete record (status \"ok\" without measurements); its point runs again"),
+            std::string::npos) << text;
+  EXPECT_EQ(text.find("kept (completed"), std::string::npos) << text;
+  EXPECT_TRUE(read_json_file(record.string()).contains("measurements"));
+  EXPECT_TRUE(fs::exists(record.string() + ".unreadable"));
+  EXPECT_EQ(run_harness({"plot", out.string()}, dir / "3.log").outcome.exit_code, 0);
+}
+
+// Finds the process of the rank program with MPI rank `rank` (Open MPI tells each its rank in
+// OMPI_COMM_WORLD_RANK).
+pid_t find_rank_process(int rank) {
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::string command = read_text(entry.path() / "cmdline");
+    if (command.find(std::string(HARNESS_BINARY) + '\0' + "worker") == std::string::npos) continue;
+    const std::string environment = read_text(entry.path() / "environ");
+    if (environment.find("OMPI_COMM_WORLD_RANK=" + std::to_string(rank) + '\0') != std::string::npos) {
+      return static_cast<pid_t>(std::stol(name));
+    }
+  }
+  return 0;
+}
+
+// As when the kernel's OOM killer takes a rank.
+TEST(Robustness, KilledRankIsNamedWithItsSignal) {
+  const fs::path dir = scratch("killed");
+  const fs::path experiment = write_experiment(
+      dir, R"({"name": "killed", "settings": {"workload": "iris_mlp", "epochs": 3000, "ranks": 2,
+               "threads_per_rank": 1}})");
+  const fs::path out = dir / "out";
+  ChildProcess run(harness_request({"run", experiment.string(), "--out", out.string()}, dir / "run.log"));
+  pid_t rank_one = 0;
+  ASSERT_TRUE(wait_until([&] { return (rank_one = find_rank_process(1)) != 0; }));
+  // Let it get into training, then kill it.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ASSERT_EQ(::kill(rank_one, SIGKILL), 0);
+  std::optional<ProcessOutcome> ended;
+  ASSERT_TRUE(wait_until([&] { return (ended = run.poll()).has_value(); }));
+  EXPECT_EQ(ended->exit_code, 1);
+  const std::string log = joined(tail_lines((dir / "run.log").string(), 50));
+  EXPECT_NE(log.find("FAILED: rank 1 killed by signal 9 (Killed)"), std::string::npos) << log;
+  const auto rows = read_csv(out / "summary.csv");
+  ASSERT_EQ(rows.size(), 1U);
+  EXPECT_EQ(rows[0].at("reason"), "rank 1 killed by signal 9 (Killed)");
+}
+
+TEST(Robustness, TimedOutPointKeepsTheTailOfItsLog) {
+  const fs::path dir = scratch("timeout");
+  const fs::path experiment = write_experiment(
+      dir, R"({"name": "timeout", "settings": {"workload": "iris_mlp", "epochs": 60000, "timeout_s": 4}})");
+  const fs::path out = dir / "out";
+  const HarnessRun run = run_harness({"run", experiment.string(), "--out", out.string()}, dir / "run.log");
+  EXPECT_EQ(run.outcome.exit_code, 1) << joined(run.output);
+  fs::path record;
+  for (const auto& entry : fs::directory_iterator(out / "points")) record = entry.path();
+  const Json json = read_json_file(record.string());
+  EXPECT_EQ(json["status"], "failed");
+  EXPECT_NE(json["reason"].get<std::string>().find("timed out"), std::string::npos) << json["reason"];
+  // The rank program's progress lines say how far it got.
+  EXPECT_NE(json["log_tail"].dump().find("progress: epoch "), std::string::npos) << json["log_tail"];
+}
+
+TEST(Robustness, ResultsOfThePreviousReleasePlot) {
+  for (const char* fixture : {"results_v1_train", "results_v1_comm"}) {
+    const fs::path dir = scratch(std::string("v1_") + fixture);
+    fs::copy(fs::path(HARNESS_SOURCE_DIR) / "tests" / "fixtures" / fixture, dir / "results",
+             fs::copy_options::recursive);
+    // The old release's own summary: the same points, the same outcomes (the comm fixture holds
+    // failed points on purpose) and the same measurements.
+    const auto old_rows = read_csv(dir / "results" / "summary.csv");
+    fs::remove(dir / "results" / "summary.csv");
+    const HarnessRun plot = run_harness({"plot", (dir / "results").string()}, dir / "plot.log");
+    EXPECT_EQ(plot.outcome.exit_code, 0) << fixture << "\n" << joined(plot.output);
+    const auto rows = read_csv(dir / "results" / "summary.csv");
+    ASSERT_EQ(rows.size(), old_rows.size()) << fixture;
+    int ok = 0;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      EXPECT_EQ(rows[i].at("id"), old_rows[i].at("id")) << fixture;
+      EXPECT_EQ(rows[i].at("status"), old_rows[i].at("status")) << fixture;
+      for (const char* column : {"time_s", "busbw_gbps", "final_loss"}) {
+        if (old_rows[i].count(column) > 0) {
+          EXPECT_EQ(rows[i].at(column), old_rows[i].at(column)) << column;
+        }
+      }
+      ok += rows[i].at("status") == "ok" ? 1 : 0;
+    }
+    EXPECT_GT(ok, 0) << fixture;
+    EXPECT_TRUE(fs::exists(dir / "results" / "plots")) << fixture;
+  }
+}
+
+TEST(Robustness, RecordOfANewerSchemaIsRefusedInOneLine) {
+  const fs::path dir = scratch("newer");
+  fs::copy(fs::path(HARNESS_SOURCE_DIR) / "tests" / "fixtures" / "results_v1_train", dir / "results",
+           fs::copy_options::recursive);
+  fs::path record;
+  for (const auto& entry : fs::directory_iterator(dir / "results" / "points")) record = entry.path();
+  Json json = read_json_file(record.string());
+  json["schema_version"] = 99;
+  std::ofstream(record) << json.dump();
+  const HarnessRun plot = run_harness({"plot", (dir / "results").string()}, dir / "plot.log");
+  EXPECT_EQ(plot.outcome.exit_code, 1);
+  ASSERT_EQ(plot.output.size(), 1U) << joined(plot.output);
+  EXPECT_NE(plot.output[0].find("record schema version 99 is newer than this harness reads (up to 2)"),
+            std::string::npos) << plot.output[0];
+}
+
+// A fake mpirun first on PATH would leave a marker if anything started it.
+TEST(Robustness, DryRunOfTheSpeedupStudyPrintsEveryCommandAndStartsNothing) {
+  const fs::path dir = scratch("dry_run");
+  fs::create_directories(dir / "bin");
+  const fs::path marker = dir / "mpirun_was_started";
+  std::ofstream(dir / "bin" / "mpirun") << "#!/bin/sh\ntouch " << marker.string() << "\n";
+  fs::permissions(dir / "bin" / "mpirun", fs::perms::owner_all);
+  const std::string path = (dir / "bin").string() + ":" + std::getenv("PATH");
+  const fs::path experiment = fs::path(HARNESS_SOURCE_DIR) / "experiments" / "speedup.json";
+  const HarnessRun run = run_harness({"run", experiment.string(), "--dry-run"}, dir / "dry.log", {{"PATH", path}});
+  EXPECT_EQ(run.outcome.exit_code, 0) << joined(run.output);
+  const std::string text = joined(run.output);
+  int commands = 0;
+  for (const auto& line : run.output) commands += line.rfind("    mpirun -n ", 0) == 0 ? 1 : 0;
+  EXPECT_EQ(commands, 18) << text;  // 2 batch sizes × 3 rank counts × 3 repeats
+  EXPECT_NE(text.find(" worker --settings '{"), std::string::npos) << text;
+  EXPECT_NE(text.find("total: 18 point(s), 42 rank-slot(s)"), std::string::npos) << text;
+  EXPECT_NE(text.find("estimated time: "), std::string::npos) << text;
+  EXPECT_FALSE(fs::exists(dir / "results")) << "a dry run created a results directory";
+  EXPECT_FALSE(fs::exists(marker)) << "a dry run started mpirun";
+}
+
+}  // namespace
+}  // namespace harness::e2e

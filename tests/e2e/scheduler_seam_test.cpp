@@ -1,0 +1,143 @@
+// A scheduler added through the table alone runs a sweep: the seam that SLURM plugs into.
+// "direct" starts the rank program itself, without mpirun: a one-rank MPI job (a singleton).
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "e2e_helpers.h"
+#include "harness/common/errors.h"
+#include "harness/common/json_values.h"
+#include "harness/launch/process_jobs.h"
+#include "harness/launch/sweep_runner.h"
+#include "harness/results/result_set.h"
+#include "harness/study/validate.h"
+
+namespace harness::e2e {
+namespace {
+
+struct DirectOptions {
+  int max_parallel = 1;
+};
+
+const std::vector<OptionRow<DirectOptions>>& direct_option_rows() {
+  static const std::vector<OptionRow<DirectOptions>> rows = {
+      {"max_parallel", "an integer from 1 to 4", "points at once", R"({"type": "integer"})",
+       [](DirectOptions& o, const Json& v, const std::string& where) {
+         o.max_parallel = static_cast<int>(read_integer(v, where, 1, 4, "an integer from 1 to 4"));
+       },
+       [](const DirectOptions& o) { return Json(o.max_parallel); }},
+  };
+  return rows;
+}
+
+class DirectScheduler final : public Scheduler {
+ public:
+  explicit DirectScheduler(DirectOptions options) : options_(options) {}
+  std::string_view name() const override { return "direct"; }
+  void check_available() const override {}
+  ResourceLimits limits() const override { return {1, "the direct launcher starts one process"}; }
+  int max_parallel() const override { return options_.max_parallel; }
+  int threads_per_rank(const JobSpec& /*job*/) const override { return 1; }
+  std::vector<std::string> command_for(const JobSpec& job) const override { return job.argv; }
+  JobId submit(const JobSpec& job) override {
+    ProcessRequest request;
+    request.argv = command_for(job);
+    request.log_path = job.log_path;
+    request.timeout_s = job.time_limit_s;
+    request.environment = {{"HARNESS_THREADS_PER_RANK", "1"}, {"OMP_NUM_THREADS", "1"}};
+    ++submitted;
+    return jobs_.start(request);
+  }
+  std::vector<JobResult> poll(double wait_s) override {
+    most_in_flight = std::max(most_in_flight, static_cast<int>(jobs_.running()));
+    return jobs_.poll(wait_s);
+  }
+  void cancel(JobId job) override { jobs_.cancel(job); }
+
+  static inline int submitted = 0;
+  static inline int most_in_flight = 0;
+
+ private:
+  DirectOptions options_;
+  ProcessJobs jobs_;
+};
+
+const std::vector<SchedulerInfo>& test_table() {
+  static const std::vector<SchedulerInfo> table = {
+      {"direct", "the rank program without mpirun, one rank",
+       [](const LauncherSpec& spec) -> std::unique_ptr<Scheduler> {
+         DirectOptions options;
+         read_scheduler_options(spec, direct_option_rows(), options);
+         return std::make_unique<DirectScheduler>(options);
+       },
+       [] { return option_docs(direct_option_rows()); }},
+  };
+  return table;
+}
+
+const char* kExperiment = R"({"name": "seam", "launcher": {"name": "direct", "max_parallel": 2},
+  "settings": {"workload": "iris_mlp", "epochs": 2, "ranks": 1},
+  "sweep": {"batch_size": [4, 8, 16]}})";
+
+TEST(SchedulerSeam, ASchedulerFromTheTableRunsASweepAndItsRecordsSayWhich) {
+  const fs::path dir = scratch("seam");
+  const Experiment experiment = parse_experiment(kExperiment, "seam.json");
+  const auto points = expand(experiment);
+  auto scheduler = make_scheduler(experiment.launcher, test_table());
+  validate_points(experiment, points, scheduler->limits());
+  const ResultsDirectory directory((dir / "out").string());
+  directory.create();
+  SweepOptions options;
+  options.rank_program = HARNESS_BINARY;
+  options.command_line = {"test"};
+  std::ostringstream out;
+  const SweepOutcome outcome = SweepRunner(experiment, points, *scheduler, directory, options, out).run();
+  EXPECT_EQ(outcome.ran, 3) << out.str();
+  EXPECT_EQ(outcome.failed, 0) << out.str();
+  EXPECT_EQ(DirectScheduler::submitted, 3);
+  EXPECT_EQ(DirectScheduler::most_in_flight, 2);  // max_parallel, honoured
+  EXPECT_NE(out.str().find("p000-"), std::string::npos);
+  EXPECT_NE(out.str().find(" started\n"), std::string::npos) << out.str();
+
+  const ResultSet set = ResultSet::load(directory, experiment, points, true);
+  ASSERT_EQ(set.runs().size(), 3U);
+  for (const auto& run : set.runs()) {
+    EXPECT_TRUE(run.record.ok) << run.record.reason;
+    EXPECT_EQ(run.record.launch.scheduler, "direct");
+    EXPECT_EQ(run.record.launch.command[1], "worker");
+    ASSERT_TRUE(run.record.timing.has_value());
+    EXPECT_GT(run.record.timing->train_s, 0);
+  }
+
+  // Run again: every point is kept, nothing is submitted.
+  std::ostringstream again_out;
+  const SweepOutcome again = SweepRunner(experiment, points, *scheduler, directory, options, again_out).run();
+  EXPECT_EQ(again.kept, 3);
+  EXPECT_EQ(again.ran, 0);
+  EXPECT_EQ(DirectScheduler::submitted, 3);
+}
+
+TEST(SchedulerSeam, ItsLimitsAndOptionsAreCheckedLikeTheLocalOnes) {
+  Experiment experiment = parse_experiment(
+      R"({"name": "seam", "launcher": "direct", "sweep": {"ranks": [1, 2]}})", "seam.json");
+  auto scheduler = make_scheduler(experiment.launcher, test_table());
+  try {
+    validate_points(experiment, expand(experiment), scheduler->limits());
+    FAIL() << "two ranks passed a one-rank launcher";
+  } catch (const ConfigError& error) {
+    EXPECT_NE(std::string(error.what()).find("the direct launcher starts one process"), std::string::npos)
+        << error.what();
+  }
+  experiment = parse_experiment(R"({"name": "seam", "launcher": {"name": "direct", "max_paralel": 9}})",
+                                "seam.json");
+  try {
+    make_scheduler(experiment.launcher, test_table());
+    FAIL() << "a misspelt option passed";
+  } catch (const ConfigError& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "seam.json: launcher.max_paralel: unknown option \"max_paralel\" (did you mean \"max_parallel\"?)");
+  }
+}
+
+}  // namespace
+}  // namespace harness::e2e

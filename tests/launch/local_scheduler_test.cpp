@@ -1,0 +1,130 @@
+#include "harness/launch/local_scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "harness/common/errors.h"
+#include "harness/study/experiment.h"
+
+namespace harness {
+namespace {
+
+bool has(const std::vector<std::string>& argv, const std::string& flag) {
+  return std::find(argv.begin(), argv.end(), flag) != argv.end();
+}
+
+JobSpec job(int ranks, int threads_per_rank = 0) {
+  JobSpec job;
+  job.ranks = ranks;
+  job.threads_per_rank = threads_per_rank;
+  job.argv = {"/opt/harness", "worker", "--output", "x.json"};
+  return job;
+}
+
+TEST(LocalScheduler, OneRankOnTwoCoresGetsTwoUnboundThreads) {
+  const auto argv = LocalScheduler({}, 2, false).command_for(job(1));
+  EXPECT_EQ(std::vector<std::string>(argv.begin(), argv.begin() + 3),
+            (std::vector<std::string>{"mpirun", "-n", "1"}));
+  EXPECT_FALSE(has(argv, "--allow-run-as-root"));
+  EXPECT_FALSE(has(argv, "--oversubscribe"));
+  EXPECT_TRUE(has(argv, "--bind-to"));
+  EXPECT_TRUE(has(argv, "OPENBLAS_NUM_THREADS=2"));
+  EXPECT_TRUE(has(argv, "HARNESS_THREADS_PER_RANK=2"));
+  // The rank program comes last, unchanged.
+  EXPECT_EQ(std::vector<std::string>(argv.end() - 4, argv.end()), job(1).argv);
+}
+
+TEST(LocalScheduler, RanksAreNeverBoundToOneCore) {
+  const auto argv = LocalScheduler({}, 2, false).command_for(job(2));
+  EXPECT_TRUE(has(argv, "--bind-to"));
+  EXPECT_TRUE(has(argv, "none"));
+  EXPECT_FALSE(has(argv, "--oversubscribe"));
+  EXPECT_TRUE(has(argv, "OMP_NUM_THREADS=1"));
+}
+
+TEST(LocalScheduler, MoreRanksThanCoresOversubscribe) {
+  const auto argv = LocalScheduler({}, 2, true).command_for(job(4));
+  EXPECT_TRUE(has(argv, "--oversubscribe"));
+  EXPECT_TRUE(has(argv, "--allow-run-as-root"));
+  EXPECT_TRUE(has(argv, "--bind-to"));
+}
+
+TEST(LocalScheduler, ExplicitThreadsOverrideTheDefault) {
+  const LocalScheduler scheduler({}, 8, false);
+  EXPECT_TRUE(has(scheduler.command_for(job(2, 3)), "OPENBLAS_NUM_THREADS=3"));
+  EXPECT_EQ(scheduler.threads_per_rank(job(2, 3)), 3);
+  EXPECT_EQ(scheduler.threads_per_rank(job(2)), 4);
+}
+
+TEST(LocalScheduler, MpirunArgumentsGoBeforeTheRankProgram) {
+  LocalOptions options;
+  options.mpirun_args = {"--mca", "btl", "self,vader"};
+  const auto argv = LocalScheduler(options, 2, false).command_for(job(2));
+  const auto mca = std::find(argv.begin(), argv.end(), "--mca");
+  const auto program = std::find(argv.begin(), argv.end(), "/opt/harness");
+  ASSERT_NE(mca, argv.end());
+  EXPECT_LT(mca, program);
+}
+
+TEST(LocalScheduler, OnePointAtATimeUnlessAskedAndThenItWarns) {
+  EXPECT_EQ(LocalScheduler({}, 2, false).max_parallel(), 1);
+  EXPECT_EQ(LocalScheduler({}, 2, false).caution(), "");
+  LocalOptions options;
+  options.max_parallel = 3;
+  const LocalScheduler parallel(options, 2, false);
+  EXPECT_EQ(parallel.max_parallel(), 3);
+  EXPECT_NE(parallel.caution().find("share this machine's 2 core(s)"), std::string::npos)
+      << parallel.caution();
+}
+
+TEST(LocalScheduler, RefusesJobsOnSeveralNodes) {
+  LocalScheduler scheduler({}, 2, false);
+  JobSpec two_nodes = job(2);
+  two_nodes.name = "p000-x";
+  two_nodes.nodes = 2;
+  try {
+    scheduler.submit(two_nodes);
+    FAIL() << "a two-node job was accepted";
+  } catch (const LaunchError& error) {
+    EXPECT_NE(std::string(error.what()).find("runs every rank on this machine"), std::string::npos)
+        << error.what();
+  }
+}
+
+TEST(LocalScheduler, LimitsRanksPerCore) {
+  const ResourceLimits limits = LocalScheduler({}, 2, false).limits();
+  EXPECT_EQ(limits.max_ranks, 16);
+  EXPECT_NE(limits.why.find("8 ranks per core"), std::string::npos) << limits.why;
+}
+
+// The launcher of an experiment file: a name or an object, options checked like settings.
+std::string launcher_error(const std::string& launcher) {
+  try {
+    const Experiment experiment = parse_experiment(
+        R"({"name": "x", "launcher": )" + launcher + R"(, "settings": {"workload": "iris_mlp"}})", "exp.json");
+    make_scheduler(experiment.launcher);
+  } catch (const ConfigError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(SchedulerTable, LauncherIsANameOrAnObjectWithOptions) {
+  EXPECT_EQ(launcher_error(R"("local")"), "");
+  EXPECT_EQ(launcher_error(R"({"name": "local", "max_parallel": 2, "mpirun_args": ["-v"]})"), "");
+  EXPECT_EQ(launcher_error(R"("locl")"),
+            "exp.json: launcher: unknown launcher \"locl\" (did you mean \"local\"?)");
+  EXPECT_EQ(launcher_error(R"({"name": "local", "max_paralel": 2})"),
+            "exp.json: launcher.max_paralel: unknown option \"max_paralel\" (did you mean \"max_parallel\"?)");
+  EXPECT_NE(launcher_error(R"({"name": "local", "max_parallel": 0})")
+                .find("exp.json: launcher.max_parallel: expected an integer from 1 to 64"),
+            std::string::npos);
+  EXPECT_NE(launcher_error(R"({"max_parallel": 2})").find("exp.json: launcher: expected a launcher name"),
+            std::string::npos);
+  EXPECT_EQ(launcher_error(R"("slurmm")"),
+            "exp.json: launcher: unknown launcher \"slurmm\" (expected one of: local)");
+}
+
+}  // namespace
+}  // namespace harness

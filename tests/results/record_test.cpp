@@ -1,0 +1,143 @@
+#include "harness/results/record.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "harness/common/errors.h"
+#include "harness/common/files.h"
+#include "harness/results/provenance.h"
+#include "harness/study/point_key.h"
+
+namespace harness {
+namespace {
+
+PointRecord ok_record() {
+  PointRecord record;
+  record.experiment = "exp";
+  record.settings.ranks = 2;
+  record.repeat = 1;
+  record.key = PointKey(record.settings, 1).hash();
+  record.id = point_id(0, PointKey(record.settings, 1));
+  record.ok = true;
+  record.launch.command = {"mpirun", "-n", "2"};
+  record.launch.outcome = "exit code 0";
+  record.launch.wall_time_s = 3.5;
+  record.provenance = current_provenance({"harness", "run", "x.json"});
+  record.timing = PointTiming{0.4, 0.3, 0.2, 2.0, 0.1, 0.5};
+  Measurements measurements;
+  measurements.world_size = 2;
+  measurements.hosts = {"a", "a"};
+  measurements.phases = RankPhases{100.0, 0.3, 0.2, 2.0, 0.1, 102.6};
+  TrainMeasurements train;
+  train.train_time_s = 2.0;
+  train.steps.step_s = {0.1, 0.2};
+  train.steps.compute_s = {0.05, 0.1};
+  train.steps.comm_s = {0.05, 0.1};
+  train.steps.exposed_comm_s = {0.05, 0.1};
+  train.epochs = {{1, std::nan(""), 0.5, 0.9, 2.0, 0.1, 120}};  // a diverged loss is stored as null
+  train.sgd = SgdFacts{100, 4, 8, 0.01, 1};
+  measurements.train = train;
+  record.measurements = measurements;
+  return record;
+}
+
+TEST(Record, RoundTripsThroughJson) {
+  const PointRecord record = ok_record();
+  const Json json = to_json(record);
+  EXPECT_EQ(json["schema_version"], kRecordSchemaVersion);
+  EXPECT_TRUE(json["measurements"]["epochs"][0]["train_loss"].is_null());
+  const PointRecord read = record_from_json(json, "r.json");
+  EXPECT_EQ(to_json(read), json);
+  EXPECT_TRUE(std::isnan(read.measurements->train->epochs[0].train_loss));
+  EXPECT_DOUBLE_EQ(read.timing->train_s, 2.0);
+  EXPECT_EQ(read.measurements->train->sgd->global_batch, 8);
+}
+
+std::string refusal(const Json& json) {
+  try {
+    record_from_json(json, "points/p.json");
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(Record, NewerSchemaIsRefusedInOneLine) {
+  Json json = to_json(ok_record());
+  json["schema_version"] = kRecordSchemaVersion + 1;
+  EXPECT_EQ(refusal(json), fmt::format("points/p.json: record schema version {} is newer than this "
+                                       "harness reads (up to {}); read it with a newer harness",
+                                       kRecordSchemaVersion + 1, kRecordSchemaVersion));
+}
+
+TEST(Record, IncompleteRecordsAreRefused) {
+  Json json = to_json(ok_record());
+  json.erase("measurements");
+  EXPECT_EQ(refusal(json), "points/p.json: status \"ok\" without measurements");
+  json = to_json(ok_record());
+  json["launch"].erase("wall_time_s");
+  EXPECT_NE(refusal(json).find("wall_time_s is missing"), std::string::npos) << refusal(json);
+  json = to_json(ok_record());
+  json["measurements"]["steps"]["step_s"] = "fast";
+  EXPECT_NE(refusal(json).find("step_s: expected a list"), std::string::npos) << refusal(json);
+}
+
+TEST(Record, FailedRecordsKeepTheReasonAndNoMeasurements) {
+  PointRecord record = ok_record();
+  record.ok = false;
+  record.reason = "rank 1 killed by signal 9 (Killed)";
+  record.log_tail = {"boom"};
+  record.measurements.reset();
+  const PointRecord read = record_from_json(to_json(record), "r.json");
+  EXPECT_FALSE(read.ok);
+  EXPECT_EQ(read.reason, record.reason);
+  EXPECT_EQ(read.log_tail, record.log_tail);
+  EXPECT_FALSE(read.measurements.has_value());
+}
+
+TEST(Record, TimingAddsUpToTheWallTime) {
+  const RankPhases phases{100.5, 0.3, 0.2, 2.0, 0.1, 103.1};
+  const PointTiming timing = point_timing(100.0, 3.6, phases);
+  EXPECT_DOUBLE_EQ(timing.launch_s, 0.5);
+  EXPECT_NEAR(timing.finish_s, 0.5, 1e-9);
+  EXPECT_NEAR(timing.launch_s + timing.init_s + timing.data_s + timing.train_s + timing.eval_s +
+                  timing.finish_s,
+              3.6, 1e-9);
+}
+
+TEST(Record, ProvenanceNamesVersionCommitHostAndCommandLine) {
+  const Provenance provenance = current_provenance({"harness", "run", "x.json"});
+  EXPECT_NE(provenance.git_commit, "");
+  EXPECT_EQ(provenance.harness_version, HARNESS_VERSION);
+  EXPECT_FALSE(provenance.host.empty());
+  EXPECT_EQ(provenance.command_line[2], "x.json");
+  EXPECT_EQ(utc_timestamp(0), "1970-01-01T00:00:00Z");
+}
+
+}  // namespace
+}  // namespace harness
+
+namespace harness {
+namespace {
+
+// A record written by harness 0.1.0 (commit 76e39da) is converted: its key is computed from its
+// settings (version 1 hashed the harness version too) and it was run by the local launcher.
+TEST(Record, VersionOneRecordsAreConverted) {
+  const std::string path =
+      std::string(HARNESS_SOURCE_DIR) + "/tests/fixtures/results_v1_train/points/p000-1ff54276.json";
+  const Json json = read_json_file(path);
+  ASSERT_EQ(json["schema_version"], 1);
+  const PointRecord record = record_from_json(json, path);
+  EXPECT_EQ(record.schema_version, 1);
+  EXPECT_EQ(record.key, PointKey(record.settings, record.repeat).hash());
+  EXPECT_EQ(record.launch.scheduler, "local");
+  EXPECT_EQ(record.provenance.harness_version, "0.1.0");
+  ASSERT_TRUE(record.measurements && record.measurements->train);
+  EXPECT_FALSE(record.measurements->phases.has_value());
+  EXPECT_FALSE(record.timing.has_value());
+  EXPECT_GT(record.measurements->train->samples_trained, 0);
+}
+
+}  // namespace
+}  // namespace harness

@@ -1,0 +1,134 @@
+#include "harness/results/scaling.h"
+
+#include <gtest/gtest.h>
+
+namespace harness {
+namespace {
+
+std::vector<std::optional<Scaling>> per_run(const std::vector<ScalingInput>& runs,
+                                            const Json& baseline = Json::object()) {
+  return analyse_scaling(runs, baseline).scaling;
+}
+
+std::vector<ConfigurationStats> configurations(const std::vector<ScalingInput>& runs,
+                                               const Json& baseline = Json::object()) {
+  return analyse_scaling(runs, baseline).configurations;
+}
+
+ScalingInput point(int ranks, double time_s, int batch_size = 4, bool ok = true) {
+  ScalingInput input;
+  input.settings.ranks = ranks;
+  input.settings.batch_size = batch_size;
+  input.ok = ok;
+  input.time_s = time_s;
+  input.samples_trained = 1200;
+  return input;
+}
+
+TEST(Scaling, SpeedupAndEfficiencyAgainstTheFewestRanks) {
+  const auto scaling = per_run({point(1, 8.0), point(2, 5.0), point(4, 4.0)});
+  ASSERT_TRUE(scaling[0] && scaling[1] && scaling[2]);
+  EXPECT_DOUBLE_EQ(scaling[0]->speedup, 1.0);
+  EXPECT_DOUBLE_EQ(scaling[0]->efficiency, 1.0);
+  EXPECT_DOUBLE_EQ(scaling[1]->speedup, 1.6);
+  EXPECT_DOUBLE_EQ(scaling[1]->efficiency, 0.8);
+  EXPECT_DOUBLE_EQ(scaling[2]->speedup, 2.0);
+  EXPECT_DOUBLE_EQ(scaling[2]->efficiency, 0.5);
+  EXPECT_EQ(scaling[2]->baseline, 0);
+}
+
+TEST(Scaling, BaselineOnlyAmongOtherwiseEqualSettings) {
+  // Two curves (batch 4 and 16); each is measured against its own one-rank point.
+  const auto scaling =
+      per_run({point(1, 8.0, 4), point(1, 2.0, 16), point(2, 4.0, 4), point(2, 1.5, 16)});
+  EXPECT_EQ(scaling[2]->baseline, 0);
+  EXPECT_DOUBLE_EQ(scaling[2]->speedup, 2.0);
+  EXPECT_EQ(scaling[3]->baseline, 1);
+  EXPECT_NEAR(scaling[3]->speedup, 4.0 / 3.0, 1e-12);
+}
+
+TEST(Scaling, BaselineWithMoreThanOneRankScalesEfficiency) {
+  const auto scaling = per_run({point(2, 6.0), point(4, 4.0)});
+  EXPECT_DOUBLE_EQ(scaling[1]->speedup, 1.5);
+  EXPECT_DOUBLE_EQ(scaling[1]->efficiency, 0.75);
+}
+
+TEST(Scaling, SpeedupComparesTimePerTrainedSample) {
+  // Two ranks dropped a partial global batch each epoch: 1120 samples instead of 1200.
+  ScalingInput fewer_samples = point(2, 4.0);
+  fewer_samples.samples_trained = 1120;
+  const auto scaling = per_run({point(1, 8.0), fewer_samples});
+  EXPECT_NEAR(scaling[1]->speedup, (8.0 / 1200) / (4.0 / 1120), 1e-12);
+}
+
+TEST(Scaling, FailedPointsHaveNoScalingAndAreNoBaseline) {
+  const auto scaling = per_run({point(1, 8.0, 4, false), point(2, 4.0), point(4, 3.0)});
+  EXPECT_FALSE(scaling[0].has_value());
+  EXPECT_EQ(scaling[2]->baseline, 1);
+  EXPECT_DOUBLE_EQ(scaling[1]->speedup, 1.0);
+  EXPECT_NEAR(scaling[2]->speedup, 4.0 / 3.0, 1e-12);
+}
+
+TEST(Scaling, RepeatsGiveMediansWithBootstrapIntervals) {
+  // One rank: 8, 9, 10 s; two ranks: 4, 5, 6 s (same settings repeated).
+  const auto stats = configurations({point(1, 8.0), point(2, 4.0), point(1, 10.0),
+                                          point(2, 6.0), point(1, 9.0), point(2, 5.0)});
+  ASSERT_EQ(stats.size(), 2U);
+  EXPECT_EQ(stats[0].runs, (std::vector<int>{0, 2, 4}));
+  EXPECT_EQ(stats[1].ok_runs, 3);
+  EXPECT_DOUBLE_EQ(stats[0].time_s.median, 9.0);
+  EXPECT_DOUBLE_EQ(stats[1].time_s.median, 5.0);
+  // The interval of a median of three lies within the observed range and contains the median.
+  EXPECT_GE(stats[1].time_s.low, 4.0);
+  EXPECT_LE(stats[1].time_s.high, 6.0);
+  EXPECT_LE(stats[1].time_s.low, 5.0);
+  EXPECT_GE(stats[1].time_s.high, 5.0);
+  EXPECT_LT(stats[1].time_s.low, stats[1].time_s.high);
+  // Speedup of medians, 9 / 5, with an interval inside the extreme ratios 8/6 .. 10/4.
+  EXPECT_DOUBLE_EQ(stats[1].speedup.median, 1.8);
+  EXPECT_GE(stats[1].speedup.low, 8.0 / 6.0);
+  EXPECT_LE(stats[1].speedup.high, 10.0 / 4.0);
+  EXPECT_DOUBLE_EQ(stats[0].speedup.median, 1.0);
+  EXPECT_DOUBLE_EQ(stats[0].speedup.high, 1.0);
+  EXPECT_DOUBLE_EQ(stats[1].efficiency.median, 0.9);
+  // Karp-Flatt: e = (1/1.8 - 1/2) / (1 - 1/2).
+  ASSERT_TRUE(stats[1].karp_flatt.has_value());
+  EXPECT_NEAR(*stats[1].karp_flatt, (1 / 1.8 - 0.5) / 0.5, 1e-12);
+  EXPECT_FALSE(stats[0].karp_flatt.has_value());
+  // Deterministic: the same runs give the same interval.
+  const auto again = configurations({point(1, 8.0), point(2, 4.0), point(1, 10.0),
+                                          point(2, 6.0), point(1, 9.0), point(2, 5.0)});
+  EXPECT_EQ(again[1].speedup.low, stats[1].speedup.low);
+}
+
+TEST(Scaling, ExplicitBaselineComparesWithTheNamedValues) {
+  // Speedup of every backend against allreduce at the same rank count.
+  ScalingInput ring2 = point(2, 4.0);
+  ring2.settings.backend = "ring";
+  ScalingInput ring1 = point(1, 9.0);
+  ring1.settings.backend = "ring";
+  const auto stats = configurations({point(1, 8.0), point(2, 5.0), ring1, ring2},
+                                         Json{{"backend", "allreduce"}});
+  EXPECT_EQ(stats[2].baseline, 0);
+  EXPECT_NEAR(stats[2].speedup.median, 8.0 / 9.0, 1e-12);
+  EXPECT_EQ(stats[3].baseline, 1);
+  EXPECT_DOUBLE_EQ(stats[3].speedup.median, 1.25);
+  EXPECT_DOUBLE_EQ(stats[3].efficiency.median, 1.25);  // same ranks as its baseline
+  // A baseline on ranks and dataset_size (weak scaling grows the data with the ranks).
+  ScalingInput big = point(2, 5.0);
+  big.settings.dataset_size = 200;
+  ScalingInput small = point(1, 5.0);
+  small.settings.dataset_size = 100;
+  const auto weak = configurations({small, big}, Json{{"ranks", 1}, {"dataset_size", 100}});
+  EXPECT_EQ(weak[1].baseline, 0);
+}
+
+TEST(Scaling, RunsOfOneConfigurationShareIt) {
+  const ScalingAnalysis analysis = analyse_scaling({point(1, 8.0), point(2, 4.0), point(1, 10.0)});
+  EXPECT_EQ(analysis.configuration_of, (std::vector<int>{0, 1, 0}));
+  // Each run's own speedup is against its baseline configuration's median (9 s).
+  EXPECT_DOUBLE_EQ(analysis.scaling[1]->speedup, 9.0 / 4.0);
+}
+
+}  // namespace
+}  // namespace harness
