@@ -89,6 +89,7 @@ const std::vector<WorkloadInfo>& workload_table() {
        .make = make_resnet},
       {.name = "kmeans",
        .summary = "distributed K-means (Lloyd), sums and counts allreduced; Iris or Gaussian blobs",
+       .engines = {},  // one implementation: no "engine" to choose
        .algorithm = Algorithm::kLloydKMeans,
        .settings = kmeans_setting_rows,
        .train_samples = kmeans_limits,
