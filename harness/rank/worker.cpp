@@ -70,7 +70,7 @@ std::string mpi_library_version() {
   return text;
 }
 
-// Where rank 0's time goes, phase after phase: every second between started_at and finished_at
+// Where rank 0's time goes, phase after phase: every second between started_at and the last lap
 // lands in exactly one phase.
 class PhaseClock {
  public:
@@ -83,9 +83,10 @@ class PhaseClock {
     last_ = now;
     return elapsed;
   }
+  // The phases up to the last lap; gathering and writing the measurements come after it (the
+  // record's finish_s).
   RankPhases finish() {
-    phases_.finished_at = wall_clock_s();
-    phases_.init_s += phases_.finished_at - last_;  // nothing is left unaccounted
+    phases_.finished_at = last_;
     return phases_;
   }
   RankPhases& phases() { return phases_; }
