@@ -127,13 +127,4 @@ void Progress::kept(const std::string& label, const std::string& outcome) {
   draw_running_line();
 }
 
-void Progress::say(const std::string& line) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  clear_running_line();
-  if (!open_line_.empty()) out_ << "\n";
-  out_ << line << "\n" << std::flush;
-  if (!open_line_.empty()) out_ << open_line_ << std::flush;
-  draw_running_line();
-}
-
 }  // namespace harness

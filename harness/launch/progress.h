@@ -38,8 +38,6 @@ class Progress {
                 const std::vector<std::string>& details = {});
   // A point that was not launched (kept from an earlier run).
   void kept(const std::string& label, const std::string& outcome);
-  // A line of its own (a warning), printed above the running line.
-  void say(const std::string& line);
 
   // The estimated time for the points not yet run, or "" before any finished.
   std::string estimate() const;

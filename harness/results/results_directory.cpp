@@ -20,11 +20,6 @@
 namespace harness {
 namespace fs = std::filesystem;
 
-bool ResultsDirectory::exists() const {
-  std::error_code error;
-  return fs::is_directory(path_, error);
-}
-
 void ResultsDirectory::create() const {
   for (const auto& directory : {path_, points_dir(), logs_dir(), plots_dir()}) {
     std::error_code error;

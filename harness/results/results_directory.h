@@ -36,7 +36,6 @@ class ResultsDirectory {
     return logs_dir() + "/" + id + "." + run_id + ".measurements.json";
   }
 
-  bool exists() const;
   // Creates the directories. Throws ConfigError naming the directory when it cannot.
   void create() const;
   // For `harness run --out`: a new or empty directory, or one holding results of the experiment
