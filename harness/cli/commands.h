@@ -21,6 +21,7 @@ int report_error(const Error& error);
 struct RunOptions {
   std::string experiment_path;
   std::string out_dir;                    // "" = results/<name>/<timestamp>
+  std::string launcher;                   // "" = the experiment's
   // Run every point, even those with a completed record in out_dir (default: keep those and run
   // only the failed and missing ones).
   bool fresh = false;
@@ -33,7 +34,8 @@ struct RunOptions {
 int run_command(const RunOptions& options);
 // The points, their commands and the estimate, as `run --dry-run` prints them (`out_dir` as
 // --out, "" = the default).
-int plan_command(const std::string& experiment_path, const std::string& out_dir = "");
+int plan_command(const std::string& experiment_path, const std::string& out_dir = "",
+                 const std::string& launcher = "");
 // Rebuilds summary.csv, stats.csv and every plot of a results directory from its records and
 // its copy of the experiment file, without running anything.
 int plot_command(const std::string& results_dir);

@@ -87,14 +87,19 @@ int main(int argc, char** argv) {
           },
           "DIR"));
   run->add_flag("--fresh", run_options.fresh, "run every point again, even completed ones");
+  run->add_option("--launcher", run_options.launcher,
+                  "run through this launcher instead of the experiment's (its options there are "
+                  "kept when it names the same one)");
   run->add_flag("--dry-run", run_options.dry_run,
                 "validate and print every point's command, the counts and an estimate; run "
                 "nothing, create no results directory");
 
   std::string plan_path;
+  std::string plan_launcher;
   auto* plan = app.add_subcommand("plan", "Print the points an experiment expands to and their "
                                           "commands, without running anything (run --dry-run)");
   plan->add_option("FILE", plan_path, "experiment file (JSON)")->required();
+  plan->add_option("--launcher", plan_launcher, "as run --launcher");
 
   std::string plot_dir;
   auto* plot = app.add_subcommand("plot", "Rebuild summary.csv, stats.csv and every plot of a "
@@ -130,7 +135,7 @@ int main(int argc, char** argv) {
                        .dump(2) << "\n";
       return harness::kExitOk;
     }
-    return harness::plan_command(plan_path);
+    return harness::plan_command(plan_path, "", plan_launcher);
   } catch (const std::exception& error) {
     // The subcommands report their own errors; this is the last line of defence (out of memory,
     // a filesystem error), so that nothing ends in std::terminate.

@@ -17,11 +17,12 @@
 
 namespace harness {
 
-int plan_command(const std::string& experiment_path, const std::string& out_dir) {
+int plan_command(const std::string& experiment_path, const std::string& out_dir,
+                 const std::string& launcher) {
   LoadedStudy study;
   std::string rank_program;
   try {
-    study = load_study(experiment_path);
+    study = load_study(experiment_path, launcher);
     rank_program = self_executable();
   } catch (const Error& error) {
     return report_error(error);

@@ -18,9 +18,15 @@ int report_error(const Error& error) {
   return dynamic_cast<const ConfigError*>(&error) != nullptr ? kExitBadInput : kExitFailure;
 }
 
-LoadedStudy load_study(const std::string& experiment_path) {
+LoadedStudy load_study(const std::string& experiment_path, const std::string& launcher) {
   LoadedStudy study;
   study.experiment = load_experiment(experiment_path);
+  if (!launcher.empty() && launcher != study.experiment.launcher.name) {
+    LauncherSpec spec;
+    spec.name = launcher;
+    spec.where = "--launcher";
+    study.experiment.launcher = spec;
+  }
   study.points = expand(study.experiment);
   study.scheduler = make_scheduler(study.experiment.launcher);
   validate_points(study.experiment, study.points, study.scheduler->limits());

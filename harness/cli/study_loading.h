@@ -18,8 +18,10 @@ struct LoadedStudy {
   std::unique_ptr<Scheduler> scheduler;
 };
 
-// Throws ConfigError naming the file and field for anything wrong; nothing runs.
-LoadedStudy load_study(const std::string& experiment_path);
+// Throws ConfigError naming the file and field for anything wrong; nothing runs. A non-empty
+// `launcher` (run --launcher NAME) replaces the experiment's launcher; the experiment's options
+// for it are kept when it names the same one.
+LoadedStudy load_study(const std::string& experiment_path, const std::string& launcher = "");
 
 // results/<experiment name>/<local time>
 std::string default_out_dir(const std::string& experiment_name);

@@ -12,6 +12,7 @@ namespace harness {
 
 struct JobSpec {
   std::string name;                 // the point's id: job names, messages
+  std::string key;                  // the point's key hash: a cluster job's comment
   int ranks = 1;
   int nodes = 1;
   int ranks_per_node = 0;           // 0: as the scheduler places them
@@ -25,12 +26,33 @@ struct JobSpec {
 
 using JobId = int64_t;
 
+// How a job ended, as its scheduler tells it (a local process's exit, a SLURM job's final state).
+enum class JobEnd {
+  kCompleted,     // exit status 0: the point's output decides whether it is ok
+  kFailed,        // a non-zero exit status or a signal
+  kTimeout,       // stopped by its time limit
+  kCancelled,     // cancelled by someone other than this harness (scancel)
+  kOutOfMemory,
+  kNodeFailure,   // a node of the job failed (SLURM NODE_FAIL, BOOT_FAIL)
+  kPreempted,
+  kLost,          // vanished from the scheduler without a trace of how it ended
+  kInterrupted,   // stopped by this harness (Ctrl-C, cancel()): the point leaves no record
+};
+
 // A job that has ended.
 struct JobResult {
   JobId id = 0;
+  JobEnd end = JobEnd::kFailed;
+  // The scheduler's account of the end ("NODE_FAIL", "cancelled by scancel"); "" when the
+  // outcome and the job's log say it all.
+  std::string reason;
   ProcessOutcome outcome;    // how the job's launcher process ended (mpirun, srun, ...)
   double started_at = 0;     // wall clock, seconds since the epoch
   double finished_at = 0;
+  std::string job_id;        // the scheduler's own id of the job, for records ("" locally)
 };
+
+// The end of a local process: completed, failed, timed out or interrupted.
+JobEnd job_end_of(const ProcessOutcome& outcome);
 
 }  // namespace harness

@@ -45,9 +45,14 @@ void LocalScheduler::check_available() const {
 }
 
 ResourceLimits LocalScheduler::limits() const {
-  return {kRanksPerCore * cores_,
-          fmt::format("the local launcher runs at most {} ranks per core, and this machine has {}",
-                      kRanksPerCore, cores_)};
+  ResourceLimits limits;
+  limits.max_ranks = kRanksPerCore * cores_;
+  limits.why = fmt::format("the local launcher runs at most {} ranks per core, and this machine has {}",
+                           kRanksPerCore, cores_);
+  limits.max_nodes = 1;
+  limits.nodes_why = "the local launcher runs every rank on this machine; more nodes need a cluster "
+                     "launcher such as \"slurm\"";
+  return limits;
 }
 
 std::string LocalScheduler::caution() const {

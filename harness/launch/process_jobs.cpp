@@ -4,6 +4,12 @@
 
 namespace harness {
 
+JobEnd job_end_of(const ProcessOutcome& outcome) {
+  if (outcome.interrupted) return JobEnd::kInterrupted;
+  if (outcome.timed_out) return JobEnd::kTimeout;
+  return outcome.ok() ? JobEnd::kCompleted : JobEnd::kFailed;
+}
+
 JobId ProcessJobs::start(const ProcessRequest& request) {
   Job job;
   job.started_at = wall_clock_s();
@@ -18,7 +24,13 @@ std::vector<JobResult> ProcessJobs::poll(double wait_s) {
     std::vector<JobResult> ended;
     for (auto it = jobs_.begin(); it != jobs_.end();) {
       if (auto outcome = it->second.process->poll()) {
-        ended.push_back({it->first, *outcome, it->second.started_at, wall_clock_s()});
+        JobResult result;
+        result.id = it->first;
+        result.end = job_end_of(*outcome);
+        result.outcome = *outcome;
+        result.started_at = it->second.started_at;
+        result.finished_at = wall_clock_s();
+        ended.push_back(std::move(result));
         it = jobs_.erase(it);
       } else {
         ++it;

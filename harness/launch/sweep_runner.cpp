@@ -24,6 +24,19 @@ void remove_quietly(const std::string& path) {
   fs::remove(path, ignored);
 }
 
+// The status of a point whose job did not complete.
+PointStatus point_status_of(JobEnd end) {
+  switch (end) {
+    case JobEnd::kTimeout: return PointStatus::kTimeout;
+    case JobEnd::kCancelled: return PointStatus::kCancelled;
+    case JobEnd::kOutOfMemory: return PointStatus::kOutOfMemory;
+    case JobEnd::kNodeFailure: return PointStatus::kNodeFailure;
+    case JobEnd::kPreempted: return PointStatus::kPreempted;
+    case JobEnd::kLost: return PointStatus::kLost;
+    default: return PointStatus::kFailed;
+  }
+}
+
 // "<path>: <problem>" read errors name the file first; a message that names it already says so
 // once.
 std::string without_path(const std::string& problem, const std::string& path) {
@@ -55,7 +68,10 @@ JobSpec SweepRunner::job_for(const Point& point, const ResultsDirectory& directo
                              const std::string& rank_program, const std::string& run_id) {
   JobSpec job;
   job.name = point.id;
+  job.key = point.key.hash();
   job.ranks = point.settings.ranks;
+  job.nodes = point.settings.nodes;
+  job.ranks_per_node = point.settings.ranks_per_node;
   job.threads_per_rank = point.settings.threads_per_rank;
   job.time_limit_s = point.settings.timeout_s;
   job.argv = {rank_program, "worker", "--settings", to_json(point.settings).dump(),
@@ -86,7 +102,7 @@ bool SweepRunner::adopt_earlier_record(const Point& point, const std::vector<Sto
   const StoredRecord* found = nullptr;
   for (const auto& file : stored) {
     // Only complete records of this harness version: another version may measure differently.
-    if (!file.record || !file.record->ok || file.record->provenance.harness_version != kHarnessVersion ||
+    if (!file.record || !file.record->ok() || file.record->provenance.harness_version != kHarnessVersion ||
         PointKey(file.record->settings, file.record->repeat) != point.key) {
       continue;
     }
@@ -121,24 +137,36 @@ PointRecord SweepRunner::finish(const InFlight& job, const JobResult& result, st
   record.key = point.key.hash();
   record.settings = point.settings;
   record.launch.scheduler = std::string(scheduler_.name());
+  record.launch.job_id = result.job_id;
   record.launch.command = job.command;
   record.launch.threads_per_rank = scheduler_.threads_per_rank(job.job);
-  record.launch.outcome = outcome.describe();
+  record.launch.outcome = result.reason.empty() ? outcome.describe() : result.reason;
   record.launch.wall_time_s = outcome.wall_time_s;
   record.provenance = current_provenance(options_.command_line);
   record.provenance.started_at = utc_timestamp(result.started_at);
   record.provenance.finished_at = utc_timestamp(result.finished_at);
 
   std::string failure;
-  if (!outcome.ok()) {
+  if (result.end != JobEnd::kCompleted) {
+    record.status = point_status_of(result.end);
     record.log_tail = tail_lines(job.job.log_path, 20);
-    failure = job_failure_reason(outcome, record.log_tail, job.command.empty() ? "job" : job.command[0]);
+    failure = result.reason.empty()
+                  ? job_failure_reason(outcome, record.log_tail, job.command.empty() ? "job" : job.command[0])
+                  : result.reason;
+    // What rank 0 had written before the job stopped (a timeout's steps so far), if anything.
+    try {
+      record.partial_measurements = measurements_from_json(read_json_file(job.measurements_path),
+                                                           job.measurements_path);
+    } catch (const Error&) {
+    }
   } else {
+    record.status = PointStatus::kFailed;
     try {
       Measurements measurements = measurements_from_json(read_json_file(job.measurements_path),
                                                          job.measurements_path);
       const KindReport& report = report_for(point.settings.kind);
-      failure = report.failure(measurements);
+      failure = measurements.complete ? report.failure(measurements)
+                                      : "rank 0's measurements are incomplete although the job ended";
       remark = report.remark(measurements);
       if (measurements.phases) {
         record.timing = point_timing(result.started_at, outcome.wall_time_s, *measurements.phases);
@@ -147,11 +175,14 @@ PointRecord SweepRunner::finish(const InFlight& job, const JobResult& result, st
     } catch (const Error& error) {
       failure = fmt::format("rank 0 left no usable measurements: {}", error.what());
     }
+    if (failure.empty()) record.status = PointStatus::kOk;
   }
   remove_quietly(job.measurements_path);
-  record.ok = failure.empty();
-  if (!record.ok) {
+  if (!record.ok()) {
     record.reason = failure;
+    if (record.measurements && !record.partial_measurements) {
+      record.partial_measurements = std::move(record.measurements);
+    }
     record.measurements.reset();
     record.timing.reset();
     if (record.log_tail.empty()) record.log_tail = tail_lines(job.job.log_path, 20);
@@ -215,7 +246,7 @@ SweepOutcome SweepRunner::run() {
       const auto found = in_flight.find(ended.id);
       if (found == in_flight.end()) continue;
       const InFlight& job = found->second;
-      if (ended.outcome.interrupted) {
+      if (ended.end == JobEnd::kInterrupted) {
         // No record: a later run into this directory sees the point as missing and runs it.
         remove_quietly(job.measurements_path);
         progress.finished(job.label, " interrupted (not recorded)", ended.outcome.wall_time_s);
@@ -231,12 +262,14 @@ SweepOutcome SweepRunner::run() {
         details.push_back(fmt::format("    cannot write its record: {}", error.what()));
       }
       std::string outcome_text;
-      if (record.ok) {
+      if (record.ok()) {
         outcome_text = fmt::format(" ok ({}{})", format_duration(ended.outcome.wall_time_s),
                                    remark.empty() ? "" : "; " + remark);
       } else {
         ++result.failed;
-        outcome_text = " FAILED: " + record.reason;
+        outcome_text = record.status == PointStatus::kFailed
+                           ? " FAILED: " + record.reason
+                           : fmt::format(" FAILED ({}): {}", status_name(record.status), record.reason);
         details.push_back("    log: " + job.job.log_path);
       }
       progress.finished(job.label, outcome_text, ended.outcome.wall_time_s, details);

@@ -17,7 +17,7 @@ struct SizeRow {
 std::vector<SizeRow> size_rows(const ResultSet& set) {
   std::vector<SizeRow> rows;
   for (const auto& run : set.runs()) {
-    if (!run.record.ok) {
+    if (!run.record.ok()) {
       rows.push_back({&run, nullptr});
       continue;
     }
@@ -48,7 +48,7 @@ std::map<std::string, std::string> CommReport::tables(const ResultSet& set) cons
   const std::vector<CsvColumn<SizeRow>> columns = {
       {"index", [](const SizeRow& row) { return std::to_string(row.run->record.index); }},
       {"id", [](const SizeRow& row) { return row.run->record.id; }},
-      {"status", [](const SizeRow& row) { return std::string(row.run->record.ok ? "ok" : "failed"); }},
+      {"status", [](const SizeRow& row) { return std::string(status_name(row.run->record.status)); }},
       {"backend", [](const SizeRow& row) { return row.run->record.settings.backend; }},
       {"ranks", [](const SizeRow& row) { return std::to_string(row.run->record.settings.ranks); }},
       {"bytes", [](const SizeRow& row) { return row.size ? std::to_string(row.size->bytes) : ""; }},
@@ -88,7 +88,7 @@ std::map<std::string, std::string> CommReport::plot_data(const ResultSet& set) c
   std::string bandwidth;
   std::string latency;
   for (const auto& run : set.runs()) {
-    if (!run.record.ok) continue;
+    if (!run.record.ok()) continue;
     const std::string title = block_title(curve_label(run.record.settings, keys, true));
     bandwidth += (bandwidth.empty() ? "" : "\n\n") + title;
     latency += (latency.empty() ? "" : "\n\n") + title;

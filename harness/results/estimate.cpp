@@ -22,7 +22,7 @@ SweepEstimate estimate_sweep(const std::vector<Point>& points, const std::string
        !error && it != fs::recursive_directory_iterator(); it.increment(error)) {
     if (it->path().filename() != "points" || !it->is_directory()) continue;
     for (const auto& stored : read_stored_records(ResultsDirectory(it->path().parent_path().string()))) {
-      if (!stored.record || !stored.record->ok) continue;
+      if (!stored.record || !stored.record->ok()) continue;
       const PointRecord& record = *stored.record;
       wall_time_by_key[PointKey(record.settings, record.repeat).text()] = record.launch.wall_time_s;
     }

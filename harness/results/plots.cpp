@@ -70,7 +70,7 @@ std::vector<std::string> draw_plots(const std::map<std::string, std::string>& da
   bool weak = true;
   for (const auto& run : set.runs()) {
     weak = weak && run.record.settings.scaling == "weak";
-    if (!run.record.ok) continue;
+    if (!run.record.ok()) continue;
     measured_ranks.insert(run.record.settings.ranks);
     batch_sizes.insert(run.record.settings.batch_size);
     if (run.record.measurements->comm) {

@@ -7,225 +7,11 @@
 
 #include "harness/common/errors.h"
 #include "harness/common/text.h"
+#include "harness/results/json_fields.h"
 #include "harness/study/point_key.h"
 
 namespace harness {
 namespace {
-
-// A JSON object read field by field; a missing or mistyped field is an Error naming its path.
-class Fields {
- public:
-  Fields(const Json& object, std::string where) : object_(object), where_(std::move(where)) {
-    if (!object_.is_object()) fail("", "an object");
-  }
-
-  bool has(const char* key) const { return object_.contains(key) && !object_.at(key).is_null(); }
-  const Json& at(const char* key) const {
-    if (!object_.contains(key)) throw Error(fmt::format("{}: {} is missing", where_, path(key)));
-    return object_.at(key);
-  }
-  Fields object(const char* key) const { return Fields(at(key), where_ + ": " + path(key)); }
-  std::string text(const char* key) const {
-    const Json& value = at(key);
-    if (!value.is_string()) fail(key, "a string");
-    return value.get<std::string>();
-  }
-  double number(const char* key) const {
-    const Json& value = at(key);
-    if (!value.is_number()) fail(key, "a number");
-    return value.get<double>();
-  }
-  // A number, or NaN where JSON holds null (a diverged loss).
-  double number_or_nan(const char* key) const {
-    const Json& value = at(key);
-    if (value.is_null()) return std::numeric_limits<double>::quiet_NaN();
-    return number(key);
-  }
-  int64_t integer(const char* key) const {
-    const Json& value = at(key);
-    if (!value.is_number_integer()) fail(key, "an integer");
-    return value.get<int64_t>();
-  }
-  bool boolean(const char* key) const {
-    const Json& value = at(key);
-    if (!value.is_boolean()) fail(key, "true or false");
-    return value.get<bool>();
-  }
-  template <typename T>
-  std::vector<T> list(const char* key) const {
-    const Json& value = at(key);
-    if (!value.is_array()) fail(key, "a list");
-    try {
-      return value.get<std::vector<T>>();
-    } catch (const Json::exception&) {
-      fail(key, "a list of numbers or strings, as written");
-    }
-  }
-  const std::string& where() const { return where_; }
-
-  [[noreturn]] void fail(const char* key, std::string_view expected) const {
-    throw Error(fmt::format("{}: {}expected {}", where_,
-                            key[0] == '\0' ? "" : path(key) + ": ", expected));
-  }
-
- private:
-  std::string path(const char* key) const { return key; }
-
-  const Json& object_;
-  std::string where_;
-};
-
-// JSON has no NaN or infinity: a diverged loss is stored as null.
-Json finite_or_null(double value) { return std::isfinite(value) ? Json(value) : Json(); }
-
-Json to_json(const StepSeries& steps) {
-  Json json = {{"step_s", steps.step_s},
-               {"compute_s", steps.compute_s},
-               {"comm_s", steps.comm_s},
-               {"exposed_comm_s", steps.exposed_comm_s}};
-  if (steps.wait_s) json["wait_s"] = *steps.wait_s;
-  if (steps.imbalance_s) json["imbalance_s"] = *steps.imbalance_s;
-  return json;
-}
-
-StepSeries steps_from(const Fields& fields) {
-  StepSeries steps;
-  steps.step_s = fields.list<double>("step_s");
-  steps.compute_s = fields.list<double>("compute_s");
-  steps.comm_s = fields.list<double>("comm_s");
-  steps.exposed_comm_s = fields.list<double>("exposed_comm_s");
-  if (fields.has("wait_s")) steps.wait_s = fields.list<double>("wait_s");
-  if (fields.has("imbalance_s")) steps.imbalance_s = fields.list<double>("imbalance_s");
-  const std::size_t count = steps.step_s.size();
-  for (const auto* series : {&steps.compute_s, &steps.comm_s, &steps.exposed_comm_s}) {
-    if (series->size() != count) fields.fail("", fmt::format("{} values in every series", count));
-  }
-  for (const auto& series : {steps.wait_s, steps.imbalance_s}) {
-    if (series && series->size() != count) fields.fail("", fmt::format("{} values in every series", count));
-  }
-  return steps;
-}
-
-Json to_json(const EpochMeasurement& epoch) {
-  Json json = {{"epoch", epoch.epoch},
-               {"train_loss", finite_or_null(epoch.train_loss)},
-               {"test_loss", finite_or_null(epoch.test_loss)},
-               {"test_accuracy", finite_or_null(epoch.test_accuracy)},
-               {"train_time_s", epoch.train_time_s}};
-  if (epoch.eval_time_s) json["eval_time_s"] = *epoch.eval_time_s;
-  json["samples_seen"] = epoch.samples_seen;
-  return json;
-}
-
-EpochMeasurement epoch_from(const Fields& fields) {
-  EpochMeasurement epoch;
-  epoch.epoch = static_cast<int>(fields.integer("epoch"));
-  epoch.train_loss = fields.number_or_nan("train_loss");
-  epoch.test_loss = fields.number_or_nan("test_loss");
-  epoch.test_accuracy = fields.number_or_nan("test_accuracy");
-  epoch.train_time_s = fields.number("train_time_s");
-  if (fields.has("eval_time_s")) epoch.eval_time_s = fields.number("eval_time_s");
-  epoch.samples_seen = fields.integer("samples_seen");
-  return epoch;
-}
-
-void write_train(const TrainMeasurements& train, Json& json) {
-  if (train.sgd) {
-    json["parameters"] = train.sgd->parameters;
-  }
-  json["train_samples"] = train.train_samples;
-  json["test_samples"] = train.test_samples;
-  json["training_ranks"] = train.training_ranks;
-  if (train.sgd) {
-    json["per_rank_batch"] = train.sgd->per_rank_batch;
-    json["global_batch"] = train.sgd->global_batch;
-    json["final_lr"] = train.sgd->final_lr;
-  }
-  if (train.kmeans) {
-    json["dimensions"] = train.kmeans->dimensions;
-    json["iterations"] = train.kmeans->iterations;
-    json["converged"] = train.kmeans->converged;
-    json["centroids"] = train.kmeans->centroids;
-  }
-  json["steps_per_epoch"] = train.steps_per_epoch;
-  json["samples_trained"] = train.samples_trained;
-  json["train_time_s"] = train.train_time_s;
-  if (train.sgd) json["buckets"] = train.sgd->buckets;
-  json["steps"] = to_json(train.steps);
-  Json epochs = Json::array();
-  for (const auto& epoch : train.epochs) epochs.push_back(to_json(epoch));
-  json["epochs"] = std::move(epochs);
-}
-
-TrainMeasurements train_from(const Fields& fields, int version) {
-  TrainMeasurements train;
-  train.train_samples = fields.integer("train_samples");
-  train.test_samples = fields.integer("test_samples");
-  train.training_ranks = static_cast<int>(fields.integer("training_ranks"));
-  train.steps_per_epoch = fields.integer("steps_per_epoch");
-  train.samples_trained = fields.number("samples_trained");
-  train.train_time_s = fields.number("train_time_s");
-  train.steps = steps_from(fields.object("steps"));
-  const Json& epochs = fields.at("epochs");
-  if (!epochs.is_array()) fields.fail("epochs", "a list");
-  for (std::size_t i = 0; i < epochs.size(); ++i) {
-    train.epochs.push_back(epoch_from(Fields(epochs[i], fmt::format("{}: epochs[{}]", fields.where(), i))));
-  }
-  if (fields.has("iterations")) {
-    KMeansFacts kmeans;
-    kmeans.dimensions = static_cast<int>(fields.integer("dimensions"));
-    kmeans.iterations = static_cast<int>(fields.integer("iterations"));
-    kmeans.converged = fields.boolean("converged");
-    kmeans.centroids = fields.list<float>("centroids");
-    train.kmeans = std::move(kmeans);
-  }
-  // Version 1 wrote K-means points without the SGD facts too; they are there for every SGD point.
-  if (fields.has("parameters") || (version >= 2 && !train.kmeans)) {
-    SgdFacts sgd;
-    sgd.parameters = fields.integer("parameters");
-    sgd.per_rank_batch = fields.integer("per_rank_batch");
-    sgd.global_batch = fields.integer("global_batch");
-    sgd.final_lr = fields.number("final_lr");
-    sgd.buckets = fields.integer("buckets");
-    train.sgd = sgd;
-  }
-  return train;
-}
-
-Json to_json(const MessageSizeMetrics& size) {
-  return {{"bytes", size.bytes},
-          {"time_us_median", size.time_us_median},
-          {"time_us_min", size.time_us_min},
-          {"time_us_max", size.time_us_max},
-          {"algbw_gbps", size.algbw_gbps},
-          {"busbw_gbps", size.busbw_gbps},
-          {"wrong", size.wrong}};
-}
-
-CommMeasurements comm_from(const Fields& fields) {
-  CommMeasurements comm;
-  const Json& sizes = fields.at("sizes");
-  if (!sizes.is_array() || sizes.empty()) fields.fail("sizes", "a non-empty list");
-  for (std::size_t i = 0; i < sizes.size(); ++i) {
-    const Fields size(sizes[i], fmt::format("{}: sizes[{}]", fields.where(), i));
-    comm.sizes.push_back({size.integer("bytes"), size.number("time_us_median"),
-                          size.number("time_us_min"), size.number("time_us_max"),
-                          size.number("algbw_gbps"), size.number("busbw_gbps"),
-                          size.integer("wrong")});
-  }
-  return comm;
-}
-
-Json to_json(const RankPhases& phases) {
-  return {{"started_at", phases.started_at}, {"init_s", phases.init_s},
-          {"data_s", phases.data_s},         {"train_s", phases.train_s},
-          {"eval_s", phases.eval_s},         {"finished_at", phases.finished_at}};
-}
-
-RankPhases phases_from(const Fields& fields) {
-  return {fields.number("started_at"), fields.number("init_s"), fields.number("data_s"),
-          fields.number("train_s"),    fields.number("eval_s"), fields.number("finished_at")};
-}
 
 Json to_json(const PointTiming& timing) {
   return {{"launch_s", timing.launch_s}, {"init_s", timing.init_s},   {"data_s", timing.data_s},
@@ -237,61 +23,35 @@ PointTiming timing_from(const Fields& fields) {
           fields.number("train_s"),  fields.number("eval_s"), fields.number("finish_s")};
 }
 
-// The version a record or measurements object was written with; newer ones are refused.
-int readable_version(const Fields& fields) {
-  const int64_t version = fields.integer("schema_version");
-  if (version > kRecordSchemaVersion) {
-    throw Error(fmt::format("{}: record schema version {} is newer than this harness reads (up to "
-                            "{}); read it with a newer harness",
-                            fields.where(), version, kRecordSchemaVersion));
-  }
-  if (version < 1) fields.fail("schema_version", "1 or more");
-  return static_cast<int>(version);
-}
+constexpr std::pair<PointStatus, std::string_view> kStatusNames[] = {
+    {PointStatus::kOk, "ok"},
+    {PointStatus::kFailed, "failed"},
+    {PointStatus::kTimeout, "timeout"},
+    {PointStatus::kCancelled, "cancelled"},
+    {PointStatus::kOutOfMemory, "oom"},
+    {PointStatus::kNodeFailure, "node_failure"},
+    {PointStatus::kPreempted, "preempted"},
+    {PointStatus::kLost, "lost"},
+};
 
 }  // namespace
 
-Json to_json(const Measurements& m) {
-  Json json = Json::object();
-  json["schema_version"] = m.schema_version;
-  json["kind"] = std::string(kind_name(m.kind));
-  json["world_size"] = m.world_size;
-  json["threads_per_rank"] = m.threads_per_rank;
-  json["allocator"] = m.allocator;
-  json["hosts"] = m.hosts;
-  json["mpi_library"] = m.mpi_library;
-  json["torch_version"] = m.torch_version;
-  if (m.phases) json["phases"] = to_json(*m.phases);
-  if (m.train) write_train(*m.train, json);
-  if (m.comm) {
-    Json sizes = Json::array();
-    for (const auto& size : m.comm->sizes) sizes.push_back(to_json(size));
-    json["sizes"] = std::move(sizes);
+std::string_view status_name(PointStatus status) {
+  for (const auto& [value, name] : kStatusNames) {
+    if (value == status) return name;
   }
-  return json;
+  return "failed";
 }
 
-Measurements measurements_from_json(const Json& json, const std::string& where) {
-  const Fields fields(json, where);
-  Measurements m;
-  const int version = readable_version(fields);
-  m.schema_version = version;
-  const std::string kind = fields.text("kind");
-  if (kind != "train" && kind != "comm") fields.fail("kind", "\"train\" or \"comm\"");
-  m.kind = kind == "train" ? Kind::kTrain : Kind::kComm;
-  m.world_size = static_cast<int>(fields.integer("world_size"));
-  m.threads_per_rank = static_cast<int>(fields.integer("threads_per_rank"));
-  m.allocator = fields.text("allocator");
-  m.hosts = fields.list<std::string>("hosts");
-  m.mpi_library = fields.text("mpi_library");
-  m.torch_version = fields.text("torch_version");
-  if (fields.has("phases")) m.phases = phases_from(fields.object("phases"));
-  if (m.kind == Kind::kTrain) {
-    m.train = train_from(fields, version);
-  } else {
-    m.comm = comm_from(fields);
+std::optional<PointStatus> status_from_name(std::string_view name) {
+  for (const auto& [value, known] : kStatusNames) {
+    if (known == name) return value;
   }
-  return m;
+  return std::nullopt;
+}
+
+bool is_retryable(PointStatus status) {
+  return status == PointStatus::kNodeFailure || status == PointStatus::kPreempted;
 }
 
 Json to_json(const PointRecord& record) {
@@ -302,13 +62,14 @@ Json to_json(const PointRecord& record) {
   json["index"] = record.index;
   json["repeat"] = record.repeat;
   json["key"] = record.key;
-  json["status"] = record.ok ? "ok" : "failed";
-  if (!record.ok) {
+  json["status"] = std::string(status_name(record.status));
+  if (!record.ok()) {
     json["reason"] = record.reason;
     json["log_tail"] = record.log_tail;
   }
   json["settings"] = to_json(record.settings);
   json["launch"] = {{"scheduler", record.launch.scheduler},
+                    {"job_id", record.launch.job_id},
                     {"command", record.launch.command},
                     {"threads_per_rank", record.launch.threads_per_rank},
                     {"outcome", record.launch.outcome},
@@ -322,21 +83,29 @@ Json to_json(const PointRecord& record) {
                         {"started_at", p.started_at},
                         {"finished_at", p.finished_at}};
   json["measurements"] = record.measurements ? to_json(*record.measurements) : Json();
+  if (record.partial_measurements) json["partial_measurements"] = to_json(*record.partial_measurements);
   return json;
 }
 
 PointRecord record_from_json(const Json& json, const std::string& where) {
   const Fields fields(json, where);
   PointRecord record;
-  record.schema_version = readable_version(fields);
+  record.schema_version = readable_version(fields, kRecordSchemaVersion);
   record.experiment = fields.text("experiment");
   record.id = fields.text("id");
   record.index = static_cast<int>(fields.integer("index"));
   record.repeat = static_cast<int>(fields.integer("repeat"));
-  const std::string status = fields.text("status");
-  if (status != "ok" && status != "failed") fields.fail("status", "\"ok\" or \"failed\"");
-  record.ok = status == "ok";
-  if (!record.ok) {
+  const std::optional<PointStatus> status = status_from_name(fields.text("status"));
+  // Versions 1 and 2 knew only these two.
+  if (!status || (record.schema_version < 3 && *status != PointStatus::kOk &&
+                  *status != PointStatus::kFailed)) {
+    fields.fail("status", record.schema_version < 3
+                              ? "\"ok\" or \"failed\""
+                              : "\"ok\", \"failed\", \"timeout\", \"cancelled\", \"oom\", "
+                                "\"node_failure\", \"preempted\" or \"lost\"");
+  }
+  record.status = *status;
+  if (!record.ok()) {
     record.reason = fields.text("reason");
     if (fields.has("log_tail")) record.log_tail = fields.list<std::string>("log_tail");
   }
@@ -350,6 +119,7 @@ PointRecord record_from_json(const Json& json, const std::string& where) {
                                           : PointKey(record.settings, record.repeat).hash();
   const Fields launch = fields.object("launch");
   record.launch.scheduler = record.schema_version >= 2 ? launch.text("scheduler") : "local";
+  if (record.schema_version >= 3) record.launch.job_id = launch.text("job_id");
   record.launch.command = launch.list<std::string>("command");
   record.launch.threads_per_rank = static_cast<int>(launch.integer("threads_per_rank"));
   record.launch.outcome = launch.text("outcome");
@@ -364,11 +134,18 @@ PointRecord record_from_json(const Json& json, const std::string& where) {
   p.working_directory = provenance.text("working_directory");
   p.started_at = provenance.text("started_at");
   p.finished_at = provenance.text("finished_at");
-  if (record.ok) {
+  if (!record.ok() && fields.has("partial_measurements")) {
+    record.partial_measurements =
+        measurements_from_json(fields.at("partial_measurements"), where + ": partial_measurements");
+  }
+  if (record.ok()) {
     if (!fields.has("measurements")) {
       throw Error(fmt::format("{}: status \"ok\" without measurements", where));
     }
     record.measurements = measurements_from_json(fields.at("measurements"), where + ": measurements");
+    if (!record.measurements->complete) {
+      throw Error(fmt::format("{}: status \"ok\" with incomplete measurements", where));
+    }
     if (record.measurements->kind != record.settings.kind) {
       throw Error(fmt::format("{}: measurements of kind \"{}\" for a point of kind \"{}\"", where,
                               kind_name(record.measurements->kind), kind_name(record.settings.kind)));

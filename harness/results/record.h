@@ -9,11 +9,15 @@
 //   2  adds `key` (the PointKey hash; version 1's `hash` also hashed the harness version),
 //      `launch.scheduler`, `timing` (where the point's wall time went), the measurements'
 //      `phases` and each epoch's `eval_time_s`; K-means' measurements lose the SGD-only fields.
+//   3  adds the statuses beyond "ok" and "failed" (a cluster's: "timeout", "cancelled", "oom",
+//      "node_failure", "preempted", "lost"), `partial_measurements` (what a point that did not
+//      finish had written), the measurements' `complete` and `launch.job_id`.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "harness/common/json.h"
@@ -21,7 +25,26 @@
 
 namespace harness {
 
-inline constexpr int kRecordSchemaVersion = 2;
+inline constexpr int kRecordSchemaVersion = 3;
+
+// How a point ended. Only "ok" points have measurements that reports use.
+enum class PointStatus {
+  kOk,
+  kFailed,       // a non-zero exit, a signal, no usable output
+  kTimeout,      // stopped by its time limit (what it measured so far is kept as partial)
+  kCancelled,    // cancelled by someone else (scancel); Ctrl-C of the harness leaves no record
+  kOutOfMemory,
+  kNodeFailure,  // a node of its job failed: may succeed when run again unchanged
+  kPreempted,    // its job was preempted: may succeed when run again unchanged
+  kLost,         // its job vanished from the scheduler without saying how it ended
+};
+
+// "ok", "failed", "timeout", "cancelled", "oom", "node_failure", "preempted", "lost".
+std::string_view status_name(PointStatus status);
+// The status of a record's "status" text; nothing for an unknown one.
+std::optional<PointStatus> status_from_name(std::string_view name);
+// Node failures and preemptions: nothing about the point itself is wrong.
+bool is_retryable(PointStatus status);
 
 // Per timed step, the times of the rank whose step took longest (seconds).
 struct StepSeries {
@@ -107,6 +130,9 @@ struct RankPhases {
 // What rank 0 writes at the end of a point (`harness worker --output FILE`).
 struct Measurements {
   int schema_version = kRecordSchemaVersion;
+  // False while the rank program is still running: it writes what it has measured so far from time
+  // to time, so that a point stopped by its time limit keeps its partial step timings.
+  bool complete = true;
   Kind kind = Kind::kTrain;
   int world_size = 0;
   int threads_per_rank = 0;
@@ -121,6 +147,7 @@ struct Measurements {
 
 struct LaunchInfo {
   std::string scheduler = "local";
+  std::string job_id;                // the scheduler's id of the job (SLURM: "1234", "1234_5"); "" locally
   std::vector<std::string> command;  // exactly what was run
   int threads_per_rank = 0;
   std::string outcome;               // "exit code 0", "timed out after the 600 s limit", ...
@@ -155,14 +182,18 @@ struct PointRecord {
   int index = 0;
   int repeat = 0;
   std::string key;  // PointKey hash
-  bool ok = false;  // "status": "ok" or "failed"
-  std::string reason;                  // why it failed
+  PointStatus status = PointStatus::kFailed;
+  std::string reason;                  // why it is not ok
   std::vector<std::string> log_tail;   // the end of its log, when it failed
   PointSettings settings;
   LaunchInfo launch;
   Provenance provenance;
   std::optional<PointTiming> timing;
   std::optional<Measurements> measurements;  // present exactly when ok
+  // What a point that is not ok had measured before it stopped (a timeout's steps so far).
+  std::optional<Measurements> partial_measurements;
+
+  bool ok() const { return status == PointStatus::kOk; }
 };
 
 Json to_json(const Measurements& measurements);

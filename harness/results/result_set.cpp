@@ -51,7 +51,7 @@ ResultSet ResultSet::load(const ResultsDirectory& directory, const Experiment& e
     Run run;
     run.record = *file->record;
     run.path = file->path;
-    if (run.record.ok && run.record.measurements->train) {
+    if (run.record.ok() && run.record.measurements->train) {
       run.metrics = point_metrics(*run.record.measurements->train);
     }
     const PointMetrics metrics = run.metrics.value_or(PointMetrics{});

@@ -38,7 +38,7 @@ const std::vector<RunColumn>& summary_columns() {
       {"index", [](const Run* run) { return std::to_string(run->record.index); }},
       {"id", [](const Run* run) { return run->record.id; }},
       {"repeat", [](const Run* run) { return std::to_string(run->record.repeat); }},
-      {"status", [](const Run* run) { return std::string(run->record.ok ? "ok" : "failed"); }},
+      {"status", [](const Run* run) { return std::string(status_name(run->record.status)); }},
       setting("workload", [](const PointSettings& s) { return s.workload; }),
       setting("engine", [](const PointSettings& s) { return s.engine; }),
       setting("backend", [](const PointSettings& s) { return s.backend; }),
@@ -48,7 +48,7 @@ const std::vector<RunColumn>& summary_columns() {
       // The training samples actually used, once known (dataset_size 0 means "all").
       {"dataset_size",
        [](const Run* run) {
-         return std::to_string(run->record.ok ? run->record.measurements->train->train_samples
+         return std::to_string(run->record.ok() ? run->record.measurements->train->train_samples
                                               : run->record.settings.dataset_size);
        }},
       setting("epochs", [](const PointSettings& s) { return s.epochs; }),
@@ -129,7 +129,7 @@ const std::vector<ConfigurationColumn>& stats_columns() {
         {"dataset_size",
          [](const ConfigurationRow& row) {
            const Run& run = row.first_run();
-           return std::to_string(run.record.ok ? run.record.measurements->train->train_samples
+           return std::to_string(run.record.ok() ? run.record.measurements->train->train_samples
                                                : run.record.settings.dataset_size);
          }},
         setting_of("epochs", [](const PointSettings& s) { return s.epochs; }),
@@ -226,7 +226,11 @@ std::string runs_table(const ResultSet& set) {
       {"ranks", "", 5, false, [](const Run* run) { return std::to_string(run->record.settings.ranks); }},
       {"batch", "/rank", 6, false,
        [](const Run* run) { return std::to_string(batch_per_training_rank(run->record.settings)); }},
-      {"status", "", 7, false, [](const Run* run) { return std::string(run->metrics ? "ok" : "failed"); }},
+      {"status", "", 7, false,
+       [](const Run* run) {
+         if (run->metrics) return std::string("ok");
+         return std::string(run->record.ok() ? "failed" : status_name(run->record.status));
+       }},
       {"time", "s", 8, false, ok([](const Run& r) { return fmt::format("{:.2f}", r.metrics->time_s); })},
       {"throughput", "samples/s", 10, false,
        ok([](const Run& r) { return fmt::format("{:.0f}", r.metrics->throughput_samples_per_s); })},

@@ -28,6 +28,8 @@ struct PointSettings {
   std::string backend = "allreduce";
   std::string device = "cpu";
   int ranks = 1;
+  int nodes = 1;           // machines the ranks are spread over
+  int ranks_per_node = 0;  // 0: as the launcher places them (block distribution)
   // Samples per step: each training rank's (scaling "weak") or all of them together ("strong").
   int batch_size = 4;
   // "weak": every training rank takes batch_size samples per step, so the global batch grows

@@ -143,6 +143,21 @@ void validate_points(const Experiment& experiment, const std::vector<Point>& poi
               {"ranks", fmt::format("expected at most {} ranks ({}), got {}", limits.max_ranks,
                                     limits.why, s.ranks)});
     }
+    if (s.nodes > s.ranks) {
+      fail_at(experiment, point,
+              {"nodes", fmt::format("expected at most one node per rank ({} ranks), got {}", s.ranks, s.nodes)});
+    }
+    if (limits.max_nodes > 0 && s.nodes > limits.max_nodes) {
+      fail_at(experiment, point,
+              {"nodes", fmt::format("expected at most {} ({}), got {}", limits.max_nodes,
+                                    limits.nodes_why, s.nodes)});
+    }
+    if (s.ranks_per_node > 0 && s.ranks_per_node * s.nodes != s.ranks) {
+      fail_at(experiment, point,
+              {"ranks_per_node",
+               fmt::format("expected nodes × ranks_per_node = ranks, got {} × {} for {} ranks",
+                           s.nodes, s.ranks_per_node, s.ranks)});
+    }
     const WorkloadInfo& workload = named(experiment, point, "workload", [&]() -> const WorkloadInfo& {
       return find_workload(s.workload);
     });

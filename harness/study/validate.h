@@ -17,6 +17,8 @@ inline constexpr int64_t kMaxStepsPerPoint = 2'000'000;
 struct ResourceLimits {
   int max_ranks = 0;  // 0: no limit
   std::string why;    // "the local launcher runs at most 8 ranks per core, and this machine has 2"
+  int max_nodes = 0;  // 0: no limit
+  std::string nodes_why;  // "the local launcher runs every rank on this machine"
 };
 
 // Throws ConfigError ("file: sweep.backend[1]: unknown backend ...").

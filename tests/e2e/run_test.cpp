@@ -18,6 +18,7 @@
 #include "e2e_helpers.h"
 #include "harness/common/files.h"
 #include "harness/common/process.h"
+#include "harness/results/record.h"
 
 namespace harness::e2e {
 namespace {
@@ -54,7 +55,7 @@ TEST(EndToEnd, TinyScalingStudyWritesRecordsSummaryAndPlots) {
 
   for (const auto& row : rows) {
     const Json record = read_json_file((out / "points" / (row.at("id") + ".json")).string());
-    EXPECT_EQ(record["schema_version"], 2);
+    EXPECT_EQ(record["schema_version"], kRecordSchemaVersion);
     EXPECT_EQ(record["status"], "ok");
     EXPECT_EQ(record["launch"]["scheduler"], "local");
     // Where the point's wall time went: the parts add up to it.
@@ -160,11 +161,11 @@ TEST(EndToEnd, FailedPointIsRecordedAndTheSweepGoesOn) {
 
   const auto rows = read_csv(out / "summary.csv");
   ASSERT_EQ(rows.size(), 2U);
-  EXPECT_EQ(rows[0].at("status"), "failed");
+  EXPECT_EQ(rows[0].at("status"), "timeout");
   EXPECT_NE(rows[0].at("reason").find("timed out"), std::string::npos) << rows[0].at("reason");
   EXPECT_EQ(rows[1].at("status"), "ok");
   const Json record = read_json_file((out / "points" / (rows[0].at("id") + ".json")).string());
-  EXPECT_EQ(record["status"], "failed");
+  EXPECT_EQ(record["status"], "timeout");
   EXPECT_TRUE(record["log_tail"].is_array());
 }
 

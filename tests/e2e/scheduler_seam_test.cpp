@@ -102,7 +102,7 @@ TEST(SchedulerSeam, ASchedulerFromTheTableRunsASweepAndItsRecordsSayWhich) {
   const ResultSet set = ResultSet::load(directory, experiment, points, true);
   ASSERT_EQ(set.runs().size(), 3U);
   for (const auto& run : set.runs()) {
-    EXPECT_TRUE(run.record.ok) << run.record.reason;
+    EXPECT_TRUE(run.record.ok()) << run.record.reason;
     EXPECT_EQ(run.record.launch.scheduler, "direct");
     EXPECT_EQ(run.record.launch.command[1], "worker");
     ASSERT_TRUE(run.record.timing.has_value());

@@ -19,7 +19,7 @@ PointRecord ok_record() {
   record.repeat = 1;
   record.key = PointKey(record.settings, 1).hash();
   record.id = point_id(0, PointKey(record.settings, 1));
-  record.ok = true;
+  record.status = PointStatus::kOk;
   record.launch.command = {"mpirun", "-n", "2"};
   record.launch.outcome = "exit code 0";
   record.launch.wall_time_s = 3.5;
@@ -85,15 +85,51 @@ TEST(Record, IncompleteRecordsAreRefused) {
 
 TEST(Record, FailedRecordsKeepTheReasonAndNoMeasurements) {
   PointRecord record = ok_record();
-  record.ok = false;
+  record.status = PointStatus::kFailed;
   record.reason = "rank 1 killed by signal 9 (Killed)";
   record.log_tail = {"boom"};
   record.measurements.reset();
   const PointRecord read = record_from_json(to_json(record), "r.json");
-  EXPECT_FALSE(read.ok);
+  EXPECT_FALSE(read.ok());
   EXPECT_EQ(read.reason, record.reason);
   EXPECT_EQ(read.log_tail, record.log_tail);
   EXPECT_FALSE(read.measurements.has_value());
+}
+
+TEST(Record, EveryStatusRoundTripsAndATimeoutKeepsItsPartialMeasurements) {
+  for (const PointStatus status :
+       {PointStatus::kFailed, PointStatus::kTimeout, PointStatus::kCancelled, PointStatus::kOutOfMemory,
+        PointStatus::kNodeFailure, PointStatus::kPreempted, PointStatus::kLost}) {
+    PointRecord record = ok_record();
+    record.status = status;
+    record.reason = "stopped";
+    record.partial_measurements = std::move(record.measurements);
+    record.partial_measurements->complete = false;
+    record.measurements.reset();
+    const Json json = to_json(record);
+    EXPECT_EQ(json["status"], std::string(status_name(status)));
+    EXPECT_TRUE(json["measurements"].is_null());
+    const PointRecord read = record_from_json(json, "r.json");
+    EXPECT_EQ(read.status, status);
+    ASSERT_TRUE(read.partial_measurements.has_value());
+    EXPECT_FALSE(read.partial_measurements->complete);
+    EXPECT_EQ(read.partial_measurements->train->steps.step_s.size(), 2U);
+  }
+  EXPECT_TRUE(is_retryable(PointStatus::kNodeFailure));
+  EXPECT_TRUE(is_retryable(PointStatus::kPreempted));
+  EXPECT_FALSE(is_retryable(PointStatus::kTimeout));
+  EXPECT_FALSE(is_retryable(PointStatus::kFailed));
+  EXPECT_FALSE(status_from_name("unknown").has_value());
+}
+
+TEST(Record, OkNeedsCompleteMeasurementsAndOlderVersionsOnlyKnowOkAndFailed) {
+  Json json = to_json(ok_record());
+  json["measurements"]["complete"] = false;
+  EXPECT_EQ(refusal(json), "points/p.json: status \"ok\" with incomplete measurements");
+  json = to_json(ok_record());
+  json["status"] = "timeout";
+  json["schema_version"] = 2;
+  EXPECT_NE(refusal(json).find("status: expected \"ok\" or \"failed\""), std::string::npos) << refusal(json);
 }
 
 TEST(Record, TimingAddsUpToTheWallTime) {

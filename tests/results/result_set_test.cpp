@@ -43,9 +43,9 @@ void write_record(const ResultsDirectory& directory, const Point& point, double 
   record.key = point.key.hash();
   record.settings = point.settings;
   record.provenance = current_provenance({"harness", "run", "exp.json"});
-  record.ok = failure.empty();
+  record.status = failure.empty() ? PointStatus::kOk : PointStatus::kFailed;
   record.reason = failure;
-  if (record.ok) {
+  if (record.ok()) {
     Measurements measurements;
     TrainMeasurements train;
     train.train_samples = 120;
@@ -76,7 +76,7 @@ TEST(ResultSet, RunsInPointOrderWithScalingAndFailures) {
   EXPECT_DOUBLE_EQ(set.runs()[0].scaling->speedup, 1.0);
   EXPECT_DOUBLE_EQ(set.runs()[1].scaling->speedup, 1.6);
   EXPECT_DOUBLE_EQ(set.runs()[1].scaling->efficiency, 0.8);
-  EXPECT_FALSE(set.runs()[2].record.ok);
+  EXPECT_FALSE(set.runs()[2].record.ok());
   EXPECT_FALSE(set.runs()[2].scaling.has_value());
 
   const std::string csv = report_for(Kind::kTrain).tables(set).at("summary.csv");
