@@ -11,9 +11,10 @@
 # completion file (DIR/jobcomp.txt) and the recorded PIDs (DIR/pids). Clients only need
 #   eval "$(slurm/local-cluster.sh env DIR)"        # export SLURM_CONF=DIR/slurm.conf
 # `start` reads HARNESS_SLURM_MAX_ARRAY_SIZE (default 4: tests split arrays at this limit),
-# HARNESS_SLURM_MIN_JOB_AGE (default 60 s that finished jobs stay in squeue; 0 = never purge,
+# HARNESS_SLURM_MIN_JOB_AGE (default 60: finished jobs stay in squeue 60-120 s; 0 = never purge,
 # else >= 2), HARNESS_SLURM_PORT (slurmctld port, default 6917: not the stock 6817, so a real
-# SLURM on the same machine does not clash) and HARNESS_SLURM_SUBNET (default 10.213.47).
+# SLURM on the same machine does not clash) and HARNESS_SLURM_SUBNET (default 10.213.47); they
+# apply when the cluster is (re)created: `start` on a running cluster changes nothing.
 #
 # Layout: slurmctld and munged run in the root namespace. Each node's slurmd runs in its own
 # network namespace (own IP, own port 6818) AND UTS namespace (hostname = node name), so jobs see
@@ -44,9 +45,9 @@ CONF=$DIR/slurm.conf PIDS=$DIR/pids LOG=$DIR/log MSOCK=$DIR/munge/munge.socket
 
 need_root() {
   [ "$(id -u)" = 0 ] || die "must run as root (it creates network namespaces and a bridge)"
-  ip netns list >/dev/null 2>&1 || die "'ip netns' is unavailable (install iproute2; needs netns support)"
+  ip netns list >/dev/null 2>&1 || die "'ip netns' is unavailable (iproute2 with netns support)"
   local c; for c in unshare munged munge slurmctld slurmd sinfo ss; do
-    command -v $c >/dev/null || die "'$c' not found (install munge, slurmctld, slurmd, slurm-client)"
+    command -v $c >/dev/null || die "'$c' not found (need munge, slurmctld, slurmd, slurm-client)"
   done
 }
 slurm() { SLURM_CONF=$CONF timeout 10 "$@"; }     # a client command against this cluster
@@ -78,6 +79,7 @@ terminate() {          # TERM, then KILL whatever is still alive after 5 s
   done
   kill -KILL "$@" 2>/dev/null || true
 }
+has_ns() { [ -e /run/netns/hc-$1 ]; }
 ns_pids() { ip netns pids hc-$1 2>/dev/null || true; }   # slurmd, slurmstepd and job processes
 owner() { cat /sys/class/net/$BR/ifalias 2>/dev/null || true; }
 # Ready = all daemons alive and both nodes registered and responding (idle, mixed, allocated or
@@ -87,9 +89,12 @@ all_up() {
   local n; pid_of munged >/dev/null && pid_of slurmctld >/dev/null || return 1
   for n in "${NODES[@]}"; do pid_of slurmd-$n >/dev/null && node_ok $n || return 1; done
 }
-wait_for() {           # wait_for SECONDS LOGFILE WHAT CMD...: poll CMD until it succeeds
-  local t=$1 log=$2 what=$3 end=$((SECONDS + $1)); shift 3
-  until "$@"; do [ $SECONDS -lt $end ] || die "$what did not come up within $t s; read $log"; sleep 0.2; done
+wait_for() {           # wait_for SECONDS DAEMON LOGS CMD...: poll CMD while DAEMON lives
+  local t=$1 d=$2 log=$3 end=$((SECONDS + $1)); shift 3
+  until "$@"; do
+    pid_of $d >/dev/null || die "$d exited during start; read $log"
+    [ $SECONDS -lt $end ] || die "$d not ready within $t s; read $log"; sleep 0.2
+  done
 }
 
 net_up() {
@@ -117,13 +122,11 @@ net_down() {           # only our own pieces: the bridge must be ours or gone
 # /sys/fs/cgroup is missing and slurmd 22.05 then refuses to start (even without cgroup plugins).
 start_slurmd() {
   spawn slurmd-$1 "$LOG/slurmd-$1.out" nsenter --net=/run/netns/hc-$1 unshare --uts \
-    bash -c "hostname $1 && exec slurmd -D -N $1 -f '$CONF'"
+    bash -c 'hostname "$1" && exec slurmd -D -N "$1" -f "$2"' slurmd "$1" "$CONF"
 }
 
 write_conf() {
-  local max=${HARNESS_SLURM_MAX_ARRAY_SIZE:-4} age=${HARNESS_SLURM_MIN_JOB_AGE:-60} hw mem
-  [[ $max =~ ^[0-9]+$ ]] || die "HARNESS_SLURM_MAX_ARRAY_SIZE must be a number"
-  [[ $age =~ ^[0-9]+$ ]] && [ "$age" != 1 ] || die "HARNESS_SLURM_MIN_JOB_AGE must be 0 or >= 2"
+  local hw mem
   # Each node declares the machine's real CPU topology (slurmd refuses a node that claims more
   # than it has) and half its memory (memory is not a consumable resource here anyway).
   hw=$(slurmd -C | head -1 | sed -E 's/^NodeName=[^ ]+ //; s/ RealMemory=[0-9]+//')
@@ -139,8 +142,8 @@ AuthType=auth/munge
 CredType=cred/munge
 AuthInfo=socket=$MSOCK
 SlurmUser=root
-MailProg=/bin/true
 SlurmdUser=root
+MailProg=/bin/true
 StateSaveLocation=$DIR/state
 SlurmdSpoolDir=$DIR/spool/%n
 # The nodes share /tmp. PMIx puts each step's client dir (spmix_appdir_UID_JOB.STEP) under TmpFS:
@@ -165,12 +168,15 @@ MpiDefault=pmix
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 SchedulerParameters=batch_sched_delay=0,sched_min_interval=0
-MaxArraySize=$max
-MinJobAge=$age
-# Quick failure handling for tests: a dead slurmd is declared DOWN after SlurmdTimeout (its job
-# ends NODE_FAIL, not requeued), comes back by itself when it registers again; time-limit kills
-# send KILL 5 s after TERM.
+MaxArraySize=$MAX
+MinJobAge=$AGE
+# Quick failure handling for tests. A killed slurmd refuses connections, and slurmctld retries
+# each connect once a second for MessageTimeout, so detection takes about SlurmdTimeout + 2 x
+# MessageTimeout: measured 28-30 s with 10/10 (defaults 300/10), 18-20 s with 10/5, 15-16 s with
+# 5/5. Its jobs then end NODE_FAIL (JobRequeue=0: not requeued) and the node returns by itself
+# when its slurmd registers again (ReturnToService=2). KillWait: KILL 5 s after a time-limit TERM.
 SlurmdTimeout=10
+MessageTimeout=5
 ReturnToService=2
 JobRequeue=0
 KillWait=5
@@ -190,13 +196,22 @@ cmd_stop() {
 
 cmd_start() {
   need_root
+  MAX=${HARNESS_SLURM_MAX_ARRAY_SIZE:-4} AGE=${HARNESS_SLURM_MIN_JOB_AGE:-60}
+  [[ $MAX =~ ^[0-9]+$ ]] || die "HARNESS_SLURM_MAX_ARRAY_SIZE must be a number"
+  [[ $AGE =~ ^[0-9]+$ ]] && [ "$AGE" != 1 ] || die "HARNESS_SLURM_MIN_JOB_AGE must be 0 or >= 2"
+  [[ $PORT =~ ^[0-9]+$ ]] && [ "$PORT" -lt 65536 ] || die "HARNESS_SLURM_PORT must be a port"
+  local b='(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])'
+  [[ $NET =~ ^$b\.$b\.$b$ ]] ||
+    die "HARNESS_SLURM_SUBNET must be the first three octets of a /24, e.g. 10.213.47"
   if all_up; then echo "SLURM cluster in $DIR is already up"; exit 0; fi
   local o n; o=$(owner)
   if [ -n "$o" ] && [ "$o" != "$DIR" ] && SLURM_CONF=$o/slurm.conf timeout 5 sinfo >/dev/null 2>&1
   then die "another local cluster (DIR $o) is up; stop it first: $0 stop $o"; fi
   cmd_stop; [ "$o" = "$DIR" ] || DIR=$o net_down       # clean stale pieces (ours or a dead one's)
   [ -z "$(ss -Hltn "sport = :$PORT")" ] || die "port $PORT is in use; set HARNESS_SLURM_PORT"
-  ip -4 route show root $NET.0/24 | grep -q . && die "$NET.0/24 is already routed here; set HARNESS_SLURM_SUBNET"
+  ip -4 route show root $NET.0/24 | grep -q . &&
+    die "$NET.0/24 is already in use on this machine; set HARNESS_SLURM_SUBNET"
+  trap 'cmd_stop >/dev/null 2>&1' EXIT   # a failed start leaves nothing running (logs stay)
   # A fresh cluster each time: old jobs, spools and job-completion records go (job ids restart
   # at 1); logs are kept (appended). Munged's directories must not be group/world-writable.
   mkdir -p "$DIR" "$LOG" "$DIR/run" "$DIR/munge"
@@ -210,7 +225,7 @@ cmd_start() {
   write_conf
   spawn munged "$LOG/munged.log" munged -F --socket="$MSOCK" --key-file="$DIR/munge/munge.key" \
     --pid-file="$DIR/munge/munged.pid" --seed-file="$DIR/munge/munged.seed"
-  wait_for 10 "$LOG/munged.log" munged eval 'munge -n -S "$MSOCK" >/dev/null 2>&1'
+  wait_for 10 munged "$LOG/munged.log" eval 'munge -n -S "$MSOCK" >/dev/null 2>&1'
   net_up
   # Node-to-node traffic crosses the bridge (the root namespace only talks to each node). A host
   # firewall that filters bridged packets (br_netfilter + FORWARD DROP, as Docker sets up) would
@@ -219,10 +234,14 @@ cmd_start() {
   local err; err=$(nsenter --net=/run/netns/hc-${NODES[0]} timeout 3 bash -c \
     "exec 3<>/dev/tcp/$NET.12/9" 2>&1) || [[ $err == *refused* ]] ||
     die "hnode1 cannot reach hnode2 ($NET.12) across bridge $BR; is bridged traffic firewalled?"
+  # The daemons' *.out files catch what they print before their log files open (with -D they
+  # also copy their logs there).
   spawn slurmctld "$LOG/slurmctld.out" slurmctld -D -f "$CONF"
-  wait_for 20 "$LOG/slurmctld.log" slurmctld eval 'slurm scontrol ping 2>/dev/null | grep -q UP'
+  wait_for 20 slurmctld "$LOG/slurmctld.log and .out" \
+    eval 'slurm scontrol ping 2>/dev/null | grep -q UP'
   for n in "${NODES[@]}"; do start_slurmd $n; done
-  for n in "${NODES[@]}"; do wait_for 30 "$LOG/slurmd-$n.log" "node $n" node_ok $n; done
+  for n in "${NODES[@]}"; do wait_for 30 slurmd-$n "$LOG/slurmd-$n.log and .out" node_ok $n; done
+  trap - EXIT
   echo "SLURM cluster up in $DIR (nodes ${NODES[*]}); clients: export SLURM_CONF=$CONF"
 }
 
@@ -231,7 +250,7 @@ cmd_status() {
   for n in munged slurmctld "${NODES[@]/#/slurmd-}"; do
     if p=$(pid_of $n); then echo "$n: running (pid $p)"; else echo "$n: not running"; rc=1; fi
   done
-  for n in "${NODES[@]}"; do ip netns list | grep -qw hc-$n || { echo "namespace hc-$n: missing"; rc=1; }; done
+  for n in "${NODES[@]}"; do has_ns $n || { echo "namespace hc-$n: missing"; rc=1; }; done
   if slurm sinfo -N -o '%N %P %t %C' 2>/dev/null; then
     for n in "${NODES[@]}"; do node_ok $n || rc=1; done
   else echo "slurmctld: not answering"; rc=1; fi
@@ -246,11 +265,11 @@ case $cmd in
   stop-node)            # a node crash: slurmd and everything in the namespace dies at once
     need_root; p=$(pid_of slurmd-$node) || true
     kill -KILL $p $(ns_pids $node) 2>/dev/null || true; forget slurmd-$node
-    echo "slurmd on $node killed; slurmctld declares it DOWN after SlurmdTimeout (10 s)" ;;
+    echo "$node killed; slurmctld sets it DOWN (its jobs NODE_FAIL) in about 20 s" ;;
   start-node)
     need_root
-    pid_of slurmctld >/dev/null && ip netns list | grep -qw hc-$node || die "cluster in $DIR is not up; run start"
+    pid_of slurmctld >/dev/null && has_ns $node || die "cluster in $DIR is not up; run start first"
     pid_of slurmd-$node >/dev/null || start_slurmd $node
-    wait_for 30 "$LOG/slurmd-$node.log" "node $node" node_ok $node
+    wait_for 30 slurmd-$node "$LOG/slurmd-$node.log and .out" node_ok $node
     echo "node $node is up" ;;
 esac

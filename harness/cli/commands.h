@@ -1,6 +1,7 @@
 // The subcommands of `harness`. Each returns the process exit status:
 // 0 success, 1 a point failed or the harness hit a runtime error, 2 bad input (nothing
-// launched), 130 interrupted by Ctrl-C (completed points and the summary so far are kept).
+// launched), 3 (status) points still in flight or not yet submitted, 130 interrupted by Ctrl-C
+// (completed points and the summary so far are kept).
 #pragma once
 
 #include <string>
@@ -11,6 +12,7 @@ namespace harness {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitBadInput = 2;
+inline constexpr int kExitInProgress = 3;
 inline constexpr int kExitInterrupted = 130;
 
 class Error;
@@ -28,6 +30,11 @@ struct RunOptions {
   // Validate and print what would run (every point's command, the counts, an estimate); start
   // nothing and create no results directory.
   bool dry_run = false;
+  // Keep also timed-out, out-of-memory and cancelled points (running them unchanged would end the
+  // same way); run again only the failed, lost, retryable and missing ones.
+  bool retry_failed = false;
+  // Submit and return (a cluster launcher); `harness status DIR` follows the jobs.
+  bool detach = false;
   std::vector<std::string> command_line;  // for provenance
 };
 
@@ -39,6 +46,13 @@ int plan_command(const std::string& experiment_path, const std::string& out_dir 
 // Rebuilds summary.csv, stats.csv and every plot of a results directory from its records and
 // its copy of the experiment file, without running anything.
 int plot_command(const std::string& results_dir);
+
+// Collects the records of a results directory's jobs that have ended (a cluster's jobs outlive
+// the harness that submitted them) and says where every point stands; when all are in, rebuilds
+// the summary and plots. Exit 0 all ok, 1 some failed, 3 some still in flight or not submitted.
+int status_command(const std::string& results_dir, const std::vector<std::string>& command_line);
+// Records what has ended, then cancels every job of the directory still in flight.
+int cancel_command(const std::string& results_dir, const std::vector<std::string>& command_line);
 
 // Prints a results directory's console table and where its tables and plots are (run and plot).
 struct WrittenReports;

@@ -57,10 +57,10 @@ int main(int argc, char** argv) {
   }
 
   // CLI11 would call an unknown command an unexpected argument; name it.
-  const std::vector<std::string> commands = {"run", "plan", "plot", "schema"};
+  const std::vector<std::string> commands = {"run", "plan", "plot", "status", "cancel", "schema"};
   if (argc >= 2 && argv[1][0] != '-' &&
       std::find(commands.begin(), commands.end(), argv[1]) == commands.end()) {
-    std::cerr << fmt::format("harness: unknown command {} (expected one of: run, plan, plot, schema; "
+    std::cerr << fmt::format("harness: unknown command {} (expected one of: run, plan, plot, status, cancel, schema; "
                              "see harness --help)\n",
                              harness::describe_text(argv[1]));
     return harness::kExitBadInput;
@@ -90,6 +90,11 @@ int main(int argc, char** argv) {
   run->add_option("--launcher", run_options.launcher,
                   "run through this launcher instead of the experiment's (its options there are "
                   "kept when it names the same one)");
+  run->add_flag("--retry-failed", run_options.retry_failed,
+                "resume, running again only failed, lost, node-failed, preempted and missing points "
+                "(keep timed-out, out-of-memory and cancelled ones)");
+  run->add_flag("--detach", run_options.detach,
+                "submit the jobs and return (a cluster launcher); follow them with harness status DIR");
   run->add_flag("--dry-run", run_options.dry_run,
                 "validate and print every point's command, the counts and an estimate; run "
                 "nothing, create no results directory");
@@ -105,6 +110,16 @@ int main(int argc, char** argv) {
   auto* plot = app.add_subcommand("plot", "Rebuild summary.csv, stats.csv and every plot of a "
                                           "results directory, without running anything");
   plot->add_option("DIR", plot_dir, "results directory (holds experiment.json and points/)")->required();
+
+  std::string status_dir;
+  auto* status = app.add_subcommand("status", "Say where every point of a results directory stands, "
+                                              "collect the records of jobs that ended, and rebuild the "
+                                              "summary and plots once all are in (exit 3: not yet)");
+  status->add_option("DIR", status_dir, "results directory")->required();
+  std::string cancel_dir;
+  auto* cancel = app.add_subcommand("cancel", "Cancel the jobs of a results directory still in flight "
+                                              "(their points run again on resume)");
+  cancel->add_option("DIR", cancel_dir, "results directory")->required();
 
   app.add_subcommand("schema", "Print the JSON Schema of experiment files (experiments/schema.json)");
 
@@ -127,6 +142,9 @@ int main(int argc, char** argv) {
       return harness::run_command(run_options);
     }
     if (*plot) return harness::plot_command(plot_dir);
+    const std::vector<std::string> command_line(argv, argv + argc);
+    if (*status) return harness::status_command(status_dir, command_line);
+    if (*cancel) return harness::cancel_command(cancel_dir, command_line);
     if (app.got_subcommand("schema")) {
       std::vector<std::string> workloads;
       for (const auto& info : harness::workload_table()) workloads.emplace_back(info.name);

@@ -3,6 +3,7 @@
 // scheduler would run it, the number of points and rank-slots, and an estimate from earlier
 // records; starts no process and creates no directory.
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -11,6 +12,7 @@
 #include "harness/cli/study_loading.h"
 #include "harness/common/errors.h"
 #include "harness/common/text.h"
+#include "harness/launch/job_ledger.h"
 #include "harness/launch/sweep_runner.h"
 #include "harness/results/estimate.h"
 #include "harness/results/results_directory.h"
@@ -42,17 +44,28 @@ int plan_command(const std::string& experiment_path, const std::string& out_dir,
   }
   std::cout << "\n";
   const std::string run_id = new_run_id();
+  // As the runner sees the directory: absolute (job scripts hold its paths).
+  const ResultsDirectory absolute(std::filesystem::absolute(directory.path()).lexically_normal().string());
+  std::string sweep_id;
+  try {
+    sweep_id = read_ledger(absolute).sweep_id;
+  } catch (const Error& error) {
+    return report_error(error);
+  }
+  study.scheduler->prepare({absolute.jobs_dir(), sweep_id, std::filesystem::current_path().string()});
   int64_t rank_slots = 0;
+  std::vector<JobSpec> jobs;
   for (const auto& point : study.points) {
-    const JobSpec job = SweepRunner::job_for(point, directory, rank_program, run_id);
+    jobs.push_back(SweepRunner::job_for(point, absolute, rank_program, run_id));
     std::cout << fmt::format("  {} {}\n    {}\n", point.id, describe_point(experiment, point),
-                             shell_quoted(study.scheduler->command_for(job)));
+                             shell_quoted(study.scheduler->command_for(jobs.back())));
     rank_slots += point.settings.ranks;
   }
+  std::cout << study.scheduler->plan(jobs);
   std::cout << fmt::format("total: {} point(s), {} rank-slot(s)\n", study.points.size(), rank_slots);
   const std::string root = "results/" + experiment.name;
   std::cout << describe_estimate(estimate_sweep(study.points, root), root) << "\n";
-  if (const std::string caution = study.scheduler->caution(); !caution.empty()) {
+  if (const std::string caution = study.scheduler->caution(jobs); !caution.empty()) {
     std::cout << "warning: " << caution << "\n";
   }
   return kExitOk;

@@ -41,6 +41,11 @@ int run_command(const RunOptions& options) {
     directory = std::make_unique<ResultsDirectory>(
         options.out_dir.empty() ? default_out_dir(study.experiment.name) : options.out_dir);
     study.scheduler->check_available();
+    if (options.detach && !study.scheduler->jobs_outlive_harness()) {
+      throw ConfigError(fmt::format("--detach: the {} launcher's jobs end with the harness that started "
+                                    "them; detaching needs a cluster launcher (--launcher slurm)",
+                                    study.scheduler->name()));
+    }
     rank_program = self_executable();
     directory->check_reusable_for(study.experiment.name);
     directory->create();
@@ -57,6 +62,8 @@ int run_command(const RunOptions& options) {
 
   SweepOptions sweep;
   sweep.fresh = options.fresh;
+  sweep.retry_failed = options.retry_failed;
+  sweep.detach = options.detach;
   sweep.command_line = options.command_line;
   sweep.rank_program = rank_program;
   sweep.live_progress = isatty(STDOUT_FILENO) != 0;
@@ -64,6 +71,11 @@ int run_command(const RunOptions& options) {
   try {
     outcome = SweepRunner(experiment, study.points, *study.scheduler, *directory, sweep, std::cout).run();
     if (outcome.interrupted) std::cout << "harness: interrupted; keeping the points completed so far\n";
+    if (options.detach && outcome.in_flight > 0) {
+      std::cout << fmt::format("harness: {} point(s) submitted; follow them with: harness status {}\n",
+                               outcome.in_flight, directory->path());
+      return outcome.failed > 0 ? kExitFailure : kExitOk;
+    }
     // Unreadable records were set aside by the runner; none is left to refuse.
     const ResultSet set = ResultSet::load(*directory, experiment, study.points, false);
     print_reports(write_reports(set, *directory), *directory);

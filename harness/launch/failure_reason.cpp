@@ -28,6 +28,15 @@ std::string job_failure_reason(const ProcessOutcome& outcome, const std::vector<
       return fmt::format("rank {} killed by signal {}{}", match[1].str(), match[2].str(), match[3].str());
     }
   }
+  // srun: "srun: error: hnode2: task 1: Killed", "...: tasks 0-1: Exited with exit code 3". The
+  // first such line is the cause; srun then terminates the others ("Terminated").
+  static const std::regex srun_task(R"(srun: error: (\S+): tasks? ([0-9,\-]+): (.*))");
+  for (const auto& line : log_tail) {
+    std::smatch match;
+    if (std::regex_search(line, match, srun_task)) {
+      return fmt::format("rank {} on {}: {}", match[2].str(), match[1].str(), match[3].str());
+    }
+  }
   return launcher + " " + outcome.describe();
 }
 

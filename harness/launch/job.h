@@ -18,9 +18,11 @@ struct JobSpec {
   int ranks_per_node = 0;           // 0: as the scheduler places them
   int threads_per_rank = 0;         // 0: the scheduler's cores per node / ranks on it
   double time_limit_s = 0;          // 0: none
+  double expected_s = 0;            // how long earlier runs of the point took; 0: unknown
   std::vector<std::string> argv;    // the program every rank runs, with its arguments
   std::vector<std::pair<std::string, std::string>> environment;  // for every rank
   std::string log_path;             // everything the job prints
+  std::string measurements_path;    // what rank 0 writes (the last argument of argv)
   std::string working_directory;    // "" = the harness's
 };
 

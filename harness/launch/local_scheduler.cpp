@@ -2,10 +2,14 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
+#include <filesystem>
+
 #include <fmt/format.h>
 
 #include "harness/common/errors.h"
 #include "harness/common/json_values.h"
+#include "harness/launch/slurm_commands.h"
 
 namespace harness {
 
@@ -32,13 +36,29 @@ const std::vector<OptionRow<LocalOptions>>& local_option_rows() {
   return rows;
 }
 
-LocalScheduler::LocalScheduler(LocalOptions options, int cores, bool is_root)
-    : options_(std::move(options)), cores_(cores), is_root_(is_root) {}
+Allocation current_allocation() {
+  Allocation allocation;
+  const char* job_id = std::getenv("SLURM_JOB_ID");
+  if (job_id == nullptr || *job_id == '\0' || find_program("srun").empty()) return allocation;
+  allocation.job_id = job_id;
+  const auto number = [](const char* name) {
+    const char* value = std::getenv(name);
+    return value != nullptr ? std::max(0, std::atoi(value)) : 0;
+  };
+  allocation.nodes = std::max(1, number("SLURM_JOB_NUM_NODES"));
+  allocation.tasks = number("SLURM_NTASKS");
+  allocation.srun_has_pmix = SlurmCommands(std::filesystem::temp_directory_path().string()).srun_offers_pmix();
+  return allocation;
+}
+
+LocalScheduler::LocalScheduler(LocalOptions options, int cores, bool is_root, Allocation allocation)
+    : options_(std::move(options)), cores_(cores), is_root_(is_root), allocation_(std::move(allocation)) {}
 
 LocalScheduler::LocalScheduler(LocalOptions options)
-    : LocalScheduler(std::move(options), available_cores(), ::geteuid() == 0) {}
+    : LocalScheduler(std::move(options), available_cores(), ::geteuid() == 0, current_allocation()) {}
 
 void LocalScheduler::check_available() const {
+  if (allocation_.inside()) return;  // srun, found when the allocation was read
   if (find_program("mpirun").empty()) {
     throw LaunchError("mpirun not found on PATH (install openmpi-bin: bash .ci/install-deps)");
   }
@@ -49,13 +69,16 @@ ResourceLimits LocalScheduler::limits() const {
   limits.max_ranks = kRanksPerCore * cores_;
   limits.why = fmt::format("the local launcher runs at most {} ranks per core, and this machine has {}",
                            kRanksPerCore, cores_);
-  limits.max_nodes = 1;
-  limits.nodes_why = "the local launcher runs every rank on this machine; more nodes need a cluster "
-                     "launcher such as \"slurm\"";
+  limits.max_nodes = allocation_.nodes;
+  limits.nodes_why = allocation_.inside()
+                         ? fmt::format("the local launcher runs in SLURM allocation {} of {} node(s)",
+                                       allocation_.job_id, allocation_.nodes)
+                         : "the local launcher runs every rank on this machine; more nodes need a cluster "
+                           "launcher such as \"slurm\"";
   return limits;
 }
 
-std::string LocalScheduler::caution() const {
+std::string LocalScheduler::caution(const std::vector<JobSpec>& /*jobs*/) const {
   if (options_.max_parallel == 1) return "";
   return fmt::format("launcher.max_parallel is {}: points run {} at a time and share this "
                      "machine's {} core(s), so their timings disturb each other",
@@ -67,8 +90,27 @@ int LocalScheduler::threads_per_rank(const JobSpec& job) const {
   return std::max(1, cores_ / std::max(1, job.ranks));
 }
 
+std::vector<std::string> LocalScheduler::srun_command(const JobSpec& job, int threads) const {
+  // srun passes its environment on to the ranks: `env` sets what they need, as the record shows.
+  std::vector<std::string> argv = {"env"};
+  for (const char* variable :
+       {"HARNESS_THREADS_PER_RANK", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"}) {
+    argv.push_back(fmt::format("{}={}", variable, threads));
+  }
+  for (const auto& [key, value] : job.environment) argv.push_back(key + "=" + value);
+  argv.insert(argv.end(), {"srun", fmt::format("--nodes={}", job.nodes), fmt::format("--ntasks={}", job.ranks)});
+  if (allocation_.srun_has_pmix) argv.emplace_back("--mpi=pmix");
+  if (job.ranks_per_node > 0) argv.push_back(fmt::format("--ntasks-per-node={}", job.ranks_per_node));
+  // More ranks than the allocation has tasks, as mpirun --oversubscribe would run them.
+  if (allocation_.tasks > 0 && job.ranks > allocation_.tasks) argv.emplace_back("--overcommit");
+  argv.emplace_back("--kill-on-bad-exit=1");
+  argv.insert(argv.end(), job.argv.begin(), job.argv.end());
+  return argv;
+}
+
 std::vector<std::string> LocalScheduler::command_for(const JobSpec& job) const {
   const int threads = threads_per_rank(job);
+  if (allocation_.inside()) return srun_command(job, threads);
   std::vector<std::string> argv = {"mpirun", "-n", std::to_string(job.ranks)};
   if (is_root_) argv.emplace_back("--allow-run-as-root");
   if (job.ranks > cores_) argv.emplace_back("--oversubscribe");
@@ -90,10 +132,9 @@ std::vector<std::string> LocalScheduler::command_for(const JobSpec& job) const {
 }
 
 JobId LocalScheduler::submit(const JobSpec& job) {
-  if (job.nodes > 1) {
-    throw LaunchError(fmt::format("{}: the local launcher runs every rank on this machine, and the "
-                                  "job asks for {} nodes",
-                                  job.name, job.nodes));
+  if (job.nodes > allocation_.nodes) {
+    throw LaunchError(fmt::format("{}: the local launcher has {} node(s), and the job asks for {}", job.name,
+                                  allocation_.nodes, job.nodes));
   }
   ProcessRequest request;
   request.argv = command_for(job);

@@ -1,4 +1,6 @@
-// The default scheduler: one `mpirun -n R` per point, on this machine.
+// The default scheduler: one `mpirun -n R` per point, on this machine. Inside a SLURM allocation
+// (`harness run` in an sbatch script or salloc: SLURM_JOB_ID is set), `srun` starts the ranks
+// instead, on the allocation's nodes.
 #pragma once
 
 #include <string>
@@ -19,10 +21,22 @@ struct LocalOptions {
 
 const std::vector<OptionRow<LocalOptions>>& local_option_rows();
 
+// The SLURM allocation the harness runs in, from its environment.
+struct Allocation {
+  std::string job_id;  // "" = not in one
+  int nodes = 1;       // SLURM_JOB_NUM_NODES
+  int tasks = 0;       // SLURM_NTASKS; 0 = unknown
+  bool srun_has_pmix = true;  // srun --mpi=pmix (Open MPI's ranks need PMIx under srun)
+  bool inside() const { return !job_id.empty(); }
+};
+// Reads SLURM_JOB_ID, SLURM_JOB_NUM_NODES and SLURM_NTASKS (and asks srun for pmix once).
+Allocation current_allocation();
+
 class LocalScheduler final : public Scheduler {
  public:
-  // `cores` and `is_root` are parameters so tests can check the flags for any machine.
-  LocalScheduler(LocalOptions options, int cores, bool is_root);
+  // `cores`, `is_root` and `allocation` are parameters so tests can check the flags for any
+  // machine.
+  LocalScheduler(LocalOptions options, int cores, bool is_root, Allocation allocation = {});
   explicit LocalScheduler(LocalOptions options = {});
 
   std::string_view name() const override { return "local"; }
@@ -31,7 +45,7 @@ class LocalScheduler final : public Scheduler {
   // LibTorch memory and time slices make the measurement meaningless: 8 per core at most.
   ResourceLimits limits() const override;
   int max_parallel() const override { return options_.max_parallel; }
-  std::string caution() const override;
+  std::string caution(const std::vector<JobSpec>& jobs) const override;
   int threads_per_rank(const JobSpec& job) const override;
   std::vector<std::string> command_for(const JobSpec& job) const override;
   JobId submit(const JobSpec& job) override;
@@ -40,9 +54,12 @@ class LocalScheduler final : public Scheduler {
 
  private:
   static constexpr int kRanksPerCore = 8;
+  std::vector<std::string> srun_command(const JobSpec& job, int threads) const;
+
   LocalOptions options_;
   int cores_;
   bool is_root_;
+  Allocation allocation_;
   ProcessJobs jobs_;
 };
 

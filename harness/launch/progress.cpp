@@ -11,8 +11,8 @@
 
 namespace harness {
 
-Progress::Progress(int points_to_run, bool live, int parallel, std::ostream& out)
-    : points_to_run_(points_to_run), live_(live), parallel_(std::max(1, parallel)), out_(out) {
+Progress::Progress(int points_to_run, bool live, int parallel, std::ostream& out, bool queued)
+    : points_to_run_(points_to_run), live_(live), parallel_(std::max(1, parallel)), out_(out), queued_(queued) {
   if (live_) ticker_ = std::thread([this] { tick_loop(); });
 }
 
@@ -29,7 +29,7 @@ Progress::~Progress() {
 }
 
 std::string Progress::estimate() const {
-  if (finished_ == 0) return "";
+  if (finished_ == 0 || queued_) return "";
   const int remaining = std::max(0, points_to_run_ - finished_);
   return format_duration(total_s_ / finished_ * remaining / parallel_);
 }
@@ -37,7 +37,7 @@ std::string Progress::estimate() const {
 // The time left with a point `elapsed` seconds into its run (one point at a time): the points
 // after it, and the rest of it.
 std::string Progress::left_text(double elapsed) const {
-  if (finished_ == 0) return "";
+  if (finished_ == 0 || queued_) return "";
   const double mean = total_s_ / finished_;
   const int after = std::max(0, points_to_run_ - finished_ - static_cast<int>(running_.size()));
   const double left = (mean * after) / parallel_ + std::max(0.0, mean - elapsed);
@@ -94,7 +94,7 @@ void Progress::started(const std::string& label) {
     open_line_ = label;
     out_ << label << std::flush;
   } else if (!live_) {
-    out_ << label << " started\n" << std::flush;
+    out_ << label << (queued_ ? " submitted\n" : " started\n") << std::flush;
   }
 }
 

@@ -25,8 +25,10 @@ namespace harness {
 class Progress {
  public:
   // `points_to_run`: how many points this run will launch (kept ones excluded), for the estimate;
-  // `parallel`: how many may run at once.
-  Progress(int points_to_run, bool live, int parallel = 1, std::ostream& out = std::cout);
+  // `parallel`: how many may run at once. A cluster's jobs (`queued`) wait in its queue: they are
+  // "submitted", not "started", and no time left is estimated.
+  Progress(int points_to_run, bool live, int parallel = 1, std::ostream& out = std::cout,
+           bool queued = false);
   ~Progress();
   Progress(const Progress&) = delete;
   Progress& operator=(const Progress&) = delete;
@@ -52,6 +54,7 @@ class Progress {
   bool live_;
   int parallel_;
   std::ostream& out_;
+  bool queued_;
   int finished_ = 0;
   double total_s_ = 0;
   std::map<std::string, std::chrono::steady_clock::time_point> running_;  // label -> start

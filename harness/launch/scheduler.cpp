@@ -11,6 +11,7 @@
 #include "harness/common/errors.h"
 #include "harness/common/text.h"
 #include "harness/launch/local_scheduler.h"
+#include "harness/launch/slurm_scheduler.h"
 
 namespace harness {
 
@@ -19,6 +20,9 @@ const std::vector<SchedulerInfo>& scheduler_table() {
       {"local", "one mpirun per point on this machine (one point at a time unless max_parallel says)",
        make_local_scheduler,
        [] { return option_docs(local_option_rows()); }},
+      {"slurm", "batch jobs on a SLURM cluster (sbatch): a job per point, job arrays or packed allocations",
+       make_slurm_scheduler,
+       [] { return option_docs(slurm_option_rows()); }},
   };
   return table;
 }
@@ -60,6 +64,20 @@ std::unique_ptr<Scheduler> make_scheduler(const LauncherSpec& spec,
                                 suggestion.empty()
                                     ? fmt::format("expected one of: {}", fmt::join(names, ", "))
                                     : fmt::format("did you mean \"{}\"?", suggestion)));
+}
+
+std::vector<Submission> Scheduler::submit_all(const std::vector<JobSpec>& jobs) {
+  std::vector<Submission> submissions;
+  for (const auto& job : jobs) {
+    Submission submission;
+    try {
+      submission.id = submit(job);
+    } catch (const Error& error) {
+      submission.error = error.what();
+    }
+    submissions.push_back(std::move(submission));
+  }
+  return submissions;
 }
 
 int available_cores() {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,6 +19,19 @@
 #include "harness/study/validate.h"
 
 namespace harness {
+
+// A job handed to a scheduler: started (id), or not, and why.
+struct Submission {
+  JobId id = 0;       // 0: not started
+  std::string error;  // why not
+};
+
+// What a scheduler is told once before a sweep's first job.
+struct SweepContext {
+  std::string jobs_dir;           // DIR/jobs: where it may keep job scripts and status files
+  std::string sweep_id;           // the same for every job ever submitted into this directory
+  std::string working_directory;  // where the harness runs: jobs start there
+};
 
 class Scheduler {
  public:
@@ -30,19 +44,43 @@ class Scheduler {
   virtual ResourceLimits limits() const = 0;
   // How many jobs it keeps in flight at once.
   virtual int max_parallel() const = 0;
-  // Something to say before a sweep starts (concurrent points sharing a machine), or "".
-  virtual std::string caution() const { return ""; }
+  // Something to say before `jobs` start (concurrent points sharing a machine), or "".
+  virtual std::string caution(const std::vector<JobSpec>& /*jobs*/) const { return ""; }
   // The threads each rank of `job` gets.
   virtual int threads_per_rank(const JobSpec& job) const = 0;
   // The exact command that runs `job`, as this scheduler would run it.
   virtual std::vector<std::string> command_for(const JobSpec& job) const = 0;
+  // Before the first submit (or adopt) of a sweep. Throws LaunchError.
+  virtual void prepare(const SweepContext& /*context*/) {}
   // Starts `job` without waiting for it. Throws LaunchError when it cannot be started.
   virtual JobId submit(const JobSpec& job) = 0;
+  // Starts several jobs; a scheduler that can group them (job arrays, packed allocations) does.
+  // One submission per job, in the order of `jobs` (the default submits one after another).
+  virtual std::vector<Submission> submit_all(const std::vector<JobSpec>& jobs);
+  // Whether jobs go on when the harness ends (a cluster's): then a run may detach, and a later
+  // `harness status` or a resumed run follows the jobs through adopt().
+  virtual bool jobs_outlive_harness() const { return false; }
+  // The job's id as this scheduler can find it again ("" when it cannot), kept in the results
+  // directory's ledger.
+  virtual std::string external_id(JobId /*job*/) const { return ""; }
+  // Follows a job that an earlier harness submitted (`external_id` from the ledger); nothing when
+  // this scheduler cannot.
+  virtual std::optional<JobId> adopt(const JobSpec& /*job*/, const std::string& /*external_id*/) {
+    return std::nullopt;
+  }
+  // Where a job in flight is: "running", "queued (Priority)", ...
+  virtual std::string describe(JobId /*job*/) const { return "running"; }
+  // What a dry run prints beyond each point's command (job scripts, job counts, node-hours), or "".
+  virtual std::string plan(const std::vector<JobSpec>& /*jobs*/) { return ""; }
   // The jobs that have ended since the last call, waiting up to `wait_s` for the first (0: do not
   // wait). Jobs over their time limit are stopped and reported as timed out.
   virtual std::vector<JobResult> poll(double wait_s) = 0;
   // Stops a job in flight; poll() reports it as interrupted.
   virtual void cancel(JobId job) = 0;
+  // Stops several (a cluster scheduler in one call).
+  virtual void cancel_all(const std::vector<JobId>& jobs) {
+    for (const JobId job : jobs) cancel(job);
+  }
 };
 
 // An option as --help and schema.json show it.

@@ -1,18 +1,18 @@
 #include "harness/launch/sweep_runner.h"
 
+#include <algorithm>
 #include <filesystem>
-#include <map>
 #include <ostream>
+#include <set>
 
 #include <fmt/format.h>
 
+#include "harness/common/clock.h"
 #include "harness/common/errors.h"
 #include "harness/common/files.h"
 #include "harness/common/version.h"
-#include "harness/launch/failure_reason.h"
+#include "harness/launch/job_record.h"
 #include "harness/launch/progress.h"
-#include "harness/results/provenance.h"
-#include "harness/results/report.h"
 
 namespace harness {
 namespace fs = std::filesystem;
@@ -24,34 +24,19 @@ void remove_quietly(const std::string& path) {
   fs::remove(path, ignored);
 }
 
-// The status of a point whose job did not complete.
-PointStatus point_status_of(JobEnd end) {
-  switch (end) {
-    case JobEnd::kTimeout: return PointStatus::kTimeout;
-    case JobEnd::kCancelled: return PointStatus::kCancelled;
-    case JobEnd::kOutOfMemory: return PointStatus::kOutOfMemory;
-    case JobEnd::kNodeFailure: return PointStatus::kNodeFailure;
-    case JobEnd::kPreempted: return PointStatus::kPreempted;
-    case JobEnd::kLost: return PointStatus::kLost;
-    default: return PointStatus::kFailed;
-  }
-}
-
 // "<path>: <problem>" read errors name the file first; a message that names it already says so
 // once.
 std::string without_path(const std::string& problem, const std::string& path) {
   return problem.rfind(path + ": ", 0) == 0 ? problem.substr(path.size() + 2) : problem;
 }
 
-}  // namespace
+Json launcher_json(const LauncherSpec& spec) {
+  Json json = spec.options.is_object() ? spec.options : Json::object();
+  json["name"] = spec.name;
+  return json;
+}
 
-struct SweepRunner::InFlight {
-  const Point* point = nullptr;
-  JobSpec job;
-  std::vector<std::string> command;
-  std::string label;
-  std::string measurements_path;
-};
+}  // namespace
 
 SweepRunner::SweepRunner(const Experiment& experiment, const std::vector<Point>& points,
                          Scheduler& scheduler, const ResultsDirectory& directory,
@@ -62,7 +47,13 @@ SweepRunner::SweepRunner(const Experiment& experiment, const std::vector<Point>&
       directory_(directory),
       options_(std::move(options)),
       out_(out),
-      run_id_(new_run_id()) {}
+      run_id_(new_run_id()) {
+  // Jobs may run elsewhere (cluster nodes start in the harness's directory, but `harness status`
+  // may run from another): every path a job or the ledger holds is absolute.
+  std::error_code error;
+  const fs::path absolute = fs::absolute(directory.path(), error);
+  if (!error) directory_ = ResultsDirectory(absolute.lexically_normal().string());
+}
 
 JobSpec SweepRunner::job_for(const Point& point, const ResultsDirectory& directory,
                              const std::string& rank_program, const std::string& run_id) {
@@ -77,6 +68,7 @@ JobSpec SweepRunner::job_for(const Point& point, const ResultsDirectory& directo
   job.argv = {rank_program, "worker", "--settings", to_json(point.settings).dump(),
               "--output", directory.measurements_path(point.id, run_id)};
   job.log_path = directory.log_path(point.id);
+  job.measurements_path = job.argv.back();
   return job;
 }
 
@@ -97,12 +89,20 @@ void SweepRunner::set_aside_unreadable(const std::vector<StoredRecord>& stored) 
   }
 }
 
+bool SweepRunner::keeps(const PointRecord& record) const {
+  if (record.ok()) return true;
+  // Ending the same way again is all an unchanged run of these would do.
+  return options_.retry_failed &&
+         (record.status == PointStatus::kTimeout || record.status == PointStatus::kOutOfMemory ||
+          record.status == PointStatus::kCancelled);
+}
+
 bool SweepRunner::adopt_earlier_record(const Point& point, const std::vector<StoredRecord>& stored) {
   const std::string own_path = directory_.record_path(point.id);
   const StoredRecord* found = nullptr;
   for (const auto& file : stored) {
-    // Only complete records of this harness version: another version may measure differently.
-    if (!file.record || !file.record->ok() || file.record->provenance.harness_version != kHarnessVersion ||
+    // Only records of this harness version: another version may measure differently.
+    if (!file.record || !keeps(*file.record) || file.record->provenance.harness_version != kHarnessVersion ||
         PointKey(file.record->settings, file.record->repeat) != point.key) {
       continue;
     }
@@ -126,158 +126,226 @@ bool SweepRunner::adopt_earlier_record(const Point& point, const std::vector<Sto
   return true;
 }
 
-PointRecord SweepRunner::finish(const InFlight& job, const JobResult& result, std::string& remark) {
-  const Point& point = *job.point;
-  const ProcessOutcome& outcome = result.outcome;
-  PointRecord record;
-  record.experiment = experiment_.name;
-  record.id = point.id;
-  record.index = point.index;
-  record.repeat = point.repeat;
-  record.key = point.key.hash();
-  record.settings = point.settings;
-  record.launch.scheduler = std::string(scheduler_.name());
-  record.launch.job_id = result.job_id;
-  record.launch.command = job.command;
-  record.launch.threads_per_rank = scheduler_.threads_per_rank(job.job);
-  record.launch.outcome = result.reason.empty() ? outcome.describe() : result.reason;
-  record.launch.wall_time_s = outcome.wall_time_s;
-  record.provenance = current_provenance(options_.command_line);
-  record.provenance.started_at = utc_timestamp(result.started_at);
-  record.provenance.finished_at = utc_timestamp(result.finished_at);
-
-  std::string failure;
-  if (result.end != JobEnd::kCompleted) {
-    record.status = point_status_of(result.end);
-    record.log_tail = tail_lines(job.job.log_path, 20);
-    failure = result.reason.empty()
-                  ? job_failure_reason(outcome, record.log_tail, job.command.empty() ? "job" : job.command[0])
-                  : result.reason;
-    // What rank 0 had written before the job stopped (a timeout's steps so far), if anything.
-    try {
-      record.partial_measurements = measurements_from_json(read_json_file(job.measurements_path),
-                                                           job.measurements_path);
-    } catch (const Error&) {
-    }
-  } else {
-    record.status = PointStatus::kFailed;
-    try {
-      Measurements measurements = measurements_from_json(read_json_file(job.measurements_path),
-                                                         job.measurements_path);
-      const KindReport& report = report_for(point.settings.kind);
-      failure = measurements.complete ? report.failure(measurements)
-                                      : "rank 0's measurements are incomplete although the job ended";
-      remark = report.remark(measurements);
-      if (measurements.phases) {
-        record.timing = point_timing(result.started_at, outcome.wall_time_s, *measurements.phases);
-      }
-      record.measurements = std::move(measurements);
-    } catch (const Error& error) {
-      failure = fmt::format("rank 0 left no usable measurements: {}", error.what());
-    }
-    if (failure.empty()) record.status = PointStatus::kOk;
+void SweepRunner::adopt_ledger_jobs(const std::vector<const Point*>& candidates) {
+  ledger_ = read_ledger(directory_);
+  if (!ledger_.entries.empty() && ledger_.launcher.value("name", "") != scheduler_.name()) {
+    throw ConfigError(fmt::format(
+        "{}: {} point(s) have jobs in flight through the {} launcher ({}); follow them with --launcher "
+        "{}, see them with `harness status {}` or stop them with `harness cancel {}`",
+        directory_.path(), ledger_.entries.size(), ledger_.launcher.value("name", "?"),
+        directory_.ledger_path(), ledger_.launcher.value("name", "?"), directory_.path(), directory_.path()));
   }
-  remove_quietly(job.measurements_path);
-  if (!record.ok()) {
-    record.reason = failure;
-    if (record.measurements && !record.partial_measurements) {
-      record.partial_measurements = std::move(record.measurements);
-    }
-    record.measurements.reset();
-    record.timing.reset();
-    if (record.log_tail.empty()) record.log_tail = tail_lines(job.job.log_path, 20);
+  if (ledger_.entries.empty()) ledger_.launcher = launcher_json(experiment_.launcher);
+  scheduler_.prepare({directory_.jobs_dir(), ledger_.sweep_id, fs::current_path().string()});
+  for (const auto& entry : ledger_.entries) {
+    const auto point = std::find_if(candidates.begin(), candidates.end(), [&](const Point* candidate) {
+      return candidate->id == entry.point_id && candidate->key.hash() == entry.key;
+    });
+    if (point == candidates.end()) continue;
+    InFlight job;
+    job.point = *point;
+    job.job = job_for(**point, directory_, options_.rank_program, run_id_);
+    job.job.measurements_path = entry.measurements_path;
+    job.job.argv.back() = entry.measurements_path;
+    job.command = entry.command;
+    job.label = label(**point);
+    job.submitted_at = entry.submitted_at;
+    if (const auto id = scheduler_.adopt(job.job, entry.external_id)) in_flight_.emplace(*id, std::move(job));
   }
-  return record;
+  save_ledger();  // without the entries of points that have records or left the sweep
 }
 
-SweepOutcome SweepRunner::run() {
+void SweepRunner::save_ledger() {
+  if (!scheduler_.jobs_outlive_harness()) return;
+  ledger_.entries.clear();
+  for (const auto& [id, job] : in_flight_) {
+    ledger_.entries.push_back({job.point->id, job.point->key.hash(), scheduler_.external_id(id),
+                               job.job.measurements_path, job.command, job.submitted_at});
+  }
+  write_ledger(directory_, ledger_);
+}
+
+bool SweepRunner::record_ended(const JobResult& ended, Progress& progress) {
+  const auto found = in_flight_.find(ended.id);
+  if (found == in_flight_.end()) return false;
+  const InFlight& job = found->second;
+  if (ended.end == JobEnd::kInterrupted) {
+    // No record: a later run into this directory sees the point as missing and runs it.
+    remove_quietly(job.job.measurements_path);
+    progress.finished(job.label, " interrupted (not recorded)", ended.outcome.wall_time_s);
+    in_flight_.erase(found);
+    return false;
+  }
+  std::string remark;
+  std::vector<std::string> details;
+  const PointRecord record = record_of_ended_job(
+      experiment_.name,
+      {job.point, &job.job, job.command, std::string(scheduler_.name()), scheduler_.threads_per_rank(job.job), &ended},
+      options_.command_line, remark);
+  try {
+    write_file_atomically(directory_.record_path(record.id), to_json(record).dump(1));
+  } catch (const Error& error) {
+    details.push_back(fmt::format("    cannot write its record: {}", error.what()));
+  }
+  std::string outcome_text;
+  if (record.ok()) {
+    outcome_text = fmt::format(" ok ({}{})", format_duration(ended.outcome.wall_time_s),
+                               remark.empty() ? "" : "; " + remark);
+  } else {
+    outcome_text = record.status == PointStatus::kFailed
+                       ? " FAILED: " + record.reason
+                       : fmt::format(" FAILED ({}): {}", status_name(record.status), record.reason);
+    details.push_back("    log: " + job.job.log_path);
+  }
+  progress.finished(job.label, outcome_text, ended.outcome.wall_time_s, details);
+  in_flight_.erase(found);
+  return !record.ok();
+}
+
+SweepOutcome SweepRunner::loop(Submit submit, bool follow) {
   SweepOutcome result;
   const std::vector<StoredRecord> stored = read_stored_records(directory_);
-  set_aside_unreadable(stored);
-  std::vector<const Point*> to_run;
-  std::vector<const Point*> kept;
-  for (const auto& point : points_) {
-    if (!options_.fresh && adopt_earlier_record(point, stored)) {
-      kept.push_back(&point);
-    } else {
-      to_run.push_back(&point);
+  std::vector<const Point*> without_record;
+  if (submit == Submit::kAll) {
+    set_aside_unreadable(stored);
+    for (const auto& point : points_) {
+      if (!options_.fresh && adopt_earlier_record(point, stored)) {
+        ++result.kept;
+      } else {
+        without_record.push_back(&point);
+      }
+    }
+  } else {
+    for (const auto& point : points_) {
+      std::error_code missing;
+      if (!fs::exists(directory_.record_path(point.id), missing)) without_record.push_back(&point);
     }
   }
-  result.kept = static_cast<int>(kept.size());
-  if (const std::string caution = scheduler_.caution(); !caution.empty() && !to_run.empty()) {
-    out_ << "harness: warning: " << caution << "\n";
+  adopt_ledger_jobs(without_record);
+  std::vector<const Point*> to_run;
+  if (submit == Submit::kAll) {
+    for (const Point* point : without_record) {
+      const bool followed = std::any_of(in_flight_.begin(), in_flight_.end(),
+                                        [&](const auto& entry) { return entry.second.point == point; });
+      if (!followed) to_run.push_back(point);
+    }
+  }
+  if (!to_run.empty()) {
+    std::vector<JobSpec> jobs;
+    for (const Point* point : to_run) jobs.push_back(job_for(*point, directory_, options_.rank_program, run_id_));
+    if (const std::string caution = scheduler_.caution(jobs); !caution.empty()) {
+      out_ << "harness: warning: " << caution << "\n";
+    }
   }
 
-  Progress progress(static_cast<int>(to_run.size()), options_.live_progress, scheduler_.max_parallel(), out_);
-  for (const Point* point : kept) progress.kept(label(*point), " kept (completed in an earlier run)");
+  Progress progress(static_cast<int>(to_run.size() + in_flight_.size()), options_.live_progress && follow,
+                    scheduler_.max_parallel(), out_, scheduler_.jobs_outlive_harness());
+  if (submit == Submit::kAll) {
+    for (const auto& point : points_) {
+      if (std::find(without_record.begin(), without_record.end(), &point) == without_record.end()) {
+        progress.kept(label(point), " kept (completed in an earlier run)");
+      }
+    }
+    for (const auto& [id, job] : in_flight_) {
+      progress.started(job.label + fmt::format(" (submitted earlier: {})", scheduler_.describe(id)));
+    }
+  }
 
-  std::map<JobId, InFlight> in_flight;
   std::size_t next = 0;
   bool cancelled = false;
-  while (next < to_run.size() || !in_flight.empty()) {
-    while (!interrupt_requested() && next < to_run.size() &&
-           static_cast<int>(in_flight.size()) < scheduler_.max_parallel()) {
-      InFlight job;
-      job.point = to_run[next++];
-      job.job = job_for(*job.point, directory_, options_.rank_program, run_id_);
-      job.measurements_path = job.job.argv.back();
-      job.command = scheduler_.command_for(job.job);
-      job.label = label(*job.point);
-      // A record or log left by an earlier run must not pass for this one's.
-      remove_quietly(directory_.record_path(job.point->id));
-      remove_quietly(job.job.log_path);
-      remove_quietly(job.measurements_path);
-      progress.started(job.label);
-      ++result.ran;
-      try {
-        const JobId id = scheduler_.submit(job.job);
-        in_flight.emplace(id, std::move(job));
-      } catch (const Error& error) {
-        ++result.failed;
-        progress.finished(job.label, std::string(" FAILED: ") + error.what(), 0);
+  while (true) {
+    if (next < to_run.size() && !interrupt_requested() &&
+        static_cast<int>(in_flight_.size()) < scheduler_.max_parallel()) {
+      std::vector<InFlight> batch;
+      std::vector<JobSpec> specs;
+      while (next < to_run.size() && static_cast<int>(in_flight_.size() + batch.size()) < scheduler_.max_parallel()) {
+        InFlight job;
+        job.point = to_run[next++];
+        job.job = job_for(*job.point, directory_, options_.rank_program, run_id_);
+        job.command = scheduler_.command_for(job.job);
+        job.label = label(*job.point);
+        // A record or log left by an earlier run must not pass for this one's.
+        remove_quietly(directory_.record_path(job.point->id));
+        remove_quietly(job.job.log_path);
+        remove_quietly(job.job.measurements_path);
+        specs.push_back(job.job);
+        batch.push_back(std::move(job));
       }
+      const std::vector<Submission> submissions = scheduler_.submit_all(specs);
+      for (std::size_t i = 0; i < batch.size(); ++i) {
+        progress.started(batch[i].label);
+        ++result.ran;
+        if (submissions[i].id != 0) {
+          batch[i].submitted_at = wall_clock_s();
+          in_flight_.emplace(submissions[i].id, std::move(batch[i]));
+        } else {
+          ++result.failed;
+          progress.finished(batch[i].label, " FAILED: " + submissions[i].error, 0);
+        }
+      }
+      save_ledger();
+      continue;  // fill up to max_parallel before waiting
     }
     if (interrupt_requested() && !cancelled) {
-      for (const auto& [id, job] : in_flight) scheduler_.cancel(id);
+      std::vector<JobId> ids;
+      for (const auto& [id, job] : in_flight_) ids.push_back(id);
+      scheduler_.cancel_all(ids);
       cancelled = true;
     }
-    if (in_flight.empty()) break;
-    for (const JobResult& ended : scheduler_.poll(1.0)) {
-      const auto found = in_flight.find(ended.id);
-      if (found == in_flight.end()) continue;
-      const InFlight& job = found->second;
-      if (ended.end == JobEnd::kInterrupted) {
-        // No record: a later run into this directory sees the point as missing and runs it.
-        remove_quietly(job.measurements_path);
-        progress.finished(job.label, " interrupted (not recorded)", ended.outcome.wall_time_s);
-        in_flight.erase(found);
-        continue;
-      }
-      std::string remark;
-      std::vector<std::string> details;
-      const PointRecord record = finish(job, ended, remark);
-      try {
-        write_file_atomically(directory_.record_path(record.id), to_json(record).dump(1));
-      } catch (const Error& error) {
-        details.push_back(fmt::format("    cannot write its record: {}", error.what()));
-      }
-      std::string outcome_text;
-      if (record.ok()) {
-        outcome_text = fmt::format(" ok ({}{})", format_duration(ended.outcome.wall_time_s),
-                                   remark.empty() ? "" : "; " + remark);
-      } else {
-        ++result.failed;
-        outcome_text = record.status == PointStatus::kFailed
-                           ? " FAILED: " + record.reason
-                           : fmt::format(" FAILED ({}): {}", status_name(record.status), record.reason);
-        details.push_back("    log: " + job.job.log_path);
-      }
-      progress.finished(job.label, outcome_text, ended.outcome.wall_time_s, details);
-      in_flight.erase(found);
+    if (in_flight_.empty() || (options_.detach && submit == Submit::kAll)) break;
+    for (const JobResult& ended : scheduler_.poll(follow ? 1.0 : 0.0)) {
+      if (record_ended(ended, progress)) ++result.failed;
     }
+    save_ledger();
+    if (!follow) break;
   }
+  result.in_flight = static_cast<int>(in_flight_.size());
   result.interrupted = interrupt_requested();
   return result;
+}
+
+SweepOutcome SweepRunner::run() { return loop(Submit::kAll, !options_.detach); }
+
+SweepOutcome SweepRunner::collect() {
+  SweepOutcome result = loop(Submit::kNone, false);
+  for (const auto& point : points_) {
+    PointState state;
+    state.point = &point;
+    const auto job = std::find_if(in_flight_.begin(), in_flight_.end(),
+                                  [&](const auto& entry) { return entry.second.point == &point; });
+    if (job != in_flight_.end()) {
+      state.state = scheduler_.describe(job->first);
+    } else if (fs::exists(directory_.record_path(point.id))) {
+      state.done = true;
+      try {
+        const PointRecord record = record_from_json(read_json_file(directory_.record_path(point.id)),
+                                                    directory_.record_path(point.id));
+        state.state = record.ok() ? fmt::format("ok ({})", format_duration(record.launch.wall_time_s))
+                                  : fmt::format("{}: {}", status_name(record.status), record.reason);
+      } catch (const Error& error) {
+        state.state = fmt::format("unreadable record: {}", error.what());
+      }
+    } else {
+      state.state = "not submitted";
+    }
+    result.states.push_back(std::move(state));
+  }
+  return result;
+}
+
+int SweepRunner::cancel_in_flight() {
+  loop(Submit::kNone, false);
+  std::vector<JobId> ids;
+  for (const auto& [id, job] : in_flight_) ids.push_back(id);
+  if (ids.empty()) return 0;
+  scheduler_.cancel_all(ids);
+  Progress progress(0, false, scheduler_.max_parallel(), out_);
+  // The scheduler reports jobs it cancelled as interrupted (or completed, if they finished first).
+  for (int round = 0; round < 30 && !in_flight_.empty(); ++round) {
+    for (const JobResult& ended : scheduler_.poll(1.0)) record_ended(ended, progress);
+  }
+  save_ledger();
+  return static_cast<int>(ids.size());
 }
 
 }  // namespace harness

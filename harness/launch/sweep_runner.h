@@ -1,16 +1,22 @@
-// The point loop of `harness run`: turns the experiment's points into jobs, keeps up to the
-// scheduler's max_parallel of them in flight, turns each ended job into a record (written
-// atomically to points/<id>.json) and shows the progress. Resumes: a point whose complete record
-// (same PointKey, same harness version) is already in the directory is kept, not run. On Ctrl-C
-// every job in flight is cancelled and the points finished so far are kept.
+// The point loop of `harness run` and `harness status`: turns the experiment's points into jobs,
+// keeps up to the scheduler's max_parallel of them in flight, turns each ended job into a record
+// (written atomically to points/<id>.json) and shows the progress.
+//
+// Resuming: a point whose complete record (same PointKey, same harness version) is already in the
+// directory is kept, not run; a point whose job is still in flight from an earlier harness (the
+// directory's ledger, job_ledger.h; a cluster's jobs outlive the harness) is followed, not
+// submitted again. On Ctrl-C every job in flight is cancelled and the points finished so far are
+// kept.
 //
 // The caller holds the directory's lock (results_directory.h) while a runner writes into it.
 #pragma once
 
 #include <iosfwd>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "harness/launch/job_ledger.h"
 #include "harness/launch/scheduler.h"
 #include "harness/results/record.h"
 #include "harness/results/results_directory.h"
@@ -20,36 +26,73 @@ namespace harness {
 
 struct SweepOptions {
   bool fresh = false;                     // run every point, even those with a complete record
+  // Keep also the points that ended in a way running them unchanged would repeat (timeout, out
+  // of memory, cancelled); run again only the failed, lost, retryable and missing ones.
+  bool retry_failed = false;
+  bool detach = false;                    // submit, then return without following the jobs
   std::vector<std::string> command_line;  // for the records' provenance
   std::string rank_program;               // the `harness` binary whose `worker` the ranks run
   bool live_progress = false;             // redraw progress lines (a terminal)
+};
+
+// Where a point stands, for `harness status`.
+struct PointState {
+  const Point* point = nullptr;
+  std::string state;  // "ok", "timeout", "running on hnode1 (job 12, 3 s)", "not submitted", ...
+  bool done = false;  // it has a record
 };
 
 struct SweepOutcome {
   int kept = 0;
   int ran = 0;
   int failed = 0;
+  int in_flight = 0;  // jobs still running when the runner returned (detached, or status)
   bool interrupted = false;
+  std::vector<PointState> states;  // by `collect`
 };
 
 class SweepRunner {
  public:
   SweepRunner(const Experiment& experiment, const std::vector<Point>& points, Scheduler& scheduler,
               const ResultsDirectory& directory, SweepOptions options, std::ostream& out);
+
+  // `harness run`: submits every point without a kept record or a job in flight, then follows
+  // them to the end (or returns at once with options.detach). Throws ConfigError when the
+  // directory's jobs in flight belong to another launcher.
   SweepOutcome run();
+  // `harness status`: follows the jobs in flight once (no waiting, nothing submitted), records the
+  // points whose jobs ended, and says where every point stands.
+  SweepOutcome collect();
+  // `harness cancel`: records what has ended, then cancels every job in flight (their points
+  // leave no record and run again on resume). Returns how many jobs it cancelled.
+  int cancel_in_flight();
 
   // The job that runs `point` (for dry runs too: scheduler.command_for(job_for(...))).
   static JobSpec job_for(const Point& point, const ResultsDirectory& directory,
                          const std::string& rank_program, const std::string& run_id);
 
  private:
-  struct InFlight;
+  struct InFlight {
+    const Point* point = nullptr;
+    JobSpec job;
+    std::vector<std::string> command;
+    std::string label;
+    double submitted_at = 0;
+  };
+  enum class Submit { kAll, kNone };
+  SweepOutcome loop(Submit submit, bool follow);
   // A complete record of `point` from an earlier run, moved to the point's own id; false if none.
   bool adopt_earlier_record(const Point& point, const std::vector<StoredRecord>& stored);
+  bool keeps(const PointRecord& record) const;
   // Moves files in points/ that are not complete records aside (warning once), so that their
   // points run again and no report trips over them.
   void set_aside_unreadable(const std::vector<StoredRecord>& stored);
-  PointRecord finish(const InFlight& job, const JobResult& result, std::string& remark);
+  // Reads the ledger and prepares the scheduler; adopts the ledger's jobs of points without a kept
+  // record into in_flight_.
+  void adopt_ledger_jobs(const std::vector<const Point*>& candidates);
+  void save_ledger();
+  // Records an ended job (or says it was interrupted); true when its point failed.
+  bool record_ended(const JobResult& ended, class Progress& progress);
   std::string label(const Point& point) const;
 
   const Experiment& experiment_;
@@ -59,6 +102,8 @@ class SweepRunner {
   SweepOptions options_;
   std::ostream& out_;
   std::string run_id_;
+  JobLedger ledger_;
+  std::map<JobId, InFlight> in_flight_;
 };
 
 }  // namespace harness

@@ -4,6 +4,8 @@
 //   DIR/logs/<id>.log     everything the point's job printed
 //   DIR/summary.csv, DIR/stats.csv, DIR/plots/   rebuilt from the records by the reports
 //   DIR/.lock             held by the one `harness run` writing here
+//   DIR/jobs/             jobs that outlive the harness (a cluster's): ledger.json lists those in
+//                         flight; the scheduler keeps its job scripts and status files there
 // Records and summaries are written to a temporary name and renamed, so a reader never sees half
 // of one, even when the harness is killed.
 #pragma once
@@ -28,6 +30,8 @@ class ResultsDirectory {
   std::string summary_csv() const { return path_ + "/summary.csv"; }
   std::string stats_csv() const { return path_ + "/stats.csv"; }
   std::string lock_file() const { return path_ + "/.lock"; }
+  std::string jobs_dir() const { return path_ + "/jobs"; }
+  std::string ledger_path() const { return jobs_dir() + "/ledger.json"; }
   std::string record_path(const std::string& id) const { return points_dir() + "/" + id + ".json"; }
   std::string log_path(const std::string& id) const { return logs_dir() + "/" + id + ".log"; }
   // Where rank 0 of point `id` writes its measurements during run `run_id`: unique to the run, so

@@ -28,6 +28,14 @@ TEST(FailureReason, TheRankProgramsOwnErrorComesFirst) {
   EXPECT_EQ(job_failure_reason(exited(1), log, "mpirun"), "rank 0: cannot open data file /x.csv");
 }
 
+// srun's words: the first task it reports is the cause; it terminates the others after.
+TEST(FailureReason, SrunsFirstTaskLineNamesTheRankAndHost) {
+  const std::vector<std::string> log = {"srun: error: hnode2: task 1: Killed",
+                                        "srun: launch/slurm: _step_signal: Terminating StepId=43.0",
+                                        "srun: error: hnode2: task 0: Terminated"};
+  EXPECT_EQ(job_failure_reason(exited(143), log, "srun"), "rank 1 on hnode2: Killed");
+}
+
 TEST(FailureReason, OtherwiseTheLauncherAndHowItEnded) {
   EXPECT_EQ(job_failure_reason(exited(3), {"Primary job terminated normally, but 1 process returned"},
                                "mpirun"),

@@ -69,13 +69,13 @@ TEST(LocalScheduler, MpirunArgumentsGoBeforeTheRankProgram) {
 
 TEST(LocalScheduler, OnePointAtATimeUnlessAskedAndThenItWarns) {
   EXPECT_EQ(LocalScheduler({}, 2, false).max_parallel(), 1);
-  EXPECT_EQ(LocalScheduler({}, 2, false).caution(), "");
+  EXPECT_EQ(LocalScheduler({}, 2, false).caution({}), "");
   LocalOptions options;
   options.max_parallel = 3;
   const LocalScheduler parallel(options, 2, false);
   EXPECT_EQ(parallel.max_parallel(), 3);
-  EXPECT_NE(parallel.caution().find("share this machine's 2 core(s)"), std::string::npos)
-      << parallel.caution();
+  EXPECT_NE(parallel.caution({}).find("share this machine's 2 core(s)"), std::string::npos)
+      << parallel.caution({});
 }
 
 TEST(LocalScheduler, RefusesJobsOnSeveralNodes) {
@@ -87,7 +87,7 @@ TEST(LocalScheduler, RefusesJobsOnSeveralNodes) {
     scheduler.submit(two_nodes);
     FAIL() << "a two-node job was accepted";
   } catch (const LaunchError& error) {
-    EXPECT_NE(std::string(error.what()).find("runs every rank on this machine"), std::string::npos)
+    EXPECT_NE(std::string(error.what()).find("the local launcher has 1 node(s), and the job asks for 2"), std::string::npos)
         << error.what();
   }
 }
@@ -123,7 +123,40 @@ TEST(SchedulerTable, LauncherIsANameOrAnObjectWithOptions) {
   EXPECT_NE(launcher_error(R"({"max_parallel": 2})").find("exp.json: launcher: expected a launcher name"),
             std::string::npos);
   EXPECT_EQ(launcher_error(R"("slurmm")"),
-            "exp.json: launcher: unknown launcher \"slurmm\" (expected one of: local)");
+            "exp.json: launcher: unknown launcher \"slurmm\" (did you mean \"slurm\"?)");
+  EXPECT_EQ(launcher_error(R"("pbs")"), "exp.json: launcher: unknown launcher \"pbs\" (expected one of: local, slurm)");
+}
+
+}  // namespace
+}  // namespace harness
+
+namespace harness {
+namespace {
+
+// `harness run` inside an sbatch script or salloc: srun starts the ranks on the allocation.
+TEST(LocalScheduler, InsideASlurmAllocationSrunStartsTheRanks) {
+  Allocation allocation;
+  allocation.job_id = "42";
+  allocation.nodes = 2;
+  allocation.tasks = 2;
+  const LocalScheduler scheduler({}, 2, true, allocation);
+  JobSpec spread = job(4);
+  spread.nodes = 2;
+  spread.ranks_per_node = 2;
+  const auto argv = scheduler.command_for(spread);
+  const auto srun = std::find(argv.begin(), argv.end(), "srun");
+  ASSERT_NE(srun, argv.end());
+  EXPECT_EQ(argv.front(), "env");
+  EXPECT_TRUE(has(argv, "--nodes=2"));
+  EXPECT_TRUE(has(argv, "--ntasks=4"));
+  EXPECT_TRUE(has(argv, "--ntasks-per-node=2"));
+  EXPECT_TRUE(has(argv, "--mpi=pmix"));
+  EXPECT_TRUE(has(argv, "--overcommit"));  // 4 ranks in an allocation of 2 tasks
+  EXPECT_FALSE(has(argv, "mpirun"));
+  EXPECT_EQ(scheduler.limits().max_nodes, 2);
+  EXPECT_NE(scheduler.limits().nodes_why.find("allocation 42"), std::string::npos);
+  // Outside one, a single node.
+  EXPECT_EQ(LocalScheduler({}, 2, false).limits().max_nodes, 1);
 }
 
 }  // namespace

@@ -1,0 +1,155 @@
+// `harness status DIR` and `harness cancel DIR`: the jobs of a results directory that outlive the
+// harness that submitted them (a cluster's), found through the directory's ledger.
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "harness/cli/commands.h"
+#include "harness/common/errors.h"
+#include "harness/launch/job_ledger.h"
+#include "harness/launch/sweep_runner.h"
+#include "harness/results/report.h"
+#include "harness/results/result_set.h"
+
+namespace harness {
+namespace {
+
+// A results directory's experiment, points and the scheduler its jobs were submitted through.
+struct DirectoryStudy {
+  std::unique_ptr<ResultsDirectory> directory;
+  Experiment experiment;
+  std::vector<Point> points;
+  JobLedger ledger;
+  std::unique_ptr<Scheduler> scheduler;
+};
+
+DirectoryStudy load_directory(const std::string& results_dir) {
+  DirectoryStudy study;
+  study.directory = std::make_unique<ResultsDirectory>(results_dir);
+  if (!std::filesystem::exists(study.directory->experiment_copy())) {
+    throw ConfigError(fmt::format("{}: not a results directory (no experiment.json)", results_dir));
+  }
+  study.experiment = load_experiment(study.directory->experiment_copy());
+  study.points = expand(study.experiment);
+  study.ledger = read_ledger(*study.directory);
+  // The launcher the jobs were submitted with (run --launcher may have chosen another than the
+  // experiment's).
+  if (study.ledger.launcher.contains("name")) {
+    LauncherSpec spec;
+    spec.name = study.ledger.launcher["name"].get<std::string>();
+    spec.options = study.ledger.launcher;
+    spec.options.erase("name");
+    spec.where = study.directory->ledger_path() + ": launcher";
+    study.experiment.launcher = spec;
+  }
+  study.scheduler = make_scheduler(study.experiment.launcher);
+  return study;
+}
+
+// The lock, or nothing (and why) when a run holds it.
+std::unique_ptr<DirectoryLock> try_lock(const ResultsDirectory& directory, const std::vector<std::string>& command_line,
+                                        std::string& held_by) {
+  try {
+    return std::make_unique<DirectoryLock>(directory, command_line);
+  } catch (const ConfigError& error) {
+    held_by = error.what();
+    return nullptr;
+  }
+}
+
+}  // namespace
+
+int status_command(const std::string& results_dir, const std::vector<std::string>& command_line) {
+  DirectoryStudy study;
+  try {
+    study = load_directory(results_dir);
+  } catch (const Error& error) {
+    return report_error(error);
+  }
+  const ResultsDirectory& directory = *study.directory;
+  std::cout << fmt::format("harness: experiment \"{}\" in {}: {} point(s), launcher {}\n", study.experiment.name,
+                           directory.path(), study.points.size(), study.scheduler->name());
+  std::string held_by;
+  const auto lock = try_lock(directory, command_line, held_by);
+  if (!lock) {
+    // A run is following these jobs and writes their records: show, do not collect.
+    std::cout << "harness: " << held_by << "\nharness: showing the records so far; that run collects the rest\n";
+    for (const auto& entry : study.ledger.entries) {
+      std::cout << fmt::format("  {} in flight (job {})\n", entry.point_id, entry.external_id);
+    }
+    return kExitInProgress;
+  }
+  SweepOptions options;
+  options.command_line = command_line;
+  SweepOutcome outcome;
+  try {
+    outcome = SweepRunner(study.experiment, study.points, *study.scheduler, directory, options, std::cout).collect();
+  } catch (const Error& error) {
+    return report_error(error);
+  }
+  int done = 0;
+  int ok = 0;
+  for (const auto& state : outcome.states) {
+    std::cout << fmt::format("  [{}/{}] {} {}: {}\n", state.point->index + 1, study.points.size(), state.point->id,
+                             describe_point(study.experiment, *state.point), state.state);
+    done += state.done ? 1 : 0;
+    ok += state.state.rfind("ok", 0) == 0 ? 1 : 0;
+  }
+  const int total = static_cast<int>(study.points.size());
+  std::cout << fmt::format("{} of {} point(s) done ({} ok), {} in flight, {} not submitted\n", done, total, ok,
+                           outcome.in_flight, total - done - outcome.in_flight);
+  if (done < total) return kExitInProgress;
+  try {
+    const ResultSet set = ResultSet::load(directory, study.experiment, study.points, false);
+    print_reports(write_reports(set, directory), directory);
+  } catch (const Error& error) {
+    return report_error(error);
+  }
+  return ok == total ? kExitOk : kExitFailure;
+}
+
+int cancel_command(const std::string& results_dir, const std::vector<std::string>& command_line) {
+  DirectoryStudy study;
+  try {
+    study = load_directory(results_dir);
+    study.scheduler->check_available();
+  } catch (const Error& error) {
+    return report_error(error);
+  }
+  if (study.ledger.entries.empty()) {
+    std::cout << fmt::format("harness: {}: no jobs in flight\n", results_dir);
+    return kExitOk;
+  }
+  std::string held_by;
+  const auto lock = try_lock(*study.directory, command_line, held_by);
+  try {
+    if (!lock) {
+      // The run following them records them as cancelled.
+      std::vector<JobId> ids;
+      for (const auto& entry : study.ledger.entries) {
+        JobSpec job;
+        job.name = entry.point_id;
+        if (const auto id = study.scheduler->adopt(job, entry.external_id)) ids.push_back(*id);
+      }
+      study.scheduler->cancel_all(ids);
+      std::cout << fmt::format("harness: cancelled {} job(s); the run following them ({}) records them\n",
+                               ids.size(), held_by);
+      return kExitOk;
+    }
+    SweepOptions options;
+    options.command_line = command_line;
+    const int cancelled = SweepRunner(study.experiment, study.points, *study.scheduler, *study.directory, options,
+                                      std::cout)
+                              .cancel_in_flight();
+    std::cout << fmt::format("harness: cancelled {} job(s); their points have no record and run again when "
+                             "the experiment runs into {} again\n",
+                             cancelled, results_dir);
+  } catch (const Error& error) {
+    return report_error(error);
+  }
+  return kExitOk;
+}
+
+}  // namespace harness

@@ -1,0 +1,59 @@
+#include "harness/launch/job_ledger.h"
+
+#include <filesystem>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "harness/common/errors.h"
+#include "harness/common/files.h"
+#include "harness/results/json_fields.h"
+
+namespace harness {
+
+JobLedger read_ledger(const ResultsDirectory& directory) {
+  JobLedger ledger;
+  std::error_code missing;
+  if (!std::filesystem::exists(directory.ledger_path(), missing)) {
+    std::random_device random;
+    ledger.sweep_id = fmt::format("{:08x}", random());
+    return ledger;
+  }
+  const std::string path = directory.ledger_path();
+  const Json json = read_json_file(path);
+  const Fields fields(json, path);
+  if (readable_version(fields, kLedgerSchemaVersion) != kLedgerSchemaVersion) {
+    fields.fail("schema_version", fmt::format("{}", kLedgerSchemaVersion));
+  }
+  ledger.sweep_id = fields.text("sweep_id");
+  ledger.launcher = fields.at("launcher");
+  const Json& entries = fields.at("jobs");
+  if (!entries.is_array()) fields.fail("jobs", "a list");
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const Fields entry(entries[i], fmt::format("{}: jobs[{}]", path, i));
+    ledger.entries.push_back({entry.text("point"), entry.text("key"), entry.text("job"),
+                              entry.text("measurements"), entry.list<std::string>("command"),
+                              entry.number("submitted_at")});
+  }
+  return ledger;
+}
+
+void write_ledger(const ResultsDirectory& directory, const JobLedger& ledger) {
+  Json entries = Json::array();
+  for (const auto& entry : ledger.entries) {
+    entries.push_back({{"point", entry.point_id},
+                       {"key", entry.key},
+                       {"job", entry.external_id},
+                       {"measurements", entry.measurements_path},
+                       {"command", entry.command},
+                       {"submitted_at", entry.submitted_at}});
+  }
+  const Json json = {{"schema_version", kLedgerSchemaVersion},
+                     {"sweep_id", ledger.sweep_id},
+                     {"launcher", ledger.launcher},
+                     {"jobs", entries}};
+  std::filesystem::create_directories(directory.jobs_dir());
+  write_file_atomically(directory.ledger_path(), json.dump(1));
+}
+
+}  // namespace harness

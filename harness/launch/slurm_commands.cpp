@@ -1,0 +1,220 @@
+#include "harness/launch/slurm_commands.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "harness/common/clock.h"
+#include "harness/common/errors.h"
+#include "harness/common/process.h"
+#include "harness/common/text.h"
+
+namespace harness {
+namespace {
+
+std::vector<std::string> split(const std::string& text, char separator) {
+  std::vector<std::string> parts;
+  std::string part;
+  std::istringstream in(text);
+  while (std::getline(in, part, separator)) parts.push_back(part);
+  if (!text.empty() && text.back() == separator) parts.emplace_back();
+  return parts;
+}
+
+// A command's output as one line of a message.
+std::string one_line(const std::string& text) {
+  std::string line;
+  for (const char c : text) {
+    if (c == '\n') {
+      if (!line.empty() && line.back() != ' ') line += "; ";
+    } else if (c != '\r') {
+      line += c;
+    }
+  }
+  while (!line.empty() && (line.back() == ' ' || line.back() == ';')) line.pop_back();
+  return line;
+}
+
+std::string trimmed(const std::string& text) {
+  const auto first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) return "";
+  return text.substr(first, text.find_last_not_of(" \t\r\n") - first + 1);
+}
+
+// "1234_[4-6%2]" (array tasks not yet started, as squeue and sacct fold them) -> 1234_4 .. 1234_6.
+std::vector<std::string> unfold_array_ids(const std::string& id) {
+  static const std::regex folded(R"((\d+)_\[([0-9,\-]+)(%\d+)?\])");
+  std::smatch match;
+  if (!std::regex_match(id, match, folded)) return {id};
+  std::vector<std::string> ids;
+  for (const auto& range : split(match[2].str(), ',')) {
+    const auto dash = range.find('-');
+    const int first = std::stoi(range.substr(0, dash));
+    const int last = dash == std::string::npos ? first : std::stoi(range.substr(dash + 1));
+    for (int index = first; index <= last && ids.size() < 100000; ++index) {
+      ids.push_back(fmt::format("{}_{}", match[1].str(), index));
+    }
+  }
+  return ids;
+}
+
+}  // namespace
+
+bool is_final_state(const std::string& state) {
+  static const std::vector<std::string> running = {
+      "PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED", "REQUEUE_FED",
+      "REQUEUE_HOLD", "RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED", "RESV_DEL_HOLD"};
+  return !state.empty() && std::find(running.begin(), running.end(), state) == running.end();
+}
+
+std::vector<SchedulerJob> parse_squeue(const std::string& text) {
+  std::vector<SchedulerJob> jobs;
+  for (const auto& line : split(text, '\n')) {
+    const auto fields = split(trimmed(line), '|');
+    if (fields.size() < 4) continue;
+    for (const auto& id : unfold_array_ids(fields[0])) {
+      jobs.push_back({id, fields[1], fields[2] == "None" ? "" : fields[2], fields[3]});
+    }
+  }
+  return jobs;
+}
+
+std::vector<SchedulerJob> parse_sacct(const std::string& text) {
+  std::vector<SchedulerJob> jobs;
+  for (const auto& line : split(text, '\n')) {
+    const auto fields = split(trimmed(line), '|');
+    if (fields.size() < 3) continue;
+    // "CANCELLED by 1000": the state is the first word.
+    const std::string state = split(fields[1], ' ').empty() ? "" : split(fields[1], ' ')[0];
+    for (const auto& id : unfold_array_ids(fields[0])) {
+      jobs.push_back({id, state, "", fields[2] == "None assigned" ? "" : fields[2]});
+    }
+  }
+  return jobs;
+}
+
+ClusterConfig parse_config(const std::string& text) {
+  ClusterConfig config;
+  for (const auto& line : split(text, '\n')) {
+    const auto equals = line.find('=');
+    if (equals == std::string::npos) continue;
+    const std::string key = trimmed(line.substr(0, equals));
+    const std::string value = trimmed(line.substr(equals + 1));
+    try {
+      if (key == "MaxArraySize") config.max_array_size = std::max(1, std::stoi(value));
+      // "300 sec"
+      if (key == "MinJobAge") config.min_job_age_s = std::stod(value);
+    } catch (const std::exception&) {
+      // A value this SLURM writes differently: keep the default.
+    }
+    if (key == "AccountingStorageType") config.accounting = value.find("/none") == std::string::npos;
+  }
+  return config;
+}
+
+SlurmCommands::SlurmCommands(std::string scratch_dir) : scratch_dir_(std::move(scratch_dir)) {}
+
+SlurmCommands::Output SlurmCommands::run(const std::vector<std::string>& argv, double timeout_s) const {
+  static std::atomic<int> counter{0};
+  const std::string path = fmt::format("{}/.{}-{}-{}.out", scratch_dir_, argv[0], ::getpid(), counter++);
+  ProcessRequest request;
+  request.argv = argv;
+  request.log_path = path;
+  request.timeout_s = timeout_s;
+  // Cancelling jobs after Ctrl-C is exactly when these must still run.
+  request.stop_on_interrupt = false;
+  // Dates and states in the C locale's words.
+  request.environment = {{"LC_ALL", "C"}, {"SLURM_TIME_FORMAT", "standard"}};
+  Output output;
+  const ProcessOutcome outcome = run_process(request);
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  output.text = text.str();
+  std::error_code ignored;
+  std::filesystem::remove(path, ignored);
+  output.exit_code = outcome.exited ? outcome.exit_code : -1;
+  if (outcome.timed_out) output.text += fmt::format("\n(no answer within {} s)", timeout_s);
+  return output;
+}
+
+ClusterConfig SlurmCommands::read_config(const std::string& partition) const {
+  const Output output = run({"scontrol", "show", "config"});
+  if (output.exit_code != 0) {
+    throw LaunchError(fmt::format("scontrol show config failed (is the SLURM controller up?): {}",
+                                  shortened(one_line(trimmed(output.text)), 300)));
+  }
+  ClusterConfig config = parse_config(output.text);
+  // A configured accounting storage must also answer: detected, not assumed.
+  if (config.accounting) {
+    config.accounting = run({"sacct", "--noheader", "--parsable2", "--allocations", "--jobs=1"}).exit_code == 0;
+  }
+  // "%c": CPUs per node, "2" or "2+" when the nodes differ (the fewest, then a plus).
+  std::vector<std::string> sinfo = {"sinfo", "--noheader", "--format=%c"};
+  if (!partition.empty()) sinfo.push_back("--partition=" + partition);
+  const Output cpus = run(sinfo);
+  if (cpus.exit_code == 0) {
+    try {
+      config.cpus_per_node = std::stoi(trimmed(cpus.text));
+    } catch (const std::exception&) {
+      // Unknown: no automatic --overcommit.
+    }
+  }
+  return config;
+}
+
+bool SlurmCommands::srun_offers_pmix() const {
+  const Output output = run({"srun", "--mpi=list"});
+  return output.exit_code == 0 && output.text.find("pmix") != std::string::npos;
+}
+
+std::string SlurmCommands::submit(const std::vector<std::string>& arguments, const std::string& script) const {
+  std::vector<std::string> argv = {"sbatch", "--parsable"};
+  argv.insert(argv.end(), arguments.begin(), arguments.end());
+  argv.push_back(script);
+  const Output output = run(argv);
+  // "1234" or "1234;cluster"; sbatch may print warnings on lines before it.
+  static const std::regex job_id(R"((^|\n)(\d+)(;\S*)?\s*$)");
+  std::smatch match;
+  if (output.exit_code != 0 || !std::regex_search(output.text, match, job_id)) {
+    throw LaunchError(fmt::format("sbatch {} failed: {}", script,
+                                  shortened(trimmed(output.text).empty() ? "no output" : one_line(trimmed(output.text)), 500)));
+  }
+  return match[2].str();
+}
+
+std::vector<SchedulerJob> SlurmCommands::query(const std::string& job_name, bool accounting, double since) {
+  ++queries_;
+  if (accounting) {
+    // sacct reads relative times in seconds ("now-600"); a minute more for clocks that differ.
+    const auto seconds_back = static_cast<long long>(std::max(0.0, wall_clock_s() - since)) + 60;
+    const Output output = run({"sacct", "--noheader", "--parsable2", "--allocations",
+                               "--name=" + job_name, fmt::format("--starttime=now-{}", seconds_back),
+                               "--format=JobID,State,NodeList"});
+    if (output.exit_code == 0) return parse_sacct(output.text);
+    throw LaunchError(fmt::format("sacct failed: {}", shortened(one_line(trimmed(output.text)), 300)));
+  }
+  const Output output = run({"squeue", "--noheader", "--me", "--array", "--states=all",
+                             "--name=" + job_name, "--format=%i|%T|%r|%N"});
+  if (output.exit_code != 0) {
+    throw LaunchError(fmt::format("squeue failed: {}", shortened(one_line(trimmed(output.text)), 300)));
+  }
+  return parse_squeue(output.text);
+}
+
+void SlurmCommands::cancel(const std::vector<std::string>& ids) const {
+  if (ids.empty()) return;
+  std::vector<std::string> argv = {"scancel"};
+  argv.insert(argv.end(), ids.begin(), ids.end());
+  run(argv);
+}
+
+}  // namespace harness

@@ -1,0 +1,70 @@
+// The SLURM client commands the launcher runs (sbatch, squeue, sacct, scancel, scontrol, srun),
+// each as an argv (never through a shell) with a time limit, and their output parsed.
+//
+// Gentle on the controller: the follow loop asks about the whole sweep in one query (its jobs
+// share a name), and the cluster's configuration is read once.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace harness {
+
+// What the launcher needs to know of the cluster (scontrol show config).
+struct ClusterConfig {
+  int max_array_size = 1001;     // array indices must be below it
+  double min_job_age_s = 300;    // how long a finished job stays visible without accounting
+  bool accounting = false;       // sacct works (an accounting storage is configured and answers)
+  int cpus_per_node = 0;         // the fewest CPUs of a node of the partition (sinfo); 0: unknown
+};
+
+// A job (or array task) as the scheduler reports it.
+struct SchedulerJob {
+  std::string id;      // "1234", "1234_5"
+  std::string state;   // PENDING, RUNNING, COMPLETED, FAILED, TIMEOUT, CANCELLED, NODE_FAIL, ...
+  std::string reason;  // why it waits, or "" (squeue's %r; sacct has none)
+  std::string nodes;   // where it runs or ran, "" when pending
+};
+
+// States after which a job runs no more.
+bool is_final_state(const std::string& state);
+
+class SlurmCommands {
+ public:
+  // Output of the commands is captured in files under `scratch_dir`.
+  explicit SlurmCommands(std::string scratch_dir);
+
+  // scontrol show config; sinfo for the CPUs of `partition`'s nodes ("" = the default one).
+  ClusterConfig read_config(const std::string& partition) const;
+  // Whether `srun --mpi=list` offers pmix (what Open MPI's ranks need under srun).
+  bool srun_offers_pmix() const;
+  // sbatch --parsable ARGS SCRIPT; the job id. Throws LaunchError with sbatch's own words.
+  std::string submit(const std::vector<std::string>& arguments, const std::string& script) const;
+  // Every job named `job_name` of this user: squeue --states=all, or sacct with accounting (jobs
+  // started since `since`, a Unix time). One scheduler query. Throws LaunchError.
+  std::vector<SchedulerJob> query(const std::string& job_name, bool accounting, double since);
+  // scancel, all ids in one call; ids already gone are no error.
+  void cancel(const std::vector<std::string>& ids) const;
+
+  int queries_made() const { return queries_; }
+
+ private:
+  struct Output {
+    int exit_code = -1;
+    std::string text;
+  };
+  Output run(const std::vector<std::string>& argv, double timeout_s = 60) const;
+
+  std::string scratch_dir_;
+  int queries_ = 0;
+};
+
+// Parses `squeue --noheader --array --format=%i|%T|%r|%N` output.
+std::vector<SchedulerJob> parse_squeue(const std::string& text);
+// Parses `sacct --noheader --parsable2 --format=JobID,State,NodeList` output.
+std::vector<SchedulerJob> parse_sacct(const std::string& text);
+// Reads the values the launcher uses from `scontrol show config` output.
+ClusterConfig parse_config(const std::string& text);
+
+}  // namespace harness

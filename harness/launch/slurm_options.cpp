@@ -1,0 +1,177 @@
+#include "harness/launch/slurm_options.h"
+
+#include <algorithm>
+#include <regex>
+
+#include <fmt/format.h>
+
+#include "harness/common/json_values.h"
+
+namespace harness {
+namespace {
+
+// SLURM's names (partitions, accounts, QOS) are words; a comma separates several partitions.
+constexpr const char* kNameExpected = "a SLURM name (letters, digits, _ . -; commas between several)";
+const std::regex kName(R"([A-Za-z0-9_.\-]+(,[A-Za-z0-9_.\-]+)*)");
+// Node features joined with SLURM's operators: "skylake&ib", "[rack1|rack2]", "gpu*2".
+constexpr const char* kConstraintExpected =
+    "node features with SLURM's operators (letters, digits, _ . - & | * ! [ ] ( ) , :)";
+const std::regex kConstraint(R"([A-Za-z0-9_.\-&|*!\[\](),:]+)");
+// One sbatch option, written as on its command line: "--mail-type=END", "--requeue".
+constexpr const char* kSbatchExpected =
+    "an sbatch option such as \"--mail-type=END\" (--name[=value]; the value letters, digits and "
+    "_ . , : = @ / + % -)";
+const std::regex kSbatchOption(R"(--[a-z][a-z0-9\-]*(=[A-Za-z0-9_.,:=@/+%\-]+)?)");
+
+std::string matching_string(const Json& value, const std::string& where, const std::regex& pattern,
+                            std::string_view expected) {
+  if (!value.is_string() || value.get_ref<const std::string&>().size() > 256 ||
+      !std::regex_match(value.get_ref<const std::string&>(), pattern)) {
+    fail_expected(where, expected, value);
+  }
+  return value.get<std::string>();
+}
+
+// A list of strings, each checked by `read_one`.
+template <typename ReadOne>
+std::vector<std::string> string_list(const Json& value, const std::string& where, ReadOne read_one) {
+  if (!value.is_array() || value.size() > 100) fail_expected(where, "a list of up to 100 strings", value);
+  std::vector<std::string> strings;
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    strings.push_back(read_one(value[i], fmt::format("{}[{}]", where, i)));
+  }
+  return strings;
+}
+
+// A shell line of the user's: any text but a control character (a newline would start a line
+// the option does not show).
+std::string shell_line(const Json& value, const std::string& where) {
+  constexpr const char* kExpected = "one line of shell (at most 1000 bytes, no control characters)";
+  if (!value.is_string()) fail_expected(where, kExpected, value);
+  const auto& line = value.get_ref<const std::string&>();
+  if (line.empty() || line.size() > 1000 || std::any_of(line.begin(), line.end(), [](char c) {
+        return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+      })) {
+    fail_expected(where, kExpected, value);
+  }
+  return line;
+}
+
+template <typename Field>
+OptionRow<SlurmOptions> name_row(std::string_view key, std::string_view help, Field field) {
+  return {key, kNameExpected, help, R"({"type": "string", "pattern": "^[A-Za-z0-9_.,-]+$"})",
+          [field](SlurmOptions& o, const Json& v, const std::string& where) {
+            o.*field = matching_string(v, where, kName, kNameExpected);
+          },
+          [field](const SlurmOptions& o) { return Json(o.*field); }};
+}
+
+}  // namespace
+
+std::string_view mode_name(SlurmMode mode) {
+  switch (mode) {
+    case SlurmMode::kPerPoint: return "per-point";
+    case SlurmMode::kArray: return "array";
+    case SlurmMode::kPack: return "pack";
+    case SlurmMode::kAuto: break;
+  }
+  return "auto";
+}
+
+std::string_view starter_name(RankStarter starter) {
+  switch (starter) {
+    case RankStarter::kSrun: return "srun";
+    case RankStarter::kMpirun: return "mpirun";
+    case RankStarter::kAuto: break;
+  }
+  return "auto";
+}
+
+const std::vector<OptionRow<SlurmOptions>>& slurm_option_rows() {
+  static const std::vector<OptionRow<SlurmOptions>> rows = {
+      name_row("partition", "sbatch --partition (default: the cluster's)", &SlurmOptions::partition),
+      name_row("account", "sbatch --account", &SlurmOptions::account),
+      name_row("qos", "sbatch --qos", &SlurmOptions::qos),
+      {"constraint", kConstraintExpected, "sbatch --constraint: node features",
+       R"({"type": "string"})",
+       [](SlurmOptions& o, const Json& v, const std::string& where) {
+         o.constraint = matching_string(v, where, kConstraint, kConstraintExpected);
+       },
+       [](const SlurmOptions& o) { return Json(o.constraint); }},
+      {"time_limit_s", "a positive number of seconds",
+       "each point's time limit (default: its timeout_s); jobs ask SLURM for that plus a minute",
+       R"({"type": "number", "exclusiveMinimum": 0})",
+       [](SlurmOptions& o, const Json& v, const std::string& where) {
+         o.time_limit_s = read_positive_number(v, where);
+       },
+       [](const SlurmOptions& o) { return Json(o.time_limit_s); }},
+      {"exclusive", "true or false", "sbatch --exclusive: whole nodes, shared with no other job",
+       R"({"type": "boolean"})",
+       [](SlurmOptions& o, const Json& v, const std::string& where) { o.exclusive = read_boolean(v, where); },
+       [](const SlurmOptions& o) { return Json(o.exclusive); }},
+      {"gpus_per_node", "an integer from 0 to 64", "sbatch --gpus-per-node",
+       R"({"type": "integer", "minimum": 0, "maximum": 64})",
+       [](SlurmOptions& o, const Json& v, const std::string& where) {
+         o.gpus_per_node = static_cast<int>(read_integer(v, where, 0, 64, "an integer from 0 to 64"));
+       },
+       [](const SlurmOptions& o) { return Json(o.gpus_per_node); }},
+      {"overcommit", "true or false",
+       "sbatch --overcommit: more ranks on a node than its CPUs (functional sweeps, small clusters)",
+       R"({"type": "boolean"})",
+       [](SlurmOptions& o, const Json& v, const std::string& where) { o.overcommit = read_boolean(v, where); },
+       [](const SlurmOptions& o) { return Json(o.overcommit); }},
+      {"sbatch", "a list of sbatch options", "more #SBATCH lines, e.g. [\"--mail-type=END\"]",
+       R"({"type": "array", "items": {"type": "string", "pattern": "^--[a-z][a-z0-9-]*(=[A-Za-z0-9_.,:=@/+%-]+)?$"}})",
+       [](SlurmOptions& o, const Json& v, const std::string& where) {
+         o.sbatch = string_list(v, where, [](const Json& item, const std::string& at) {
+           return matching_string(item, at, kSbatchOption, kSbatchExpected);
+         });
+       },
+       [](const SlurmOptions& o) { return Json(o.sbatch); }},
+      {"setup", "a list of shell lines",
+       "shell commands run as written before the ranks start, e.g. [\"module load openmpi\"]",
+       R"({"type": "array", "items": {"type": "string"}})",
+       [](SlurmOptions& o, const Json& v, const std::string& where) {
+         o.setup = string_list(v, where, shell_line);
+       },
+       [](const SlurmOptions& o) { return Json(o.setup); }},
+      {"mode", "\"auto\", \"per-point\", \"array\" or \"pack\"",
+       "per-point: a job per point; array: a job array per resource group; pack: one allocation "
+       "per group running its points in turn; auto: pack when points are short, else array",
+       R"({"enum": ["auto", "per-point", "array", "pack"]})",
+       [](SlurmOptions& o, const Json& v, const std::string& where) {
+         const std::string mode = read_choice(v, where, {"auto", "per-point", "array", "pack"});
+         for (const SlurmMode m : {SlurmMode::kAuto, SlurmMode::kPerPoint, SlurmMode::kArray, SlurmMode::kPack}) {
+           if (mode_name(m) == mode) o.mode = m;
+         }
+       },
+       [](const SlurmOptions& o) { return Json(std::string(mode_name(o.mode))); }},
+      {"start_ranks_with", "\"auto\", \"srun\" or \"mpirun\"",
+       "what starts the ranks in a job: srun --mpi=pmix, mpirun, or auto (srun when it offers pmix)",
+       R"({"enum": ["auto", "srun", "mpirun"]})",
+       [](SlurmOptions& o, const Json& v, const std::string& where) {
+         const std::string starter = read_choice(v, where, {"auto", "srun", "mpirun"});
+         for (const RankStarter s : {RankStarter::kAuto, RankStarter::kSrun, RankStarter::kMpirun}) {
+           if (starter_name(s) == starter) o.start_ranks_with = s;
+         }
+       },
+       [](const SlurmOptions& o) { return Json(std::string(starter_name(o.start_ranks_with))); }},
+      {"array_throttle", "an integer from 0 to 10000",
+       "array tasks running at once (sbatch --array=...%N); 0: as many as the cluster allows",
+       R"({"type": "integer", "minimum": 0, "maximum": 10000})",
+       [](SlurmOptions& o, const Json& v, const std::string& where) {
+         o.array_throttle = static_cast<int>(read_integer(v, where, 0, 10000, "an integer from 0 to 10000"));
+       },
+       [](const SlurmOptions& o) { return Json(o.array_throttle); }},
+      {"template", "a path to a job script template",
+       "your own job script template (see slurm/job.sh.in for the placeholders it must hold)",
+       R"({"type": "string"})",
+       [](SlurmOptions& o, const Json& v, const std::string& where) {
+         o.template_path = read_nonempty_string(v, where, "a path to a job script template");
+       },
+       [](const SlurmOptions& o) { return Json(o.template_path); }},
+  };
+  return rows;
+}
+
+}  // namespace harness

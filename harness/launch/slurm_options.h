@@ -1,0 +1,60 @@
+// The options of the SLURM launcher: "launcher": {"name": "slurm", "partition": "gpu", ...}.
+//
+// Every value that reaches a job script is checked here against the characters its field may
+// hold, before anything is rendered: resource values become "#SBATCH" lines, which sbatch reads
+// without a shell and which cannot be quoted, so a newline, a quote, "$(...)" or a ";" in a
+// partition name is refused, not escaped. The one exception is `setup`: its lines are shell
+// commands by design (module load, source), run as written; each must be a single line.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "harness/common/option_table.h"
+
+namespace harness {
+
+// How points become jobs (slurm_scheduler.h).
+enum class SlurmMode {
+  kAuto,      // pack for points expected to be short, array otherwise
+  kPerPoint,  // one job per point
+  kArray,     // one job array per group of points with the same resources
+  kPack,      // one allocation per group, its points run one after another as job steps
+};
+
+// What starts the ranks inside a job.
+enum class RankStarter {
+  kAuto,    // srun when `srun --mpi=list` offers pmix, otherwise mpirun
+  kSrun,    // srun --mpi=pmix
+  kMpirun,  // Open MPI's mpirun, which reads the allocation from SLURM
+};
+
+struct SlurmOptions {
+  std::string partition;
+  std::string account;
+  std::string qos;
+  std::string constraint;
+  double time_limit_s = 0;  // per point; 0: the point's timeout_s
+  bool exclusive = false;
+  int gpus_per_node = 0;
+  // More ranks on a node than it has CPUs (sbatch --overcommit), as the local launcher
+  // oversubscribes: for functional sweeps and small test clusters, never for measurements.
+  bool overcommit = false;
+  std::vector<std::string> sbatch;  // more "#SBATCH" options: "--mail-type=END"
+  std::vector<std::string> setup;   // shell lines before the ranks start: "module load openmpi"
+  SlurmMode mode = SlurmMode::kAuto;
+  RankStarter start_ranks_with = RankStarter::kAuto;
+  int array_throttle = 0;        // array tasks running at once (%N); 0: no limit
+  std::string template_path;     // "" = the harness's own (slurm/job.sh.in)
+};
+
+const std::vector<OptionRow<SlurmOptions>>& slurm_option_rows();
+
+std::string_view mode_name(SlurmMode mode);
+std::string_view starter_name(RankStarter starter);
+
+// Points whose expected run is shorter than this are packed by mode "auto": below it, the
+// queue wait of a job per point would cost more than the points themselves.
+inline constexpr double kPackBelowSeconds = 300;
+
+}  // namespace harness

@@ -1,0 +1,102 @@
+// The SLURM launcher: "launcher": "slurm", or {"name": "slurm", <options>} (slurm_options.h).
+//
+// Jobs are batch scripts rendered from a template (slurm_script.h) and submitted with sbatch,
+// grouped by mode: a job per point, a job array per group of points with the same resources
+// (split at the cluster's MaxArraySize), or a pack: one allocation per group that runs its points
+// one after another as job steps. Inside a job, srun --mpi=pmix or mpirun starts the ranks.
+//
+// Following is gentle: a point's end is read from its status file (slurm_follow.h); the
+// scheduler is asked about the whole sweep at once (its jobs share the name harness-<sweep id>),
+// with back-off, only to find jobs that died without a word. Jobs outlive the harness: the
+// results directory's ledger keeps their ids, and a later `harness status` or resumed run adopts
+// them.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/launch/scheduler.h"
+#include "harness/launch/slurm_commands.h"
+#include "harness/launch/slurm_follow.h"
+#include "harness/launch/slurm_options.h"
+#include "harness/launch/slurm_script.h"
+
+namespace harness {
+
+class SlurmScheduler final : public Scheduler {
+ public:
+  // `where` names the launcher in messages ("exp.json: launcher").
+  SlurmScheduler(SlurmOptions options, std::string where);
+  // For tests: a cluster of this configuration whose jobs start ranks with `starter`, asked
+  // nothing until a job is submitted.
+  SlurmScheduler(SlurmOptions options, std::string where, ClusterConfig cluster, RankStarter starter);
+
+  std::string_view name() const override { return "slurm"; }
+  void check_available() const override;
+  ResourceLimits limits() const override { return {}; }
+  int max_parallel() const override;
+  std::string caution(const std::vector<JobSpec>& jobs) const override;
+  int threads_per_rank(const JobSpec& job) const override { return job.threads_per_rank; }
+  std::vector<std::string> command_for(const JobSpec& job) const override;
+  void prepare(const SweepContext& context) override;
+  JobId submit(const JobSpec& job) override;
+  std::vector<Submission> submit_all(const std::vector<JobSpec>& jobs) override;
+  bool jobs_outlive_harness() const override { return true; }
+  std::string external_id(JobId job) const override;
+  std::optional<JobId> adopt(const JobSpec& job, const std::string& external_id) override;
+  std::string describe(JobId job) const override;
+  std::string plan(const std::vector<JobSpec>& jobs) override;
+  std::vector<JobResult> poll(double wait_s) override;
+  void cancel(JobId job) override { cancel_all({job}); }
+  void cancel_all(const std::vector<JobId>& jobs) override;
+
+  int queries_made() const { return commands_ ? commands_->queries_made() : 0; }
+
+ private:
+  struct Tracked {
+    JobSpec spec;
+    FollowedJob follow;
+    SlurmMode mode = SlurmMode::kPerPoint;
+    std::string cancel_id;  // what scancel takes: the job, the array task, the pack's allocation
+    bool cancelled = false;  // by this harness: ends as interrupted
+  };
+  // Jobs rendered into one script and submitted with one sbatch.
+  struct Batch {
+    SlurmMode mode = SlurmMode::kPerPoint;
+    std::vector<std::size_t> jobs;  // indices into the submitted list
+  };
+
+  SlurmCommands& commands() const;
+  // The cluster's configuration, read once; SLURM's defaults when no cluster answers.
+  const ClusterConfig& config() const;
+  // More ranks (times threads) on a node than it has CPUs: sbatch --overcommit.
+  bool overcommits(const JobSpec& job) const;
+  RankStarter starter() const;
+  double point_limit_s(const JobSpec& job) const;
+  std::vector<Batch> batches(const std::vector<JobSpec>& jobs) const;
+  JobScript script_for(const Batch& batch, const std::vector<JobSpec>& jobs) const;
+  std::string job_name() const { return "harness-" + context_.sweep_id; }
+  double requested_node_hours(const Batch& batch, const std::vector<JobSpec>& jobs) const;
+  JobId track(const JobSpec& job, SlurmMode mode, const std::string& slurm_id, const std::string& cancel_id);
+  std::vector<JobResult> collect(bool may_query);
+
+  SlurmOptions options_;
+  std::string where_;
+  std::string template_text_;
+  SweepContext context_;
+  mutable std::unique_ptr<SlurmCommands> commands_;
+  mutable std::optional<ClusterConfig> config_;
+  mutable std::string config_problem_;  // why no configuration could be read
+  mutable std::optional<RankStarter> starter_;
+  std::map<JobId, Tracked> tracked_;
+  std::map<std::string, SchedulerJob> last_seen_;  // the last query's answer, by job id
+  QueryBackoff backoff_{60};
+  JobId next_ = 1;
+};
+
+std::unique_ptr<Scheduler> make_slurm_scheduler(const LauncherSpec& spec);
+
+}  // namespace harness

@@ -1,0 +1,179 @@
+// How the SLURM launcher decides a point's end from its status file and the scheduler's word,
+// parses what squeue, sacct and scontrol print, and paces its queries.
+#include "harness/launch/slurm_follow.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "harness/launch/job_ledger.h"
+#include "harness/launch/slurm_commands.h"
+
+namespace harness {
+namespace {
+
+PointStatusFile finished(int code, double elapsed_s = 5) {
+  return parse_status_file("started 100.0 hnode1 12\nfinished " + std::to_string(100.0 + elapsed_s) + " " +
+                           std::to_string(code) + "\n");
+}
+
+FollowedJob job(bool packed = false) {
+  FollowedJob job;
+  job.slurm_id = "12";
+  job.packed = packed;
+  job.time_limit_s = 60;
+  return job;
+}
+
+SchedulerJob seen(const std::string& state, const std::string& nodes = "hnode2") {
+  return {"12", state, "", nodes};
+}
+
+TEST(SlurmFollow, StatusFilesAreReadLineByLineAndAHalfLineIsNoFinish) {
+  const PointStatusFile status = parse_status_file("started 1700000000.25 hnode1 12 array task 3\nfinished 1700");
+  EXPECT_TRUE(status.started);
+  EXPECT_DOUBLE_EQ(status.started_at, 1700000000.25);
+  EXPECT_EQ(status.host, "hnode1");
+  EXPECT_FALSE(status.finished);
+  EXPECT_FALSE(read_status_file("/no/such/file").started);
+}
+
+TEST(SlurmFollow, TheFileDecidesWhatItCan) {
+  FollowedJob followed = job();
+  EXPECT_EQ(judge_job(followed, finished(0), nullptr, false)->end, JobEnd::kCompleted);
+  const auto timeout = judge_job(followed, finished(124), nullptr, false);
+  EXPECT_EQ(timeout->end, JobEnd::kTimeout);
+  EXPECT_EQ(timeout->reason, "timed out after the 60 s limit");
+  // KILLed after the TERM of `timeout`, past the limit.
+  EXPECT_EQ(judge_job(followed, finished(137, 70), nullptr, false)->end, JobEnd::kTimeout);
+  // Running, or not started, and no query this poll: nothing to say.
+  EXPECT_FALSE(judge_job(followed, parse_status_file("started 1 h 1\n"), nullptr, false));
+  EXPECT_FALSE(judge_job(followed, {}, nullptr, false));
+}
+
+TEST(SlurmFollow, AFailedOrSignalledJobWaitsForTheSchedulersFinalState) {
+  FollowedJob followed = job();
+  // The job is still completing: wait.
+  const SchedulerJob completing = seen("COMPLETING");
+  EXPECT_FALSE(judge_job(followed, finished(143), &completing, true));
+  const SchedulerJob cancelled = seen("CANCELLED");
+  EXPECT_EQ(judge_job(followed, finished(143), &cancelled, true)->end, JobEnd::kCancelled);
+  const SchedulerJob node_fail = seen("NODE_FAIL");
+  FollowedJob other = job();
+  const auto verdict = judge_job(other, finished(1), &node_fail, true);
+  EXPECT_EQ(verdict->end, JobEnd::kNodeFailure);
+  EXPECT_EQ(verdict->reason, "job 12 ended NODE_FAIL: a node failed on hnode2");
+  const SchedulerJob failed = seen("FAILED");
+  FollowedJob third = job();
+  const auto plain = judge_job(third, finished(3), &failed, true);
+  EXPECT_EQ(plain->end, JobEnd::kFailed);
+  EXPECT_EQ(plain->reason, "");  // the ranks' own failure: the record reads it from the log
+  const SchedulerJob oom = seen("OUT_OF_MEMORY");
+  FollowedJob fourth = job();
+  EXPECT_EQ(judge_job(fourth, finished(137, 1), &oom, true)->end, JobEnd::kOutOfMemory);
+  // A pack's allocation goes on: a step's failure is the point's alone, at once.
+  FollowedJob packed = job(true);
+  const SchedulerJob running = seen("RUNNING");
+  EXPECT_EQ(judge_job(packed, finished(1), nullptr, false)->end, JobEnd::kFailed);
+  EXPECT_EQ(judge_job(packed, finished(137, 1), &running, true)->end, JobEnd::kFailed);
+}
+
+TEST(SlurmFollow, AJobThatDiedWithoutAWordIsJudgedAfterTwoQueries) {
+  FollowedJob followed = job();
+  const PointStatusFile started = parse_status_file("started 1 hnode2 12\n");
+  const SchedulerJob node_fail = seen("NODE_FAIL");
+  EXPECT_FALSE(judge_job(followed, started, &node_fail, true));  // the file may yet appear
+  EXPECT_EQ(judge_job(followed, started, &node_fail, true)->end, JobEnd::kNodeFailure);
+  // Vanished: lost, never ok.
+  FollowedJob vanished = job();
+  EXPECT_FALSE(judge_job(vanished, started, nullptr, true));
+  const auto lost = judge_job(vanished, started, nullptr, true);
+  EXPECT_EQ(lost->end, JobEnd::kLost);
+  EXPECT_EQ(lost->reason,
+            "job 12 vanished from the scheduler without a status file (the point had started on hnode2)");
+  // Still listed as running in between resets the count.
+  FollowedJob flapping = job();
+  const SchedulerJob running = seen("RUNNING");
+  EXPECT_FALSE(judge_job(flapping, started, nullptr, true));
+  EXPECT_FALSE(judge_job(flapping, started, &running, true));
+  EXPECT_FALSE(judge_job(flapping, started, nullptr, true));
+  // A COMPLETED job without a finished line did not complete the point.
+  FollowedJob silent = job();
+  const SchedulerJob completed = seen("COMPLETED");
+  judge_job(silent, started, &completed, true);
+  EXPECT_EQ(judge_job(silent, started, &completed, true)->end, JobEnd::kFailed);
+  // A pack that ended before a point's turn: lost, so that it runs again.
+  FollowedJob waiting = job(true);
+  const SchedulerJob timeout = seen("TIMEOUT");
+  judge_job(waiting, {}, &timeout, true);
+  EXPECT_EQ(judge_job(waiting, {}, &timeout, true)->end, JobEnd::kLost);
+}
+
+TEST(SlurmFollow, QueriesBackOffWithJitterUnderTheCapAndResetOnNews) {
+  QueryBackoff backoff(query_cap_s(60));  // MinJobAge 60 s: at most every 15 s
+  EXPECT_TRUE(backoff.due(0));
+  double now = 1000;
+  backoff.reset(now);
+  EXPECT_FALSE(backoff.due(now + 1));
+  EXPECT_TRUE(backoff.due(now + 2));
+  std::vector<double> gaps;
+  for (int i = 0; i < 8; ++i) {
+    backoff.queried(now);
+    gaps.push_back(backoff.next_at() - now);
+    now = backoff.next_at();
+  }
+  EXPECT_GE(gaps[0], 1.5);
+  EXPECT_LE(gaps[0], 2.0 + 1e-6);
+  EXPECT_GT(gaps[3], gaps[0]);
+  for (const double gap : gaps) EXPECT_LE(gap, 15.0 + 1e-6);
+  backoff.reset(now);
+  EXPECT_TRUE(backoff.due(now + 2));
+  EXPECT_DOUBLE_EQ(query_cap_s(300), 60);
+  EXPECT_DOUBLE_EQ(query_cap_s(4), 2);
+}
+
+TEST(SlurmCommands, SqueueSacctAndScontrolOutputIsParsed) {
+  const auto jobs = parse_squeue("12_[2-3%2]|PENDING|JobArrayTaskLimit|\n12_0|RUNNING|None|hnode1\n"
+                                 "13|NODE_FAIL|NodeDown|hnode2\n");
+  ASSERT_EQ(jobs.size(), 4U);
+  EXPECT_EQ(jobs[0].id, "12_2");
+  EXPECT_EQ(jobs[1].id, "12_3");
+  EXPECT_EQ(jobs[1].reason, "JobArrayTaskLimit");
+  EXPECT_EQ(jobs[2].reason, "");
+  EXPECT_EQ(jobs[3].state, "NODE_FAIL");
+  const auto accounted = parse_sacct("14|CANCELLED by 0|hnode1\n15_[1,3-4]|PENDING|None assigned\n");
+  ASSERT_EQ(accounted.size(), 4U);
+  EXPECT_EQ(accounted[0].state, "CANCELLED");
+  EXPECT_EQ(accounted[3].id, "15_4");
+  EXPECT_EQ(accounted[3].nodes, "");
+  const ClusterConfig config = parse_config("MaxArraySize            = 4\nMinJobAge               = 60 sec\n"
+                                            "AccountingStorageType   = accounting_storage/none\n");
+  EXPECT_EQ(config.max_array_size, 4);
+  EXPECT_DOUBLE_EQ(config.min_job_age_s, 60);
+  EXPECT_FALSE(config.accounting);
+  EXPECT_TRUE(parse_config("AccountingStorageType = accounting_storage/slurmdbd\n").accounting);
+  EXPECT_TRUE(is_final_state("TIMEOUT"));
+  EXPECT_FALSE(is_final_state("COMPLETING"));
+  EXPECT_FALSE(is_final_state(""));
+}
+
+TEST(JobLedger, RoundTripsAndANewOneHasASweepId) {
+  const auto dir = std::filesystem::temp_directory_path() / "harness_ledger_test";
+  std::filesystem::remove_all(dir);
+  const ResultsDirectory directory(dir.string());
+  JobLedger ledger = read_ledger(directory);
+  EXPECT_EQ(ledger.sweep_id.size(), 8U);
+  EXPECT_TRUE(ledger.entries.empty());
+  ledger.launcher = {{"name", "slurm"}, {"mode", "pack"}};
+  ledger.entries.push_back({"p000-1", "0000abcd", "pack:12", "/m.json", {"srun", "x"}, 1.5});
+  write_ledger(directory, ledger);
+  const JobLedger read = read_ledger(directory);
+  EXPECT_EQ(read.sweep_id, ledger.sweep_id);
+  EXPECT_EQ(read.launcher, ledger.launcher);
+  ASSERT_EQ(read.entries.size(), 1U);
+  EXPECT_EQ(read.entries[0].external_id, "pack:12");
+  EXPECT_EQ(read.entries[0].command, (std::vector<std::string>{"srun", "x"}));
+}
+
+}  // namespace
+}  // namespace harness

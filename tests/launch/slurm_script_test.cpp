@@ -1,0 +1,235 @@
+// The SLURM launcher's job scripts: golden files of what it submits in each mode, every value
+// quoted (a rendered script run by bash gives each argument back byte for byte and executes
+// nothing of it), and options refused before anything is rendered.
+#include "harness/launch/slurm_script.h"
+
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "harness/common/errors.h"
+#include "harness/common/files.h"
+#include "harness/common/process.h"
+#include "harness/launch/scheduler.h"
+#include "harness/launch/slurm_follow.h"
+#include "harness/launch/slurm_scheduler.h"
+
+namespace harness {
+namespace {
+namespace fs = std::filesystem;
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+fs::path scratch(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("harness_slurm_script_" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// Compares with tests/launch/golden/<name>; HARNESS_UPDATE_GOLDEN=1 rewrites the file instead.
+void expect_golden(const std::string& text, const std::string& name) {
+  const fs::path path = fs::path(HARNESS_SOURCE_DIR) / "tests/launch/golden" / name;
+  if (std::getenv("HARNESS_UPDATE_GOLDEN") != nullptr) {
+    fs::create_directories(path.parent_path());
+    std::ofstream(path) << text;
+  }
+  EXPECT_EQ(text, read_text(path)) << "differs from " << path << " (HARNESS_UPDATE_GOLDEN=1 rewrites it)";
+}
+
+// Six points of a sweep: ranks 1 and 2, three batch sizes.
+std::vector<JobSpec> sweep_jobs() {
+  std::vector<JobSpec> jobs;
+  for (int i = 0; i < 6; ++i) {
+    JobSpec job;
+    job.name = "p00" + std::to_string(i) + "-0000000" + std::to_string(i);
+    job.key = "0000000" + std::to_string(i);
+    job.ranks = i < 3 ? 1 : 2;
+    job.time_limit_s = 600;
+    job.log_path = "/results/logs/" + job.name + ".log";
+    job.measurements_path = "/results/logs/" + job.name + ".run.measurements.json";
+    job.argv = {"/opt/harness", "worker", "--settings", R"({"ranks":)" + std::to_string(job.ranks) + "}",
+                "--output", job.measurements_path};
+    jobs.push_back(job);
+  }
+  return jobs;
+}
+
+std::string plan_of(SlurmMode mode, RankStarter starter = RankStarter::kSrun) {
+  SlurmOptions options;
+  options.mode = mode;
+  options.partition = "debug";
+  options.setup = {"module load openmpi"};
+  ClusterConfig cluster;
+  cluster.max_array_size = 2;  // the ranks-1 group of three splits into arrays of 2 and 1
+  cluster.cpus_per_node = 2;
+  SlurmScheduler scheduler(options, "exp.json: launcher", cluster, starter);
+  scheduler.prepare({"/results/jobs", "5eed0001", "/work"});
+  return scheduler.plan(sweep_jobs());
+}
+
+TEST(SlurmScript, PerPointArrayAndPackScriptsAreAsGolden) {
+  expect_golden(plan_of(SlurmMode::kPerPoint), "per_point.txt");
+  expect_golden(plan_of(SlurmMode::kArray), "array.txt");
+  expect_golden(plan_of(SlurmMode::kPack, RankStarter::kMpirun), "pack_mpirun.txt");
+}
+
+TEST(SlurmScript, AutoPacksShortPointsAndArraysLongOnes) {
+  SlurmOptions options;
+  ClusterConfig cluster;
+  SlurmScheduler scheduler(options, "launcher", cluster, RankStarter::kSrun);
+  scheduler.prepare({"/results/jobs", "5eed0001", "/work"});
+  std::vector<JobSpec> jobs = sweep_jobs();
+  // Earlier runs took 20 s: one allocation runs them all.
+  for (auto& job : jobs) job.expected_s = 20;
+  EXPECT_NE(scheduler.plan(jobs).find("1 job(s) for 6 point(s)"), std::string::npos) << scheduler.plan(jobs);
+  // Never measured, with a 10-minute limit each: an array per resource group.
+  for (auto& job : jobs) job.expected_s = 0;
+  const std::string plan = scheduler.plan(jobs);
+  EXPECT_NE(plan.find("2 job(s) for 6 point(s)"), std::string::npos) << plan;
+  EXPECT_NE(plan.find("#SBATCH --array=0-2"), std::string::npos) << plan;
+}
+
+TEST(SlurmScript, NodeHoursCountEveryArrayTaskAndAPackOnce) {
+  // Arrays: 6 tasks of 11 minutes on one node. Pack: one allocation of 6 × (600 + 30) + 60 s.
+  EXPECT_NE(plan_of(SlurmMode::kArray).find("at most 1.10 node-hour(s)"), std::string::npos);
+  EXPECT_NE(plan_of(SlurmMode::kPack).find("at most 1.07 node-hour(s)"), std::string::npos);
+}
+
+// What an experiment may carry into a script: a data path with command substitution, backticks,
+// a semicolon and quotes of both kinds.
+const std::string kHostile = "/data/x$(touch MARKER1)`touch MARKER2`;touch MARKER3;'\"$HOME";
+
+TEST(SlurmScript, RenderedScriptGivesEveryValueBackAndExecutesNone) {
+  const fs::path dir = scratch("hostile");
+  JobScript script;
+  script.mode = SlurmMode::kPack;
+  script.status_dir = (dir / "status with 'quote").string();
+  fs::create_directories(script.status_dir);
+  for (int i = 0; i < 2; ++i) {
+    ScriptPoint point;
+    point.id = "p00" + std::to_string(i);
+    point.threads = 1;
+    point.time_limit_s = 30;
+    point.measurements_path = (dir / ("m" + std::to_string(i))).string();
+    point.log_path = (dir / ("p00" + std::to_string(i) + ".log")).string();
+    point.command = {"printf", "%s\\n", kHostile};
+    script.points.push_back(point);
+  }
+  const fs::path path = dir / "job.sh";
+  write_file_atomically(path.string(), render_job_script(load_job_template("", "launcher.template"), script));
+  ProcessRequest request;
+  request.argv = {"bash", path.string()};
+  request.working_directory = dir.string();
+  request.log_path = (dir / "bash.log").string();
+  request.timeout_s = 60;
+  const ProcessOutcome outcome = run_process(request);
+  EXPECT_TRUE(outcome.ok()) << read_text(dir / "bash.log");
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(read_text(dir / ("p00" + std::to_string(i) + ".log")), kHostile + "\n");
+    const PointStatusFile status = read_status_file(script.status_dir + "/p00" + std::to_string(i) + ".status");
+    EXPECT_TRUE(status.started && status.finished);
+    EXPECT_EQ(status.exit_code, 0);
+  }
+  for (const char* marker : {"MARKER1", "MARKER2", "MARKER3"}) EXPECT_FALSE(fs::exists(dir / marker)) << marker;
+}
+
+TEST(SlurmScript, ATerminatedJobLeavesAFinishedLineAndAPointOverItsLimitSays124) {
+  const fs::path dir = scratch("signals");
+  JobScript script;
+  script.mode = SlurmMode::kPack;
+  script.status_dir = dir.string();
+  ScriptPoint slow;
+  slow.id = "slow";
+  slow.threads = 1;
+  slow.time_limit_s = 0.5;
+  slow.measurements_path = (dir / "m").string();
+  slow.log_path = (dir / "slow.log").string();
+  slow.command = {"sleep", "30"};
+  ScriptPoint stopped = slow;
+  stopped.id = "stopped";
+  stopped.time_limit_s = 60;
+  script.points = {slow, stopped};
+  const fs::path path = dir / "job.sh";
+  write_file_atomically(path.string(), render_job_script(load_job_template("", "t"), script));
+  ProcessRequest request;
+  request.argv = {"bash", path.string()};
+  request.log_path = (dir / "bash.log").string();
+  ChildProcess job(request);
+  // The second point starts once the first has timed out; then the job is cancelled (TERM).
+  for (int i = 0; i < 200 && !read_status_file((dir / "stopped.status").string()).started; ++i) {
+    wait_for_any({}, 0.05);
+  }
+  ::kill(job.pid(), SIGTERM);
+  std::optional<ProcessOutcome> outcome;
+  for (int i = 0; i < 200 && !(outcome = job.poll()); ++i) wait_for_any({&job}, 0.05);
+  ASSERT_TRUE(outcome.has_value());
+  EXPECT_EQ(read_status_file((dir / "slow.status").string()).exit_code, 124);
+  const PointStatusFile status = read_status_file((dir / "stopped.status").string());
+  EXPECT_TRUE(status.finished) << read_text(dir / "stopped.status");
+  EXPECT_EQ(status.exit_code, 143);
+}
+
+std::string option_error(const std::string& launcher_json) {
+  try {
+    LauncherSpec spec;
+    spec.options = Json::parse(launcher_json);
+    spec.name = spec.options["name"];
+    spec.options.erase("name");
+    spec.where = "exp.json: launcher";
+    make_scheduler(spec);
+  } catch (const ConfigError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(SlurmOptions, ValuesThatWouldReachAShellAreRefusedInOneLine) {
+  EXPECT_EQ(option_error(R"({"name": "slurm", "partition": "debug"})"), "");
+  for (const char* bad : {"a;b", "$(reboot)", "`id`", "a b", "a\nb", "a'b", "a\"b"}) {
+    const Json value = bad;
+    const std::string error = option_error(R"({"name": "slurm", "partition": )" + value.dump() + "}");
+    EXPECT_EQ(error.find("exp.json: launcher.partition: expected a SLURM name"), 0U) << error;
+    EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+  }
+  EXPECT_NE(option_error(R"({"name": "slurm", "account": "x;rm"})").find("launcher.account"), std::string::npos);
+  EXPECT_NE(option_error(R"j({"name": "slurm", "constraint": "a$(b)"})j").find("launcher.constraint"), std::string::npos);
+  EXPECT_EQ(option_error(R"({"name": "slurm", "constraint": "[skylake|haswell]&ib"})"), "");
+  EXPECT_NE(option_error(R"({"name": "slurm", "sbatch": ["--mail-type=END;id"]})").find("launcher.sbatch[0]"),
+            std::string::npos);
+  EXPECT_NE(option_error(R"({"name": "slurm", "sbatch": ["--comment=a b"]})").find("launcher.sbatch[0]"),
+            std::string::npos);
+  EXPECT_EQ(option_error(R"({"name": "slurm", "sbatch": ["--mail-type=END", "--requeue"]})"), "");
+  EXPECT_NE(option_error(R"({"name": "slurm", "setup": ["module load x\nid"]})").find("launcher.setup[0]"),
+            std::string::npos);
+  EXPECT_NE(option_error(R"({"name": "slurm", "mode": "packed"})").find("expected \"auto\", \"per-point\""),
+            std::string::npos);
+  EXPECT_EQ(option_error(R"({"name": "slurm", "partitoin": "x"})"),
+            "exp.json: launcher.partitoin: unknown option \"partitoin\" (did you mean \"partition\"?)");
+}
+
+TEST(SlurmOptions, ATemplateMustHoldEveryPlaceholderOnce) {
+  const fs::path dir = scratch("template");
+  std::ofstream(dir / "t.sh") << "#!/bin/bash\n{{sbatch}}\n{{setup}}\n{{points}}\n{{run}}\n";
+  const std::string error = option_error(R"({"name": "slurm", "template": ")" + (dir / "t.sh").string() + "\"}");
+  EXPECT_NE(error.find("expected the placeholder {{status_dir}} once, found it 0 time(s)"), std::string::npos) << error;
+  std::ofstream(dir / "u.sh") << "{{sbatch}} {{setup}} {{status_dir}} {{points}} {{run}} {{oops}}\n";
+  EXPECT_NE(option_error(R"({"name": "slurm", "template": ")" + (dir / "u.sh").string() + "\"}")
+                .find("unknown placeholder {{oops}}"),
+            std::string::npos);
+  EXPECT_NE(option_error(R"({"name": "slurm", "template": "/no/such/template.sh"})").find("launcher.template"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace harness

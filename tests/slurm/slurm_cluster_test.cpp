@@ -1,0 +1,158 @@
+// The SLURM launcher against a real cluster: slurmctld and two slurmd, each node in a network and
+// UTS namespace of its own (slurm/local-cluster.sh, started by the CTest fixture SlurmCluster).
+// The harness runs as a user runs it, with SLURM_CONF pointing at that cluster.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "slurm_test_helpers.h"
+#include "harness/common/clock.h"
+#include "harness/common/files.h"
+#include "harness/common/process.h"
+#include "harness/launch/job_ledger.h"
+#include "harness/launch/slurm_follow.h"
+
+namespace harness::e2e {
+namespace {
+
+// The status file of the point whose id starts with `prefix` ("p002").
+PointStatusFile point_status(const fs::path& out, const std::string& prefix) {
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(out / "jobs" / "status", error)) {
+    if (entry.path().filename().string().rfind(prefix, 0) == 0) return read_status_file(entry.path().string());
+  }
+  return {};
+}
+
+// The SLURM job id its status file names ("started <t> <host> <job id> ...").
+std::string job_of(const fs::path& out, const std::string& prefix) {
+  for (const auto& entry : fs::directory_iterator(out / "jobs" / "status")) {
+    if (entry.path().filename().string().rfind(prefix, 0) != 0) continue;
+    std::istringstream line(read_text(entry.path()));
+    std::string word, at, host, job;
+    line >> word >> at >> host >> job;
+    return job;
+  }
+  return "";
+}
+
+const char* kTwoRankSweep = R"({"name": "modes", "launcher": {"name": "slurm", "mode": "%s"},
+  "settings": {"workload": "iris_mlp", "epochs": 20, "timeout_s": 120, "threads_per_rank": 1},
+  "sweep": {"ranks": [1, 2], "batch_size": [4, 8]}})";
+
+std::string with_mode(const char* text, const std::string& mode) {
+  std::string experiment = text;
+  experiment.replace(experiment.find("%s"), 2, mode);
+  return experiment;
+}
+
+TEST(SlurmCluster, EveryModeGivesTheRecordsTheLocalLauncherGives) {
+  const fs::path dir = scratch("slurm_modes");
+  const fs::path local_experiment = write_experiment(dir, with_mode(kTwoRankSweep, "auto"));
+  const HarnessRun local = run_harness({"run", local_experiment.string(), "--launcher", "local", "--out",
+                                        (dir / "local").string()}, dir / "local.log");
+  ASSERT_EQ(local.outcome.exit_code, 0) << joined(local.output);
+  const auto local_rows = read_csv(dir / "local" / "summary.csv");
+  for (const std::string mode : {"per-point", "array", "pack"}) {
+    const fs::path experiment = write_experiment(dir, with_mode(kTwoRankSweep, mode));
+    const fs::path out = dir / mode;
+    const HarnessRun run = run_harness({"run", experiment.string(), "--out", out.string()}, dir / (mode + ".log"));
+    ASSERT_EQ(run.outcome.exit_code, 0) << mode << "\n" << joined(run.output);
+    const auto rows = read_csv(out / "summary.csv");
+    ASSERT_EQ(rows.size(), local_rows.size()) << mode;
+    std::set<std::string> job_ids;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      EXPECT_EQ(rows[i].at("id"), local_rows[i].at("id")) << mode;
+      EXPECT_EQ(rows[i].at("status"), "ok") << mode << ": " << rows[i].at("reason");
+      EXPECT_EQ(rows[i].at("ranks"), local_rows[i].at("ranks"));
+    }
+    for (const Json& record : records(out)) {
+      EXPECT_EQ(record["launch"]["scheduler"], "slurm");
+      const std::string job = record["launch"]["job_id"];
+      job_ids.insert(job);
+      EXPECT_EQ(job.find('_') != std::string::npos, mode == std::string("array")) << job;
+      EXPECT_EQ(record["measurements"]["world_size"], record["settings"]["ranks"]);
+      EXPECT_EQ(record["measurements"]["complete"], true);
+      for (const auto& host : record["measurements"]["hosts"]) {
+        EXPECT_TRUE(host == "hnode1" || host == "hnode2") << host;
+      }
+    }
+    // A pack is one allocation; the others a job (or array task) per point.
+    EXPECT_EQ(job_ids.size(), mode == std::string("pack") ? 1U : rows.size()) << mode;
+    EXPECT_TRUE(fs::exists(out / "plots" / "speedup.png")) << mode;
+    EXPECT_TRUE(read_ledger(ResultsDirectory(out.string())).entries.empty()) << mode;
+  }
+}
+
+TEST(SlurmCluster, APointOnTwoNodesRunsOnBoth) {
+  const fs::path dir = scratch("slurm_two_nodes");
+  const fs::path experiment = write_experiment(dir, R"({"name": "two_nodes", "launcher": "slurm",
+    "settings": {"workload": "iris_mlp", "epochs": 5, "ranks": 2, "nodes": 2, "ranks_per_node": 1,
+                 "timeout_s": 120}})");
+  const HarnessRun run = run_harness({"run", experiment.string(), "--out", (dir / "out").string()}, dir / "run.log");
+  ASSERT_EQ(run.outcome.exit_code, 0) << joined(run.output);
+  const Json record = records(dir / "out").at(0);
+  EXPECT_EQ(record["measurements"]["hosts"], Json::array({"hnode1", "hnode2"})) << record["measurements"]["hosts"];
+}
+
+// One sweep, each point ending its own way, while the others complete.
+TEST(SlurmCluster, FailedTimedOutAndCancelledPointsAreRecordedAsSuchWhileTheOthersComplete) {
+  const fs::path dir = scratch("slurm_endings");
+  // p000 completes; p001 (seed 7) has a rank killed; p002 runs past its 6 s limit; p003 is
+  // cancelled with scancel.
+  const fs::path experiment = write_experiment(dir, R"({"name": "endings",
+    "launcher": {"name": "slurm", "mode": "per-point"},
+    "settings": {"workload": "iris_mlp", "ranks": 2, "threads_per_rank": 1},
+    "sweep": {"zip": {"epochs": [10, 100000, 100000, 100000], "seed": [1, 7, 8, 9],
+                      "timeout_s": [120, 120, 6, 120]}}})");
+  const fs::path out = dir / "out";
+  ChildProcess harness(harness_request({"run", experiment.string(), "--out", out.string()}, dir / "run.log"));
+  ASSERT_TRUE(wait_until([&] { return point_status(out, "p001").started; })) << read_text(dir / "run.log");
+  // One rank of the seed-7 point (its settings are on its command line, and srun's).
+  // The status file says "started" before srun has started the ranks.
+  EXPECT_TRUE(wait_until([&] {
+    return run_command({"pkill", "-KILL", "-n", "-f", std::string("^") + HARNESS_BINARY + " worker .*\"seed\":7,"},
+                       dir / "pkill.log") == 0;
+  }, 60));
+  ASSERT_TRUE(wait_until([&] { return point_status(out, "p003").started; })) << read_text(dir / "run.log");
+  EXPECT_EQ(run_command({"scancel", job_of(out, "p003")}, dir / "scancel.log"), 0) << read_text(dir / "scancel.log");
+  std::optional<ProcessOutcome> ended;
+  ASSERT_TRUE(wait_until([&] { return (ended = harness.poll()).has_value(); }, 240)) << read_text(dir / "run.log");
+  EXPECT_EQ(ended->exit_code, 1) << read_text(dir / "run.log");
+  const auto all = records(out);
+  ASSERT_EQ(all.size(), 4U) << read_text(dir / "run.log");
+  EXPECT_EQ(all[0]["status"], "ok");
+  EXPECT_EQ(all[1]["status"], "failed") << all[1]["reason"];
+  EXPECT_EQ(all[2]["status"], "timeout") << all[2]["reason"];
+  EXPECT_EQ(all[2]["reason"], "timed out after the 6 s limit");
+  EXPECT_EQ(all[3]["status"], "cancelled") << all[3]["reason"];
+  EXPECT_TRUE(read_ledger(ResultsDirectory(out.string())).entries.empty());
+}
+
+TEST(SlurmCluster, AJobOnANodeThatStopsIsANodeFailureOrLostNeverOk) {
+  const fs::path dir = scratch("slurm_node_failure");
+  const fs::path experiment = write_experiment(dir, R"({"name": "node_failure", "launcher": "slurm",
+    "settings": {"workload": "iris_mlp", "epochs": 100000, "ranks": 2, "nodes": 2, "ranks_per_node": 1,
+                 "threads_per_rank": 1, "timeout_s": 300}})");
+  const fs::path out = dir / "out";
+  ChildProcess harness(harness_request({"run", experiment.string(), "--out", out.string()}, dir / "run.log"));
+  ASSERT_TRUE(wait_until([&] { return point_status(out, "p000").started; })) << read_text(dir / "run.log");
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // the ranks are up on both nodes
+  EXPECT_EQ(run_cluster_script({"stop-node", "hnode2"}, dir / "stop.log"), 0) << read_text(dir / "stop.log");
+  std::optional<ProcessOutcome> ended;
+  const bool harness_ended = wait_until([&] { return (ended = harness.poll()).has_value(); }, 180);
+  // Whatever happened, the node comes back for the other tests.
+  EXPECT_EQ(run_cluster_script({"start-node", "hnode2"}, dir / "start.log"), 0) << read_text(dir / "start.log");
+  ASSERT_TRUE(harness_ended) << read_text(dir / "run.log");
+  const Json record = records(out).at(0);
+  EXPECT_TRUE(record["status"] == "node_failure" || record["status"] == "lost")
+      << record["status"] << ": " << record["reason"];
+}
+
+}  // namespace
+}  // namespace harness::e2e
