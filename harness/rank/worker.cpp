@@ -128,6 +128,11 @@ class OutputFile {
     measurements.train = std::move(train);
     write(std::move(measurements), clock_.so_far(outside_s), false);
   }
+  void write_partial(CommMeasurements comm, double outside_s) const {
+    Measurements measurements = context_;
+    measurements.comm = std::move(comm);
+    write(std::move(measurements), clock_.so_far(outside_s), false);
+  }
   // Rank 0, at the end: `results` holds the kind's measurements.
   void write_final(Measurements results, RankPhases phases) const {
     Measurements measurements = context_;
@@ -245,11 +250,18 @@ TrainMeasurements cluster(const PointSettings& settings, const Communicator& com
 
 // Measurements of a communication benchmark point (kind "comm"), the same on every rank.
 CommMeasurements benchmark(const PointSettings& settings, const Communicator& communicator,
-                           PhaseClock& clock) {
+                           PhaseClock& clock, const OutputFile& output) {
   const auto backend = make_gradient_sync(settings.backend, communicator);
   clock.lap(&RankPhases::init_s);
-  CommMeasurements measurements{run_comm_benchmark(*backend, communicator, settings)};
-  clock.lap(&RankPhases::train_s);
+  double written_s = 0;  // the partial writes: like a training loop's flushes, eval_s
+  const auto size_done = [&](const std::vector<MessageSizeMetrics>& so_far) {
+    if (communicator.rank() != 0) return;
+    const auto start = Clock::now();
+    output.write_partial(CommMeasurements{so_far}, written_s);
+    written_s += seconds_since(start);
+  };
+  CommMeasurements measurements{run_comm_benchmark(*backend, communicator, settings, size_done)};
+  clock.lap_loop(written_s);
   return measurements;
 }
 
@@ -280,7 +292,7 @@ void run(const WorkerArguments& arguments, const Communicator& communicator, Pha
 
   Measurements results;
   if (settings.kind == Kind::kComm) {
-    results.comm = benchmark(settings, communicator, clock);
+    results.comm = benchmark(settings, communicator, clock, output);
   } else if (find_workload(settings.workload).algorithm == Algorithm::kLloydKMeans) {
     results.train = cluster(settings, communicator, clock, output);
   } else {

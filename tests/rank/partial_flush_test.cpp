@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "backends/mpi_allreduce.h"
+#include "harness/rank/comm_benchmark.h"
 #include "harness/rank/step_records.h"
 #include "harness/rank/trainer.h"
 #include "tests/mpi_world.h"
@@ -224,6 +225,26 @@ TEST(PartialFlush, KMeansFlushesBetweenIterationsAndLeavesThemOutOfItsTime) {
   std::iota(expected.begin(), expected.end(), 1U);
   EXPECT_EQ(flush.steps_seen, expected);
   EXPECT_LT(result.training.train_time_s, 0.5 * (result.iterations - 1) * 0.050);
+}
+
+TEST(PartialFlush, CommBenchmarkReportsTheSizesSoFarAfterEachSize) {
+  const World world;
+  PointSettings settings;
+  settings.kind = Kind::kComm;
+  settings.ranks = world.size;
+  apply_setting(settings, "comm_min_bytes", 4, "test");
+  apply_setting(settings, "comm_max_bytes", 64, "test");
+  apply_setting(settings, "comm_size_factor", 4, "test");
+  apply_setting(settings, "comm_iterations", 2, "test");
+  MpiAllreduce backend(MPI_COMM_WORLD);
+  std::vector<std::size_t> reported;
+  const auto report = [&](const std::vector<MessageSizeMetrics>& so_far) {
+    reported.push_back(so_far.size());
+    EXPECT_EQ(so_far.back().bytes, int64_t{4} << (2 * (so_far.size() - 1)));  // 4, 16, 64
+  };
+  const auto sizes = run_comm_benchmark(backend, MPI_COMM_WORLD, settings, report);
+  ASSERT_EQ(sizes.size(), 3U);  // 4, 16, 64 bytes
+  EXPECT_EQ(reported, (std::vector<std::size_t>{1, 2, 3}));
 }
 
 }  // namespace
