@@ -23,8 +23,10 @@ struct KMeansResult {
   bool converged = false;        // stopped by kmeans_tolerance rather than by `epochs`
 };
 
-// Collective over `communicator`.
+// Collective over `communicator`. With a `flush`, offers it the results so far between
+// iterations (loop_result.h), its time left out of train_time_s.
 KMeansResult run_distributed_kmeans(const KMeansData& data, GradientSync& backend,
-                                    const Communicator& communicator, const PointSettings& settings);
+                                    const Communicator& communicator, const PointSettings& settings,
+                                    LoopFlush* flush = nullptr);
 
 }  // namespace harness

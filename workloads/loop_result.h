@@ -1,9 +1,10 @@
 // What a rank's training loop reports: its own per-step times and, on rank 0, a record per
 // epoch. The data-parallel trainer (harness/rank/trainer.h) and the K-means driver
 // (kmeans_driver.h) both fill it; the rank program gathers the ranks' steps and writes them into
-// the point's measurements.
+// the point's measurements. While they run, both offer their results so far to a LoopFlush.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -33,7 +34,25 @@ struct LoopResult {
   int64_t steps_per_epoch = 0;
   double train_time_s = 0;          // sum over epochs, warm-up steps and evaluation excluded
   double eval_time_s = 0;           // sum of the evaluations
+  double flush_time_s = 0;          // sum of the flushes (LoopFlush), excluded like evaluation
   int64_t samples_trained = 0;      // all ranks, in the timed steps (warm-up excluded)
+};
+
+// What a training loop hands its results so far to, between steps, so that a point stopped by its
+// time limit keeps what it measured (harness/rank/partial_flush.h writes them). Before every step
+// the loop asks due(); when it answers yes, every rank calls flush() there. The previous step has
+// ended, so no reduction is in flight (with overlap neither: the communication thread is idle
+// until the next begin_step), and flush() may make MPI calls on the caller's thread.
+// Contract: due() answers the same on every rank for the same number of timed steps and asks
+// nothing of the other ranks, so that ordinary steps carry no extra communication.
+class LoopFlush {
+ public:
+  virtual ~LoopFlush() = default;
+  // Whether flush() is due before the next step, `timed_steps` timed steps into the loop.
+  virtual bool due(std::size_t timed_steps) const = 0;
+  // Collective. `so_far`: this rank's results up to now (epochs on rank 0: those finished). Returns
+  // the seconds it took on this rank, which the loop leaves out of its training time.
+  virtual double flush(const LoopResult& so_far) = 0;
 };
 
 }  // namespace harness

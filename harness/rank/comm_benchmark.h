@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "backends/gradient_sync.h"
@@ -24,11 +25,16 @@ namespace harness {
 // factor steps past it.
 std::vector<int64_t> comm_message_sizes(const CommOptions& options);
 
+// Called on every rank after each message size with the results so far (the same on every
+// rank), outside the timed reductions: the rank program writes them as partial measurements.
+using CommSizeDone = std::function<void(const std::vector<MessageSizeMetrics>& so_far)>;
+
 // Collective over `communicator`; every rank returns the same results. With device "cuda" the
 // buffers live on this rank's GPU (the current device).
 std::vector<MessageSizeMetrics> run_comm_benchmark(GradientSync& backend,
                                                    const Communicator& communicator,
-                                                   const PointSettings& settings);
+                                                   const PointSettings& settings,
+                                                   const CommSizeDone& size_done = {});
 
 // busbw from algbw for an allreduce over `ranks`.
 double allreduce_bus_bandwidth(double algbw, int ranks);

@@ -3,6 +3,8 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <span>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -11,7 +13,8 @@
 namespace harness {
 namespace {
 
-std::vector<double> gather_to_root(const std::vector<double>& local, const Communicator& communicator) {
+std::vector<double> gather_to_root(std::span<const double> local,
+                                   const Communicator& communicator) {
   std::vector<double> all(communicator.rank() == 0 ? local.size() * communicator.size() : 0);
   check_mpi(MPI_Gather(local.data(), static_cast<int>(local.size()), MPI_DOUBLE, all.data(),
                        static_cast<int>(local.size()), MPI_DOUBLE, 0, communicator.handle()),
@@ -23,13 +26,25 @@ std::vector<double> gather_to_root(const std::vector<double>& local, const Commu
 
 StepSeries gather_step_series(const StepTimes& local, const std::vector<bool>& training,
                               const Communicator& communicator) {
-  const auto step_s = gather_to_root(local.step_s, communicator);
-  const auto compute_s = gather_to_root(local.compute_s, communicator);
-  const auto comm_s = gather_to_root(local.comm_s, communicator);
-  const auto exposed_s = gather_to_root(local.exposed_s, communicator);
+  return gather_step_series(local, 0, training, communicator);
+}
+
+StepSeries gather_step_series(const StepTimes& local, std::size_t first_step,
+                              const std::vector<bool>& training, const Communicator& communicator) {
+  if (first_step > local.step_s.size()) {
+    throw Error(fmt::format("step records: gathering from step {} of {}", first_step,
+                            local.step_s.size()));
+  }
+  const auto from = [first_step](const std::vector<double>& times) {
+    return std::span<const double>(times).subspan(first_step);
+  };
+  const auto step_s = gather_to_root(from(local.step_s), communicator);
+  const auto compute_s = gather_to_root(from(local.compute_s), communicator);
+  const auto comm_s = gather_to_root(from(local.comm_s), communicator);
+  const auto exposed_s = gather_to_root(from(local.exposed_s), communicator);
   StepSeries series;
   if (communicator.rank() != 0) return series;
-  const std::size_t steps = local.step_s.size();
+  const std::size_t steps = local.step_s.size() - first_step;
   std::vector<double> wait_s;
   for (std::size_t step = 0; step < steps; ++step) {
     std::size_t worst = step;  // rank 0's entry
@@ -49,6 +64,23 @@ StepSeries gather_step_series(const StepTimes& local, const std::vector<bool>& t
   series.wait_s = std::move(wait_s);
   series.imbalance_s = load_imbalance_per_step(compute_s, steps, training);
   return series;
+}
+
+void append_steps(StepSeries& series, const StepSeries& more) {
+  const auto append = [](std::vector<double>& to, const std::vector<double>& from) {
+    to.insert(to.end(), from.begin(), from.end());
+  };
+  append(series.step_s, more.step_s);
+  append(series.compute_s, more.compute_s);
+  append(series.comm_s, more.comm_s);
+  append(series.exposed_comm_s, more.exposed_comm_s);
+  // A gathered series always has both; an empty one (before the first slice) gets them here.
+  for (auto [to, from] : {std::pair{&series.wait_s, &more.wait_s},
+                          std::pair{&series.imbalance_s, &more.imbalance_s}}) {
+    if (!from->has_value()) continue;
+    if (!to->has_value()) to->emplace();
+    append(**to, **from);
+  }
 }
 
 std::vector<double> load_imbalance_per_step(const std::vector<double>& compute_s,

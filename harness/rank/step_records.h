@@ -16,6 +16,14 @@ namespace harness {
 // that only serves). Other ranks get an empty series.
 StepSeries gather_step_series(const StepTimes& local, const std::vector<bool>& training,
                               const Communicator& communicator);
+// The same for this rank's steps from `first_step` on (every rank passes the same one): a partial
+// flush gathers only what is new since the previous one. Throws Error when `first_step` is past
+// the last step.
+StepSeries gather_step_series(const StepTimes& local, std::size_t first_step,
+                              const std::vector<bool>& training, const Communicator& communicator);
+
+// Appends `more`'s steps to `series` (a series gathered in slices is the series gathered at once).
+void append_steps(StepSeries& series, const StepSeries& more);
 
 // Per step, from every rank's compute time (rank r's step s at compute_s[r × steps + s], as
 // gathered): the slowest training rank's compute minus the mean training rank's. A synchronous

@@ -68,7 +68,7 @@ int64_t DataParallelTrainer::steps_per_epoch() const {
   return workload_.train_size() / global_batch(settings_, layout_.workers);
 }
 
-LoopResult DataParallelTrainer::train() {
+LoopResult DataParallelTrainer::train(LoopFlush* flush) {
   LoopResult result;
   result.steps_per_epoch = steps_per_epoch();
   if (result.steps_per_epoch == 0) {
@@ -102,11 +102,20 @@ LoopResult DataParallelTrainer::train() {
     const int64_t untimed = epoch == 1 ? warmup_steps : 0;
     check_mpi(MPI_Barrier(communicator_.handle()), "MPI_Barrier");
     double epoch_start = MPI_Wtime();
+    double flushed_s = 0;  // this epoch's flushes: not training time
     for (int64_t step = 0; step < result.steps_per_epoch; ++step) {
       if (step == untimed && untimed > 0) {
         // Between steps no reduction is in flight, so the barrier is safe with overlap too.
         check_mpi(MPI_Barrier(communicator_.handle()), "MPI_Barrier");
         epoch_start = MPI_Wtime();
+        flushed_s = 0;
+      }
+      // Before the step rather than after it: at an epoch's first step the previous epoch's
+      // record (written after its last step) is then part of what is flushed.
+      if (flush != nullptr && flush->due(result.steps.step_s.size())) {
+        const double flush_s = flush->flush(result);
+        flushed_s += flush_s;
+        result.flush_time_s += flush_s;
       }
       const auto start = Clock::now();
       buckets_.zero_gradients();
@@ -138,7 +147,7 @@ LoopResult DataParallelTrainer::train() {
       result.steps.step_s.push_back(seconds_between(start, end));
     }
     check_mpi(MPI_Barrier(communicator_.handle()), "MPI_Barrier");
-    const double epoch_time = MPI_Wtime() - epoch_start;
+    const double epoch_time = MPI_Wtime() - epoch_start - flushed_s;
     result.train_time_s += epoch_time;
     result.samples_trained += (result.steps_per_epoch - untimed) * samples_per_step;
     samples_seen += result.steps_per_epoch * samples_per_step;

@@ -35,8 +35,10 @@ class DataParallelTrainer {
   int64_t steps_per_epoch() const;
   std::size_t bucket_count() const { return buckets_.bucket_count(); }
   std::size_t hook_launches() const { return buckets_.hook_launches(); }
-  // Trains settings.epochs epochs, evaluating on rank 0 after each. Collective.
-  LoopResult train();
+  // Trains settings.epochs epochs, evaluating on rank 0 after each. Collective. With a `flush`,
+  // offers it the results so far between steps (loop_result.h); its time, like evaluation's, is
+  // left out of the epochs' training time and summed in flush_time_s.
+  LoopResult train(LoopFlush* flush = nullptr);
 
  private:
   Workload& workload_;

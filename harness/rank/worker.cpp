@@ -10,6 +10,8 @@
 #include <cstring>
 #include <iostream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -17,6 +19,7 @@
 #include "backends/registry.h"
 #include "harness/rank/allocator.h"
 #include "harness/rank/comm_benchmark.h"
+#include "harness/rank/partial_flush.h"
 #include "harness/common/errors.h"
 #include "harness/common/clock.h"
 #include "harness/common/files.h"
@@ -83,26 +86,72 @@ class PhaseClock {
     last_ = now;
     return elapsed;
   }
+  // A training loop's lap: `outside_s` of it (evaluations, partial flushes) is eval_s. Flushing
+  // is bookkeeping rank 0 does between steps as evaluating is, and eval_s is the one phase for a
+  // loop's time that is not training: train_s stays the timed loop's, and the phases still add up.
+  void lap_loop(double outside_s) {
+    const double loop_s = lap(&RankPhases::train_s);
+    const double moved_s = std::min(outside_s, loop_s);
+    phases_.train_s -= moved_s;
+    phases_.eval_s += moved_s;
+  }
+  // The phases as if the running loop's lap ended now (a partial write's), without taking it.
+  RankPhases so_far(double outside_s) const {
+    PhaseClock copy = *this;
+    copy.lap_loop(outside_s);
+    return copy.finish();
+  }
   // The phases up to the last lap; gathering and writing the measurements come after it (the
   // record's finish_s).
   RankPhases finish() {
     phases_.finished_at = last_;
     return phases_;
   }
-  RankPhases& phases() { return phases_; }
 
  private:
   RankPhases phases_;
   double last_;
 };
 
-// The training loop's time: the evaluations apart.
-void split_loop_time(PhaseClock& clock, double eval_time_s) {
-  const double loop_s = clock.lap(&RankPhases::train_s);
-  const double eval_s = std::min(eval_time_s, loop_s);
-  clock.phases().train_s -= eval_s;
-  clock.phases().eval_s += eval_s;
-}
+// Rank 0's --output file. While a loop runs, rank 0 writes the measurements so far into it from
+// time to time (complete: false, phases up to then), so that a point stopped by its time limit
+// keeps them; the final write replaces them.
+class OutputFile {
+ public:
+  OutputFile(std::string path, const PhaseClock& clock) : path_(std::move(path)), clock_(clock) {}
+  // What every write holds (the run's facts: kind, world, versions, hosts), set before the loop.
+  Measurements& context() { return context_; }
+  // Rank 0, while the loop runs: `outside_s` of the loop's time so far went to evaluating or
+  // flushing.
+  void write_partial(TrainMeasurements train, double outside_s) const {
+    Measurements measurements = context_;
+    measurements.train = std::move(train);
+    write(std::move(measurements), clock_.so_far(outside_s), false);
+  }
+  void write_partial(CommMeasurements comm, double outside_s) const {
+    Measurements measurements = context_;
+    measurements.comm = std::move(comm);
+    write(std::move(measurements), clock_.so_far(outside_s), false);
+  }
+  // Rank 0, at the end: `results` holds the kind's measurements.
+  void write_final(Measurements results, RankPhases phases) const {
+    Measurements measurements = context_;
+    measurements.train = std::move(results.train);
+    measurements.comm = std::move(results.comm);
+    write(std::move(measurements), phases, true);
+  }
+
+ private:
+  void write(Measurements measurements, const RankPhases& phases, bool complete) const {
+    measurements.complete = complete;
+    measurements.phases = phases;
+    write_file_atomically(path_, to_json(measurements).dump(1));
+  }
+
+  std::string path_;
+  const PhaseClock& clock_;
+  Measurements context_;
+};
 
 std::vector<EpochMeasurement> epoch_measurements(const std::vector<EpochRecord>& records) {
   std::vector<EpochMeasurement> epochs;
@@ -113,9 +162,20 @@ std::vector<EpochMeasurement> epoch_measurements(const std::vector<EpochRecord>&
   return epochs;
 }
 
+// `facts` (what the point knows before training) with what a loop measured: its results so far
+// or all of them, and the steps of every rank gathered from them.
+TrainMeasurements with_loop(TrainMeasurements facts, const LoopResult& loop, StepSeries steps) {
+  facts.steps = std::move(steps);
+  facts.steps_per_epoch = loop.steps_per_epoch;
+  facts.samples_trained = static_cast<double>(loop.samples_trained);
+  facts.train_time_s = loop.train_time_s;
+  facts.epochs = epoch_measurements(loop.epochs);
+  return facts;
+}
+
 // Measurements of a training point (kind "train"), complete on rank 0.
 TrainMeasurements train(const PointSettings& settings, const Communicator& communicator,
-                        int cuda_device, PhaseClock& clock) {
+                        int cuda_device, PhaseClock& clock, const OutputFile& output) {
   const int world_size = communicator.size();
   const auto workload = find_workload(settings.workload).make(settings, cuda_device);
   clock.lap(&RankPhases::data_s);
@@ -123,61 +183,85 @@ TrainMeasurements train(const PointSettings& settings, const Communicator& commu
   DataParallelTrainer trainer(*workload, *backend, communicator, settings);
   trainer.broadcast_parameters();
   clock.lap(&RankPhases::init_s);
-  const LoopResult result = trainer.train();
-  split_loop_time(clock, result.eval_time_s);
   std::vector<bool> training(static_cast<std::size_t>(world_size));
   for (int r = 0; r < world_size; ++r) {
     training[r] = worker_layout(settings, r, world_size).index >= 0;
   }
 
-  TrainMeasurements measurements;
-  measurements.steps = gather_step_series(result.steps, training, communicator);
+  TrainMeasurements facts;
   int64_t parameter_count = 0;
   for (const auto& parameter : workload->parameters()) parameter_count += parameter.numel();
   const int training_ranks = worker_layout(settings, communicator.rank(), world_size).workers;
-  measurements.train_samples = workload->train_size();
-  measurements.test_samples = workload->test_size();
-  measurements.training_ranks = training_ranks;
-  measurements.steps_per_epoch = result.steps_per_epoch;
-  measurements.samples_trained = static_cast<double>(result.samples_trained);
-  measurements.train_time_s = result.train_time_s;
-  measurements.epochs = epoch_measurements(result.epochs);
+  facts.train_samples = workload->train_size();
+  facts.test_samples = workload->test_size();
+  facts.training_ranks = training_ranks;
   SgdFacts sgd;
   sgd.parameters = parameter_count;
   sgd.per_rank_batch = per_rank_batch(settings, training_ranks);
   sgd.global_batch = global_batch(settings, training_ranks);
   sgd.final_lr = learning_rate(settings, training_ranks, static_cast<double>(settings.epochs));
   sgd.buckets = static_cast<int64_t>(trainer.bucket_count());
-  measurements.sgd = sgd;
-  return measurements;
+  facts.sgd = sgd;
+
+  const auto write_so_far = [&](const LoopResult& so_far, const StepSeries& steps) {
+    output.write_partial(with_loop(facts, so_far, steps), so_far.eval_time_s + so_far.flush_time_s);
+  };
+  PartialFlush flush(communicator, training, write_so_far);
+  const LoopResult result = trainer.train(&flush);
+  clock.lap_loop(result.eval_time_s + result.flush_time_s);
+  return with_loop(facts, result, gather_step_series(result.steps, training, communicator));
 }
 
 // Measurements of a K-means point (workload "kmeans"), complete on rank 0.
 TrainMeasurements cluster(const PointSettings& settings, const Communicator& communicator,
-                          PhaseClock& clock) {
+                          PhaseClock& clock, const OutputFile& output) {
   const KMeansData data = load_kmeans_data(settings);
   clock.lap(&RankPhases::data_s);
   const auto backend = make_gradient_sync(settings.backend, communicator);
   clock.lap(&RankPhases::init_s);
-  const KMeansResult result = run_distributed_kmeans(data, *backend, communicator, settings);
-  split_loop_time(clock, result.training.eval_time_s);
+  const std::vector<bool> training(communicator.size(), true);
 
-  TrainMeasurements measurements;
-  measurements.steps = gather_step_series(result.training.steps,
-                                          std::vector<bool>(communicator.size(), true), communicator);
-  measurements.train_samples = data.count();
-  measurements.test_samples = data.count();
-  measurements.training_ranks = communicator.size();
-  measurements.steps_per_epoch = 1;
-  measurements.samples_trained = static_cast<double>(result.training.samples_trained);
-  measurements.train_time_s = result.training.train_time_s;
-  measurements.epochs = epoch_measurements(result.training.epochs);
+  TrainMeasurements facts;
+  facts.train_samples = data.count();
+  facts.test_samples = data.count();
+  facts.training_ranks = communicator.size();
   KMeansFacts kmeans;
   kmeans.dimensions = data.dimensions;
-  kmeans.iterations = result.iterations;
-  kmeans.converged = result.converged;
-  kmeans.centroids = result.centroids;
-  measurements.kmeans = std::move(kmeans);
+  facts.kmeans = kmeans;
+
+  const auto write_so_far = [&](const LoopResult& so_far, const StepSeries& steps) {
+    TrainMeasurements partial = with_loop(facts, so_far, steps);
+    // The centroids are known at the end; the iterations so far are rank 0's epoch records.
+    partial.kmeans->iterations = static_cast<int>(so_far.epochs.size());
+    output.write_partial(std::move(partial), so_far.eval_time_s + so_far.flush_time_s);
+  };
+  PartialFlush flush(communicator, training, write_so_far);
+  const KMeansResult result =
+      run_distributed_kmeans(data, *backend, communicator, settings, &flush);
+  clock.lap_loop(result.training.eval_time_s + result.training.flush_time_s);
+
+  TrainMeasurements measurements = with_loop(
+      facts, result.training, gather_step_series(result.training.steps, training, communicator));
+  measurements.kmeans->iterations = result.iterations;
+  measurements.kmeans->converged = result.converged;
+  measurements.kmeans->centroids = result.centroids;
+  return measurements;
+}
+
+// Measurements of a communication benchmark point (kind "comm"), the same on every rank.
+CommMeasurements benchmark(const PointSettings& settings, const Communicator& communicator,
+                           PhaseClock& clock, const OutputFile& output) {
+  const auto backend = make_gradient_sync(settings.backend, communicator);
+  clock.lap(&RankPhases::init_s);
+  double written_s = 0;  // the partial writes: like a training loop's flushes, eval_s
+  const auto size_done = [&](const std::vector<MessageSizeMetrics>& so_far) {
+    if (communicator.rank() != 0) return;
+    const auto start = Clock::now();
+    output.write_partial(CommMeasurements{so_far}, written_s);
+    written_s += seconds_since(start);
+  };
+  CommMeasurements measurements{run_comm_benchmark(*backend, communicator, settings, size_done)};
+  clock.lap_loop(written_s);
   return measurements;
 }
 
@@ -193,29 +277,29 @@ void run(const WorkerArguments& arguments, const Communicator& communicator, Pha
   const int threads = threads_from_environment();
   at::set_num_threads(threads);
   const int cuda_device = settings.device == "cuda" ? select_cuda_device(communicator) : kNoCudaDevice;
+
+  // Before the loop, so that every partial write has them too.
+  OutputFile output(arguments.output, clock);
+  Measurements& context = output.context();
+  context.kind = settings.kind;
+  context.world_size = world_size;
+  context.threads_per_rank = threads;
+  context.allocator = allocator;
+  context.mpi_library = mpi_library_version();
+  context.torch_version = TORCH_VERSION;
+  context.hosts = all_host_names(communicator);  // collective
   clock.lap(&RankPhases::init_s);
 
-  Measurements measurements;
-  measurements.kind = settings.kind;
+  Measurements results;
   if (settings.kind == Kind::kComm) {
-    const auto backend = make_gradient_sync(settings.backend, communicator);
-    clock.lap(&RankPhases::init_s);
-    measurements.comm = CommMeasurements{run_comm_benchmark(*backend, communicator, settings)};
-    clock.lap(&RankPhases::train_s);
+    results.comm = benchmark(settings, communicator, clock, output);
   } else if (find_workload(settings.workload).algorithm == Algorithm::kLloydKMeans) {
-    measurements.train = cluster(settings, communicator, clock);
+    results.train = cluster(settings, communicator, clock, output);
   } else {
-    measurements.train = train(settings, communicator, cuda_device, clock);
+    results.train = train(settings, communicator, cuda_device, clock, output);
   }
-  measurements.hosts = all_host_names(communicator);
   if (communicator.rank() != 0) return;
-  measurements.world_size = world_size;
-  measurements.threads_per_rank = threads;
-  measurements.allocator = allocator;
-  measurements.mpi_library = mpi_library_version();
-  measurements.torch_version = TORCH_VERSION;
-  measurements.phases = clock.finish();
-  write_file_atomically(arguments.output, to_json(measurements).dump(1));
+  output.write_final(std::move(results), clock.finish());
 }
 
 }  // namespace

@@ -2,7 +2,9 @@
 // mpirun. For kind "train" every rank builds the workload and backend named in the settings and
 // trains; for kind "comm" it runs the communication benchmark (comm_benchmark.h). Rank 0 writes
 // the measurements (results/record.h: Measurements, with where rank 0's time went) atomically to
-// FILE, and prints a progress line per epoch to stderr (the point's log).
+// FILE, and prints a progress line per epoch to stderr (the point's log). While it trains or
+// benchmarks, rank 0 also writes the measurements so far to FILE from time to time (complete:
+// false; partial_flush.h), which the final write replaces.
 // On any error a rank prints one line to stderr and calls MPI_Abort, so no rank is left waiting.
 #pragma once
 

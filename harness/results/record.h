@@ -123,11 +123,12 @@ struct RankPhases {
   double init_s = 0;       // MPI, threads, the backend, the trainer's buffers and broadcast
   double data_s = 0;       // the workload: reading the data, building the model
   double train_s = 0;      // the timed loop, evaluation excluded (benchmark: the reductions)
-  double eval_s = 0;       // held-out evaluation
+  double eval_s = 0;       // held-out evaluation, and the partial writes while the loop runs
   double finished_at = 0;  // before gathering and writing the measurements
 };
 
-// What rank 0 writes at the end of a point (`harness worker --output FILE`).
+// What rank 0 writes at the end of a point (`harness worker --output FILE`), and from time to time
+// while it runs (complete: false).
 struct Measurements {
   int schema_version = kRecordSchemaVersion;
   // False while the rank program is still running: it writes what it has measured so far from time
@@ -161,7 +162,7 @@ struct PointTiming {
   double init_s = 0;
   double data_s = 0;
   double train_s = 0;
-  double eval_s = 0;
+  double eval_s = 0;      // evaluation and partial writes (RankPhases::eval_s)
   double finish_s = 0;   // gathering and writing the measurements, the ranks and mpirun ending
 };
 

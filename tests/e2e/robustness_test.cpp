@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -129,20 +130,43 @@ TEST(Robustness, KilledRankIsNamedWithItsSignal) {
   EXPECT_EQ(rows[0].at("reason"), "rank 1 killed by signal 9 (Killed)");
 }
 
-TEST(Robustness, TimedOutPointKeepsTheTailOfItsLog) {
+// Beside it an ok point, which keeps its complete measurements only.
+TEST(Robustness, TimedOutPointKeepsTheTailOfItsLogAndItsStepsSoFar) {
   const fs::path dir = scratch("timeout");
   const fs::path experiment = write_experiment(
-      dir, R"({"name": "timeout", "settings": {"workload": "iris_mlp", "epochs": 60000, "timeout_s": 4}})");
+      dir, R"({"name": "timeout", "settings": {"workload": "iris_mlp", "timeout_s": 4},
+               "sweep": {"epochs": [2, 60000]}})");
   const fs::path out = dir / "out";
   const HarnessRun run = run_harness({"run", experiment.string(), "--out", out.string()}, dir / "run.log");
   EXPECT_EQ(run.outcome.exit_code, 1) << joined(run.output);
-  fs::path record;
-  for (const auto& entry : fs::directory_iterator(out / "points")) record = entry.path();
-  const Json json = read_json_file(record.string());
-  EXPECT_EQ(json["status"], "timeout");
-  EXPECT_NE(json["reason"].get<std::string>().find("timed out"), std::string::npos) << json["reason"];
+  std::map<int, Json> by_epochs;
+  for (const auto& entry : fs::directory_iterator(out / "points")) {
+    const Json json = read_json_file(entry.path().string());
+    by_epochs[json["settings"]["epochs"].get<int>()] = json;
+  }
+  ASSERT_EQ(by_epochs.size(), 2U);
+
+  const Json& stopped = by_epochs.at(60000);
+  EXPECT_EQ(stopped["status"], "timeout");
+  EXPECT_NE(stopped["reason"].get<std::string>().find("timed out"), std::string::npos) << stopped["reason"];
   // The rank program's progress lines say how far it got.
-  EXPECT_NE(json["log_tail"].dump().find("progress: epoch "), std::string::npos) << json["log_tail"];
+  EXPECT_NE(stopped["log_tail"].dump().find("progress: epoch "), std::string::npos) << stopped["log_tail"];
+  // And what it had flushed before it was stopped: steps, epochs and where its time went.
+  EXPECT_TRUE(stopped["measurements"].is_null());
+  ASSERT_TRUE(stopped.contains("partial_measurements")) << stopped.dump(1);
+  const Json& partial = stopped["partial_measurements"];
+  EXPECT_EQ(partial["complete"], false);
+  EXPECT_FALSE(partial["steps"]["step_s"].empty());
+  EXPECT_EQ(partial["steps"]["step_s"].size(), partial["steps"]["imbalance_s"].size());
+  EXPECT_GE(partial["epochs"].size(), 1U);
+  EXPECT_GT(partial["phases"]["train_s"].get<double>(), 0.0);
+  EXPECT_EQ(partial["hosts"].size(), 1U);
+
+  const Json& ok = by_epochs.at(2);
+  EXPECT_EQ(ok["status"], "ok") << ok.dump(1);
+  EXPECT_EQ(ok["measurements"]["complete"], true);
+  EXPECT_EQ(ok["measurements"]["epochs"].size(), 2U);
+  EXPECT_FALSE(ok.contains("partial_measurements"));
 }
 
 TEST(Robustness, ResultsOfThePreviousReleasePlot) {

@@ -23,5 +23,25 @@ TEST(StepRecords, LoadImbalanceIsTheSlowestTrainingRanksComputeMinusTheMean) {
   EXPECT_THROW(load_imbalance_per_step({0.01, 0.02, 0.03}, 2, {true, true}), Error);
 }
 
+TEST(StepRecords, AppendingSlicesKeepsEverySeriesInStepOrder) {
+  StepSeries series;  // before the first slice: no wait or imbalance series yet
+  StepSeries slice;
+  slice.step_s = {0.3, 0.4};
+  slice.compute_s = {0.2, 0.3};
+  slice.comm_s = {0.1, 0.1};
+  slice.exposed_comm_s = {0.05, 0.1};
+  slice.wait_s = std::vector<double>{0.0, 0.01};
+  slice.imbalance_s = std::vector<double>{0.02, 0.0};
+  append_steps(series, slice);
+  append_steps(series, StepSeries{});  // a flush with no new steps on another rank
+  append_steps(series, slice);
+  EXPECT_EQ(series.step_s, std::vector<double>({0.3, 0.4, 0.3, 0.4}));
+  EXPECT_EQ(series.compute_s, std::vector<double>({0.2, 0.3, 0.2, 0.3}));
+  EXPECT_EQ(series.comm_s, std::vector<double>({0.1, 0.1, 0.1, 0.1}));
+  EXPECT_EQ(series.exposed_comm_s, std::vector<double>({0.05, 0.1, 0.05, 0.1}));
+  EXPECT_EQ(series.wait_s, std::vector<double>({0.0, 0.01, 0.0, 0.01}));
+  EXPECT_EQ(series.imbalance_s, std::vector<double>({0.02, 0.0, 0.02, 0.0}));
+}
+
 }  // namespace
 }  // namespace harness
