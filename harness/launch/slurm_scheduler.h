@@ -10,6 +10,9 @@
 // with back-off, only to find jobs that died without a word. Jobs outlive the harness: the
 // results directory's ledger keeps their ids, and a later `harness status` or resumed run adopts
 // them.
+//
+// slurm_scheduler.cpp submits, follows and cancels; slurm_jobs.cpp turns points into jobs
+// (batches, scripts, the command inside a job, the dry run's plan).
 #pragma once
 
 #include <map>

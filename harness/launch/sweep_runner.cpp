@@ -97,7 +97,8 @@ bool SweepRunner::keeps(const PointRecord& record) const {
           record.status == PointStatus::kCancelled);
 }
 
-bool SweepRunner::adopt_earlier_record(const Point& point, const std::vector<StoredRecord>& stored) {
+std::optional<PointStatus> SweepRunner::adopt_earlier_record(const Point& point,
+                                                             const std::vector<StoredRecord>& stored) {
   const std::string own_path = directory_.record_path(point.id);
   const StoredRecord* found = nullptr;
   for (const auto& file : stored) {
@@ -108,8 +109,8 @@ bool SweepRunner::adopt_earlier_record(const Point& point, const std::vector<Sto
     }
     if (found == nullptr || file.path == own_path) found = &file;
   }
-  if (found == nullptr) return false;
-  if (found->path == own_path) return true;
+  if (found == nullptr) return std::nullopt;
+  if (found->path == own_path) return found->record->status;
   // The sweep changed and the point moved: its record and log follow it.
   PointRecord record = *found->record;
   const std::string old_id = record.id;
@@ -118,12 +119,12 @@ bool SweepRunner::adopt_earlier_record(const Point& point, const std::vector<Sto
   try {
     write_file_atomically(own_path, to_json(record).dump(1));
   } catch (const Error&) {
-    return false;  // cannot move it: run the point again
+    return std::nullopt;  // cannot move it: run the point again
   }
   remove_quietly(found->path);
   std::error_code ignored;
   fs::rename(directory_.log_path(old_id), directory_.log_path(point.id), ignored);
-  return true;
+  return record.status;
 }
 
 void SweepRunner::adopt_ledger_jobs(const std::vector<const Point*>& candidates) {
@@ -206,10 +207,13 @@ SweepOutcome SweepRunner::loop(Submit submit, bool follow) {
   SweepOutcome result;
   const std::vector<StoredRecord> stored = read_stored_records(directory_);
   std::vector<const Point*> without_record;
+  std::map<const Point*, PointStatus> kept;
   if (submit == Submit::kAll) {
     set_aside_unreadable(stored);
     for (const auto& point : points_) {
-      if (!options_.fresh && adopt_earlier_record(point, stored)) {
+      const auto status = options_.fresh ? std::nullopt : adopt_earlier_record(point, stored);
+      if (status) {
+        kept[&point] = *status;
         ++result.kept;
       } else {
         without_record.push_back(&point);
@@ -241,10 +245,11 @@ SweepOutcome SweepRunner::loop(Submit submit, bool follow) {
   Progress progress(static_cast<int>(to_run.size() + in_flight_.size()), options_.live_progress && follow,
                     scheduler_.max_parallel(), out_, scheduler_.jobs_outlive_harness());
   if (submit == Submit::kAll) {
-    for (const auto& point : points_) {
-      if (std::find(without_record.begin(), without_record.end(), &point) == without_record.end()) {
-        progress.kept(label(point), " kept (completed in an earlier run)");
-      }
+    for (const auto& [point, status] : kept) {
+      progress.kept(label(*point), status == PointStatus::kOk
+                                       ? " kept (completed in an earlier run)"
+                                       : fmt::format(" kept ({} in an earlier run; --retry-failed keeps it)",
+                                                     status_name(status)));
     }
     for (const auto& [id, job] : in_flight_) {
       progress.started(job.label + fmt::format(" (submitted earlier: {})", scheduler_.describe(id)));

@@ -13,6 +13,7 @@
 
 #include <iosfwd>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -81,8 +82,9 @@ class SweepRunner {
   };
   enum class Submit { kAll, kNone };
   SweepOutcome loop(Submit submit, bool follow);
-  // A complete record of `point` from an earlier run, moved to the point's own id; false if none.
-  bool adopt_earlier_record(const Point& point, const std::vector<StoredRecord>& stored);
+  // The status of a record of `point` from an earlier run that this run keeps (moved to the
+  // point's own id), or nothing.
+  std::optional<PointStatus> adopt_earlier_record(const Point& point, const std::vector<StoredRecord>& stored);
   bool keeps(const PointRecord& record) const;
   // Moves files in points/ that are not complete records aside (warning once), so that their
   // points run again and no report trips over them.

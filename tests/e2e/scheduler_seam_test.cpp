@@ -35,7 +35,9 @@ class DirectScheduler final : public Scheduler {
   explicit DirectScheduler(DirectOptions options) : options_(options) {}
   std::string_view name() const override { return "direct"; }
   void check_available() const override {}
-  ResourceLimits limits() const override { return {1, "the direct launcher starts one process"}; }
+  ResourceLimits limits() const override {
+    return {1, "the direct launcher starts one process", 1, "the direct launcher starts one process"};
+  }
   int max_parallel() const override { return options_.max_parallel; }
   int threads_per_rank(const JobSpec& /*job*/) const override { return 1; }
   std::vector<std::string> command_for(const JobSpec& job) const override { return job.argv; }

@@ -130,6 +130,9 @@ TEST(SlurmCluster, FailedTimedOutAndCancelledPointsAreRecordedAsSuchWhileTheOthe
   EXPECT_EQ(all[1]["status"], "failed") << all[1]["reason"];
   EXPECT_EQ(all[2]["status"], "timeout") << all[2]["reason"];
   EXPECT_EQ(all[2]["reason"], "timed out after the 6 s limit");
+  // What it measured before its limit: the steps so far.
+  EXPECT_EQ(all[2]["partial_measurements"]["complete"], false);
+  EXPECT_FALSE(all[2]["partial_measurements"]["steps"]["step_s"].empty());
   EXPECT_EQ(all[3]["status"], "cancelled") << all[3]["reason"];
   EXPECT_TRUE(read_ledger(ResultsDirectory(out.string())).entries.empty());
 }
@@ -152,6 +155,30 @@ TEST(SlurmCluster, AJobOnANodeThatStopsIsANodeFailureOrLostNeverOk) {
   const Json record = records(out).at(0);
   EXPECT_TRUE(record["status"] == "node_failure" || record["status"] == "lost")
       << record["status"] << ": " << record["reason"];
+}
+
+// Ctrl-C while following: the sweep's jobs are cancelled, nothing is recorded for them, and no job
+// of the sweep is left in the queue.
+TEST(SlurmCluster, CtrlCCancelsTheSweepsJobsAndKeepsWhatFinished) {
+  const fs::path dir = scratch("slurm_interrupt");
+  const fs::path experiment = write_experiment(dir, R"({"name": "interrupt", "launcher": {"name": "slurm", "mode": "array"},
+    "settings": {"workload": "iris_mlp", "epochs": 60000, "timeout_s": 120, "threads_per_rank": 1},
+    "sweep": {"batch_size": [4, 8]}})");
+  const fs::path out = dir / "out";
+  ChildProcess harness(harness_request({"run", experiment.string(), "--out", out.string()}, dir / "run.log"));
+  ASSERT_TRUE(wait_until([&] { return point_status(out, "p000").started && point_status(out, "p001").started; }))
+      << read_text(dir / "run.log");
+  ::kill(harness.pid(), SIGINT);
+  std::optional<ProcessOutcome> ended;
+  ASSERT_TRUE(wait_until([&] { return (ended = harness.poll()).has_value(); }, 60)) << read_text(dir / "run.log");
+  EXPECT_EQ(ended->exit_code, 130) << read_text(dir / "run.log");
+  EXPECT_TRUE(records(out).empty());
+  EXPECT_TRUE(read_ledger(ResultsDirectory(out.string())).entries.empty());
+  const std::string name = "--name=harness-" + read_ledger(ResultsDirectory(out.string())).sweep_id;
+  EXPECT_TRUE(wait_until([&] {
+    run_command({"squeue", "--noheader", "--states=PENDING,RUNNING,COMPLETING", name}, dir / "squeue.log");
+    return read_text(dir / "squeue.log").empty();
+  }, 60)) << read_text(dir / "squeue.log");
 }
 
 }  // namespace

@@ -64,7 +64,8 @@ TEST(SlurmFollowUp, QueriesAreOnePerPollForTheWholeSweep) {
   const fs::path dir = scratch("slurm_queries");
   const fs::path log = dir / "calls.log";
   const fs::path bin = command_wrappers(dir, log);
-  const fs::path experiment = write_experiment(dir, four_points("per-point", "300"));
+  // Points of several seconds each, so that the harness polls many times.
+  const fs::path experiment = write_experiment(dir, four_points("per-point", "3000"));
   const auto start = Clock::now();
   const HarnessRun run = run_harness({"run", experiment.string(), "--out", (dir / "out").string()}, dir / "run.log",
                                      with_path(bin));

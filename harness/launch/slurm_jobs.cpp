@@ -1,0 +1,221 @@
+// The SLURM launcher's side that turns points into jobs: which points share a job (batches), the
+// job scripts with their #SBATCH lines, the command that starts a point's ranks inside its job, and
+// the dry run's account of all of it (slurm_scheduler.h).
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "harness/common/text.h"
+#include "harness/launch/slurm_scheduler.h"
+
+namespace harness {
+namespace {
+
+// What a job asks SLURM for beyond its points' own limits: starting, and the status lines.
+constexpr double kJobMarginS = 60;
+constexpr double kPackStepMarginS = 30;
+// A point without a limit of its own or the launcher's.
+constexpr double kDefaultPointLimitS = 3600;
+
+int minutes_for(double seconds) { return std::max(1, static_cast<int>(std::ceil(seconds / 60))); }
+
+int ranks_on_node(const JobSpec& job) {
+  if (job.ranks_per_node > 0) return job.ranks_per_node;
+  return (job.ranks + job.nodes - 1) / std::max(1, job.nodes);
+}
+
+}  // namespace
+
+bool SlurmScheduler::overcommits(const JobSpec& job) const {
+  if (options_.overcommit) return true;
+  const int cpus = config().cpus_per_node;
+  return cpus > 0 && ranks_on_node(job) * std::max(1, job.threads_per_rank) > cpus;
+}
+
+double SlurmScheduler::point_limit_s(const JobSpec& job) const {
+  if (options_.time_limit_s > 0) return options_.time_limit_s;
+  return job.time_limit_s > 0 ? job.time_limit_s : kDefaultPointLimitS;
+}
+
+std::vector<std::string> SlurmScheduler::command_for(const JobSpec& job) const {
+  std::vector<std::string> command;
+  if (!job.environment.empty()) {
+    command.emplace_back("env");
+    for (const auto& [key, value] : job.environment) command.push_back(key + "=" + value);
+  }
+  if (starter() == RankStarter::kSrun) {
+    command.insert(command.end(), {"srun", "--mpi=pmix", fmt::format("--nodes={}", job.nodes),
+                                   fmt::format("--ntasks={}", job.ranks)});
+    if (job.ranks_per_node > 0) command.push_back(fmt::format("--ntasks-per-node={}", job.ranks_per_node));
+    if (job.threads_per_rank > 0) command.push_back(fmt::format("--cpus-per-task={}", job.threads_per_rank));
+    if (overcommits(job)) command.emplace_back("--overcommit");
+    // One rank failing ends the step instead of leaving the others waiting in a collective.
+    command.emplace_back("--kill-on-bad-exit=1");
+  } else {
+    command.insert(command.end(), {"mpirun", "-n", std::to_string(job.ranks)});
+    if (job.ranks_per_node > 0) {
+      command.insert(command.end(), {"--map-by", fmt::format("ppr:{}:node", job.ranks_per_node)});
+    }
+    if (overcommits(job)) command.emplace_back("--oversubscribe");
+    command.insert(command.end(), {"--bind-to", "none"});
+    // The job script sets these; mpirun forwards only what it is told to other nodes.
+    for (const char* variable :
+         {"HARNESS_THREADS_PER_RANK", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"}) {
+      command.insert(command.end(), {"-x", variable});
+    }
+    for (const auto& [key, value] : job.environment) command.insert(command.end(), {"-x", key});
+  }
+  command.insert(command.end(), job.argv.begin(), job.argv.end());
+  return command;
+}
+
+std::vector<SlurmScheduler::Batch> SlurmScheduler::batches(const std::vector<JobSpec>& jobs) const {
+  // Points that can share an allocation: the same nodes and layout and threads. Arrays also need
+  // the same time limit (every task of an array asks for the same).
+  const auto shape = [](const JobSpec& job) {
+    return fmt::format("{}/{}/{}", job.nodes, job.ranks_per_node, job.threads_per_rank);
+  };
+  std::vector<std::pair<std::string, std::vector<std::size_t>>> groups;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const std::string key = shape(jobs[i]);
+    auto found = std::find_if(groups.begin(), groups.end(), [&](const auto& group) { return group.first == key; });
+    if (found == groups.end()) {
+      groups.push_back({key, {}});
+      found = groups.end() - 1;
+    }
+    found->second.push_back(i);
+  }
+  std::vector<Batch> result;
+  for (const auto& [key, members] : groups) {
+    SlurmMode mode = options_.mode;
+    if (mode == SlurmMode::kAuto) {
+      // Short points: a pack, because a job per point would wait in the queue longer than it runs.
+      const bool all_short = std::all_of(members.begin(), members.end(), [&](std::size_t i) {
+        const double expected = jobs[i].expected_s > 0 ? jobs[i].expected_s : point_limit_s(jobs[i]);
+        return expected < kPackBelowSeconds;
+      });
+      mode = all_short ? SlurmMode::kPack : SlurmMode::kArray;
+    }
+    if (mode == SlurmMode::kPack) {
+      result.push_back({SlurmMode::kPack, members});
+      continue;
+    }
+    if (mode == SlurmMode::kPerPoint || members.size() == 1) {
+      for (const std::size_t i : members) result.push_back({SlurmMode::kPerPoint, {i}});
+      continue;
+    }
+    // Arrays: one per (ranks, time) within the group, split at the cluster's MaxArraySize.
+    std::vector<std::pair<std::string, std::vector<std::size_t>>> arrays;
+    for (const std::size_t i : members) {
+      const std::string array_key = fmt::format("{}/{}", jobs[i].ranks, minutes_for(point_limit_s(jobs[i]) + kJobMarginS));
+      auto found = std::find_if(arrays.begin(), arrays.end(), [&](const auto& a) { return a.first == array_key; });
+      if (found == arrays.end()) {
+        arrays.push_back({array_key, {}});
+        found = arrays.end() - 1;
+      }
+      found->second.push_back(i);
+    }
+    const auto largest = static_cast<std::size_t>(std::max(1, config().max_array_size));
+    for (const auto& [array_key, indices] : arrays) {
+      for (std::size_t start = 0; start < indices.size(); start += largest) {
+        Batch batch{SlurmMode::kArray, {}};
+        batch.jobs.assign(indices.begin() + start, indices.begin() + std::min(indices.size(), start + largest));
+        if (batch.jobs.size() == 1) batch.mode = SlurmMode::kPerPoint;
+        result.push_back(std::move(batch));
+      }
+    }
+  }
+  return result;
+}
+
+JobScript SlurmScheduler::script_for(const Batch& batch, const std::vector<JobSpec>& jobs) const {
+  JobScript script;
+  script.mode = batch.mode;
+  script.setup = options_.setup;
+  script.status_dir = context_.jobs_dir + "/status";
+  const JobSpec& first = jobs[batch.jobs.front()];
+  int most_ranks = 0;
+  int most_per_node = 0;
+  bool overcommit = false;
+  double time_s = kJobMarginS;
+  std::vector<std::string> keys;
+  for (const std::size_t i : batch.jobs) {
+    const JobSpec& job = jobs[i];
+    most_ranks = std::max(most_ranks, job.ranks);
+    most_per_node = std::max(most_per_node, job.ranks_per_node);
+    overcommit = overcommit || overcommits(job);
+    const double limit = point_limit_s(job);
+    time_s = batch.mode == SlurmMode::kPack ? time_s + limit + kPackStepMarginS : limit + kJobMarginS;
+    keys.push_back(job.key);
+    script.points.push_back({job.name, job.threads_per_rank, ranks_on_node(job), limit,
+                             job.measurements_path, job.log_path, command_for(job)});
+  }
+  // The job's name tags every job of the sweep (one query finds them all); the comment says which
+  // points it runs.
+  std::vector<std::string>& sbatch = script.sbatch;
+  sbatch.push_back("--job-name=" + job_name());
+  sbatch.push_back("--comment=" + (keys.size() <= 100 ? fmt::format("{}", fmt::join(keys, ","))
+                                                      : fmt::format("{}-and-{}-more", keys.front(), keys.size() - 1)));
+  sbatch.push_back(fmt::format("--nodes={}", first.nodes));
+  sbatch.push_back(most_per_node > 0 ? fmt::format("--ntasks-per-node={}", most_per_node)
+                                     : fmt::format("--ntasks={}", most_ranks));
+  if (first.threads_per_rank > 0) sbatch.push_back(fmt::format("--cpus-per-task={}", first.threads_per_rank));
+  sbatch.push_back(fmt::format("--time={}", minutes_for(time_s)));
+  if (!options_.partition.empty()) sbatch.push_back("--partition=" + options_.partition);
+  if (!options_.account.empty()) sbatch.push_back("--account=" + options_.account);
+  if (!options_.qos.empty()) sbatch.push_back("--qos=" + options_.qos);
+  if (!options_.constraint.empty()) sbatch.push_back("--constraint=" + options_.constraint);
+  if (options_.exclusive) sbatch.emplace_back("--exclusive");
+  if (options_.gpus_per_node > 0) sbatch.push_back(fmt::format("--gpus-per-node={}", options_.gpus_per_node));
+  if (overcommit) sbatch.emplace_back("--overcommit");
+  // The harness decides what runs again (resume, --retry-failed); a requeued job would run a
+  // point whose end the harness has already recorded.
+  if (std::find(options_.sbatch.begin(), options_.sbatch.end(), "--requeue") == options_.sbatch.end()) {
+    sbatch.emplace_back("--no-requeue");
+  }
+  if (batch.mode == SlurmMode::kArray) {
+    sbatch.push_back(fmt::format("--array=0-{}{}", batch.jobs.size() - 1,
+                                 options_.array_throttle > 0 ? fmt::format("%{}", options_.array_throttle) : ""));
+  }
+  sbatch.insert(sbatch.end(), options_.sbatch.begin(), options_.sbatch.end());
+  return script;
+}
+
+double SlurmScheduler::requested_node_hours(const Batch& batch, const std::vector<JobSpec>& jobs) const {
+  const JobScript script = script_for(batch, jobs);
+  int minutes = 0;
+  for (const auto& option : script.sbatch) {
+    if (option.rfind("--time=", 0) == 0) minutes = std::stoi(option.substr(7));
+  }
+  const double tasks = batch.mode == SlurmMode::kArray ? static_cast<double>(batch.jobs.size()) : 1.0;
+  return tasks * jobs[batch.jobs.front()].nodes * minutes / 60.0;
+}
+
+std::string SlurmScheduler::plan(const std::vector<JobSpec>& jobs) {
+  std::string note;
+  if (config(); !config_problem_.empty()) {
+    note = fmt::format(" (no cluster answered here, so SLURM's defaults: MaxArraySize {}; {})",
+                       config_->max_array_size, config_problem_);
+  }
+  std::string text;
+  double node_hours = 0;
+  const auto all = batches(jobs);
+  for (std::size_t b = 0; b < all.size(); ++b) {
+    const Batch& batch = all[b];
+    const JobSpec& first = jobs[batch.jobs.front()];
+    const std::string script_path = fmt::format("{}/scripts/{}-{}.sh", context_.jobs_dir, first.name, mode_name(batch.mode));
+    node_hours += requested_node_hours(batch, jobs);
+    text += fmt::format("--- job {} of {}: {} of {} point(s)\n{}\n", b + 1, all.size(), mode_name(batch.mode),
+                        batch.jobs.size(),
+                        shell_quoted({"sbatch", "--parsable", "--chdir=" + context_.working_directory,
+                                      "--output=" + context_.jobs_dir + "/batch/%j.out", script_path}));
+    text += render_job_script(template_text_, script_for(batch, jobs));
+  }
+  text += fmt::format("slurm: {} job(s) for {} point(s), at most {:.2f} node-hour(s) requested{}\n", all.size(),
+                      jobs.size(), node_hours, note);
+  return text;
+}
+
+}  // namespace harness

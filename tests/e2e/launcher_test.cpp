@@ -1,0 +1,110 @@
+// End to end, without a cluster: which points a resumed run runs again (--retry-failed), the
+// SLURM launcher's dry run, and the commands for jobs that outlive the harness used where they
+// do not apply.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "e2e_helpers.h"
+#include "harness/common/files.h"
+
+namespace harness::e2e {
+namespace {
+
+// Rewrites a record's status, as a run that ended that way would have written it.
+void set_status(const fs::path& record, const std::string& status) {
+  Json json = read_json_file(record.string());
+  json["status"] = status;
+  json["reason"] = "as if it had ended " + status;
+  json["log_tail"] = Json::array();
+  json["partial_measurements"] = json["measurements"];
+  json["partial_measurements"]["complete"] = false;
+  json["measurements"] = nullptr;
+  std::ofstream(record) << json.dump();
+}
+
+std::string line_of(const HarnessRun& run, const std::string& prefix) {
+  for (const auto& line : run.output) {
+    if (line.rfind(prefix, 0) == 0) return line;
+  }
+  return "";
+}
+
+TEST(Launchers, RetryFailedRunsOnlyFailedLostRetryableAndMissingPoints) {
+  const fs::path dir = scratch("retry_failed");
+  const fs::path experiment = write_experiment(
+      dir, R"({"name": "retry", "settings": {"workload": "iris_mlp"}, "sweep": {"epochs": [2, 3, 4, 5, 6, 7]}})");
+  const fs::path out = dir / "out";
+  ASSERT_EQ(run_harness({"run", experiment.string(), "--out", out.string()}, dir / "1.log").outcome.exit_code, 0);
+  std::vector<fs::path> records;
+  for (const auto& entry : fs::directory_iterator(out / "points")) records.push_back(entry.path());
+  std::sort(records.begin(), records.end());
+  ASSERT_EQ(records.size(), 6U);
+  set_status(records[0], "timeout");
+  set_status(records[1], "node_failure");
+  set_status(records[2], "failed");
+  set_status(records[3], "lost");
+  set_status(records[4], "oom");
+  // records[5] stays ok.
+  const HarnessRun retry = run_harness({"run", experiment.string(), "--out", out.string(), "--retry-failed"},
+                                       dir / "2.log");
+  ASSERT_EQ(retry.outcome.exit_code, 0) << joined(retry.output);
+  EXPECT_NE(line_of(retry, "[1/6]").find("kept (timeout in an earlier run; --retry-failed keeps it)"),
+            std::string::npos) << joined(retry.output);
+  EXPECT_NE(line_of(retry, "[5/6]").find("kept (oom in an earlier run"), std::string::npos) << joined(retry.output);
+  EXPECT_NE(line_of(retry, "[6/6]").find("kept (completed in an earlier run)"), std::string::npos);
+  for (const char* ran : {"[2/6]", "[3/6]", "[4/6]"}) {
+    EXPECT_NE(line_of(retry, ran).find(" ok ("), std::string::npos) << ran << "\n" << joined(retry.output);
+  }
+  EXPECT_EQ(read_json_file(records[0].string())["status"], "timeout");
+  // Without the flag, everything not ok runs again.
+  const HarnessRun resume = run_harness({"run", experiment.string(), "--out", out.string()}, dir / "3.log");
+  ASSERT_EQ(resume.outcome.exit_code, 0) << joined(resume.output);
+  EXPECT_NE(line_of(resume, "[1/6]").find(" ok ("), std::string::npos) << joined(resume.output);
+  EXPECT_NE(line_of(resume, "[5/6]").find(" ok ("), std::string::npos) << joined(resume.output);
+  for (const auto& row : read_csv(out / "summary.csv")) EXPECT_EQ(row.at("status"), "ok");
+  // `status` of a finished local run: every point done.
+  const HarnessRun status = run_harness({"status", out.string()}, dir / "4.log");
+  EXPECT_EQ(status.outcome.exit_code, 0) << joined(status.output);
+  EXPECT_NE(joined(status.output).find("6 of 6 point(s) done (6 ok), 0 in flight, 0 not submitted"),
+            std::string::npos) << joined(status.output);
+}
+
+TEST(Launchers, SlurmDryRunRendersEveryScriptAndSaysWhatItWouldAskForAndCreatesNothing) {
+  const fs::path dir = scratch("slurm_dry_run");
+  const fs::path experiment = write_experiment(dir, R"({"name": "dry",
+    "launcher": {"name": "slurm", "partition": "debug", "mode": "array", "array_throttle": 2},
+    "settings": {"workload": "iris_mlp", "timeout_s": 300}, "sweep": {"ranks": [1, 2], "batch_size": [4, 8, 16]}})");
+  const fs::path out = dir / "out";
+  // No SLURM_CONF: no cluster answers, so SLURM's defaults (and it says so).
+  const HarnessRun run = run_harness({"run", experiment.string(), "--out", out.string(), "--dry-run"}, dir / "log");
+  ASSERT_EQ(run.outcome.exit_code, 0) << joined(run.output);
+  const std::string text = joined(run.output);
+  EXPECT_NE(text.find("--- job 1 of 2: array of 3 point(s)"), std::string::npos) << text;
+  EXPECT_NE(text.find("sbatch --parsable --chdir="), std::string::npos) << text;
+  EXPECT_NE(text.find("#SBATCH --partition=debug"), std::string::npos) << text;
+  EXPECT_NE(text.find("#SBATCH --array=0-2%2"), std::string::npos) << text;
+  EXPECT_NE(text.find("#SBATCH --time=6"), std::string::npos) << text;
+  // 6 array tasks of 6 minutes on one node.
+  EXPECT_NE(text.find("slurm: 2 job(s) for 6 point(s), at most 0.60 node-hour(s) requested"), std::string::npos)
+      << text;
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST(Launchers, DetachAndCancelSayWhereTheyDoNotApply) {
+  const fs::path dir = scratch("detach_local");
+  const fs::path experiment = write_experiment(dir, R"({"name": "detach", "settings": {"epochs": 1}})");
+  const HarnessRun detach = run_harness({"run", experiment.string(), "--out", (dir / "out").string(), "--detach"},
+                                        dir / "1.log");
+  EXPECT_EQ(detach.outcome.exit_code, 2);
+  ASSERT_EQ(detach.output.size(), 1U) << joined(detach.output);
+  EXPECT_NE(detach.output[0].find("--detach: the local launcher's jobs end with the harness"), std::string::npos)
+      << detach.output[0];
+  EXPECT_FALSE(fs::exists(dir / "out"));
+  const HarnessRun status = run_harness({"status", (dir / "nothing").string()}, dir / "2.log");
+  EXPECT_EQ(status.outcome.exit_code, 2);
+  EXPECT_NE(joined(status.output).find("not a results directory (no experiment.json)"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace harness::e2e
