@@ -53,18 +53,21 @@ int plan_command(const std::string& experiment_path, const std::string& out_dir,
     return report_error(error);
   }
   study.scheduler->prepare({absolute.jobs_dir(), sweep_id, std::filesystem::current_path().string()});
+  const std::string root = "results/" + experiment.name;
+  const SweepEstimate estimate = estimate_sweep(study.points, root);
   int64_t rank_slots = 0;
   std::vector<JobSpec> jobs;
-  for (const auto& point : study.points) {
+  for (std::size_t i = 0; i < study.points.size(); ++i) {
+    const Point& point = study.points[i];
     jobs.push_back(SweepRunner::job_for(point, absolute, rank_program, run_id));
+    jobs.back().expected_s = estimate.earlier_s[i];
     std::cout << fmt::format("  {} {}\n    {}\n", point.id, describe_point(experiment, point),
                              shell_quoted(study.scheduler->command_for(jobs.back())));
     rank_slots += point.settings.ranks;
   }
   std::cout << study.scheduler->plan(jobs);
   std::cout << fmt::format("total: {} point(s), {} rank-slot(s)\n", study.points.size(), rank_slots);
-  const std::string root = "results/" + experiment.name;
-  std::cout << describe_estimate(estimate_sweep(study.points, root), root) << "\n";
+  std::cout << describe_estimate(estimate, root) << "\n";
   if (const std::string caution = study.scheduler->caution(jobs); !caution.empty()) {
     std::cout << "warning: " << caution << "\n";
   }

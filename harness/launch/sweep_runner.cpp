@@ -13,6 +13,7 @@
 #include "harness/common/version.h"
 #include "harness/launch/job_record.h"
 #include "harness/launch/progress.h"
+#include "harness/results/estimate.h"
 
 namespace harness {
 namespace fs = std::filesystem;
@@ -227,6 +228,13 @@ SweepOutcome SweepRunner::loop(Submit submit, bool follow) {
   }
   adopt_ledger_jobs(without_record);
   std::vector<const Point*> to_run;
+  // How long each point took before (results/<name>/ under the working directory), for a
+  // scheduler that groups short points (SLURM's auto mode).
+  std::map<const Point*, double> earlier_s;
+  if (submit == Submit::kAll && scheduler_.jobs_outlive_harness()) {
+    const SweepEstimate estimate = estimate_sweep(points_, "results/" + experiment_.name);
+    for (std::size_t i = 0; i < points_.size(); ++i) earlier_s[&points_[i]] = estimate.earlier_s[i];
+  }
   if (submit == Submit::kAll) {
     for (const Point* point : without_record) {
       const bool followed = std::any_of(in_flight_.begin(), in_flight_.end(),
@@ -267,6 +275,7 @@ SweepOutcome SweepRunner::loop(Submit submit, bool follow) {
         InFlight job;
         job.point = to_run[next++];
         job.job = job_for(*job.point, directory_, options_.rank_program, run_id_);
+        job.job.expected_s = earlier_s.count(job.point) ? earlier_s[job.point] : 0;
         job.command = scheduler_.command_for(job.job);
         job.label = label(*job.point);
         // A record or log left by an earlier run must not pass for this one's.

@@ -31,6 +31,7 @@ SweepEstimate estimate_sweep(const std::vector<Point>& points, const std::string
   estimate.points = static_cast<int>(points.size());
   for (const auto& point : points) {
     const auto found = wall_time_by_key.find(point.key.text());
+    estimate.earlier_s.push_back(found == wall_time_by_key.end() ? 0 : found->second);
     if (found == wall_time_by_key.end()) continue;
     estimate.measured_s += found->second;
     ++estimate.measured;

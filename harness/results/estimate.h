@@ -13,6 +13,7 @@ struct SweepEstimate {
   int points = 0;
   int measured = 0;       // points with an earlier record
   double measured_s = 0;  // their wall times, summed
+  std::vector<double> earlier_s;  // per point, in order: its earlier wall time; 0 = never measured
   // The whole sweep, the unmeasured points at the measured ones' mean; 0 when none was measured.
   double total_s() const;
 };

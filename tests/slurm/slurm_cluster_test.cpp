@@ -89,6 +89,26 @@ TEST(SlurmCluster, EveryModeGivesTheRecordsTheLocalLauncherGives) {
   }
 }
 
+// "auto" packs points whose earlier runs (results/<name>/ where the harness runs) were short.
+TEST(SlurmCluster, AutoPacksPointsThatRanShortBefore) {
+  const fs::path dir = scratch("slurm_auto");
+  // A 10-minute limit: without earlier results, auto would choose arrays.
+  std::string text = with_mode(kTwoRankSweep, "auto");
+  const std::string limit = "\"timeout_s\": 120";
+  text.replace(text.find(limit), limit.size(), "\"timeout_s\": 600");
+  const fs::path experiment = write_experiment(dir, text);
+  const HarnessRun plan = run_harness({"plan", experiment.string()}, dir / "plan.log");
+  EXPECT_NE(joined(plan.output).find("array of 2 point(s)"), std::string::npos) << joined(plan.output);
+  // The default results directory, results/modes/<time>, under the directory of the log.
+  ASSERT_EQ(run_harness({"run", experiment.string(), "--launcher", "local"}, dir / "local.log").outcome.exit_code, 0);
+  const HarnessRun run = run_harness({"run", experiment.string(), "--out", (dir / "out").string()}, dir / "run.log");
+  ASSERT_EQ(run.outcome.exit_code, 0) << joined(run.output);
+  std::set<std::string> jobs;
+  for (const Json& record : records(dir / "out")) jobs.insert(record["launch"]["job_id"].get<std::string>());
+  EXPECT_EQ(jobs.size(), 1U) << "not one pack";
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir / "out" / "jobs" / "scripts"), fs::directory_iterator()), 1);
+}
+
 TEST(SlurmCluster, APointOnTwoNodesRunsOnBoth) {
   const fs::path dir = scratch("slurm_two_nodes");
   const fs::path experiment = write_experiment(dir, R"({"name": "two_nodes", "launcher": "slurm",
