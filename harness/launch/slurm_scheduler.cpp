@@ -119,7 +119,16 @@ JobId SlurmScheduler::submit(const JobSpec& job) {
 std::vector<Submission> SlurmScheduler::submit_all(const std::vector<JobSpec>& jobs) {
   std::vector<Submission> submissions(jobs.size());
   if (jobs.empty()) return submissions;
-  for (const char* folder : {"/scripts", "/status", "/batch"}) fs::create_directories(context_.jobs_dir + folder);
+  for (const char* folder : {"/scripts", "/status", "/batch"}) {
+    std::error_code error;
+    fs::create_directories(context_.jobs_dir + folder, error);
+    if (error) {
+      for (auto& submission : submissions) {
+        submission.error = fmt::format("cannot create {}{}: {}", context_.jobs_dir, folder, error.message());
+      }
+      return submissions;
+    }
+  }
   for (const Batch& batch : batches(jobs)) {
     const JobSpec& first = jobs[batch.jobs.front()];
     const std::string script_path = fmt::format("{}/scripts/{}-{}.sh", context_.jobs_dir, first.name, mode_name(batch.mode));

@@ -88,6 +88,29 @@ TEST(SlurmFollowUp, QueriesAreOnePerPollForTheWholeSweep) {
   EXPECT_TRUE(calls(log, "scancel").empty());
 }
 
+// Accounting is detected, not configured: where scontrol reports an accounting storage and sacct
+// answers, the harness asks sacct (here a stand-in that answers from squeue, since this cluster
+// runs without slurmdbd) and never squeue.
+TEST(SlurmFollowUp, WithAccountingTheSweepIsFollowedThroughSacct) {
+  const fs::path dir = scratch("slurm_sacct");
+  const fs::path log = dir / "calls.log";
+  const fs::path bin = command_wrappers(dir, log);
+  std::ofstream(bin / "scontrol") << "#!/bin/bash\necho \"job=${SLURM_JOB_ID:-none} scontrol $*\" >> '" << log.string()
+                                  << "'\n/usr/bin/scontrol \"$@\" | sed 's|accounting_storage/none|accounting_storage/slurmdbd|'\n";
+  std::ofstream(bin / "sacct")
+      << "#!/bin/bash\necho \"job=${SLURM_JOB_ID:-none} sacct $*\" >> '" << log.string() << "'\n"
+      << "name=$(printf '%s\\n' \"$@\" | sed -n 's/^--name=//p')\n"
+      << "[[ -z $name ]] && exit 0\n"  // the probe
+      << "exec /usr/bin/squeue --noheader --me --array --states=all --name=\"$name\" --format='%i|%T|%N'\n";
+  const fs::path experiment = write_experiment(dir, four_points("array", "300"));
+  const HarnessRun run = run_harness({"run", experiment.string(), "--out", (dir / "out").string()}, dir / "run.log",
+                                     with_path(bin));
+  ASSERT_EQ(run.outcome.exit_code, 0) << joined(run.output);
+  EXPECT_EQ(read_csv(dir / "out" / "summary.csv").size(), 4U);
+  EXPECT_GE(calls(log, "sacct").size(), 2U) << read_text(log);  // the probe, then the polls
+  EXPECT_TRUE(calls(log, "squeue").empty()) << read_text(log);
+}
+
 TEST(SlurmFollowUp, AfterAKilledHarnessStatusCollectsAndAResumedRunSubmitsOnlyWhatIsMissing) {
   const fs::path dir = scratch("slurm_kill9");
   const fs::path log = dir / "calls.log";
