@@ -106,9 +106,17 @@ std::optional<JobVerdict> judge_job(FollowedJob& job, const PointStatusFile& sta
       }
       if (!is_signal_status(code) || seen != nullptr) return ranks_failed;
     }
-    if (queried && (++job.silent_queries >= 2 || (seen == nullptr && ++job.unseen_queries >= 2))) {
-      return ranks_failed;
+    if (!queried) return std::nullopt;
+    // A signal: the final state will say whose. COMPLETING may last until the scheduler forgets the
+    // job (SLURM 22.05 keeps some cancelled jobs COMPLETING until MinJobAge purges them): wait.
+    if (seen != nullptr && seen->state == "COMPLETING" && is_signal_status(code)) return std::nullopt;
+    if (seen == nullptr && ++job.unseen_queries >= 2 && is_signal_status(code)) {
+      return JobVerdict{JobEnd::kFailed,
+                        fmt::format("stopped by signal {} (scancel, a time limit or a preemption), and job {} left "
+                                    "the scheduler's list before its final state could be read",
+                                    code - 128, job.slurm_id)};
     }
+    if (++job.silent_queries >= 2 || job.unseen_queries >= 2) return ranks_failed;
     return std::nullopt;
   }
   if (!queried) return std::nullopt;

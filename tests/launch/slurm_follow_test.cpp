@@ -53,11 +53,19 @@ TEST(SlurmFollow, TheFileDecidesWhatItCan) {
 
 TEST(SlurmFollow, AFailedOrSignalledJobWaitsForTheSchedulersFinalState) {
   FollowedJob followed = job();
-  // The job is still completing: wait.
+  // The job is still completing: wait, however long that lasts.
   const SchedulerJob completing = seen("COMPLETING");
-  EXPECT_FALSE(judge_job(followed, finished(143), &completing, true));
+  for (int query = 0; query < 5; ++query) EXPECT_FALSE(judge_job(followed, finished(143), &completing, true));
   const SchedulerJob cancelled = seen("CANCELLED");
   EXPECT_EQ(judge_job(followed, finished(143), &cancelled, true)->end, JobEnd::kCancelled);
+  // Forgotten by the scheduler before it showed a final state: failed, saying so.
+  FollowedJob forgotten = job();
+  EXPECT_FALSE(judge_job(forgotten, finished(143), nullptr, true));
+  const auto unknown = judge_job(forgotten, finished(143), nullptr, true);
+  EXPECT_EQ(unknown->end, JobEnd::kFailed);
+  EXPECT_EQ(unknown->reason,
+            "stopped by signal 15 (scancel, a time limit or a preemption), and job 12 left the scheduler's list "
+            "before its final state could be read");
   const SchedulerJob node_fail = seen("NODE_FAIL");
   FollowedJob other = job();
   const auto verdict = judge_job(other, finished(1), &node_fail, true);
