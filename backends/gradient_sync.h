@@ -35,5 +35,9 @@ class GradientSync {
 // The backend named `name` (registry.h) over `communicator`. Collective. Throws ConfigError for
 // an unknown name.
 std::unique_ptr<GradientSync> make_gradient_sync(std::string_view name, const Communicator& communicator);
+// The point's backend, waiting inject_comm_delay_us inside every call when that is set
+// (injected_delay.h).
+struct PointSettings;
+std::unique_ptr<GradientSync> make_gradient_sync(const PointSettings& settings, const Communicator& communicator);
 
 }  // namespace harness

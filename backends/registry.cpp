@@ -4,6 +4,7 @@
 
 #include "backends/gloo_allreduce.h"
 #include "backends/gradient_sync.h"
+#include "backends/injected_delay.h"
 #include "backends/mpi_allreduce.h"
 #include "backends/parameter_server.h"
 #include "backends/ring_allreduce.h"
@@ -98,6 +99,14 @@ const BackendInfo* backend_or_null(std::string_view name) {
 std::unique_ptr<GradientSync> make_gradient_sync(std::string_view name,
                                                  const Communicator& communicator) {
   return find_backend(name).make(communicator);
+}
+
+std::unique_ptr<GradientSync> make_gradient_sync(const PointSettings& settings, const Communicator& communicator) {
+  auto backend = make_gradient_sync(settings.backend, communicator);
+  if (settings.inject_comm_delay_us > 0) {
+    return std::make_unique<InjectedDelay>(std::move(backend), settings.inject_comm_delay_us);
+  }
+  return backend;
 }
 
 }  // namespace harness

@@ -186,6 +186,16 @@ std::vector<SettingRow> common_setting_rows() {
       bool_row("overlap",
                "reduce each bucket during the backward pass, as soon as its gradients are ready",
                &PointSettings::overlap),
+      {"inject_comm_delay_us", "a non-negative number of microseconds up to 10000000",
+       "fault injection: every backend call waits this long first, to check that a regression "
+       "gate fires (harness check ignores it when matching points)",
+       R"({"type": "number", "minimum": 0, "maximum": 10000000})",
+       [](PointSettings& s, const Json& v, const std::string& where) {
+         const double delay_us = read_non_negative_number(v, where);
+         if (delay_us > 1e7) fail_expected(where, "a non-negative number of microseconds up to 10000000", v);
+         s.inject_comm_delay_us = delay_us;
+       },
+       [](const PointSettings& s) { return Json(s.inject_comm_delay_us); }},
   };
 }
 

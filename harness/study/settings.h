@@ -53,6 +53,10 @@ struct PointSettings {
   std::string data_path;      // "" = the workload's default data
   double bucket_mb = 25;      // gradients are reduced in buckets of about this many MiB (as DDP)
   bool overlap = false;       // reduce each bucket during backward, as soon as it is complete
+  // Fault injection: every backend call waits this long first (backends/injected_delay.h), so
+  // that users can check that their regression gate fires. Not part of a point's identity for
+  // `harness check`, which compares a run with a delay to the same points without.
+  double inject_comm_delay_us = 0;
   // The settings that a kind, a backend or a workload owns, by key, as their rows normalised them;
   // a key that was not set takes its row's default.
   Json options = Json::object();
