@@ -68,7 +68,8 @@ std::string mpi_library_version() {
   char version[MPI_MAX_LIBRARY_VERSION_STRING] = {};
   int length = 0;
   MPI_Get_library_version(version, &length);
-  std::string text(version, length);
+  // Open MPI counts the terminating NUL in `length`.
+  std::string text(version, ::strnlen(version, static_cast<std::size_t>(length)));
   if (const auto newline = text.find('\n'); newline != std::string::npos) text.resize(newline);
   return text;
 }

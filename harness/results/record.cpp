@@ -114,9 +114,10 @@ PointRecord record_from_json(const Json& json, const std::string& where) {
   } catch (const ConfigError& error) {
     throw Error(error.what());  // a record's settings this harness cannot read: a bad record
   }
-  // Version 1 hashed the harness version into its `hash`; the key is the settings' own.
-  record.key = record.schema_version >= 2 ? fields.text("key")
-                                          : PointKey(record.settings, record.repeat).hash();
+  // The key is recomputed from the settings as this harness reads them, not taken from the file:
+  // a setting added since the record was written takes its default there, and the record must
+  // still be found by the points of its experiment (version 1 even hashed the harness version).
+  record.key = PointKey(record.settings, record.repeat).hash();
   const Fields launch = fields.object("launch");
   record.launch.scheduler = record.schema_version >= 2 ? launch.text("scheduler") : "local";
   if (record.schema_version >= 3) record.launch.job_id = launch.text("job_id");

@@ -54,6 +54,16 @@ TEST(Record, RoundTripsThroughJson) {
   EXPECT_EQ(read.measurements->train->sgd->global_batch, 8);
 }
 
+// A record written before a setting existed (its settings lack the key, its stored key hashed
+// them without it) is still the record of the points that now have that setting's default.
+TEST(Record, TheKeyIsTheSettingsAsThisHarnessReadsThem) {
+  Json json = to_json(ok_record());
+  json["settings"].erase("inject_comm_delay_us");
+  json["key"] = "0badc0de";
+  const PointRecord read = record_from_json(json, "r.json");
+  EXPECT_EQ(read.key, PointKey(ok_record().settings, 1).hash());
+}
+
 std::string refusal(const Json& json) {
   try {
     record_from_json(json, "points/p.json");
