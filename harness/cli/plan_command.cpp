@@ -20,11 +20,11 @@
 namespace harness {
 
 int plan_command(const std::string& experiment_path, const std::string& out_dir,
-                 const std::string& launcher) {
+                 const std::string& launcher, const std::vector<std::string>& overrides) {
   LoadedStudy study;
   std::string rank_program;
   try {
-    study = load_study(experiment_path, launcher);
+    study = load_study(experiment_path, launcher, overrides);
     rank_program = self_executable();
   } catch (const Error& error) {
     return report_error(error);

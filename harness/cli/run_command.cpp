@@ -31,13 +31,15 @@ void print_reports(const WrittenReports& written, const ResultsDirectory& direct
 }
 
 int run_command(const RunOptions& options) {
-  if (options.dry_run) return plan_command(options.experiment_path, options.out_dir, options.launcher);
+  if (options.dry_run) {
+    return plan_command(options.experiment_path, options.out_dir, options.launcher, options.overrides);
+  }
   LoadedStudy study;
   std::unique_ptr<ResultsDirectory> directory;
   std::unique_ptr<DirectoryLock> lock;
   std::string rank_program;
   try {
-    study = load_study(options.experiment_path, options.launcher);
+    study = load_study(options.experiment_path, options.launcher, options.overrides);
     directory = std::make_unique<ResultsDirectory>(
         options.out_dir.empty() ? default_out_dir(study.experiment.name) : options.out_dir);
     study.scheduler->check_available();

@@ -20,8 +20,10 @@ struct LoadedStudy {
 
 // Throws ConfigError naming the file and field for anything wrong; nothing runs. A non-empty
 // `launcher` (run --launcher NAME) replaces the experiment's launcher; the experiment's options
-// for it are kept when it names the same one.
-LoadedStudy load_study(const std::string& experiment_path, const std::string& launcher = "");
+// for it are kept when it names the same one. `overrides` (run --set KEY=VALUE) fix settings for
+// every point: they go into the experiment's "settings", and so into the copy its results keep.
+LoadedStudy load_study(const std::string& experiment_path, const std::string& launcher = "",
+                       const std::vector<std::string>& overrides = {});
 
 // results/<experiment name>/<local time>
 std::string default_out_dir(const std::string& experiment_name);
