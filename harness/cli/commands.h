@@ -35,6 +35,8 @@ struct RunOptions {
   bool retry_failed = false;
   // Submit and return (a cluster launcher); `harness status DIR` follows the jobs.
   bool detach = false;
+  // --set KEY=VALUE: fix a setting for every point (not one the experiment sweeps).
+  std::vector<std::string> overrides;
   std::vector<std::string> command_line;  // for provenance
 };
 
@@ -42,7 +44,7 @@ int run_command(const RunOptions& options);
 // The points, their commands and the estimate, as `run --dry-run` prints them (`out_dir` as
 // --out, "" = the default).
 int plan_command(const std::string& experiment_path, const std::string& out_dir = "",
-                 const std::string& launcher = "");
+                 const std::string& launcher = "", const std::vector<std::string>& overrides = {});
 // Rebuilds summary.csv, stats.csv and every plot of a results directory from its records and
 // its copy of the experiment file, without running anything.
 int plot_command(const std::string& results_dir);
@@ -53,6 +55,20 @@ int plot_command(const std::string& results_dir);
 int status_command(const std::string& results_dir, const std::vector<std::string>& command_line);
 // Records what has ended, then cancels every job of the directory still in flight.
 int cancel_command(const std::string& results_dir, const std::vector<std::string>& command_line);
+
+// `harness check`: exit 0 pass, 1 regression or newly failing point, 2 bad input, 3 (--strict)
+// inconclusive, 4 (--strict) missing, failing on both sides or not comparable (check/check_report.h).
+struct CheckCommandOptions {
+  std::string current_dir;
+  std::string baseline_dir;  // "" = none
+  std::string against;       // JSON text; "" = the experiment's check.against, if any
+  bool strict = false;
+  std::string json_path, junit_path, markdown_path;
+  std::vector<std::string> thresholds;  // METRIC=VALUE
+  std::vector<std::string> floors;      // METRIC=VALUE
+  std::string metrics;                  // "" = all
+};
+int check_command(const CheckCommandOptions& options);
 
 // Prints a results directory's console table and where its tables and plots are (run and plot).
 struct WrittenReports;

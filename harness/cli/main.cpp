@@ -11,6 +11,8 @@
 #include <fmt/format.h>
 
 #include "backends/registry.h"
+#include "harness/check/check_metrics.h"
+#include "harness/check/check_options.h"
 #include "harness/cli/commands.h"
 #include "harness/launch/scheduler.h"
 #include "harness/study/schema.h"
@@ -45,6 +47,12 @@ std::string names_help() {
       text += fmt::format("    {:<15} {}\n", option.key, option.help);
     }
   }
+  text += "Check metrics (harness check --threshold/--floor/--metrics; default threshold, floor):\n";
+  for (const auto& metric : harness::check_metric_table()) {
+    text += fmt::format("  {:<14} {} ({}, {} is better; {:g}%, {:g} {})\n", metric.name, metric.help, metric.unit,
+                        metric.better == harness::Better::kLower ? "lower" : "higher", metric.threshold * 100,
+                        metric.floor, metric.unit);
+  }
   return text;
 }
 
@@ -57,10 +65,10 @@ int main(int argc, char** argv) {
   }
 
   // CLI11 would call an unknown command an unexpected argument; name it.
-  const std::vector<std::string> commands = {"run", "plan", "plot", "status", "cancel", "schema"};
+  const std::vector<std::string> commands = {"run", "plan", "plot", "status", "cancel", "check", "schema"};
   if (argc >= 2 && argv[1][0] != '-' &&
       std::find(commands.begin(), commands.end(), argv[1]) == commands.end()) {
-    std::cerr << fmt::format("harness: unknown command {} (expected one of: run, plan, plot, status, cancel, schema; "
+    std::cerr << fmt::format("harness: unknown command {} (expected one of: run, plan, plot, status, cancel, check, schema; "
                              "see harness --help)\n",
                              harness::describe_text(argv[1]));
     return harness::kExitBadInput;
@@ -93,6 +101,9 @@ int main(int argc, char** argv) {
   run->add_flag("--retry-failed", run_options.retry_failed,
                 "resume, running again only failed, lost, node-failed, preempted and missing points "
                 "(keep timed-out, out-of-memory and cancelled ones)");
+  run->add_option("--set", run_options.overrides,
+                  "KEY=VALUE: fix a setting for every point (repeatable; VALUE as JSON, else text), e.g. "
+                  "--set inject_comm_delay_us=100; not a swept one");
   run->add_flag("--detach", run_options.detach,
                 "submit the jobs and return (a cluster launcher); follow them with harness status DIR");
   run->add_flag("--dry-run", run_options.dry_run,
@@ -121,6 +132,26 @@ int main(int argc, char** argv) {
                                               "(their points run again on resume)");
   cancel->add_option("DIR", cancel_dir, "results directory")->required();
 
+  harness::CheckCommandOptions check_options;
+  auto* check = app.add_subcommand(
+      "check", "Compare a results directory with a baseline run and/or each configuration with its counterpart "
+               "of the same run; exit 0 pass, 1 regression, 2 bad input, 3 inconclusive (--strict), 4 missing "
+               "(--strict)");
+  check->add_option("DIR", check_options.current_dir, "results directory to check")->required();
+  check->add_option("--baseline", check_options.baseline_dir, "results directory to compare with");
+  check->add_option("--against", check_options.against,
+                    "JSON object of setting values: compare each configuration with the one of the same run "
+                    "that has them, e.g. '{\"backend\": \"allreduce\"}' (default: the experiment's check.against)");
+  check->add_flag("--strict", check_options.strict, "exit 3 on inconclusive rows and 4 on missing ones");
+  check->add_option("--threshold", check_options.thresholds,
+                    "METRIC=CHANGE: relative change that may regress, 0.15 or 15% (repeatable)");
+  check->add_option("--floor", check_options.floors,
+                    "METRIC=VALUE: absolute differences below VALUE (the metric's unit) pass (repeatable)");
+  check->add_option("--metrics", check_options.metrics, "compare only these metrics, comma-separated");
+  check->add_option("--json", check_options.json_path, "write the verdicts as JSON to FILE");
+  check->add_option("--junit", check_options.junit_path, "write JUnit XML to FILE (a test case per point and metric)");
+  check->add_option("--markdown", check_options.markdown_path, "write a markdown summary to FILE (for a CI job page)");
+
   app.add_subcommand("schema", "Print the JSON Schema of experiment files (experiments/schema.json)");
 
   try {
@@ -145,11 +176,12 @@ int main(int argc, char** argv) {
     const std::vector<std::string> command_line(argv, argv + argc);
     if (*status) return harness::status_command(status_dir, command_line);
     if (*cancel) return harness::cancel_command(cancel_dir, command_line);
+    if (*check) return harness::check_command(check_options);
     if (app.got_subcommand("schema")) {
       std::vector<std::string> workloads;
       for (const auto& info : harness::workload_table()) workloads.emplace_back(info.name);
       std::cout << harness::experiment_schema(workloads, harness::backend_names(),
-                                              harness::launcher_schema())
+                                              harness::launcher_schema(), harness::check_block_schema())
                        .dump(2) << "\n";
       return harness::kExitOk;
     }

@@ -17,7 +17,7 @@ namespace {
 // "$schema" lets editors find experiments/schema.json; the harness ignores its value.
 const std::vector<std::string_view> kTopLevelKeys = {
     "name", "description", "launcher", "settings", "sweep", "exclude", "repeats", "baseline",
-    "$schema"};
+    "check", "$schema"};
 constexpr int kMaxRepeats = 1000;
 
 std::string unknown_key_message(const std::string& where, const std::string& key,
@@ -263,6 +263,14 @@ Experiment parse_experiment(const std::string& text, const std::string& source_p
       }
       experiment.exclude.push_back(std::move(rule));
     }
+  }
+
+  if (root.contains("check")) {
+    if (!root["check"].is_object()) {
+      throw ConfigError(fmt::format("{}: check: expected an object with \"against\" and \"metrics\", got {}",
+                                    source_path, describe_json(root["check"])));
+    }
+    experiment.check = root["check"];
   }
 
   if (root.contains("baseline")) {

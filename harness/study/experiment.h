@@ -16,6 +16,7 @@
 //   "exclude": [ { "backend": "ps", "ranks": [1, 2] } ]   // drop points matching every key
 //   "repeats": 3                       // run each point 3 times (all points, then all again)
 //   "baseline": { "backend": "allreduce", "ranks": 1 }   // speedup against this point
+//   "check": { "against": {...}, "metrics": {...} }      // for harness check (check/check_options.h)
 // A "baseline" names values for some keys: each point is compared with the point equal to it on
 // every other key and having those values (default: the fewest ranks, otherwise equal).
 #pragma once
@@ -56,6 +57,9 @@ struct Experiment {
   std::vector<std::vector<std::pair<std::string, std::vector<Json>>>> exclude;
   int repeats = 1;
   Json baseline = Json::object();  // setting key -> value, normalised; empty = fewest ranks
+  // "check", as written (an object); check/check_options.h reads it, and `run` checks it before
+  // anything runs.
+  Json check = Json::object();
 };
 
 // Reads and validates an experiment file (bounded: see common/files.h). Throws ConfigError

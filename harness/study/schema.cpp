@@ -4,7 +4,8 @@
 namespace harness {
 
 Json experiment_schema(const std::vector<std::string>& workloads,
-                       const std::vector<std::string>& backends, const Json& launcher) {
+                       const std::vector<std::string>& backends, const Json& launcher,
+                       const Json& check) {
   const Json defaults = to_json(PointSettings{});
   Json settings = Json::object();
   for (const auto& setting : setting_table()) {
@@ -85,7 +86,8 @@ Json experiment_schema(const std::vector<std::string>& workloads,
            "values that pick each point's speedup baseline: the point equal on every other key "
            "(default: fewest ranks)"},
           {"$ref", "#/$defs/settings"},
-          {"minProperties", 1}}}}},
+          {"minProperties", 1}}},
+        {"check", check}}},
       {"$defs",
        {{"settings", {{"type", "object"}, {"additionalProperties", false}, {"properties", settings}}},
         {"zip_group", zip_group}}}};

@@ -10,9 +10,9 @@
 
 namespace harness {
 
-// `workloads` and `backends` become the enums of those keys, `launcher` the schema of the
-// "launcher" property (the tables live outside the study: launch/scheduler.h makes it).
+// `workloads` and `backends` become the enums of those keys, `launcher` and `check` the schemas of
+// those properties (the tables live outside the study: launch/scheduler.h and check/ make them).
 Json experiment_schema(const std::vector<std::string>& workloads,
-                       const std::vector<std::string>& backends, const Json& launcher);
+                       const std::vector<std::string>& backends, const Json& launcher, const Json& check);
 
 }  // namespace harness

@@ -204,7 +204,7 @@ TEST(EndToEnd, UnknownCommandIsNamed) {
   EXPECT_EQ(run.outcome.exit_code, 2);
   ASSERT_EQ(run.output.size(), 1U) << joined(run.output);
   EXPECT_EQ(run.output[0],
-            "harness: unknown command \"frobnicate\" (expected one of: run, plan, plot, status, cancel, schema; see "
+            "harness: unknown command \"frobnicate\" (expected one of: run, plan, plot, status, cancel, check, schema; see "
             "harness --help)");
 }
 

@@ -1,0 +1,60 @@
+// The statistics of `harness check`: a 95% t-interval of the mean log ratio between two sides'
+// repeats (paired when both sides ran interleaved in one run, Welch's otherwise), and the verdict
+// a metric gets from it. Pure functions, so that every verdict can be recomputed from stored
+// results.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "harness/check/check_metrics.h"
+
+namespace harness {
+
+// The change from baseline to current as a natural log ratio, with its 95% interval.
+struct ChangeEstimate {
+  double log_ratio = 0;
+  double low = 0;                 // interval bounds of log_ratio
+  double high = 0;
+  bool has_interval = false;      // false with fewer than two values (on a side, or pairs)
+  double spread = 0;              // pairs: sd of the differences; Welch: sqrt(sd_c^2 + sd_b^2)
+};
+
+// Both sides are log values per repeat, `current[i]` and `baseline[i]` from the same round
+// (equal lengths).
+ChangeEstimate paired_change(const std::vector<double>& current, const std::vector<double>& baseline);
+// Both sides are log values per repeat, from runs that did not interleave.
+ChangeEstimate welch_change(const std::vector<double>& current, const std::vector<double>& baseline);
+
+// The 0.975 quantile of Student's t with `degrees_of_freedom` (> 0, fractional for Welch).
+double t_quantile_975(double degrees_of_freedom);
+
+inline constexpr int kMinRepeats = 3;
+
+// Repeats per side that would make the interval of `estimate` exclude no change if the observed
+// change and spread held; at least kMinRepeats; 0 when the change is zero (no number would).
+int repeats_needed(const ChangeEstimate& estimate, bool paired);
+
+enum class Verdict { kRegression, kInconclusive, kMissing, kNotComparable, kFailed, kImproved, kPass };
+
+// "REGRESSION", "INCONCLUSIVE", "MISSING", "NOT COMPARABLE", "FAILED", "IMPROVED", "PASS".
+std::string verdict_name(Verdict verdict);
+
+struct MetricLimits {
+  double threshold = 0;  // relative
+  double floor = 0;      // absolute, in the metric's unit
+};
+
+struct Judgement {
+  Verdict verdict = Verdict::kPass;
+  std::string note;  // why, when it is not a plain pass or regression
+};
+
+// The verdict of one metric: the floor first (an absolute difference below it passes), then too
+// few repeats (inconclusive, saying how many), then the change against the threshold in the
+// metric's bad direction and whether the interval excludes no change.
+Judgement judge_metric(const CheckMetric& metric, const MetricLimits& limits, double baseline_value,
+                       double current_value, const ChangeEstimate& estimate, int current_repeats,
+                       int baseline_repeats, bool paired);
+
+}  // namespace harness

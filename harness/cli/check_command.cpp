@@ -1,0 +1,107 @@
+// `harness check`: compares a results directory with a baseline and/or with configurations of its
+// own, prints the verdicts, writes the CI outputs, and exits with the gate's status.
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "harness/check/check_outputs.h"
+#include "harness/check/comparison.h"
+#include "harness/cli/commands.h"
+#include "harness/common/errors.h"
+#include "harness/common/files.h"
+
+namespace harness {
+namespace {
+
+CheckOptions options_for(const ResultsSide& current, const CheckCommandOptions& command) {
+  CheckOptions options = default_check_options();
+  if (!current.experiment.check.empty()) {
+    apply_check_block(options, current.experiment.check, current.dir + "/experiment.json: check");
+  }
+  if (!command.against.empty()) {
+    Json values;
+    try {
+      values = Json::parse(command.against);
+    } catch (const Json::parse_error&) {
+      throw ConfigError(fmt::format("--against: expected a JSON object of setting values such as "
+                                    "'{{\"backend\": \"allreduce\"}}', got {}",
+                                    command.against.size() > 80 ? command.against.substr(0, 80) + "..." : command.against));
+    }
+    options.against = read_against(values, "--against");
+    options.against_where = "--against";
+  }
+  for (const auto& argument : command.thresholds) apply_threshold_argument(options, argument);
+  for (const auto& argument : command.floors) apply_floor_argument(options, argument);
+  if (!command.metrics.empty()) select_metrics(options, command.metrics);
+  return options;
+}
+
+void write_output(const std::string& path, const std::string& text, const char* flag) {
+  try {
+    write_file_atomically(path, text);
+  } catch (const Error& error) {
+    throw ConfigError(fmt::format("{}: {}", flag, error.what()));
+  }
+}
+
+// An output that cannot be written is bad input, found before anything is compared or printed.
+void check_output_path(const std::string& path, const char* flag) {
+  if (path.empty()) return;
+  const std::filesystem::path parent = std::filesystem::absolute(path).parent_path();
+  std::error_code error;
+  if (!std::filesystem::is_directory(parent, error)) {
+    throw ConfigError(fmt::format("{} {}: no directory {} to write it in", flag, path, parent.string()));
+  }
+  if (std::filesystem::is_directory(path, error)) throw ConfigError(fmt::format("{} {}: is a directory", flag, path));
+}
+
+int check(const CheckCommandOptions& command) {
+  check_output_path(command.json_path, "--json");
+  check_output_path(command.junit_path, "--junit");
+  check_output_path(command.markdown_path, "--markdown");
+  const ResultsSide current = load_results_side(command.current_dir);
+  const CheckOptions options = options_for(current, command);
+  std::optional<ResultsSide> baseline;
+  if (!command.baseline_dir.empty()) baseline = load_results_side(command.baseline_dir);
+  const CheckReport report = compare_results(current, baseline ? &*baseline : nullptr, options, command.strict);
+
+  std::cout << format_check_console(report);
+  if (!command.json_path.empty()) write_output(command.json_path, check_report_json(report).dump(2) + "\n", "--json");
+  if (!command.junit_path.empty()) write_output(command.junit_path, check_junit_xml(report), "--junit");
+  if (!command.markdown_path.empty()) write_output(command.markdown_path, check_markdown(report), "--markdown");
+  if (const char* actions = std::getenv("GITHUB_ACTIONS"); actions != nullptr && std::string(actions) == "true") {
+    for (const auto& line : github_annotations(report)) std::cout << line << "\n";
+  }
+
+  const int status = report.exit_status();
+  const int inconclusive = report.count(Verdict::kInconclusive);
+  const int unmatched = report.count(Verdict::kMissing) + report.count(Verdict::kFailed) +
+                        report.count(Verdict::kNotComparable);
+  if (status == kCheckRegression) {
+    std::cout << fmt::format("harness check: {} regression(s): exit 1\n", report.count(Verdict::kRegression));
+  } else if (!command.strict && (inconclusive > 0 || unmatched > 0)) {
+    std::cout.flush();
+    std::cerr << fmt::format("harness check: warning: {} inconclusive and {} missing, failing or not comparable "
+                             "row(s); exit 0 (--strict would exit {})\n",
+                             inconclusive, unmatched, unmatched > 0 ? kCheckMissing : kCheckInconclusive);
+  }
+  return status;
+}
+
+}  // namespace
+
+int check_command(const CheckCommandOptions& command) {
+  try {
+    return check(command);
+  } catch (const std::exception& error) {
+    // Every error of a check is about its input (it runs nothing), and none may look like a
+    // regression (exit 1) to a CI system.
+    std::cout.flush();
+    std::cerr << "harness: " << error.what() << "\n";
+    return kCheckUsage;
+  }
+}
+
+}  // namespace harness
