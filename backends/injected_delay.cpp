@@ -9,11 +9,12 @@ InjectedDelay::InjectedDelay(std::unique_ptr<GradientSync> backend, double delay
     : backend_(std::move(backend)), delay_us_(delay_us) {}
 
 void InjectedDelay::allreduce_sum(std::span<float> buffer) {
-  // Sleep for most of it and spin the rest: a sleep alone overshoots by tens of microseconds,
-  // which would make a small delay larger than asked for.
+  // Spin, as a rank waiting inside MPI does: a sleeping rank gives its core away, and on a busy
+  // machine gets it back a scheduler slice later (milliseconds instead of the microseconds asked
+  // for). Only the part of a long delay beyond kSpin sleeps.
   using Clock = std::chrono::steady_clock;
   const auto until = Clock::now() + std::chrono::nanoseconds(static_cast<int64_t>(delay_us_ * 1000));
-  constexpr auto kSpin = std::chrono::microseconds(200);
+  constexpr auto kSpin = std::chrono::milliseconds(20);
   if (until - Clock::now() > kSpin) std::this_thread::sleep_until(until - kSpin);
   while (Clock::now() < until) {
   }

@@ -5,16 +5,19 @@
 namespace harness {
 namespace {
 
-// A table cell: pipes and line breaks would end the cell or the row.
+// Text in a table cell, taken as written: pipes and line breaks would end the cell or the row,
+// backticks start code, and < > would be read as HTML.
 std::string cell(const std::string& text) {
   std::string out;
   for (const char c : text) {
-    if (c == '|') {
-      out += "\\|";
-    } else if (c == '\n' || c == '\r') {
-      out += ' ';
-    } else {
-      out += c;
+    switch (c) {
+      case '|': out += "\\|"; break;
+      case '`': out += "\\`"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '\n':
+      case '\r': out += ' '; break;
+      default: out += c;
     }
   }
   return out;
@@ -36,9 +39,9 @@ std::string table_row(const CheckRow& row) {
 std::string check_markdown(const CheckReport& report, std::size_t max_bytes) {
   const int regressions = report.count(Verdict::kRegression);
   std::string text = fmt::format("## harness check: {}\n\n", regressions > 0 ? "regression" : "no regression");
-  text += fmt::format("`{}`{}{} (exit status {})\n\n", cell(report.current_dir),
-                      report.baseline_dir.empty() ? "" : fmt::format(" against the baseline `{}`", cell(report.baseline_dir)),
-                      report.against.empty() ? "" : fmt::format(", each configuration against its `{}`", cell(report.against.dump())),
+  text += fmt::format("{}{}{} (exit status {})\n\n", cell(report.current_dir),
+                      report.baseline_dir.empty() ? "" : fmt::format(" against the baseline {}", cell(report.baseline_dir)),
+                      report.against.empty() ? "" : fmt::format(", each configuration against its {}", cell(report.against.dump())),
                       report.exit_status());
   text += fmt::format("**{}** regression(s), {} inconclusive, {} missing, {} failing on both sides, {} not comparable, "
                       "{} improved, {} pass\n\n",

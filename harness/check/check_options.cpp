@@ -67,7 +67,7 @@ std::pair<const CheckMetric*, Json> split_argument(const std::string& flag, cons
   try {
     const Json parsed = Json::parse(text);
     if (parsed.is_number()) value = parsed;
-  } catch (const Json::parse_error&) {
+  } catch (const Json::exception&) {
     // Not a number: the setter says what it expected.
   }
   return {&metric, value};

@@ -34,10 +34,12 @@ std::string row_title(const CheckRow& row) {
   return title;
 }
 
-std::string format_change(double change) { return fmt::format("{:+.1f}%", change * 100); }
+std::string format_change(double change) {
+  return std::isfinite(change) ? fmt::format("{:+.1f}%", change * 100) : "n/a";
+}
 
 std::string format_value(double value) {
-  if (!std::isfinite(value)) return "0";
+  if (!std::isfinite(value)) return "n/a";
   const double magnitude = std::abs(value);
   if (magnitude >= 100) return fmt::format("{:.1f}", value);
   if (magnitude >= 1) return fmt::format("{:.3f}", value);

@@ -63,9 +63,10 @@ void sort_rows(std::vector<CheckRow>& rows);
 // "point label metric size", the name of a row in messages and test cases.
 std::string row_title(const CheckRow& row);
 
-// "+12.3%", "-4.0%".
+// "+12.3%", "-4.0%"; "n/a" when not finite.
 std::string format_change(double change);
-// "12.35", "0.0123": enough significant digits for the unit, always a decimal number.
+// "12.35", "0.0123": enough significant digits for the unit, always a plain decimal; "n/a" when
+// not finite.
 std::string format_value(double value);
 
 }  // namespace harness

@@ -11,13 +11,19 @@
 
 namespace harness {
 
-// The change from baseline to current as a natural log ratio, with its 95% interval.
+// The change from baseline to current: the difference of the sides' means (of log values, a log
+// ratio; of raw values, a difference in the metric's unit), with its 95% interval.
 struct ChangeEstimate {
-  double log_ratio = 0;
-  double low = 0;                 // interval bounds of log_ratio
+  double log_ratio = 0;           // the difference (named for the usual, log, scale)
+  double low = 0;                 // interval bounds of it
   double high = 0;
   bool has_interval = false;      // false with fewer than two values (on a side, or pairs)
-  double spread = 0;              // pairs: sd of the differences; Welch: sqrt(sd_c^2 + sd_b^2)
+  bool paired = false;
+  double spread = 0;              // pairs: sd of the differences
+  double current_spread = 0;      // Welch: each side's sd
+  double baseline_spread = 0;
+  int current_count = 0;
+  int baseline_count = 0;
 };
 
 // Both sides are log values per repeat, `current[i]` and `baseline[i]` from the same round
@@ -32,8 +38,10 @@ double t_quantile_975(double degrees_of_freedom);
 inline constexpr int kMinRepeats = 3;
 
 // Repeats per side that would make the interval of `estimate` exclude no change if the observed
-// change and spread held; at least kMinRepeats; 0 when the change is zero (no number would).
-int repeats_needed(const ChangeEstimate& estimate, bool paired);
+// change and spreads held: at least kMinRepeats and more than a side has now; 0 when the change is
+// zero (no number would), kMaxRepeatsNeeded when even that many would not.
+inline constexpr int kMaxRepeatsNeeded = 1000;
+int repeats_needed(const ChangeEstimate& estimate);
 
 enum class Verdict { kRegression, kInconclusive, kMissing, kNotComparable, kFailed, kImproved, kPass };
 
@@ -52,9 +60,17 @@ struct Judgement {
 
 // The verdict of one metric: the floor first (an absolute difference below it passes), then too
 // few repeats (inconclusive, saying how many), then the change against the threshold in the
-// metric's bad direction and whether the interval excludes no change.
+// metric's bad direction and whether the interval excludes no change. `log_scale`: the estimate
+// is of log values (a ratio); otherwise of raw values (a difference, relative to baseline_value).
 Judgement judge_metric(const CheckMetric& metric, const MetricLimits& limits, double baseline_value,
-                       double current_value, const ChangeEstimate& estimate, int current_repeats,
-                       int baseline_repeats, bool paired);
+                       double current_value, const ChangeEstimate& estimate, bool log_scale = true);
+
+// A plain decimal with up to six places and no trailing zeros ("0.5", "0.000012"), never an
+// exponent; "n/a" for NaN or infinity. What every output prints numbers of limits with.
+std::string format_number(double value);
+
+// The relative change an estimate means: expm1 of a log difference, or a difference over the
+// baseline (infinite, with the difference's sign, when the baseline is 0).
+double relative_change(double difference, double baseline_value, bool log_scale);
 
 }  // namespace harness

@@ -1,16 +1,17 @@
 #include "harness/check/comparison.h"
 
 #include <algorithm>
-#include <cmath>
 #include <filesystem>
+#include <regex>
 #include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "harness/check/metric_comparison.h"
 #include "harness/common/errors.h"
-#include "harness/results/results_directory.h"
 #include "harness/results/result_set.h"
+#include "harness/results/results_directory.h"
 #include "harness/study/sweep.h"
 
 namespace harness {
@@ -35,80 +36,71 @@ bool is_reference(const PointSettings& settings, const Json& against) {
 std::string values_text(const Json& values) {
   std::string text;
   for (const auto& [key, value] : values.items()) {
-    text += (text.empty() ? "" : " ") + key + "=" + (value.is_string() ? value.get<std::string>() : value.dump());
+    text += (text.empty() ? "" : " ") + key + "=" +
+            (value.is_string() ? value.get<std::string>() : value.is_number() ? format_number(value.get<double>()) : value.dump());
   }
   return text;
 }
 
-// What must agree for two records' timings to be compared.
+// The MPI implementation and its version to the minor number ("Open MPI v4.1"): another patch
+// release or packaging of the same library is comparable, another library or release is not.
+std::string mpi_release(std::string text) {
+  // Records before 0.3.1 kept the NUL that Open MPI counts in the string's length.
+  while (!text.empty() && (text.back() == '\0' || text.back() == ' ')) text.pop_back();
+  text = text.substr(0, text.find(','));
+  static const std::regex release(R"(^(\D*?)(\d+)\.(\d+)(\.\d+)?)");
+  std::smatch match;
+  if (std::regex_search(text, match, release)) return match[1].str() + match[2].str() + "." + match[3].str();
+  return text;
+}
+
+// What must agree for two records' timings to be compared; "" when they may be.
 std::string incomparable(const PointRecord& a, const PointRecord& b) {
   const auto hosts = [](const PointRecord& record) {
     const auto& list = record.measurements->hosts;
     return std::set<std::string>(list.begin(), list.end()).size();
   };
-  const auto library = [](const PointRecord& record) {
-    std::string text = record.measurements->mpi_library;
-    // Records before 0.3.1 kept the NUL Open MPI counts in the string's length.
-    while (!text.empty() && (text.back() == '\0' || text.back() == ' ')) text.pop_back();
-    return text;
-  };
   if (a.schema_version != b.schema_version) {
     return fmt::format("record schema {} against {}", a.schema_version, b.schema_version);
   }
   if (hosts(a) != hosts(b)) return fmt::format("{} host(s) against {}", hosts(a), hosts(b));
-  if (library(a) != library(b)) return fmt::format("MPI library \"{}\" against \"{}\"", library(a), library(b));
+  const std::string library_a = mpi_release(a.measurements->mpi_library);
+  const std::string library_b = mpi_release(b.measurements->mpi_library);
+  if (library_a != library_b) return fmt::format("MPI library \"{}\" against \"{}\"", library_a, library_b);
   if (a.settings.device != b.settings.device) {
     return fmt::format("device {} against {}", a.settings.device, b.settings.device);
   }
   return "";
 }
 
-// A metric's positive values of one configuration, by message size (0 for training) and repeat.
-using ValuesBySize = std::map<int64_t, std::map<int, double>>;
+// A metric's values of one configuration, by message size (0 for training) and repeat.
+using ValuesBySize = std::map<int64_t, RepeatValues>;
 
-ValuesBySize values_of(const CheckMetric& metric, const Configuration& configuration, std::map<int64_t, std::string>& sizes) {
+ValuesBySize values_of(const CheckMetric& metric, const Configuration* configuration,
+                       std::map<int64_t, std::string>& sizes) {
   ValuesBySize values;
-  for (const auto& [repeat, record] : configuration.ok) {
+  if (configuration == nullptr) return values;
+  for (const auto& [repeat, record] : configuration->ok) {
     for (const MetricValue& value : metric_values(metric, *record->measurements)) {
       sizes[value.bytes] = value.size;
-      // Zero communication (one rank) has no ratio: left out, and a metric without values is no row.
-      if (value.value > 0 && std::isfinite(value.value)) values[value.bytes][repeat] = value.value;
+      if (std::isfinite(value.value) && value.value >= 0) values[value.bytes][repeat] = value.value;
     }
   }
   return values;
 }
 
-double mean_of(const std::vector<double>& values) {
-  double sum = 0;
-  for (const double value : values) sum += value;
-  return values.empty() ? 0 : sum / static_cast<double>(values.size());
+std::string first_reason(const Configuration& configuration) {
+  const PointRecord& record = *configuration.not_ok.begin()->second;
+  return fmt::format("{} ({})", status_name(record.status), record.reason.empty() ? "no reason recorded" : record.reason);
 }
 
-// The log values of one side of a comparison: a configuration's own, or (paired by repeat) its
-// log ratio to a reference of the same run.
-struct LogSide {
-  std::vector<int> repeats;
-  std::vector<double> logs;
-  std::vector<double> own_logs;  // the candidate's own values at those repeats (for display)
+// The configurations a candidate is compared with. Without --against the references are null;
+// without --baseline the baseline's candidate is.
+struct Counterparts {
+  const Configuration* current_reference = nullptr;
+  const Configuration* baseline_candidate = nullptr;
+  const Configuration* baseline_reference = nullptr;
 };
-
-LogSide log_side(const std::map<int, double>& values, const std::map<int, double>* reference) {
-  LogSide side;
-  for (const auto& [repeat, value] : values) {
-    if (reference == nullptr) {
-      side.repeats.push_back(repeat);
-      side.logs.push_back(std::log(value));
-      side.own_logs.push_back(std::log(value));
-      continue;
-    }
-    const auto found = reference->find(repeat);
-    if (found == reference->end()) continue;
-    side.repeats.push_back(repeat);
-    side.logs.push_back(std::log(value) - std::log(found->second));
-    side.own_logs.push_back(std::log(value));
-  }
-  return side;
-}
 
 // The rows of one candidate configuration.
 class CandidateComparison {
@@ -132,15 +124,12 @@ class CandidateComparison {
     rows_.push_back(row(verdict, std::move(metric), std::move(note)));
   }
 
-  // The sides of the comparison. Without --against, `current_reference` and `baseline_reference`
-  // are null; without --baseline, `baseline_candidate` is.
-  void compare(const Configuration* current_reference, const Configuration* baseline_candidate,
-               const Configuration* baseline_reference, bool same_run) const;
+  void compare(const Counterparts& with, bool same_run) const;
 
  private:
-  void compare_metric(const CheckMetric& metric, const Configuration* current_reference,
-                      const Configuration* baseline_candidate, const Configuration* baseline_reference,
-                      bool same_run) const;
+  // False when a failure leaves nothing to compare.
+  bool judge_statuses(const Counterparts& with) const;
+  void compare_metric(const CheckMetric& metric, const Counterparts& with, bool same_run) const;
 
   const CheckOptions& options_;
   const Configuration& candidate_;
@@ -148,34 +137,50 @@ class CandidateComparison {
   std::vector<CheckRow>& rows_;
 };
 
-std::string first_reason(const Configuration& configuration) {
-  const PointRecord& record = *configuration.not_ok.begin()->second;
-  return fmt::format("{} ({})", status_name(record.status), record.reason.empty() ? "no reason recorded" : record.reason);
-}
-
-void CandidateComparison::compare(const Configuration* current_reference, const Configuration* baseline_candidate,
-                                  const Configuration* baseline_reference, bool same_run) const {
-  // The side the candidate is held against: its own baseline, or else the reference of its run.
-  const Configuration* held_against = baseline_candidate != nullptr ? baseline_candidate : current_reference;
+bool CandidateComparison::judge_statuses(const Counterparts& with) const {
+  // The candidate: failing now where what it is held against did not is a regression.
+  const Configuration* held = with.baseline_candidate != nullptr ? with.baseline_candidate : with.current_reference;
   if (!candidate_.not_ok.empty()) {
     const std::string failed = fmt::format("{} of {} repeat(s) failed: {}", candidate_.not_ok.size(),
                                            candidate_.not_ok.size() + candidate_.ok.size(), first_reason(candidate_));
-    if (held_against != nullptr && held_against->not_ok.empty()) {
-      add(Verdict::kRegression, "status", "newly failing: " + failed);
+    if (held != nullptr && held->not_ok.empty()) {
+      add(Verdict::kRegression, "status",
+          (with.baseline_candidate != nullptr ? "newly failing: " : "failing where its reference does not: ") + failed);
     } else {
       add(Verdict::kFailed, "status", "failing on both sides: " + failed);
     }
   }
-  for (const Configuration* reference : {current_reference, baseline_reference}) {
-    if (reference != nullptr && !reference->not_ok.empty() && reference->ok.empty()) {
-      add(Verdict::kFailed, "status", fmt::format("the reference {} failed: {}", reference->first_id, first_reason(*reference)));
-      return;
+  // The reference of the current run: without records nothing can be compared; failing where the
+  // baseline's reference did not is a regression too (it is checked as nobody's candidate).
+  if (const Configuration* reference = with.current_reference) {
+    if (reference->ok.empty() && reference->not_ok.empty()) {
+      add(Verdict::kMissing, "all", fmt::format("the reference {} has no record", reference->first_id));
+      return false;
+    }
+    if (reference->ok.empty()) {
+      const bool newly = with.baseline_reference != nullptr && with.baseline_reference->not_ok.empty();
+      add(newly ? Verdict::kRegression : Verdict::kFailed, "status",
+          fmt::format("the reference {} {}: {}", reference->first_id, newly ? "newly fails" : "failed",
+                      first_reason(*reference)));
+      return false;
     }
   }
-  if (candidate_.ok.empty()) return;
+  for (const Configuration* other : {with.baseline_candidate, with.baseline_reference}) {
+    if (other != nullptr && other->ok.empty()) {
+      add(Verdict::kMissing, "all",
+          fmt::format("{} of the baseline has no ok record", other == with.baseline_candidate ? "the configuration"
+                                                                                               : "the reference"));
+      return false;
+    }
+  }
+  return !candidate_.ok.empty();
+}
+
+void CandidateComparison::compare(const Counterparts& with, bool same_run) const {
+  if (!judge_statuses(with)) return;
   // Timings of different machines' kinds, libraries or record formats say nothing of the code.
-  for (const Configuration* other : {current_reference, baseline_candidate, baseline_reference}) {
-    if (other == nullptr || other->ok.empty()) continue;
+  for (const Configuration* other : {with.current_reference, with.baseline_candidate, with.baseline_reference}) {
+    if (other == nullptr) continue;
     const std::string why = incomparable(*candidate_.ok.begin()->second, *other->ok.begin()->second);
     if (!why.empty()) {
       add(Verdict::kNotComparable, "all", fmt::format("{} ({} against {})", why, candidate_.first_id, other->first_id));
@@ -184,117 +189,84 @@ void CandidateComparison::compare(const Configuration* current_reference, const 
   }
   for (const auto& metric : check_metric_table()) {
     if (metric.kind != candidate_.settings.kind || !options_.selected(metric.name)) continue;
-    compare_metric(metric, current_reference, baseline_candidate, baseline_reference, same_run);
+    compare_metric(metric, with, same_run);
   }
 }
 
-void CandidateComparison::compare_metric(const CheckMetric& metric, const Configuration* current_reference,
-                                         const Configuration* baseline_candidate,
-                                         const Configuration* baseline_reference, bool same_run) const {
+void CandidateComparison::compare_metric(const CheckMetric& metric, const Counterparts& with, bool same_run) const {
   std::map<int64_t, std::string> sizes;
-  const ValuesBySize current = values_of(metric, candidate_, sizes);
-  ValuesBySize current_ref, base, base_ref;
-  if (current_reference != nullptr) current_ref = values_of(metric, *current_reference, sizes);
-  if (baseline_candidate != nullptr) base = values_of(metric, *baseline_candidate, sizes);
-  if (baseline_reference != nullptr) base_ref = values_of(metric, *baseline_reference, sizes);
+  const ValuesBySize current = values_of(metric, &candidate_, sizes);
+  const ValuesBySize current_reference = values_of(metric, with.current_reference, sizes);
+  const ValuesBySize baseline = values_of(metric, with.baseline_candidate, sizes);
+  const ValuesBySize baseline_reference = values_of(metric, with.baseline_reference, sizes);
   const MetricLimits limits = options_.limits.at(std::string(metric.name));
-
+  const RepeatValues none;
   for (const auto& [bytes, size] : sizes) {
+    // A side that exists but lacks this size has no values at it (not null: null means "no such side").
+    const auto at = [bytes = bytes, &none](const ValuesBySize& values, const Configuration* side) -> const RepeatValues* {
+      if (side == nullptr) return nullptr;
+      const auto found = values.find(bytes);
+      return found == values.end() ? &none : &found->second;
+    };
+    MetricSides sides;
+    sides.current = at(current, &candidate_);
+    sides.current_reference = at(current_reference, with.current_reference);
+    sides.baseline = at(baseline, with.baseline_candidate);
+    sides.baseline_reference = at(baseline_reference, with.baseline_reference);
+    sides.same_run = same_run;
     CheckRow row = this->row(Verdict::kPass, std::string(metric.name), "");
     row.size = size;
     row.bytes = bytes;
     row.unit = metric.unit;
     row.lower_is_better = metric.better == Better::kLower;
     row.limits = limits;
-    const auto at = [bytes = bytes](const ValuesBySize& values) -> const std::map<int, double>* {
-      const auto found = values.find(bytes);
-      return found == values.end() ? nullptr : &found->second;
-    };
-    const std::map<int, double> none;
-    const std::map<int, double>& candidate_values = at(current) ? *at(current) : none;
-
-    LogSide current_side, baseline_side;
-    double reference_scale = 1;  // --against with --baseline: the current reference's geometric mean
-    if (current_reference != nullptr) {
-      // Paired by repeat with the reference of the same run.
-      current_side = log_side(candidate_values, at(current_ref) ? at(current_ref) : &none);
-      if (baseline_candidate == nullptr) {
-        baseline_side.repeats = current_side.repeats;
-        for (std::size_t i = 0; i < current_side.logs.size(); ++i) {
-          baseline_side.logs.push_back(current_side.own_logs[i] - current_side.logs[i]);
-        }
-        current_side.logs = current_side.own_logs;
-        row.paired = true;
-      } else {
-        baseline_side = log_side(at(base) ? *at(base) : none, at(base_ref) ? at(base_ref) : &none);
-        std::vector<double> reference_logs;
-        for (std::size_t i = 0; i < current_side.logs.size(); ++i) {
-          reference_logs.push_back(current_side.own_logs[i] - current_side.logs[i]);
-        }
-        reference_scale = std::exp(mean_of(reference_logs));
-      }
-    } else {
-      current_side = log_side(candidate_values, nullptr);
-      baseline_side = log_side(at(base) ? *at(base) : none, nullptr);
-      if (same_run) {
-        // One run checked against itself: the same repeats, paired.
-        LogSide paired_current, paired_baseline;
-        for (std::size_t i = 0; i < current_side.repeats.size(); ++i) {
-          const auto found = std::find(baseline_side.repeats.begin(), baseline_side.repeats.end(), current_side.repeats[i]);
-          if (found == baseline_side.repeats.end()) continue;
-          paired_current.logs.push_back(current_side.logs[i]);
-          paired_baseline.logs.push_back(baseline_side.logs[static_cast<std::size_t>(found - baseline_side.repeats.begin())]);
-        }
-        current_side = paired_current;
-        baseline_side = paired_baseline;
-        row.paired = true;
-      }
-    }
-
-    if (current_side.logs.empty() && baseline_side.logs.empty()) continue;  // not measured on either side
-    if (current_side.logs.empty() || baseline_side.logs.empty()) {
-      row.verdict = Verdict::kMissing;
-      row.note = current_side.logs.empty() ? "no value in the current run" : "no value to compare with";
-      rows_.push_back(std::move(row));
-      continue;
-    }
-    const ChangeEstimate estimate = row.paired ? paired_change(current_side.logs, baseline_side.logs)
-                                               : welch_change(current_side.logs, baseline_side.logs);
-    if (current_reference != nullptr && baseline_candidate != nullptr) {
-      // The candidate now, and what it would be had its ratio to the reference stayed.
-      row.current = std::exp(mean_of(current_side.own_logs));
-      row.baseline = reference_scale * std::exp(mean_of(baseline_side.logs));
-    } else {
-      row.current = std::exp(mean_of(current_side.logs));
-      row.baseline = std::exp(mean_of(baseline_side.logs));
-    }
-    row.current_repeats = static_cast<int>(current_side.logs.size());
-    row.baseline_repeats = static_cast<int>(baseline_side.logs.size());
-    row.change = std::expm1(estimate.log_ratio);
-    if (estimate.has_interval) {
-      row.change_low = std::expm1(estimate.low);
-      row.change_high = std::expm1(estimate.high);
-    }
-    const Judgement judgement = judge_metric(metric, limits, *row.baseline, *row.current, estimate,
-                                             row.current_repeats, row.baseline_repeats, row.paired);
-    row.verdict = judgement.verdict;
-    row.note = judgement.note;
-    rows_.push_back(std::move(row));
+    if (compare_metric_values(metric, limits, sides, row)) rows_.push_back(std::move(row));
   }
+}
+
+// "comm ring ranks=2 lr=0.00001": what tells the configuration apart (its swept settings), with
+// numbers as plain decimals (CI systems read these as test names).
+std::string configuration_label(const Experiment& experiment, const PointSettings& settings) {
+  const Json values = to_json(settings);
+  std::string text = (settings.kind == Kind::kComm ? "comm" : settings.workload) + " " + settings.backend;
+  for (const auto& axis : experiment.sweep) {
+    if (axis.key == "workload" || axis.key == "backend") continue;
+    const Json& value = values[axis.key];
+    text += " " + axis.key + "=" +
+            (value.is_string() ? value.get<std::string>() : value.is_number() ? format_number(value.get<double>()) : value.dump());
+  }
+  return text;
+}
+
+// A row for a file of points/ that is no readable record: its point is unknown, so it is listed.
+CheckRow unreadable_row(const std::string& side, const StoredRecord& file) {
+  CheckRow row;
+  row.point = fs::path(file.path).filename().string();
+  row.label = "(" + side + ")";
+  row.metric = "all";
+  row.verdict = Verdict::kNotComparable;
+  row.note = "not a record this harness reads: " + file.problem;
+  return row;
 }
 
 }  // namespace
 
-const Configuration* ResultsSide::find(const PointSettings& settings) const {
+const Configuration* ResultsSide::find(const PointSettings& settings, const Configuration* exclude,
+                                       bool allow_other_delay) const {
   const std::string identity = configuration_identity(settings);
   for (const auto& configuration : configurations) {
-    if (configuration.identity == identity) return &configuration;
+    if (&configuration != exclude && configuration.identity == identity) return &configuration;
   }
+  if (!allow_other_delay) return nullptr;
+  // Equal but for the injected delay: the one without a delay, else the first.
   const std::string match_identity = configuration_identity(settings, true);
+  const Configuration* found = nullptr;
   for (const auto& configuration : configurations) {
-    if (configuration.match_identity == match_identity) return &configuration;
+    if (&configuration == exclude || configuration.match_identity != match_identity) continue;
+    if (configuration.settings.inject_comm_delay_us == 0) return &configuration;
+    if (found == nullptr) found = &configuration;
   }
-  return nullptr;
+  return found;
 }
 
 std::string configuration_identity(const PointSettings& settings, bool ignore_injection) {
@@ -317,8 +289,9 @@ ResultsSide load_results_side(const std::string& dir) {
   side.experiment = load_experiment(directory.experiment_copy());
   const std::vector<Point> points = expand(side.experiment);
   const std::vector<StoredRecord> stored = read_stored_records(directory);
-  Experiment without_repeats = side.experiment;
-  without_repeats.repeats = 1;
+  for (const auto& file : stored) {
+    if (!file.record) side.unreadable.push_back(file);
+  }
   for (const Point& point : points) {
     const std::string identity = configuration_identity(point.settings);
     auto found = std::find_if(side.configurations.begin(), side.configurations.end(),
@@ -329,7 +302,7 @@ ResultsSide load_results_side(const std::string& dir) {
       configuration.match_identity = configuration_identity(point.settings, true);
       configuration.settings = point.settings;
       configuration.first_id = point.id;
-      configuration.label = describe_point(without_repeats, point);
+      configuration.label = configuration_label(side.experiment, point.settings);
       side.configurations.push_back(std::move(configuration));
       found = side.configurations.end() - 1;
     }
@@ -369,31 +342,33 @@ CheckReport compare_results(const ResultsSide& current, const ResultsSide* basel
   }
   const bool same_run = baseline != nullptr && baseline->canonical_dir == current.canonical_dir;
   const std::string reference_text = against ? values_text(options.against) : "baseline";
+  // A reference that names the delay must be found with it.
+  const bool other_delay = !options.against.contains("inject_comm_delay_us");
 
+  int candidates = 0;
   for (const Configuration& candidate : current.configurations) {
     if (against && is_reference(candidate.settings, options.against)) continue;
+    ++candidates;
     CandidateComparison comparison(options, candidate, reference_text, report.rows);
-    const Configuration* current_reference = nullptr;
-    const Configuration* baseline_candidate = nullptr;
-    const Configuration* baseline_reference = nullptr;
+    Counterparts with;
     PointSettings counterpart;
     if (against) {
       counterpart = with_values(candidate.settings, options.against);
-      current_reference = current.find(counterpart);
-      if (current_reference == nullptr) {
+      with.current_reference = current.find(counterpart, &candidate, other_delay);
+      if (with.current_reference == nullptr) {
         comparison.add(Verdict::kMissing, "all", fmt::format("no configuration with {} in {}", reference_text, current.dir));
         continue;
       }
     }
     if (baseline != nullptr) {
-      baseline_candidate = baseline->find(candidate.settings);
-      if (baseline_candidate == nullptr) {
+      with.baseline_candidate = baseline->find(candidate.settings, nullptr, true);
+      if (with.baseline_candidate == nullptr) {
         comparison.add(Verdict::kMissing, "all", fmt::format("not in the baseline {}", baseline->dir));
         continue;
       }
       if (against) {
-        baseline_reference = baseline->find(counterpart);
-        if (baseline_reference == nullptr) {
+        with.baseline_reference = baseline->find(counterpart, with.baseline_candidate, other_delay);
+        if (with.baseline_reference == nullptr) {
           comparison.add(Verdict::kMissing, "all",
                          fmt::format("no configuration with {} in the baseline {}", reference_text, baseline->dir));
           continue;
@@ -404,13 +379,17 @@ CheckReport compare_results(const ResultsSide& current, const ResultsSide* basel
       comparison.add(Verdict::kMissing, "all", "no record in the current run (not run, or still running)");
       continue;
     }
-    comparison.compare(current_reference, baseline_candidate, baseline_reference, same_run);
+    comparison.compare(with, same_run);
+  }
+  if (candidates == 0) {
+    throw ConfigError(fmt::format("{}: every configuration of {} has {}: nothing to compare with it",
+                                  options.against_where, current.dir, reference_text));
   }
   // What the baseline measured that the current run no longer has.
   if (baseline != nullptr) {
     for (const Configuration& old : baseline->configurations) {
       if (against && is_reference(old.settings, options.against)) continue;
-      if (current.find(old.settings) != nullptr || (old.ok.empty() && old.not_ok.empty())) continue;
+      if (current.find(old.settings, nullptr, true) != nullptr || (old.ok.empty() && old.not_ok.empty())) continue;
       CheckRow row;
       row.point = old.first_id;
       row.label = old.label;
@@ -418,9 +397,16 @@ CheckReport compare_results(const ResultsSide& current, const ResultsSide* basel
       row.settings = to_json(old.settings);
       row.metric = "all";
       row.verdict = Verdict::kMissing;
-      row.note = fmt::format("in the baseline, not in the current run's experiment");
+      row.note = "in the baseline, not in the current run's experiment";
       report.rows.push_back(std::move(row));
     }
+    for (const auto& file : baseline->unreadable) report.rows.push_back(unreadable_row("baseline", file));
+  }
+  for (const auto& file : current.unreadable) report.rows.push_back(unreadable_row("current run", file));
+  if (report.rows.empty()) {
+    throw ConfigError(fmt::format("nothing was compared: no metric{} applies to the points of {}",
+                                  options.metrics.empty() ? "" : " of --metrics " + fmt::format("{}", fmt::join(options.metrics, ",")),
+                                  current.dir));
   }
   sort_rows(report.rows);
   return report;

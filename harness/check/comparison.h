@@ -21,6 +21,7 @@
 #include "harness/check/check_options.h"
 #include "harness/check/check_report.h"
 #include "harness/results/record.h"
+#include "harness/results/results_directory.h"
 #include "harness/study/experiment.h"
 
 namespace harness {
@@ -42,9 +43,11 @@ struct ResultsSide {
   Experiment experiment;
   std::deque<PointRecord> records;
   std::vector<Configuration> configurations;  // in sweep order
+  std::vector<StoredRecord> unreadable;       // files of points/ that are no record this harness reads
 
-  // The configuration with `settings`, else one equal but for its injected delay; null if none.
-  const Configuration* find(const PointSettings& settings) const;
+  // The configuration with `settings` other than `exclude`; with `allow_other_delay`, else one
+  // equal but for its injected delay (the one without a delay first). Null if none.
+  const Configuration* find(const PointSettings& settings, const Configuration* exclude, bool allow_other_delay) const;
 };
 
 // The identity of a configuration with `settings`; with `ignore_injection`, inject_comm_delay_us
@@ -56,7 +59,8 @@ std::string configuration_identity(const PointSettings& settings, bool ignore_in
 ResultsSide load_results_side(const std::string& dir);
 
 // Compares `current` with `baseline` (null without --baseline) and/or its own configurations of
-// options.against. Throws ConfigError when neither is given.
+// options.against. Throws ConfigError when neither is given, when no configuration has a value of
+// --against, when every one has them all, or when no selected metric applies.
 CheckReport compare_results(const ResultsSide& current, const ResultsSide* baseline, const CheckOptions& options,
                             bool strict);
 

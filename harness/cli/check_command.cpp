@@ -24,7 +24,7 @@ CheckOptions options_for(const ResultsSide& current, const CheckCommandOptions& 
     Json values;
     try {
       values = Json::parse(command.against);
-    } catch (const Json::parse_error&) {
+    } catch (const Json::exception&) {
       throw ConfigError(fmt::format("--against: expected a JSON object of setting values such as "
                                     "'{{\"backend\": \"allreduce\"}}', got {}",
                                     command.against.size() > 80 ? command.against.substr(0, 80) + "..." : command.against));

@@ -103,7 +103,8 @@ int main(int argc, char** argv) {
                 "(keep timed-out, out-of-memory and cancelled ones)");
   run->add_option("--set", run_options.overrides,
                   "KEY=VALUE: fix a setting for every point (repeatable; VALUE as JSON, else text), e.g. "
-                  "--set inject_comm_delay_us=100; not a swept one");
+                  "--set inject_comm_delay_us=100; not a swept one")
+      ->allow_extra_args(false);
   run->add_flag("--detach", run_options.detach,
                 "submit the jobs and return (a cluster launcher); follow them with harness status DIR");
   run->add_flag("--dry-run", run_options.dry_run,
@@ -144,9 +145,11 @@ int main(int argc, char** argv) {
                     "that has them, e.g. '{\"backend\": \"allreduce\"}' (default: the experiment's check.against)");
   check->add_flag("--strict", check_options.strict, "exit 3 on inconclusive rows and 4 on missing ones");
   check->add_option("--threshold", check_options.thresholds,
-                    "METRIC=CHANGE: relative change that may regress, 0.15 or 15% (repeatable)");
+                    "METRIC=CHANGE: relative change that may regress, 0.15 or 15% (repeatable)")
+      ->allow_extra_args(false);
   check->add_option("--floor", check_options.floors,
-                    "METRIC=VALUE: absolute differences below VALUE (the metric's unit) pass (repeatable)");
+                    "METRIC=VALUE: absolute differences below VALUE (the metric's unit) pass (repeatable)")
+      ->allow_extra_args(false);
   check->add_option("--metrics", check_options.metrics, "compare only these metrics, comma-separated");
   check->add_option("--json", check_options.json_path, "write the verdicts as JSON to FILE");
   check->add_option("--junit", check_options.junit_path, "write JUnit XML to FILE (a test case per point and metric)");

@@ -43,8 +43,8 @@ Experiment with_overrides(const Experiment& experiment, const std::vector<std::s
     Json value;
     try {
       value = Json::parse(text);
-    } catch (const Json::parse_error&) {
-      value = text;  // backend=ring
+    } catch (const Json::exception&) {
+      value = text;  // backend=ring (and 1e999, which the setting then refuses as a string)
     }
     PointSettings check;
     apply_setting(check, key, value, "--set " + key);

@@ -20,16 +20,17 @@ std::string error_of(const std::function<void()>& call) {
 TEST(CheckOptions, ThresholdsAreFractionsOrPercentsAndFloorsAreInTheMetricsUnit) {
   CheckOptions options = default_check_options();
   EXPECT_DOUBLE_EQ(options.limits.at("busbw").threshold, 0.15);
-  apply_threshold_argument(options, "busbw=15%");
+  apply_threshold_argument(options, "busbw=20%");
   apply_threshold_argument(options, "comm_time=0.2");
   apply_floor_argument(options, "reduce_time=2");
-  EXPECT_DOUBLE_EQ(options.limits.at("busbw").threshold, 0.15);
+  EXPECT_DOUBLE_EQ(options.limits.at("busbw").threshold, 0.20);
   EXPECT_DOUBLE_EQ(options.limits.at("comm_time").threshold, 0.2);
   EXPECT_DOUBLE_EQ(options.limits.at("reduce_time").floor, 2);
   apply_check_block(options, Json::parse(R"({"metrics": {"step_time": {"threshold": "7.5%", "floor": 0.5}},
                                             "against": {"backend": "ring"}})"),
                     "exp.json: check");
   EXPECT_DOUBLE_EQ(options.limits.at("step_time").threshold, 0.075);
+  EXPECT_DOUBLE_EQ(options.limits.at("step_time").floor, 0.5);
   EXPECT_EQ(options.against, Json::parse(R"({"backend": "ring"})"));
 }
 

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 namespace harness {
 namespace {
 
@@ -74,8 +77,15 @@ TEST(CheckOutputs, JunitHasACasePerRowWithFailuresAndSkipsAndEscapesText) {
                      "10.0%"),
             std::string::npos)
       << xml;
-  EXPECT_EQ(xml.find("nan"), std::string::npos);
-  EXPECT_EQ(xml.find("e+"), std::string::npos);
+  // Numbers that would print as exponents or nan elsewhere are plain decimals or n/a.
+  CheckRow odd = row(Verdict::kInconclusive, "busbw", 0);
+  odd.baseline = 1e-7;
+  odd.current = std::nan("");
+  odd.change = std::numeric_limits<double>::infinity();
+  odd.change_low.reset();
+  const std::string odd_xml = check_junit_xml(report_of({odd}));
+  for (const char* bad : {"nan", "inf", "e-0", "e+", "e-1"}) EXPECT_EQ(odd_xml.find(bad), std::string::npos) << bad << odd_xml;
+  EXPECT_NE(odd_xml.find("baseline 0.000000100 us, current n/a us, change n/a"), std::string::npos) << odd_xml;
 }
 
 TEST(CheckOutputs, MarkdownIsCutBelowItsLimitKeepingTheRegressions) {

@@ -1,9 +1,12 @@
 // The statistics and verdict rules of `harness check`, on numbers worked out by hand.
 #include "harness/check/check_statistics.h"
 
+#include "harness/check/check_report.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 namespace harness {
 namespace {
@@ -29,53 +32,90 @@ TEST(CheckStatistics, PairedIntervalIsTheTIntervalOfTheDifferences) {
 }
 
 TEST(CheckStatistics, WelchIntervalUsesSatterthwaitesDegreesOfFreedom) {
-  // Current 1, 2, 3 (var 1), baseline 0, 0.5, 1, 1.5 (var 5/12).
+  // Current 1, 2, 3 (variance 1), baseline 0, 0.5, 1, 1.5 (variance 5/12): standard error
+  // sqrt(1/3 + 5/48) = 0.661438 on 3.2347 degrees of freedom, t = 3.055713 (computed apart from
+  // Boost, by bisection on the incomplete beta function).
   const ChangeEstimate estimate = welch_change({1, 2, 3}, {0, 0.5, 1, 1.5});
-  EXPECT_NEAR(estimate.log_ratio, 2 - 0.75, 1e-12);
-  const double a = 1.0 / 3, b = (5.0 / 12) / 4;
-  const double df = (a + b) * (a + b) / (a * a / 2 + b * b / 3);
-  const double half_width = t_quantile_975(df) * std::sqrt(a + b);
-  EXPECT_NEAR(estimate.high - estimate.log_ratio, half_width, 1e-9);
-  EXPECT_GT(df, 2);
-  EXPECT_LT(df, 5);
+  EXPECT_NEAR(estimate.log_ratio, 1.25, 1e-12);
+  EXPECT_NEAR(estimate.high - estimate.log_ratio, 3.055713 * 0.661438, 1e-5);
+  EXPECT_FALSE(estimate.paired);
+  EXPECT_EQ(estimate.current_count, 3);
+  EXPECT_EQ(estimate.baseline_count, 4);
 }
 
 TEST(CheckStatistics, AChangeBeyondTheThresholdWhoseIntervalExcludesNoChangeIsARegression) {
   const MetricLimits limits{0.10, 0};
   // reduce_time: lower is better; +30%, interval all above zero.
   const ChangeEstimate slower = paired_change({std::log(1.30), std::log(1.31), std::log(1.29)}, {0, 0, 0});
-  EXPECT_EQ(judge_metric(metric("reduce_time"), limits, 1, 1.3, slower, 3, 3, true).verdict, Verdict::kRegression);
+  EXPECT_EQ(judge_metric(metric("reduce_time"), limits, 1, 1.3, slower).verdict, Verdict::kRegression);
   // busbw: higher is better, so the same rise is an improvement.
-  EXPECT_EQ(judge_metric(metric("busbw"), limits, 1, 1.3, slower, 3, 3, true).verdict, Verdict::kImproved);
+  EXPECT_EQ(judge_metric(metric("busbw"), limits, 1, 1.3, slower).verdict, Verdict::kImproved);
   // Within the threshold: a pass, however certain.
   const ChangeEstimate small = paired_change({std::log(1.05), std::log(1.05), std::log(1.06)}, {0, 0, 0});
-  EXPECT_EQ(judge_metric(metric("reduce_time"), limits, 1, 1.05, small, 3, 3, true).verdict, Verdict::kPass);
+  EXPECT_EQ(judge_metric(metric("reduce_time"), limits, 1, 1.05, small).verdict, Verdict::kPass);
+}
+
+TEST(CheckStatistics, AFallInAMetricWhereHigherIsBetterIsARegression) {
+  const MetricLimits limits{0.10, 0};
+  const ChangeEstimate lower = paired_change({std::log(0.7), std::log(0.71), std::log(0.69)}, {0, 0, 0});
+  EXPECT_EQ(judge_metric(metric("busbw"), limits, 1, 0.7, lower).verdict, Verdict::kRegression);
+  EXPECT_EQ(judge_metric(metric("reduce_time"), limits, 1, 0.7, lower).verdict, Verdict::kImproved);
+  // The same fall with an interval over no change: inconclusive, for busbw only.
+  const ChangeEstimate noisy = paired_change({std::log(0.4), std::log(1.2), std::log(0.6)}, {0, 0, 0});
+  ASSERT_GT(noisy.high, 0);
+  EXPECT_EQ(judge_metric(metric("busbw"), limits, 1, 0.69, noisy).verdict, Verdict::kInconclusive);
+  EXPECT_EQ(judge_metric(metric("reduce_time"), limits, 1, 0.69, noisy).verdict, Verdict::kPass);
 }
 
 TEST(CheckStatistics, AWideIntervalIsInconclusiveAndSaysHowManyRepeatsWouldDecide) {
   const MetricLimits limits{0.10, 0};
   const ChangeEstimate noisy = paired_change({std::log(2.0), std::log(0.8), std::log(1.6)}, {0, 0, 0});
   ASSERT_LT(noisy.low, 0);
-  const Judgement judgement = judge_metric(metric("reduce_time"), limits, 1, 1.4, noisy, 3, 3, true);
+  const Judgement judgement = judge_metric(metric("reduce_time"), limits, 1, 1.4, noisy);
   EXPECT_EQ(judgement.verdict, Verdict::kInconclusive);
   EXPECT_NE(judgement.note.find("repeats per side would decide"), std::string::npos) << judgement.note;
-  EXPECT_GT(repeats_needed(noisy, true), 3);
+  // Mean log 0.31334, sd 0.47781: t(n-1) 0.47781 / sqrt(n) < 0.31334 first at n = 12.
+  EXPECT_EQ(repeats_needed(noisy), 12);
+  // Never fewer than a side has already.
+  ChangeEstimate wide = welch_change({0.0, 0.3, 0.6, 0.9, 1.2, 1.5}, {0.0, 0.01, 0.02, 0.0, 0.01, 0.02});
+  EXPECT_GT(repeats_needed(wide), 6);
 }
 
 TEST(CheckStatistics, FewerThanThreeRepeatsAreInconclusiveWithTheNumberNeeded) {
   const MetricLimits limits{0.10, 0};
-  const ChangeEstimate two = welch_change({0.01, 0.02}, {0, 0.005});
-  const Judgement judgement = judge_metric(metric("reduce_time"), limits, 1, 1.01, two, 2, 2, false);
+  // A change beyond the threshold: the repeats that would decide it.
+  const ChangeEstimate two = welch_change({0.30, 0.32}, {0, 0.005});
+  const Judgement judgement = judge_metric(metric("reduce_time"), limits, 1, 1.36, two);
   EXPECT_EQ(judgement.verdict, Verdict::kInconclusive);
-  EXPECT_EQ(judgement.note.rfind("2 repeat(s) per side; at least ", 0), 0U) << judgement.note;
+  EXPECT_EQ(judgement.note, "2 repeat(s) per side; at least 3 needed") << judgement.note;
+  // A change within the threshold: three would do; no search for a tiny change's repeats.
+  const ChangeEstimate tiny = welch_change({0.001, 0.0011}, {0, 0.0002});
+  EXPECT_EQ(judge_metric(metric("reduce_time"), limits, 1, 1.001, tiny).note, "2 repeat(s) per side; at least 3 needed");
 }
 
 TEST(CheckStatistics, DifferencesBelowTheFloorPass) {
   const ChangeEstimate doubled = paired_change({std::log(2), std::log(2), std::log(2)}, {0, 0, 0});
   // 0.4 us to 0.8 us: +100%, but below a 0.5 us floor.
-  const Judgement judgement = judge_metric(metric("reduce_time"), {0.10, 0.5}, 0.4, 0.8, doubled, 3, 3, true);
+  const Judgement judgement = judge_metric(metric("reduce_time"), {0.10, 0.5}, 0.4, 0.8, doubled);
   EXPECT_EQ(judgement.verdict, Verdict::kPass);
   EXPECT_EQ(judgement.note, "difference below the floor of 0.5 us");
+}
+
+}  // namespace
+}  // namespace harness
+
+namespace harness {
+namespace {
+
+TEST(CheckStatistics, NumbersArePlainDecimals) {
+  EXPECT_EQ(format_number(0.5), "0.5");
+  EXPECT_EQ(format_number(0.00001), "0.00001");
+  EXPECT_EQ(format_number(1e-9), "0");
+  EXPECT_EQ(format_number(12), "12");
+  EXPECT_EQ(format_number(std::nan("")), "n/a");
+  EXPECT_EQ(format_value(1e-7), "0.000000100");
+  EXPECT_EQ(format_value(std::numeric_limits<double>::infinity()), "n/a");
+  EXPECT_EQ(format_change(-0.25), "-25.0%");
 }
 
 }  // namespace

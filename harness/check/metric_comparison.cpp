@@ -1,0 +1,159 @@
+#include "harness/check/metric_comparison.h"
+
+#include <cmath>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "harness/check/check_statistics.h"
+
+namespace harness {
+namespace {
+
+double mean_of(const std::vector<double>& values) {
+  double sum = 0;
+  for (const double value : values) sum += value;
+  return values.empty() ? 0 : sum / static_cast<double>(values.size());
+}
+
+const RepeatValues kNone;
+
+const RepeatValues& or_none(const RepeatValues* values) { return values != nullptr ? *values : kNone; }
+
+// The side's values at the repeats that `other` also has, in repeat order, with those of `other`.
+void paired_values(const RepeatValues& values, const RepeatValues& other, std::vector<double>& mine,
+                   std::vector<double>& theirs) {
+  for (const auto& [repeat, value] : values) {
+    const auto found = other.find(repeat);
+    if (found == other.end()) continue;
+    mine.push_back(value);
+    theirs.push_back(found->second);
+  }
+}
+
+std::vector<double> all_of(const RepeatValues& values) {
+  std::vector<double> out;
+  for (const auto& [repeat, value] : values) out.push_back(value);
+  return out;
+}
+
+std::vector<double> logs_of(const std::vector<double>& values) {
+  std::vector<double> logs;
+  for (const double value : values) logs.push_back(std::log(value));
+  return logs;
+}
+
+std::vector<double> log_ratios(const std::vector<double>& values, const std::vector<double>& references) {
+  std::vector<double> ratios;
+  for (std::size_t i = 0; i < values.size(); ++i) ratios.push_back(std::log(values[i]) - std::log(references[i]));
+  return ratios;
+}
+
+bool all_positive(std::initializer_list<const RepeatValues*> sides) {
+  for (const RepeatValues* side : sides) {
+    for (const auto& [repeat, value] : or_none(side)) {
+      if (!(value > 0)) return false;
+    }
+  }
+  return true;
+}
+
+bool all_zero(std::initializer_list<const RepeatValues*> sides) {
+  for (const RepeatValues* side : sides) {
+    for (const auto& [repeat, value] : or_none(side)) {
+      if (value != 0) return false;
+    }
+  }
+  return true;
+}
+
+bool missing(CheckRow& row, const char* note) {
+  row.verdict = Verdict::kMissing;
+  row.note = note;
+  return true;
+}
+
+}  // namespace
+
+bool compare_metric_values(const CheckMetric& metric, const MetricLimits& limits, const MetricSides& sides,
+                           CheckRow& row) {
+  const bool against = sides.current_reference != nullptr;
+  const bool with_baseline = sides.baseline != nullptr;
+  const RepeatValues& current = or_none(sides.current);
+  const RepeatValues& current_reference = or_none(sides.current_reference);
+  const RepeatValues& baseline = or_none(sides.baseline);
+  const RepeatValues& baseline_reference = or_none(sides.baseline_reference);
+  const std::initializer_list<const RepeatValues*> every_side = {sides.current, sides.current_reference, sides.baseline,
+                                                                 sides.baseline_reference};
+  // Held against: the baseline's candidate, or else the current run's reference.
+  const RepeatValues& held = with_baseline ? baseline : current_reference;
+  if (current.empty() && held.empty()) return false;
+  if (all_zero(every_side)) return false;
+  if (current.empty()) return missing(row, "no value in the current run");
+  if (held.empty()) return missing(row, with_baseline ? "no value in the baseline" : "no value of the reference");
+
+  const bool log_scale = all_positive(every_side);
+  if (!log_scale && against && with_baseline) {
+    row.verdict = Verdict::kNotComparable;
+    row.note = "a value of 0: no ratio to the reference to compare";
+    return true;
+  }
+
+  ChangeEstimate estimate;
+  double current_value = 0;
+  double baseline_value = 0;
+  if (against && with_baseline) {
+    // The candidate-to-reference log ratios of each run (paired within it), then Welch between runs.
+    std::vector<double> now, now_reference, then, then_reference;
+    paired_values(current, current_reference, now, now_reference);
+    paired_values(baseline, baseline_reference, then, then_reference);
+    if (now.empty()) return missing(row, "no repeat of the current run in common with its reference");
+    if (then.empty()) return missing(row, "no repeat of the baseline in common with its reference");
+    const std::vector<double> now_ratios = log_ratios(now, now_reference);
+    const std::vector<double> then_ratios = log_ratios(then, then_reference);
+    estimate = welch_change(now_ratios, then_ratios);
+    // The candidate now, and what it would be had its ratio to the reference stayed the baseline's.
+    current_value = std::exp(mean_of(logs_of(now)));
+    baseline_value = std::exp(mean_of(logs_of(now_reference)) + mean_of(then_ratios));
+  } else {
+    std::vector<double> mine, theirs;
+    const bool paired = against || sides.same_run;
+    if (paired) {
+      paired_values(current, held, mine, theirs);
+      if (mine.empty()) return missing(row, "no repeat in common with the reference");
+    } else {
+      mine = all_of(current);
+      theirs = all_of(held);
+    }
+    if (log_scale) {
+      mine = logs_of(mine);
+      theirs = logs_of(theirs);
+    }
+    estimate = paired ? paired_change(mine, theirs) : welch_change(mine, theirs);
+    current_value = log_scale ? std::exp(mean_of(mine)) : mean_of(mine);
+    baseline_value = log_scale ? std::exp(mean_of(theirs)) : mean_of(theirs);
+  }
+
+  row.current = current_value;
+  row.baseline = baseline_value;
+  row.current_repeats = estimate.current_count;
+  row.baseline_repeats = estimate.baseline_count;
+  row.paired = estimate.paired;
+  const double change = relative_change(estimate.log_ratio, baseline_value, log_scale);
+  if (std::isfinite(change)) row.change = change;
+  if (estimate.has_interval) {
+    const double low = relative_change(estimate.low, baseline_value, log_scale);
+    const double high = relative_change(estimate.high, baseline_value, log_scale);
+    if (std::isfinite(low) && std::isfinite(high)) {
+      row.change_low = low;
+      row.change_high = high;
+    }
+  }
+  const Judgement judgement = judge_metric(metric, limits, baseline_value, current_value, estimate, log_scale);
+  row.verdict = judgement.verdict;
+  row.note = judgement.note;
+  if (!log_scale && row.note.empty()) row.note = "compared as a difference: a value of 0 has no ratio";
+  return true;
+}
+
+}  // namespace harness
