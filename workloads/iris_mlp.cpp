@@ -88,6 +88,7 @@ class IrisMlpTorch final : public IrisMlpBase {
     const auto index = position_index(positions, device_);
     const auto loss = torch::mse_loss(forward(train_inputs_.index_select(0, index)),
                                       train_targets_.index_select(0, index));
+    mark_backward();
     loss.backward();
     return loss.item<double>();
   }
@@ -134,6 +135,7 @@ class IrisMlpBlas final : public IrisMlpBase {
       squared_error += static_cast<double>(difference) * difference;
       delta3_[i] = mean_scale * difference * out_[i] * (1.0F - out_[i]);
     }
+    mark_backward();
     delta2_.resize(static_cast<std::size_t>(batch) * kHidden2);
     delta1_.resize(static_cast<std::size_t>(batch) * kHidden1);
     backward_layer(output_, delta3_.data(), hidden2_out_.data(), delta2_.data(), batch);

@@ -20,6 +20,12 @@ struct EpochRecord {
   int64_t samples_seen = 0;   // cumulative, all ranks, warm-up steps included
 };
 
+// The mean training loss over a window of steps (loss_every of them, all ranks' batches).
+struct LossPoint {
+  int64_t samples_seen = 0;  // cumulative, all ranks, at the window's end
+  double train_loss = 0;
+};
+
 // Per-step times of one rank.
 struct StepTimes {
   std::vector<double> compute_s;  // forward, backward and optimizer update
@@ -30,6 +36,7 @@ struct StepTimes {
 
 struct LoopResult {
   std::vector<EpochRecord> epochs;  // filled on rank 0
+  std::vector<LossPoint> loss_curve;  // rank 0; complete up to the last finished epoch
   StepTimes steps;                  // this rank's
   int64_t steps_per_epoch = 0;
   double train_time_s = 0;          // sum over epochs, warm-up steps and evaluation excluded

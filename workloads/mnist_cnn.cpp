@@ -106,6 +106,7 @@ class MnistCnn final : public TensorClassifier {
     const auto index = position_index(positions, device_);
     const auto loss = torch::nll_loss(forward(train_inputs_.index_select(0, index)),
                                       train_labels_.index_select(0, index));
+    mark_backward();
     loss.backward();
     return loss.item<double>();
   }

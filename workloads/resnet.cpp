@@ -132,6 +132,7 @@ class SyntheticResNet final : public TensorClassifier {
     const auto index = position_index(positions, device_);
     const auto loss = torch::cross_entropy_loss(resnet_->forward(train_inputs_.index_select(0, index)),
                                                 train_labels_.index_select(0, index));
+    mark_backward();
     loss.backward();
     return loss.item<double>();
   }

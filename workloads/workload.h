@@ -16,6 +16,8 @@
 #include <string_view>
 #include <vector>
 
+#include "harness/common/clock.h"
+
 namespace harness {
 
 struct Evaluation {
@@ -68,6 +70,16 @@ class Workload {
   virtual double forward_backward(std::span<const int64_t> positions) = 0;
   // Loss and accuracy on the held-out set, without touching gradients.
   virtual Evaluation evaluate() = 0;
+
+  // When the last forward_backward() began its backward pass: the timeline splits the step there.
+  Clock::time_point backward_started() const { return backward_started_; }
+
+ protected:
+  // Implementations call this between their forward and backward pass.
+  void mark_backward() { backward_started_ = Clock::now(); }
+
+ private:
+  Clock::time_point backward_started_;
 };
 
 }  // namespace harness

@@ -105,6 +105,10 @@ int main(int argc, char** argv) {
                   "KEY=VALUE: fix a setting for every point (repeatable; VALUE as JSON, else text), e.g. "
                   "--set inject_comm_delay_us=100; not a swept one")
       ->allow_extra_args(false);
+  run->add_flag_callback(
+      "--timeline", [&run_options] { run_options.overrides.push_back("timeline=true"); },
+      "write every point's timeline (logs/<id>.trace.json, a Chrome trace: open it in https://ui.perfetto.dev); "
+      "the same as --set timeline=true");
   run->add_flag("--detach", run_options.detach,
                 "submit the jobs and return (a cluster launcher); follow them with harness status DIR");
   run->add_flag("--dry-run", run_options.dry_run,

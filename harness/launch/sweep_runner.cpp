@@ -70,6 +70,10 @@ JobSpec SweepRunner::job_for(const Point& point, const ResultsDirectory& directo
               "--output", directory.measurements_path(point.id, run_id)};
   job.log_path = directory.log_path(point.id);
   job.measurements_path = job.argv.back();
+  if (point.settings.timeline) {
+    job.argv.push_back("--timeline");
+    job.argv.push_back(directory.timeline_path(point.id));
+  }
   return job;
 }
 

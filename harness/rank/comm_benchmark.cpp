@@ -30,7 +30,8 @@ double allreduce_bus_bandwidth(double algbw, int ranks) {
 std::vector<MessageSizeMetrics> run_comm_benchmark(GradientSync& backend,
                                                    const Communicator& communicator,
                                                    const PointSettings& settings,
-                                                   const CommSizeDone& size_done) {
+                                                   const CommSizeDone& size_done,
+                                                   Timeline* timeline) {
   const int rank = communicator.rank();
   const int ranks = communicator.size();
   const CommOptions options = comm_options(settings);
@@ -39,8 +40,14 @@ std::vector<MessageSizeMetrics> run_comm_benchmark(GradientSync& backend,
   std::optional<DeviceStagedSync> device_sync;
   if (on_device) device_sync.emplace(backend);
 
+  const std::vector<int64_t> sizes = comm_message_sizes(options);
+  const int traced_per_size = std::min(options.iterations, kTracedIterationsPerSize);
+  if (timeline != nullptr) {
+    timeline->trace(ranks, static_cast<int64_t>(sizes.size()) * traced_per_size);
+  }
+  bool clock_started = false;
   std::vector<MessageSizeMetrics> results;
-  for (const int64_t bytes : comm_message_sizes(options)) {
+  for (const int64_t bytes : sizes) {
     const auto count = static_cast<std::size_t>(bytes / 4);
     std::vector<float> input(count);
     std::mt19937 engine(static_cast<uint32_t>(settings.seed) + 7919U * static_cast<uint32_t>(rank));
@@ -82,12 +89,23 @@ std::vector<MessageSizeMetrics> run_comm_benchmark(GradientSync& backend,
       reduce();
     }
     std::vector<double> seconds(static_cast<std::size_t>(options.iterations));
-    for (auto& elapsed : seconds) {
+    for (std::size_t i = 0; i < seconds.size(); ++i) {
       reset();
       check_mpi(MPI_Barrier(communicator.handle()), "MPI_Barrier");
+      // The first barrier that all ranks leave together aligns the timeline's clocks.
+      if (timeline != nullptr && !clock_started) {
+        timeline->start_clock();
+        clock_started = true;
+      }
       const double start = MPI_Wtime();
+      const auto traced_start = Clock::now();
       reduce();
-      elapsed = MPI_Wtime() - start;
+      seconds[i] = MPI_Wtime() - start;
+      if (timeline != nullptr && static_cast<int>(i) < traced_per_size) {
+        timeline->begin_step(static_cast<int64_t>(i));
+        timeline->add(Track::kTraining, "reduce", traced_start, Clock::now(), bytes);
+        timeline->end_step();
+      }
     }
     if (on_device) device_buffer->copy_to_host(buffer);
     // The slowest rank's time for each iteration.

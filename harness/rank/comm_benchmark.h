@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backends/gradient_sync.h"
+#include "harness/rank/timeline.h"
 #include "harness/results/record.h"
 #include "harness/study/settings.h"
 
@@ -29,12 +30,17 @@ std::vector<int64_t> comm_message_sizes(const CommOptions& options);
 // rank), outside the timed reductions: the rank program writes them as partial measurements.
 using CommSizeDone = std::function<void(const std::vector<MessageSizeMetrics>& so_far)>;
 
+// The timeline traces the first this many timed reductions of each size.
+inline constexpr int kTracedIterationsPerSize = 5;
+
 // Collective over `communicator`; every rank returns the same results. With device "cuda" the
-// buffers live on this rank's GPU (the current device).
+// buffers live on this rank's GPU (the current device). With a `timeline`, the first timed
+// reductions of every size are traced there.
 std::vector<MessageSizeMetrics> run_comm_benchmark(GradientSync& backend,
                                                    const Communicator& communicator,
                                                    const PointSettings& settings,
-                                                   const CommSizeDone& size_done = {});
+                                                   const CommSizeDone& size_done = {},
+                                                   Timeline* timeline = nullptr);
 
 // busbw from algbw for an allreduce over `ranks`.
 double allreduce_bus_bandwidth(double algbw, int ranks);

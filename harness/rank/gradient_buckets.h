@@ -35,6 +35,7 @@
 
 #include "backends/device_staging.h"
 #include "backends/gradient_sync.h"
+#include "harness/rank/timeline.h"
 
 namespace harness {
 
@@ -68,6 +69,9 @@ class GradientBuckets {
   BucketTiming finish_step();
 
   std::size_t bucket_count() const { return buckets_.size(); }
+  // Each reduction of a traced step becomes an event there (on the thread that ran it). Set it
+  // between steps; it must outlive the buckets' use.
+  void set_timeline(Timeline* timeline) { timeline_ = timeline; }
   // Buckets that the last step launched from autograd hooks, during backward (overlap only).
   std::size_t hook_launches() const { return hook_launches_; }
 
@@ -109,6 +113,7 @@ class GradientBuckets {
   std::vector<unsigned> hooks_;  // handle per parameter (overlap only)
   std::vector<bool> delivered_;  // this step, per parameter (training thread only)
   std::size_t hook_launches_ = 0;
+  Timeline* timeline_ = nullptr;
 
   // Communication thread (overlap only).
   std::thread thread_;

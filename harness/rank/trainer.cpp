@@ -68,6 +68,24 @@ int64_t DataParallelTrainer::steps_per_epoch() const {
   return workload_.train_size() / global_batch(settings_, layout_.workers);
 }
 
+// A traced step's parts on the training track; the reductions added theirs as they ran.
+void DataParallelTrainer::trace_step(Clock::time_point start, Clock::time_point computed, Clock::time_point reduced,
+                                     Clock::time_point end) {
+  timeline_->add(Track::kTraining, "step", start, end);
+  if (layout_.index >= 0) {  // a serving-only rank neither computes nor calls backward
+    const Clock::time_point backward = workload_.backward_started();
+    if (backward >= start && backward <= computed) {
+      timeline_->add(Track::kTraining, "forward", start, backward);
+      timeline_->add(Track::kTraining, "backward", backward, computed);
+    } else {
+      timeline_->add(Track::kTraining, "forward and backward", start, computed);
+    }
+  }
+  timeline_->add(Track::kTraining, "exposed communication", computed, reduced);
+  timeline_->add(Track::kTraining, "optimizer", reduced, end);
+  timeline_->end_step();
+}
+
 LoopResult DataParallelTrainer::train(LoopFlush* flush) {
   LoopResult result;
   result.steps_per_epoch = steps_per_epoch();
@@ -87,10 +105,22 @@ LoopResult DataParallelTrainer::train(LoopFlush* flush) {
 
   const auto timed_steps =
       static_cast<std::size_t>(result.steps_per_epoch * settings_.epochs - warmup_steps);
+  // The loss curve: this rank's loss summed over windows of loss_every steps (which may span
+  // epochs); the windows closed during an epoch are summed over the ranks after it, outside the
+  // timed steps, so that a step carries no extra communication.
+  const int64_t total_steps = result.steps_per_epoch * settings_.epochs;
+  const int64_t window_steps = loss_window_steps(settings_, total_steps);
+  double window_loss = 0;
+  int64_t steps_in_window = 0;
+  int64_t steps_done = 0;
+  std::vector<double> closed_losses;     // sums of the windows closed in this epoch
+  std::vector<int64_t> closed_steps;     // their lengths in steps
+  std::vector<int64_t> closed_samples;   // samples seen (all ranks) at their ends
   for (auto* times : {&result.steps.compute_s, &result.steps.comm_s, &result.steps.exposed_s,
                       &result.steps.step_s}) {
     times->reserve(timed_steps);  // no reallocation inside the timed loop
   }
+  if (timeline_ != nullptr) timeline_->trace(communicator_.size(), static_cast<int64_t>(timed_steps));
 
   auto last_progress_line = Clock::now();
   for (int epoch = 1; epoch <= settings_.epochs; ++epoch) {
@@ -102,6 +132,8 @@ LoopResult DataParallelTrainer::train(LoopFlush* flush) {
     const int64_t untimed = epoch == 1 ? warmup_steps : 0;
     check_mpi(MPI_Barrier(communicator_.handle()), "MPI_Barrier");
     double epoch_start = MPI_Wtime();
+    // The ranks leave the barrier together: the timeline's clocks start aligned.
+    if (epoch == 1 && timeline_ != nullptr) timeline_->start_clock();
     double flushed_s = 0;  // this epoch's flushes: not training time
     for (int64_t step = 0; step < result.steps_per_epoch; ++step) {
       if (step == untimed && untimed > 0) {
@@ -117,6 +149,9 @@ LoopResult DataParallelTrainer::train(LoopFlush* flush) {
         flushed_s += flush_s;
         result.flush_time_s += flush_s;
       }
+      const int64_t timed_index = step < untimed ? -1 : static_cast<int64_t>(result.steps.step_s.size());
+      const bool traced = timeline_ != nullptr && timeline_->traces_step(timed_index);
+      if (traced) timeline_->begin_step(timed_index);
       const auto start = Clock::now();
       buckets_.zero_gradients();
       begin_step();
@@ -124,7 +159,9 @@ LoopResult DataParallelTrainer::train(LoopFlush* flush) {
         const std::span<const int64_t> positions(
             permutation.data() + (step * layout_.workers + layout_.index) * batch,
             static_cast<std::size_t>(batch));
-        loss_sum += workload_.forward_backward(positions);
+        const double loss = workload_.forward_backward(positions);
+        loss_sum += loss;
+        window_loss += loss;
       }
       const auto computed = Clock::now();
 
@@ -139,6 +176,15 @@ LoopResult DataParallelTrainer::train(LoopFlush* flush) {
         sgd_update(parameters_, lr);
       }
       const auto end = Clock::now();
+      if (traced) trace_step(start, computed, reduced, end);
+      ++steps_done;
+      if (++steps_in_window == window_steps || steps_done == total_steps) {
+        closed_losses.push_back(window_loss);
+        closed_steps.push_back(steps_in_window);
+        closed_samples.push_back(steps_done * samples_per_step);
+        window_loss = 0;
+        steps_in_window = 0;
+      }
       if (step < untimed) continue;
       result.steps.compute_s.push_back(seconds_between(start, computed) + seconds_between(reduced, end));
       const double exposed_s = seconds_between(computed, reduced);
@@ -152,9 +198,23 @@ LoopResult DataParallelTrainer::train(LoopFlush* flush) {
     result.samples_trained += (result.steps_per_epoch - untimed) * samples_per_step;
     samples_seen += result.steps_per_epoch * samples_per_step;
 
-    // Bookkeeping outside the timed region: the epoch's mean loss over all ranks' batches.
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, &loss_sum, 1, MPI_DOUBLE, MPI_SUM, communicator_.handle()),
+    // Bookkeeping outside the timed region: the epoch's mean loss over all ranks' batches, and
+    // the loss windows it closed (the same number on every rank).
+    closed_losses.push_back(loss_sum);
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, closed_losses.data(), static_cast<int>(closed_losses.size()), MPI_DOUBLE,
+                            MPI_SUM, communicator_.handle()),
               "MPI_Allreduce(loss)");
+    loss_sum = closed_losses.back();
+    closed_losses.pop_back();
+    if (communicator_.rank() == 0) {
+      for (std::size_t w = 0; w < closed_losses.size(); ++w) {
+        result.loss_curve.push_back(
+            {closed_samples[w], closed_losses[w] / static_cast<double>(closed_steps[w] * layout_.workers)});
+      }
+    }
+    closed_losses.clear();
+    closed_steps.clear();
+    closed_samples.clear();
     if (communicator_.rank() == 0) {
       const auto evaluation_start = Clock::now();
       const Evaluation evaluation = workload_.evaluate();

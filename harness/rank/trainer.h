@@ -14,6 +14,7 @@
 
 #include "backends/gradient_sync.h"
 #include "harness/rank/gradient_buckets.h"
+#include "harness/rank/timeline.h"
 #include "harness/study/settings.h"
 #include "workloads/loop_result.h"
 #include "workloads/workload.h"
@@ -39,6 +40,12 @@ class DataParallelTrainer {
   // offers it the results so far between steps (loop_result.h); its time, like evaluation's, is
   // left out of the epochs' training time and summed in flush_time_s.
   LoopResult train(LoopFlush* flush = nullptr);
+  // train() then traces a sample of its timed steps into `timeline` (timeline.h), which must
+  // outlive the trainer's use.
+  void set_timeline(Timeline* timeline) {
+    timeline_ = timeline;
+    buckets_.set_timeline(timeline);
+  }
 
  private:
   Workload& workload_;
@@ -48,6 +55,10 @@ class DataParallelTrainer {
   WorkerLayout layout_;
   std::vector<torch::Tensor> parameters_;
   GradientBuckets buckets_;
+  Timeline* timeline_ = nullptr;
+
+  void trace_step(Clock::time_point start, Clock::time_point computed, Clock::time_point reduced,
+                  Clock::time_point end);
 };
 
 // Plain SGD, parameter -= lr × gradient, on every parameter (the trainer's update, a function of

@@ -37,6 +37,7 @@ namespace {
 struct WorkerArguments {
   Json settings;
   std::string output;
+  std::string timeline;  // where rank 0 writes the Chrome trace; empty: none
 };
 
 WorkerArguments parse_arguments(int argc, char** argv) {
@@ -48,12 +49,14 @@ WorkerArguments parse_arguments(int argc, char** argv) {
       arguments.settings = Json::parse(argv[++i]);
     } else if (flag == "--output") {
       arguments.output = argv[++i];
+    } else if (flag == "--timeline") {
+      arguments.timeline = argv[++i];
     } else {
       throw ConfigError(fmt::format("worker: unknown argument {}", flag));
     }
   }
   if (arguments.settings.is_null() || arguments.output.empty()) {
-    throw ConfigError("worker: usage: harness worker --settings JSON --output FILE");
+    throw ConfigError("worker: usage: harness worker --settings JSON --output FILE [--timeline FILE]");
   }
   return arguments;
 }
@@ -171,17 +174,20 @@ TrainMeasurements with_loop(TrainMeasurements facts, const LoopResult& loop, Ste
   facts.samples_trained = static_cast<double>(loop.samples_trained);
   facts.train_time_s = loop.train_time_s;
   facts.epochs = epoch_measurements(loop.epochs);
+  facts.loss_curve.clear();
+  for (const auto& value : loop.loss_curve) facts.loss_curve.push_back({value.samples_seen, value.train_loss});
   return facts;
 }
 
 // Measurements of a training point (kind "train"), complete on rank 0.
 TrainMeasurements train(const PointSettings& settings, const Communicator& communicator,
-                        int cuda_device, PhaseClock& clock, const OutputFile& output) {
+                        int cuda_device, PhaseClock& clock, const OutputFile& output, Timeline* timeline) {
   const int world_size = communicator.size();
   const auto workload = find_workload(settings.workload).make(settings, cuda_device);
   clock.lap(&RankPhases::data_s);
   const auto backend = make_gradient_sync(settings, communicator);
   DataParallelTrainer trainer(*workload, *backend, communicator, settings);
+  if (timeline != nullptr) trainer.set_timeline(timeline);
   trainer.broadcast_parameters();
   clock.lap(&RankPhases::init_s);
   std::vector<bool> training(static_cast<std::size_t>(world_size));
@@ -251,7 +257,7 @@ TrainMeasurements cluster(const PointSettings& settings, const Communicator& com
 
 // Measurements of a communication benchmark point (kind "comm"), the same on every rank.
 CommMeasurements benchmark(const PointSettings& settings, const Communicator& communicator,
-                           PhaseClock& clock, const OutputFile& output) {
+                           PhaseClock& clock, const OutputFile& output, Timeline* timeline) {
   const auto backend = make_gradient_sync(settings, communicator);
   clock.lap(&RankPhases::init_s);
   double written_s = 0;  // the partial writes: like a training loop's flushes, eval_s
@@ -261,7 +267,7 @@ CommMeasurements benchmark(const PointSettings& settings, const Communicator& co
     output.write_partial(CommMeasurements{so_far}, written_s);
     written_s += seconds_since(start);
   };
-  CommMeasurements measurements{run_comm_benchmark(*backend, communicator, settings, size_done)};
+  CommMeasurements measurements{run_comm_benchmark(*backend, communicator, settings, size_done, timeline)};
   clock.lap_loop(written_s);
   return measurements;
 }
@@ -291,13 +297,19 @@ void run(const WorkerArguments& arguments, const Communicator& communicator, Pha
   context.hosts = all_host_names(communicator);  // collective
   clock.lap(&RankPhases::init_s);
 
+  Timeline timeline;
+  Timeline* traced = arguments.timeline.empty() ? nullptr : &timeline;
   Measurements results;
   if (settings.kind == Kind::kComm) {
-    results.comm = benchmark(settings, communicator, clock, output);
+    results.comm = benchmark(settings, communicator, clock, output, traced);
   } else if (find_workload(settings.workload).algorithm == Algorithm::kLloydKMeans) {
-    results.train = cluster(settings, communicator, clock, output);
+    results.train = cluster(settings, communicator, clock, output);  // validation refuses a timeline
   } else {
-    results.train = train(settings, communicator, cuda_device, clock, output);
+    results.train = train(settings, communicator, cuda_device, clock, output, traced);
+  }
+  if (traced != nullptr) {
+    timeline.write(communicator, arguments.timeline, context.hosts,
+                   {{"settings", arguments.settings}, {"mpi_library", context.mpi_library}});  // collective
   }
   if (communicator.rank() != 0) return;
   output.write_final(std::move(results), clock.finish());

@@ -90,6 +90,11 @@ void write_train(const TrainMeasurements& train, Json& json) {
   Json epochs = Json::array();
   for (const auto& epoch : train.epochs) epochs.push_back(to_json(epoch));
   json["epochs"] = std::move(epochs);
+  Json loss_curve = Json::array();
+  for (const auto& value : train.loss_curve) {
+    loss_curve.push_back({{"samples_seen", value.samples_seen}, {"train_loss", finite_or_null(value.train_loss)}});
+  }
+  json["loss_curve"] = std::move(loss_curve);
 }
 
 TrainMeasurements train_from(const Fields& fields, int version) {
@@ -105,6 +110,17 @@ TrainMeasurements train_from(const Fields& fields, int version) {
   if (!epochs.is_array()) fields.fail("epochs", "a list");
   for (std::size_t i = 0; i < epochs.size(); ++i) {
     train.epochs.push_back(epoch_from(Fields(epochs[i], fmt::format("{}: epochs[{}]", fields.where(), i))));
+  }
+  if (version >= 4) {
+    const Json& loss_curve = fields.at("loss_curve");
+    if (!loss_curve.is_array()) fields.fail("loss_curve", "a list");
+    for (std::size_t i = 0; i < loss_curve.size(); ++i) {
+      const Fields value(loss_curve[i], fmt::format("{}: loss_curve[{}]", fields.where(), i));
+      train.loss_curve.push_back({value.integer("samples_seen"), value.number_or_nan("train_loss")});
+      if (i > 0 && train.loss_curve[i].samples_seen <= train.loss_curve[i - 1].samples_seen) {
+        value.fail("samples_seen", "more than the value before");
+      }
+    }
   }
   if (fields.has("iterations")) {
     KMeansFacts kmeans;

@@ -16,6 +16,7 @@ PointMetrics point_metrics(const TrainMeasurements& train) {
   PointMetrics metrics;
   metrics.time_s = train.train_time_s;
   metrics.samples_trained = train.samples_trained;
+  if (train.sgd) metrics.samples_per_step = static_cast<double>(train.sgd->global_batch);
   metrics.throughput_samples_per_s = metrics.time_s > 0 ? metrics.samples_trained / metrics.time_s : 0;
   const StepSeries& steps = train.steps;
   metrics.step_time_s = mean_of(steps.step_s);
@@ -31,6 +32,7 @@ PointMetrics point_metrics(const TrainMeasurements& train) {
   if (!train.epochs.empty()) {
     metrics.final_loss = train.epochs.back().train_loss;
     metrics.accuracy = train.epochs.back().test_accuracy;
+    metrics.test_samples = train.test_samples;
   }
   return metrics;
 }

@@ -2,6 +2,7 @@
 // stored records without rerunning anything.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 
 #include "harness/results/record.h"
@@ -11,6 +12,7 @@ namespace harness {
 struct PointMetrics {
   double time_s = 0;                    // training wall time, evaluation excluded
   double samples_trained = 0;           // by all ranks
+  double samples_per_step = 0;          // the global batch (SGD workloads; 0 otherwise)
   double throughput_samples_per_s = 0;  // over all ranks
   // Means over steps of the slowest rank's step time and of that same rank's compute and
   // communication time.
@@ -28,6 +30,7 @@ struct PointMetrics {
   double overlap = 0;              // 1 - exposed / comm: the share of communication hidden
   double final_loss = 0;           // training loss of the last epoch (NaN when it diverged)
   double accuracy = 0;             // held-out accuracy after the last epoch, in [0, 1]
+  int64_t test_samples = 0;        // the held-out samples it was measured on
 };
 
 PointMetrics point_metrics(const TrainMeasurements& train);

@@ -12,6 +12,8 @@
 //   3  adds the statuses beyond "ok" and "failed" (a cluster's: "timeout", "cancelled", "oom",
 //      "node_failure", "preempted", "lost"), `partial_measurements` (what a point that did not
 //      finish had written), the measurements' `complete` and `launch.job_id`.
+//   4  adds a training point's `loss_curve` (the mean training loss every loss_every steps) and
+//      the settings `loss_every` and `timeline`.
 #pragma once
 
 #include <cstdint>
@@ -25,7 +27,7 @@
 
 namespace harness {
 
-inline constexpr int kRecordSchemaVersion = 3;
+inline constexpr int kRecordSchemaVersion = 4;
 
 // How a point ended. Only "ok" points have measurements that reports use.
 enum class PointStatus {
@@ -88,6 +90,12 @@ struct KMeansFacts {
   std::vector<float> centroids;
 };
 
+// The mean training loss over a window of steps (all ranks' batches); NaN when it diverged.
+struct LossValue {
+  int64_t samples_seen = 0;  // cumulative, all ranks, at the window's end
+  double train_loss = 0;
+};
+
 struct TrainMeasurements {
   int64_t train_samples = 0;
   int64_t test_samples = 0;
@@ -97,6 +105,7 @@ struct TrainMeasurements {
   double train_time_s = 0;     // barrier to barrier per epoch, evaluation excluded
   StepSeries steps;
   std::vector<EpochMeasurement> epochs;
+  std::vector<LossValue> loss_curve;  // version 4, SGD workloads; samples_seen increasing
   std::optional<SgdFacts> sgd;        // the SGD workloads
   std::optional<KMeansFacts> kmeans;  // workload kmeans
 };

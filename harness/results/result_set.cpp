@@ -66,6 +66,15 @@ ResultSet ResultSet::load(const ResultsDirectory& directory, const Experiment& e
       set.runs_[i].scaling = analysis.scaling[i];
     }
     set.configurations_ = std::move(analysis.configurations);
+    std::vector<const PointMetrics*> metrics;
+    for (const auto& run : set.runs_) metrics.push_back(run.metrics ? &*run.metrics : nullptr);
+    ConvergenceBands bands;
+    if (experiment.convergence.contains("loss_band")) bands.loss = experiment.convergence["loss_band"].get<double>();
+    if (experiment.convergence.contains("accuracy_band")) {
+      bands.accuracy = experiment.convergence["accuracy_band"].get<double>() / 100;
+    }
+    set.convergence_ = check_convergence(set.configurations_, metrics, bands);
+    set.efficiency_losses_ = harness::efficiency_losses(set.configurations_, metrics);
   }
   return set;
 }

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "harness/results/convergence.h"
+#include "harness/results/efficiency_loss.h"
 #include "harness/results/metrics.h"
 #include "harness/results/record.h"
 #include "harness/results/results_directory.h"
@@ -38,6 +40,10 @@ class ResultSet {
   Kind kind() const { return experiment_.base.kind; }
   const std::vector<Run>& runs() const { return runs_; }  // in point order
   const std::vector<ConfigurationStats>& configurations() const { return configurations_; }
+  // Per configuration: its final loss and accuracy against its baseline's (training).
+  const std::vector<ConvergenceCheck>& convergence() const { return convergence_; }
+  // Per configuration: its lost efficiency against its baseline, in parts (training).
+  const std::vector<EfficiencyLoss>& efficiency_losses() const { return efficiency_losses_; }
   // Points of the experiment without a record.
   std::size_t missing() const { return missing_; }
 
@@ -45,6 +51,8 @@ class ResultSet {
   Experiment experiment_;
   std::vector<Run> runs_;
   std::vector<ConfigurationStats> configurations_;
+  std::vector<ConvergenceCheck> convergence_;
+  std::vector<EfficiencyLoss> efficiency_losses_;
   std::size_t missing_ = 0;
 };
 

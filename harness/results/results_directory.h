@@ -39,6 +39,8 @@ class ResultsDirectory {
   std::string measurements_path(const std::string& id, const std::string& run_id) const {
     return logs_dir() + "/" + id + "." + run_id + ".measurements.json";
   }
+  // The point's timeline (setting "timeline"), from its latest run.
+  std::string timeline_path(const std::string& id) const { return logs_dir() + "/" + id + ".trace.json"; }
 
   // Creates the directories. Throws ConfigError naming the directory when it cannot.
   void create() const;

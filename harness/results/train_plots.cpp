@@ -75,6 +75,37 @@ std::string epoch_curves(const ResultSet& set, const std::vector<std::string>& k
   return out;
 }
 
+// The training loss against samples seen, one curve per configuration: at each point of the loss
+// curve the median over the configuration's runs (their windows end at the same samples: the
+// loop is deterministic). Empty when no run has a loss curve (records before version 4).
+std::string loss_curves(const ResultSet& set, const std::vector<std::string>& keys) {
+  std::string out;
+  for (const auto& stat : set.configurations()) {
+    std::vector<const std::vector<LossValue>*> curves;
+    for (const int r : stat.runs) {
+      const Run& run = set.runs()[static_cast<std::size_t>(r)];
+      if (run.metrics && !run.record.measurements->train->loss_curve.empty()) {
+        curves.push_back(&run.record.measurements->train->loss_curve);
+      }
+    }
+    if (curves.empty()) continue;
+    std::size_t length = curves.front()->size();
+    for (const auto* curve : curves) length = std::min(length, curve->size());
+    std::string points;
+    for (std::size_t i = 0; i < length; ++i) {
+      std::vector<double> losses;
+      for (const auto* curve : curves) {
+        // A diverged run's NaN values are left out: gnuplot cannot scale an axis over them.
+        if (std::isfinite((*curve)[i].train_loss)) losses.push_back((*curve)[i].train_loss);
+      }
+      if (!losses.empty()) points += fmt::format("{} {:.6g}\n", (*curves.front())[i].samples_seen, median_of(losses));
+    }
+    if (points.empty()) continue;
+    out += (out.empty() ? "" : "\n\n") + block_title(curve_label(stat.settings, keys, true)) + points;
+  }
+  return out;
+}
+
 // Where a step's time goes, per configuration (medians over its runs of the per-run means).
 // The exposed time splits into waiting for the slowest training rank's compute and the exchange
 // itself; records from before the wait was measured count all of it as exchange.
@@ -98,6 +129,22 @@ std::string breakdown(const ResultSet& set, const std::vector<std::string>& keys
     std::replace(label.begin(), label.end(), '"', '\'');
     out += fmt::format("\"{}\" {:.6g} {:.6g} {:.6g} {:.6g}\n", label, median_of(compute),
                        median_of(wait), median_of(exchange), median_of(other));
+    any = true;
+  }
+  return any ? out : "";
+}
+
+// The lost efficiency of each configuration against its baseline, in parts (percentage points).
+std::string efficiency_loss(const ResultSet& set, const std::vector<std::string>& keys) {
+  std::string out = "# configuration compute_points communication_points waiting_points rest_points\n";
+  bool any = false;
+  for (std::size_t c = 0; c < set.configurations().size(); ++c) {
+    const EfficiencyLoss& loss = set.efficiency_losses()[c];
+    if (!loss.judged) continue;
+    std::string label = curve_label(set.configurations()[c].settings, keys, true);
+    std::replace(label.begin(), label.end(), '"', '\'');
+    out += fmt::format("\"{}\" {:.6g} {:.6g} {:.6g} {:.6g}\n", label, 100 * loss.compute, 100 * loss.communication,
+                       100 * loss.waiting, 100 * loss.rest);
     any = true;
   }
   return any ? out : "";
@@ -178,7 +225,9 @@ std::map<std::string, std::string> TrainReport::plot_data(const ResultSet& set) 
     }
   }
 
-  // Curves need two epochs: with one, each configuration would be a lone point.
+  // The loss along the way, for one epoch or many (records before version 4: per epoch, below).
+  if (std::string curves = loss_curves(set, keys); !curves.empty()) data["loss_samples"] = std::move(curves);
+  // Per-epoch curves need two epochs: with one, each configuration would be a lone point.
   std::size_t most_epochs = 0;
   for (const auto& run : set.runs()) {
     if (run.metrics) most_epochs = std::max(most_epochs, run.record.measurements->train->epochs.size());
@@ -190,11 +239,13 @@ std::map<std::string, std::string> TrainReport::plot_data(const ResultSet& set) 
         {"accuracy", false, &EpochMeasurement::test_accuracy, 100.0},
         {"accuracy_samples", true, &EpochMeasurement::test_accuracy, 100.0}};
     for (const auto& [name, by_samples, field, scale] : epoch_plots) {
+      if (data.count(name) > 0) continue;  // the loss curve's, finer than the epochs'
       std::string curves = epoch_curves(set, keys, by_samples, field, scale);
       if (!curves.empty()) data[name] = std::move(curves);
     }
   }
   if (std::string steps = breakdown(set, keys); !steps.empty()) data["breakdown"] = std::move(steps);
+  if (std::string lost = efficiency_loss(set, keys); !lost.empty()) data["efficiency_loss"] = std::move(lost);
   return data;
 }
 

@@ -110,6 +110,17 @@ void add_interval(std::vector<ConfigurationColumn>& columns, std::string_view pr
   }
 }
 
+// A number of a per-configuration comparison with the baseline (convergence, efficiency loss);
+// "" when the configuration was not judged (it is its own baseline, or has none).
+template <typename Judged>
+std::function<std::string(const ConfigurationRow&)> judged_column(
+    const std::vector<Judged>& (ResultSet::*per_configuration)() const, double Judged::*field) {
+  return [per_configuration, field](const ConfigurationRow& row) {
+    const Judged& judged = (row.set->*per_configuration)()[row.index];
+    return judged.judged ? csv_number(judged.*field) : std::string();
+  };
+}
+
 const std::vector<ConfigurationColumn>& stats_columns() {
   static const std::vector<ConfigurationColumn> columns = [] {
     const auto setting_of = [](std::string_view name, auto field) {
@@ -160,6 +171,22 @@ const std::vector<ConfigurationColumn>& stats_columns() {
                                                 .first_run()
                                                 .record.id;
                     }});
+    // Convergence against the baseline (results/convergence.h): "" when there is none to compare with.
+    list.push_back({"final_loss_median", judged_column(&ResultSet::convergence, &ConvergenceCheck::final_loss)});
+    list.push_back({"accuracy_median", judged_column(&ResultSet::convergence, &ConvergenceCheck::accuracy)});
+    list.push_back({"baseline_final_loss", judged_column(&ResultSet::convergence, &ConvergenceCheck::baseline_loss)});
+    list.push_back(
+        {"baseline_accuracy", judged_column(&ResultSet::convergence, &ConvergenceCheck::baseline_accuracy)});
+    list.push_back({"loss_band", judged_column(&ResultSet::convergence, &ConvergenceCheck::loss_band)});
+    list.push_back({"accuracy_band", judged_column(&ResultSet::convergence, &ConvergenceCheck::accuracy_band)});
+    list.push_back({"convergence", [](const ConfigurationRow& row) { return row.set->convergence()[row.index].verdict(); }});
+    // Where the efficiency went (results/efficiency_loss.h): fractions that add up to 1 − efficiency.
+    list.push_back({"efficiency_lost", judged_column(&ResultSet::efficiency_losses, &EfficiencyLoss::lost)});
+    list.push_back({"lost_compute", judged_column(&ResultSet::efficiency_losses, &EfficiencyLoss::compute)});
+    list.push_back(
+        {"lost_communication", judged_column(&ResultSet::efficiency_losses, &EfficiencyLoss::communication)});
+    list.push_back({"lost_waiting", judged_column(&ResultSet::efficiency_losses, &EfficiencyLoss::waiting)});
+    list.push_back({"lost_rest", judged_column(&ResultSet::efficiency_losses, &EfficiencyLoss::rest)});
     return list;
   }();
   return columns;
@@ -208,7 +235,62 @@ std::map<std::string, std::string> TrainReport::tables(const ResultSet& set) con
 std::string TrainReport::console_table(const ResultSet& set) const {
   // With repeats, one line per configuration (medians and intervals) reads better than one per
   // run; summary.csv keeps every run.
-  return set.experiment().repeats > 1 ? configurations_table(set) : runs_table(set);
+  std::string table = set.experiment().repeats > 1 ? configurations_table(set) : runs_table(set);
+  return table + efficiency_loss_table(set) + convergence_lines(set);
+}
+
+std::string efficiency_loss_table(const ResultSet& set) {
+  std::vector<ConfigurationRow> rows;
+  for (const auto& row : configuration_rows(set)) {
+    if (set.efficiency_losses()[row.index].judged) rows.push_back(row);
+  }
+  if (rows.empty()) return "";
+  using Column = ConsoleColumn<ConfigurationRow>;
+  const auto points = [](double EfficiencyLoss::*field) {
+    return [field](const ConfigurationRow& row) {
+      return fmt::format("{:.1f}", 100 * (row.set->efficiency_losses()[row.index].*field));
+    };
+  };
+  const std::vector<Column> columns = {
+      {"first id", "", 13, true, [](const ConfigurationRow& row) { return row.first_run().record.id; }},
+      {"workload", "", 14, false, [](const ConfigurationRow& row) { return workload_label(row.stats().settings); }},
+      {"backend", "", 10, false, [](const ConfigurationRow& row) { return row.stats().settings.backend; }},
+      {"ranks", "", 5, false, [](const ConfigurationRow& row) { return std::to_string(row.stats().settings.ranks); }},
+      {"batch", "/rank", 6, false,
+       [](const ConfigurationRow& row) { return std::to_string(batch_per_training_rank(row.stats().settings)); }},
+      {"lost", "points", 7, false, points(&EfficiencyLoss::lost)},
+      {"compute", "inflation", 9, false, points(&EfficiencyLoss::compute)},
+      {"comm", "exposed", 8, false, points(&EfficiencyLoss::communication)},
+      {"waiting", "slowest", 8, false, points(&EfficiencyLoss::waiting)},
+      {"rest", "", 6, false, points(&EfficiencyLoss::rest)},
+  };
+  return "\nwhere the efficiency went (percentage points lost against the baseline; the parts add up):\n" +
+         format_console_table(columns, rows);
+}
+
+std::string convergence_lines(const ResultSet& set) {
+  std::string lines;
+  for (std::size_t c = 0; c < set.configurations().size(); ++c) {
+    const ConvergenceCheck& check = set.convergence()[c];
+    if (!check.worse()) continue;
+    const ConfigurationRow row{&set, c};
+    const ConfigurationRow baseline{&set, static_cast<std::size_t>(row.stats().baseline)};
+    const std::string speed =
+        row.stats().ok_runs > 0 && row.stats().speedup.median > 0
+            ? fmt::format(" at {:.2f}x its speed", row.stats().speedup.median)
+            : "";
+    Point point;
+    point.settings = row.stats().settings;
+    Experiment described = set.experiment();
+    described.repeats = 1;
+    lines += fmt::format(
+        "convergence: {} {}: {}; final loss {:.4g} against {:.4g} (band {:.2g}), accuracy {:.1f}% against "
+        "{:.1f}% (band {:.1f} points), baseline {}{}\n",
+        row.first_run().record.id, describe_point(described, point), check.verdict(),
+        check.final_loss, check.baseline_loss, check.loss_band, 100 * check.accuracy, 100 * check.baseline_accuracy,
+        100 * check.accuracy_band, baseline.first_run().record.id, speed);
+  }
+  return lines.empty() ? "" : "\n" + lines;
 }
 
 std::string runs_table(const ResultSet& set) {

@@ -20,6 +20,12 @@ class TrainReport final : public KindReport {
 // intervals), which the console shows when points repeat.
 std::string runs_table(const ResultSet& set);
 std::string configurations_table(const ResultSet& set);
+// A line per configuration whose final loss or accuracy is worse than its baseline's beyond the
+// band (results/convergence.h), or "" when none is: what the console adds below the table.
+std::string convergence_lines(const ResultSet& set);
+// Per configuration with a baseline other than itself: its lost efficiency in parts
+// (results/efficiency_loss.h), as percentage points; "" when there is none.
+std::string efficiency_loss_table(const ResultSet& set);
 
 // The tables' "batch /rank" column: batch_size under weak scaling, its share under strong scaling.
 int64_t batch_per_training_rank(const PointSettings& settings);

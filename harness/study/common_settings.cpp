@@ -156,6 +156,11 @@ std::vector<SettingRow> common_setting_rows() {
               "first steps that train but are not timed (allocation, connections warm up)",
               R"({"type": "integer", "minimum": 0, "maximum": 2147483647})", 0, kMaxInt,
               &PointSettings::warmup_steps),
+      int_row("loss_every", "a non-negative integer (0 = about 100 values per point)",
+              "steps per value of the training-loss curve (mean over them, all ranks); 0 = about 100 "
+              "values per point",
+              R"({"type": "integer", "minimum": 0, "maximum": 2147483647})", 0, kMaxInt,
+              &PointSettings::loss_every),
       int64_row("seed", "a non-negative integer", "seed for initial weights, splits and shuffles",
                 R"({"type": "integer", "minimum": 0})", &PointSettings::seed),
       int_row("threads_per_rank", "a non-negative integer (0 = cores / ranks)",
@@ -196,6 +201,10 @@ std::vector<SettingRow> common_setting_rows() {
          s.inject_comm_delay_us = delay_us;
        },
        [](const PointSettings& s) { return Json(s.inject_comm_delay_us); }},
+      bool_row("timeline",
+               "write logs/<id>.trace.json: a Chrome trace (Perfetto, chrome://tracing) of every rank "
+               "during a sample of steps (the first 10 timed ones and 40 spread over the rest)",
+               &PointSettings::timeline),
   };
 }
 

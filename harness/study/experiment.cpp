@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <set>
 
 #include <fmt/format.h>
@@ -17,7 +18,7 @@ namespace {
 // "$schema" lets editors find experiments/schema.json; the harness ignores its value.
 const std::vector<std::string_view> kTopLevelKeys = {
     "name", "description", "launcher", "settings", "sweep", "exclude", "repeats", "baseline",
-    "check", "$schema"};
+    "check", "convergence", "$schema"};
 constexpr int kMaxRepeats = 1000;
 
 std::string unknown_key_message(const std::string& where, const std::string& key,
@@ -262,6 +263,28 @@ Experiment parse_experiment(const std::string& text, const std::string& source_p
         rule.emplace_back(key, std::move(values));
       }
       experiment.exclude.push_back(std::move(rule));
+    }
+  }
+
+  if (root.contains("convergence")) {
+    const Json& block = root["convergence"];
+    const std::string where = source_path + ": convergence";
+    if (!block.is_object() || block.empty()) {
+      throw ConfigError(fmt::format("{}: expected an object with \"loss_band\" and/or \"accuracy_band\", got {}",
+                                    where, describe_json(block)));
+    }
+    for (const auto& [key, value] : block.items()) {
+      if (key != "loss_band" && key != "accuracy_band") {
+        throw ConfigError(unknown_key_message(where, key, {"loss_band", "accuracy_band"}));
+      }
+      const bool accuracy = key == "accuracy_band";
+      if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < 0 ||
+          (accuracy && value.get<double>() > 100)) {
+        throw ConfigError(fmt::format("{}.{}: expected {}, got {}", where, key,
+                                      accuracy ? "percentage points from 0 to 100" : "a non-negative number",
+                                      describe_json(value)));
+      }
+      experiment.convergence[key] = value.get<double>();
     }
   }
 

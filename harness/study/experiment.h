@@ -17,6 +17,7 @@
 //   "repeats": 3                       // run each point 3 times (all points, then all again)
 //   "baseline": { "backend": "allreduce", "ranks": 1 }   // speedup against this point
 //   "check": { "against": {...}, "metrics": {...} }      // for harness check (check/check_options.h)
+//   "convergence": { "loss_band": 0.05, "accuracy_band": 1 }  // results/convergence.h
 // A "baseline" names values for some keys: each point is compared with the point equal to it on
 // every other key and having those values (default: the fewest ranks, otherwise equal).
 #pragma once
@@ -60,6 +61,9 @@ struct Experiment {
   // "check", as written (an object); check/check_options.h reads it, and `run` checks it before
   // anything runs.
   Json check = Json::object();
+  // "convergence": the bands within which a configuration's final loss (absolute) and accuracy
+  // (percentage points) count as its baseline's; absent keys: from the baseline's spread.
+  Json convergence = Json::object();
 };
 
 // Reads and validates an experiment file (bounded: see common/files.h). Throws ConfigError

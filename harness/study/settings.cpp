@@ -77,4 +77,9 @@ int resolved_threads_per_rank(const PointSettings& settings, int cores) {
   return std::max(1, cores / std::max(1, settings.ranks));
 }
 
+int64_t loss_window_steps(const PointSettings& settings, int64_t total_steps) {
+  if (settings.loss_every > 0) return settings.loss_every;
+  return std::max<int64_t>(1, (total_steps + kLossValuesPerPoint - 1) / kLossValuesPerPoint);
+}
+
 }  // namespace harness

@@ -48,6 +48,9 @@ struct PointSettings {
   // The first warmup_steps steps train but are left out of every time and throughput (they
   // include allocation and connection set-up); they must fit in the first epoch.
   int warmup_steps = 0;
+  // The training loss is kept as its mean over every loss_every steps (all ranks), so that even a
+  // one-epoch study has a loss curve; 0 = about kLossValuesPerPoint values per point.
+  int loss_every = 0;
   int threads_per_rank = 0;   // LibTorch/OpenBLAS threads per rank; 0 = cores / ranks (at least 1)
   double timeout_s = 600;     // wall-clock limit of the point's whole job
   std::string data_path;      // "" = the workload's default data
@@ -57,6 +60,8 @@ struct PointSettings {
   // that users can check that their regression gate fires. Not part of a point's identity for
   // `harness check`, which compares a run with a delay to the same points without.
   double inject_comm_delay_us = 0;
+  // Rank 0 writes a Chrome trace of a bounded sample of steps (harness/rank/timeline.h).
+  bool timeline = false;
   // The settings that a kind, a backend or a workload owns, by key, as their rows normalised them;
   // a key that was not set takes its row's default.
   Json options = Json::object();
@@ -115,6 +120,11 @@ int64_t global_batch(const PointSettings& settings, int workers);
 // The learning rate after `epochs_done` epochs (fractional: 1.5 = halfway through the second),
 // with lr_scaling and warmup applied.
 double learning_rate(const PointSettings& settings, int workers, double epochs_done);
+
+// Steps per value of the loss curve: loss_every, or when it is 0 the total steps over
+// kLossValuesPerPoint (at least 1).
+inline constexpr int64_t kLossValuesPerPoint = 100;
+int64_t loss_window_steps(const PointSettings& settings, int64_t total_steps);
 
 // Threads each rank uses: threads_per_rank, or cores / ranks when it is 0 (auto).
 int resolved_threads_per_rank(const PointSettings& settings, int cores);

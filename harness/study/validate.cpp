@@ -106,6 +106,10 @@ void validate_training_point(const Experiment& experiment, const Point& point,
   if (workload.check != nullptr) {
     if (const auto problem = workload.check(s, shape)) fail_at(experiment, point, *problem);
   }
+  if (!batched && s.timeline) {
+    fail_at(experiment, point,
+            {"timeline", fmt::format("expected false for workload {}: its loop is not traced", s.workload)});
+  }
   if (!batched) return;  // an iteration is one pass over all points; `epochs` bounds them
 
   const int64_t global = global_batch(s, shape.workers);
@@ -128,6 +132,14 @@ void validate_training_point(const Experiment& experiment, const Point& point,
     fail_at(experiment, point,
             {"", fmt::format("epochs: expected at most {} steps per point, got {} epochs × {} steps = {}",
                              kMaxStepsPerPoint, s.epochs, steps_per_epoch, steps)});
+  }
+  // The loss curve is kept in the record: bounded too.
+  const int64_t loss_values = (steps + loss_window_steps(s, steps) - 1) / loss_window_steps(s, steps);
+  if (loss_values > kMaxLossValues) {
+    fail_at(experiment, point,
+            {"loss_every", fmt::format("expected at most {} loss values per point, got {} steps / {} = {} (0 "
+                                       "keeps about {})",
+                                       kMaxLossValues, steps, s.loss_every, loss_values, kLossValuesPerPoint)});
   }
 }
 

@@ -12,6 +12,7 @@
 namespace harness {
 
 inline constexpr int64_t kMaxStepsPerPoint = 2'000'000;
+inline constexpr int64_t kMaxLossValues = 10'000;
 
 // What the launcher can give one point (launch/scheduler.h fills it in).
 struct ResourceLimits {

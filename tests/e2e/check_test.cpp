@@ -42,13 +42,6 @@ HarnessRun check(const fs::path& dir, std::vector<std::string> arguments,
   return run_harness(arguments, dir / fmt::format("check-{}.log", ++calls), environment);
 }
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 int count_of(const std::string& text, const std::string& part) {
   int count = 0;
   for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + part.size())) ++count;

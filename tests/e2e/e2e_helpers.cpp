@@ -1,6 +1,7 @@
 #include "e2e_helpers.h"
 
 #include <fstream>
+#include <iterator>
 
 namespace harness::e2e {
 
@@ -76,6 +77,11 @@ std::string joined(const std::vector<std::string>& lines) {
   std::string text;
   for (const auto& line : lines) text += line + "\n";
   return text;
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 }  // namespace harness::e2e

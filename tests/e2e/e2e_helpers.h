@@ -42,4 +42,7 @@ std::vector<std::map<std::string, std::string>> read_csv(const fs::path& path);
 
 std::string joined(const std::vector<std::string>& lines);
 
+// A whole file as text ("" when it cannot be read).
+std::string read_text(const fs::path& path);
+
 }  // namespace harness::e2e

@@ -31,10 +31,6 @@ TEST(EndToEnd, ResultsOfOneStudyAreNotSilentlyReplaced) {
   const fs::path out = dir / "out";
   HarnessRun run = run_harness({"run", first.string(), "--out", out.string()}, dir / "log");
   ASSERT_TRUE(run.outcome.ok()) << joined(run.output);
-  const auto read_text = [](const fs::path& path) {
-    std::ifstream in(path);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  };
   const std::string summary = read_text(out / "summary.csv");
 
   fs::create_directories(dir / "other");

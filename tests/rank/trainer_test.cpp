@@ -164,6 +164,42 @@ TEST(DataParallelTrainer, ShortTrainingLowersTheLossAndKeepsRanksInStep) {
   EXPECT_EQ(flat, rank_zeros(flat));
 }
 
+// The loss curve: windows of loss_every steps across epochs, each the mean over the ranks'
+// batches; a window as long as an epoch is that epoch's loss; the last window may be short.
+TEST(DataParallelTrainer, TheLossCurveAveragesWindowsOfStepsOverEveryRank) {
+  Fixture f;
+  f.settings.epochs = 4;
+  f.settings.lr = 0.5;
+  DataParallelTrainer epoch_windows(*f.workload, f.backend, MPI_COMM_WORLD, f.settings);
+  const int64_t steps_per_epoch = epoch_windows.steps_per_epoch();
+  f.settings.loss_every = static_cast<int>(steps_per_epoch);
+  DataParallelTrainer trainer(*f.workload, f.backend, MPI_COMM_WORLD, f.settings);
+  trainer.broadcast_parameters();
+  const LoopResult result = trainer.train();
+  const int64_t samples_per_step = kBatch * f.size;
+  if (f.rank == 0) {
+    ASSERT_EQ(result.loss_curve.size(), 4U);
+    for (std::size_t e = 0; e < 4; ++e) {
+      EXPECT_NEAR(result.loss_curve[e].train_loss, result.epochs[e].train_loss, 1e-9);
+      EXPECT_EQ(result.loss_curve[e].samples_seen, result.epochs[e].samples_seen);
+    }
+  }
+  // Windows of 3 steps that straddle epochs: ceil(total / 3) values, ending at every third step.
+  f.settings.loss_every = 3;
+  DataParallelTrainer windows(*f.workload, f.backend, MPI_COMM_WORLD, f.settings);
+  const LoopResult curve = windows.train();
+  if (f.rank == 0) {
+    const int64_t total = steps_per_epoch * 4;
+    ASSERT_EQ(static_cast<int64_t>(curve.loss_curve.size()), (total + 2) / 3);
+    for (std::size_t w = 0; w < curve.loss_curve.size(); ++w) {
+      EXPECT_EQ(curve.loss_curve[w].samples_seen, std::min<int64_t>(3 * (w + 1), total) * samples_per_step);
+      EXPECT_TRUE(std::isfinite(curve.loss_curve[w].train_loss));
+    }
+  } else {
+    EXPECT_TRUE(curve.loss_curve.empty());
+  }
+}
+
 // A workload whose parameters() lists one tensor twice, as tied weights would.
 class TiedWeights final : public Workload {
  public:

@@ -36,6 +36,7 @@ PointRecord ok_record() {
   train.steps.comm_s = {0.05, 0.1};
   train.steps.exposed_comm_s = {0.05, 0.1};
   train.epochs = {{1, std::nan(""), 0.5, 0.9, 2.0, 0.1, 120}};  // a diverged loss is stored as null
+  train.loss_curve = {{40, 1.1}, {80, std::nan("")}, {120, 0.5}};
   train.sgd = SgdFacts{100, 4, 8, 0.01, 1};
   measurements.train = train;
   record.measurements = measurements;
@@ -52,6 +53,20 @@ TEST(Record, RoundTripsThroughJson) {
   EXPECT_TRUE(std::isnan(read.measurements->train->epochs[0].train_loss));
   EXPECT_DOUBLE_EQ(read.timing->train_s, 2.0);
   EXPECT_EQ(read.measurements->train->sgd->global_batch, 8);
+  ASSERT_EQ(read.measurements->train->loss_curve.size(), 3U);
+  EXPECT_EQ(read.measurements->train->loss_curve[2].samples_seen, 120);
+  EXPECT_TRUE(std::isnan(read.measurements->train->loss_curve[1].train_loss));
+}
+
+// Version 3 had no loss curve: such a record is read with an empty one.
+TEST(Record, AVersion3RecordIsReadWithoutALossCurve) {
+  Json json = to_json(ok_record());
+  json["schema_version"] = 3;
+  json["measurements"]["schema_version"] = 3;
+  json["measurements"].erase("loss_curve");
+  const PointRecord read = record_from_json(json, "r.json");
+  EXPECT_EQ(read.schema_version, 3);
+  EXPECT_TRUE(read.measurements->train->loss_curve.empty());
 }
 
 // A record written before a setting existed (its settings lack the key, its stored key hashed
@@ -91,6 +106,11 @@ TEST(Record, IncompleteRecordsAreRefused) {
   json = to_json(ok_record());
   json["measurements"]["steps"]["step_s"] = "fast";
   EXPECT_NE(refusal(json).find("step_s: expected a list"), std::string::npos) << refusal(json);
+  json = to_json(ok_record());
+  json["measurements"]["loss_curve"][2]["samples_seen"] = 80;
+  EXPECT_NE(refusal(json).find("loss_curve[2]: samples_seen: expected more than the value before"),
+            std::string::npos)
+      << refusal(json);
 }
 
 TEST(Record, FailedRecordsKeepTheReasonAndNoMeasurements) {

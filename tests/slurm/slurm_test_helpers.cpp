@@ -14,13 +14,6 @@
 
 namespace harness::e2e {
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 int run_command(const std::vector<std::string>& argv, const fs::path& log) {
   ProcessRequest request;
   request.argv = argv;

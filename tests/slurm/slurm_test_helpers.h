@@ -10,8 +10,6 @@
 
 namespace harness::e2e {
 
-std::string read_text(const fs::path& path);
-
 // Runs `argv` (a cluster command, pkill) with its output in `log`; its exit status, -1 if none.
 int run_command(const std::vector<std::string>& argv, const fs::path& log);
 

@@ -24,6 +24,16 @@ TEST(Validate, AcceptsTheDefaults) {
   EXPECT_EQ(validation_error(R"({"name": "ok", "sweep": {"ranks": [1, 2]}})"), "");
 }
 
+// The loss curve lives in the record: a point may keep at most kMaxLossValues of it.
+TEST(Validate, ALossCurveFinerThanTheBoundIsRefused) {
+  EXPECT_EQ(validation_error(R"({"name": "x", "settings": {"epochs": 20000, "batch_size": 120, "loss_every": 1}})"),
+            fmt::format("exp.json: settings.loss_every: expected at most {} loss values per point, got 20000 "
+                        "steps / 1 = 20000 (0 keeps about 100)",
+                        kMaxLossValues));
+  EXPECT_EQ(validation_error(R"({"name": "x", "settings": {"epochs": 20000, "batch_size": 120, "loss_every": 2}})"),
+            "");
+}
+
 TEST(Validate, UnknownBackendNamesTheSweepEntryAndListsValidNames) {
   EXPECT_EQ(validation_error(R"({"name": "x", "sweep": {"backend": ["allreduce", "nccl"]}})"),
             "exp.json: sweep.backend[1]: unknown backend \"nccl\" (expected one of: allreduce, ring, ps, shm, gloo)");
