@@ -206,13 +206,15 @@ void GradientBuckets::pack(const Bucket& bucket) {
 }
 
 void GradientBuckets::reduce(const Bucket& bucket) {
-  const auto start = Clock::now();
+  // Read the clock only for a traced step: the reduction is the hot path.
+  const bool traced = timeline_ != nullptr && timeline_->active();
+  const auto start = traced ? Clock::now() : Clock::time_point{};
   if (staging_) {
     staging_->allreduce_sum(fused_ + bucket.offset, bucket.count);
   } else {
     backend_.allreduce_sum(std::span<float>(fused_ + bucket.offset, bucket.count));
   }
-  if (timeline_ != nullptr && timeline_->active()) {
+  if (traced) {
     const bool communication_thread = std::this_thread::get_id() == thread_.get_id();
     timeline_->add(communication_thread ? Track::kCommunication : Track::kTraining, "reduce bucket", start,
                    Clock::now(), static_cast<int64_t>(bucket.count * sizeof(float)), &bucket - buckets_.data());

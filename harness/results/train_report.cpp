@@ -209,6 +209,18 @@ std::string workload_label(const PointSettings& settings) {
   return settings.engine == "torch" ? settings.workload : settings.workload + "/" + settings.engine;
 }
 
+// The console tables' first columns for a configuration: which one it is.
+std::vector<ConsoleColumn<ConfigurationRow>> configuration_identity_columns() {
+  return std::vector<ConsoleColumn<ConfigurationRow>>{
+      {"first id", "", 13, true, [](const ConfigurationRow& row) { return row.first_run().record.id; }},
+      {"workload", "", 14, false, [](const ConfigurationRow& row) { return workload_label(row.stats().settings); }},
+      {"backend", "", 10, false, [](const ConfigurationRow& row) { return row.stats().settings.backend; }},
+      {"ranks", "", 5, false, [](const ConfigurationRow& row) { return std::to_string(row.stats().settings.ranks); }},
+      {"batch", "/rank", 6, false,
+       [](const ConfigurationRow& row) { return std::to_string(batch_per_training_rank(row.stats().settings)); }},
+  };
+}
+
 }  // namespace
 
 int64_t batch_per_training_rank(const PointSettings& settings) {
@@ -251,19 +263,14 @@ std::string efficiency_loss_table(const ResultSet& set) {
       return fmt::format("{:.1f}", 100 * (row.set->efficiency_losses()[row.index].*field));
     };
   };
-  const std::vector<Column> columns = {
-      {"first id", "", 13, true, [](const ConfigurationRow& row) { return row.first_run().record.id; }},
-      {"workload", "", 14, false, [](const ConfigurationRow& row) { return workload_label(row.stats().settings); }},
-      {"backend", "", 10, false, [](const ConfigurationRow& row) { return row.stats().settings.backend; }},
-      {"ranks", "", 5, false, [](const ConfigurationRow& row) { return std::to_string(row.stats().settings.ranks); }},
-      {"batch", "/rank", 6, false,
-       [](const ConfigurationRow& row) { return std::to_string(batch_per_training_rank(row.stats().settings)); }},
+  std::vector<Column> columns = configuration_identity_columns();
+  columns.insert(columns.end(), {
       {"lost", "points", 7, false, points(&EfficiencyLoss::lost)},
       {"compute", "inflation", 9, false, points(&EfficiencyLoss::compute)},
       {"comm", "exposed", 8, false, points(&EfficiencyLoss::communication)},
       {"waiting", "slowest", 8, false, points(&EfficiencyLoss::waiting)},
       {"rest", "", 6, false, points(&EfficiencyLoss::rest)},
-  };
+  });
   return "\nwhere the efficiency went (percentage points lost against the baseline; the parts add up):\n" +
          format_console_table(columns, rows);
 }
@@ -334,13 +341,8 @@ std::string configurations_table(const ResultSet& set) {
     return fmt::format("{:.{}f} [{:.{}f}-{:.{}f}]", scale * value.median, digits, scale * value.low,
                        digits, scale * value.high, digits);
   };
-  const std::vector<Column> columns = {
-      {"first id", "", 13, true, [](const ConfigurationRow& row) { return row.first_run().record.id; }},
-      {"workload", "", 14, false, [](const ConfigurationRow& row) { return workload_label(row.stats().settings); }},
-      {"backend", "", 10, false, [](const ConfigurationRow& row) { return row.stats().settings.backend; }},
-      {"ranks", "", 5, false, [](const ConfigurationRow& row) { return std::to_string(row.stats().settings.ranks); }},
-      {"batch", "/rank", 6, false,
-       [](const ConfigurationRow& row) { return std::to_string(batch_per_training_rank(row.stats().settings)); }},
+  std::vector<Column> columns = configuration_identity_columns();
+  columns.insert(columns.end(), {
       {"ok", "runs", 5, false,
        [](const ConfigurationRow& row) { return fmt::format("{}/{}", row.stats().ok_runs, row.stats().runs.size()); }},
       {"throughput", "samples/s [95% CI]", 26, false,
@@ -355,7 +357,7 @@ std::string configurations_table(const ResultSet& set) {
        [interval](const ConfigurationRow& row) {
          return row.stats().baseline >= 0 ? interval(row.stats().efficiency, 100, 0) : std::string("-");
        }},
-  };
+  });
   return format_console_table(columns, configuration_rows(set));
 }
 
