@@ -6,9 +6,10 @@
 #   slurm/local-cluster.sh start|stop|status|env [DIR]
 #   slurm/local-cluster.sh stop-node|start-node NODE [DIR]      (NODE: hnode1 or hnode2)
 #
-# DIR defaults to $HARNESS_SLURM_DIR, else ./build/slurm-cluster. Everything lives under DIR:
-# slurm.conf, the munge key/socket, state and spool dirs, pid files, logs (DIR/log), the job
-# completion file (DIR/jobcomp.txt) and the recorded PIDs (DIR/pids). Clients only need
+# DIR defaults to $HARNESS_SLURM_DIR, else ./build/slurm-cluster. Everything but munged's socket
+# (/run/harness-munge-*) lives under DIR: slurm.conf, the munge key, state and spool dirs, pid
+# files, logs (DIR/log), the job completion file (DIR/jobcomp.txt) and the recorded PIDs
+# (DIR/pids). Clients only need
 #   eval "$(slurm/local-cluster.sh env DIR)"        # export SLURM_CONF=DIR/slurm.conf
 # `start` reads HARNESS_SLURM_MAX_ARRAY_SIZE (default 4: tests split arrays at this limit),
 # HARNESS_SLURM_MIN_JOB_AGE (default 60: finished jobs stay in squeue 60-120 s; 0 = never purge,
@@ -41,7 +42,10 @@ case $cmd in
 esac
 [ $# -le 1 ] || usage
 DIR=$(realpath -m -- "${1:-${HARNESS_SLURM_DIR:-./build/slurm-cluster}}")
-CONF=$DIR/slurm.conf PIDS=$DIR/pids LOG=$DIR/log MSOCK=$DIR/munge/munge.socket
+CONF=$DIR/slurm.conf PIDS=$DIR/pids LOG=$DIR/log
+# munged wants every directory above its socket open to all (x), which DIR's need not be (a clone
+# in a mktemp -d folder): the socket lives under /run, in a folder named after DIR.
+MSOCK=/run/harness-munge-$(printf %s "$DIR" | md5sum | cut -c1-12)/munge.socket
 
 need_root() {
   [ "$(id -u)" = 0 ] || die "must run as root (it creates network namespaces and a bridge)"
@@ -191,7 +195,7 @@ cmd_stop() {
   for n in "${NODES[@]/#/slurmd-}" slurmctld munged; do p=$(pid_of $n) && pids+=("$p"); done
   terminate "${pids[@]}"
   net_down
-  rm -f "$PIDS"
+  rm -f "$PIDS"; rm -rf "$(dirname "$MSOCK")"
 }
 
 cmd_start() {
@@ -217,7 +221,8 @@ cmd_start() {
   mkdir -p "$DIR" "$LOG" "$DIR/run" "$DIR/munge"
   rm -rf "$DIR/state" "$DIR/spool"; rm -f "$DIR/jobcomp.txt"
   mkdir -p "$DIR/state"; for n in "${NODES[@]}"; do mkdir -p "$DIR/spool/$n/tmp"; done
-  chmod 755 "$DIR" "$DIR/munge" "$LOG"
+  mkdir -p "$(dirname "$MSOCK")"
+  chmod 755 "$DIR" "$DIR/munge" "$LOG" "$(dirname "$MSOCK")"
   if [ ! -s "$DIR/munge/munge.key" ]; then
     dd if=/dev/urandom of="$DIR/munge/munge.key" bs=1024 count=1 status=none
   fi

@@ -1,4 +1,4 @@
-# The orchestrator (command line, study, launching, results, check, common helpers) never includes MPI or
+# The orchestrator (command line, study, launching, results, check, model, common helpers) never includes MPI or
 # LibTorch itself: it runs in the harness process, which starts no MPI and trains nothing. Only the
 # rank side (harness/rank, backends, workloads) does. Run: cmake -DSOURCE_DIR=... -P this file.
 file(GLOB_RECURSE sources
@@ -7,6 +7,7 @@ file(GLOB_RECURSE sources
   "${SOURCE_DIR}/harness/launch/*.cpp" "${SOURCE_DIR}/harness/launch/*.h"
   "${SOURCE_DIR}/harness/results/*.cpp" "${SOURCE_DIR}/harness/results/*.h"
   "${SOURCE_DIR}/harness/check/*.cpp" "${SOURCE_DIR}/harness/check/*.h"
+  "${SOURCE_DIR}/harness/model/*.cpp" "${SOURCE_DIR}/harness/model/*.h"
   "${SOURCE_DIR}/harness/common/*.cpp" "${SOURCE_DIR}/harness/common/*.h")
 set(offenders "")
 foreach(source IN LISTS sources)

@@ -60,7 +60,8 @@ std::string incomparable(const PointRecord& a, const PointRecord& b) {
     const auto& list = record.measurements->hosts;
     return std::set<std::string>(list.begin(), list.end()).size();
   };
-  if (a.schema_version != b.schema_version) {
+  if (a.schema_version != b.schema_version &&
+      std::min(a.schema_version, b.schema_version) < kTimingsComparableSince) {
     return fmt::format("record schema {} against {}", a.schema_version, b.schema_version);
   }
   if (hosts(a) != hosts(b)) return fmt::format("{} host(s) against {}", hosts(a), hosts(b));
@@ -224,20 +225,6 @@ void CandidateComparison::compare_metric(const CheckMetric& metric, const Counte
   }
 }
 
-// "comm ring ranks=2 lr=0.00001": what tells the configuration apart (its swept settings), with
-// numbers as plain decimals (CI systems read these as test names).
-std::string configuration_label(const Experiment& experiment, const PointSettings& settings) {
-  const Json values = to_json(settings);
-  std::string text = (settings.kind == Kind::kComm ? "comm" : settings.workload) + " " + settings.backend;
-  for (const auto& axis : experiment.sweep) {
-    if (axis.key == "workload" || axis.key == "backend") continue;
-    const Json& value = values[axis.key];
-    text += " " + axis.key + "=" +
-            (value.is_string() ? value.get<std::string>() : value.is_number() ? format_number(value.get<double>()) : value.dump());
-  }
-  return text;
-}
-
 // A row for a file of points/ that is no readable record: its point is unknown, so it is listed.
 CheckRow unreadable_row(const std::string& side, const StoredRecord& file) {
   CheckRow row;
@@ -250,70 +237,6 @@ CheckRow unreadable_row(const std::string& side, const StoredRecord& file) {
 }
 
 }  // namespace
-
-const Configuration* ResultsSide::find(const PointSettings& settings, const Configuration* exclude,
-                                       bool allow_other_delay) const {
-  const std::string identity = configuration_identity(settings);
-  for (const auto& configuration : configurations) {
-    if (&configuration != exclude && configuration.identity == identity) return &configuration;
-  }
-  if (!allow_other_delay) return nullptr;
-  // Equal but for the injected delay: the one without a delay, else the first.
-  const std::string match_identity = configuration_identity(settings, true);
-  const Configuration* found = nullptr;
-  for (const auto& configuration : configurations) {
-    if (&configuration == exclude || configuration.match_identity != match_identity) continue;
-    if (configuration.settings.inject_comm_delay_us == 0) return &configuration;
-    if (found == nullptr) found = &configuration;
-  }
-  return found;
-}
-
-std::string configuration_identity(const PointSettings& settings, bool ignore_injection) {
-  if (!ignore_injection) return to_json(settings).dump();
-  PointSettings without_injection = settings;
-  without_injection.inject_comm_delay_us = 0;
-  return to_json(without_injection).dump();
-}
-
-ResultsSide load_results_side(const std::string& dir) {
-  ResultsSide side;
-  side.dir = dir;
-  const ResultsDirectory directory(dir);
-  std::error_code error;
-  if (!fs::is_directory(dir, error)) throw ConfigError(fmt::format("{}: not a results directory (no such directory)", dir));
-  if (!fs::exists(directory.experiment_copy(), error) || !fs::is_directory(directory.points_dir(), error)) {
-    throw ConfigError(fmt::format("{}: not a results directory (expected experiment.json and points/ in it)", dir));
-  }
-  side.canonical_dir = fs::canonical(dir, error).string();
-  side.experiment = load_experiment(directory.experiment_copy());
-  const std::vector<Point> points = expand(side.experiment);
-  const std::vector<StoredRecord> stored = read_stored_records(directory);
-  for (const auto& file : stored) {
-    if (!file.record) side.unreadable.push_back(file);
-  }
-  for (const Point& point : points) {
-    const std::string identity = configuration_identity(point.settings);
-    auto found = std::find_if(side.configurations.begin(), side.configurations.end(),
-                              [&](const Configuration& c) { return c.identity == identity; });
-    if (found == side.configurations.end()) {
-      Configuration configuration;
-      configuration.identity = identity;
-      configuration.match_identity = configuration_identity(point.settings, true);
-      configuration.settings = point.settings;
-      configuration.first_id = point.id;
-      configuration.label = configuration_label(side.experiment, point.settings);
-      side.configurations.push_back(std::move(configuration));
-      found = side.configurations.end() - 1;
-    }
-    const StoredRecord* file = record_of(point, stored);
-    if (file == nullptr) continue;
-    side.records.push_back(*file->record);
-    const PointRecord* record = &side.records.back();
-    (record->ok() && record->measurements ? found->ok : found->not_ok)[point.repeat] = record;
-  }
-  return side;
-}
 
 CheckReport compare_results(const ResultsSide& current, const ResultsSide* baseline, const CheckOptions& options,
                             bool strict) {

@@ -70,6 +70,14 @@ struct CheckCommandOptions {
 };
 int check_command(const CheckCommandOptions& options);
 
+// `harness model COMM_RUN [--predict TRAIN_RUN] [--ranks ...]` (harness/model/).
+struct ModelCommandOptions {
+  std::string comm_dir;
+  std::string train_dir;   // "" = fit only
+  std::vector<int> ranks;  // empty = 1, 2, 4, ..., 1024
+};
+int model_command(const ModelCommandOptions& options);
+
 // Prints a results directory's console table and where its tables and plots are (run and plot).
 struct WrittenReports;
 class ResultsDirectory;

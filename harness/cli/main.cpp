@@ -65,10 +65,11 @@ int main(int argc, char** argv) {
   }
 
   // CLI11 would call an unknown command an unexpected argument; name it.
-  const std::vector<std::string> commands = {"run", "plan", "plot", "status", "cancel", "check", "schema"};
+  const std::vector<std::string> commands = {"run", "plan", "plot", "status", "cancel", "check", "model", "schema"};
   if (argc >= 2 && argv[1][0] != '-' &&
       std::find(commands.begin(), commands.end(), argv[1]) == commands.end()) {
-    std::cerr << fmt::format("harness: unknown command {} (expected one of: run, plan, plot, status, cancel, check, schema; "
+    std::cerr << fmt::format("harness: unknown command {} (expected one of: run, plan, plot, status, cancel, check, model, "
+                             "schema; "
                              "see harness --help)\n",
                              harness::describe_text(argv[1]));
     return harness::kExitBadInput;
@@ -159,6 +160,15 @@ int main(int argc, char** argv) {
   check->add_option("--junit", check_options.junit_path, "write JUnit XML to FILE (a test case per point and metric)");
   check->add_option("--markdown", check_options.markdown_path, "write a markdown summary to FILE (for a CI job page)");
 
+  harness::ModelCommandOptions model_options;
+  auto* model = app.add_subcommand(
+      "model", "Fit the cost model (latency, time per byte moved and reduced) to a comm benchmark's results; "
+               "with --predict, predict a training run's communication, speedup and efficiency at any ranks");
+  model->add_option("COMM_RUN", model_options.comm_dir, "results directory of a comm benchmark")->required();
+  model->add_option("--predict", model_options.train_dir, "results directory of a training run to predict");
+  model->add_option("--ranks", model_options.ranks, "rank counts to predict, comma-separated (default 1,2,4,...,1024)")
+      ->delimiter(',');
+
   app.add_subcommand("schema", "Print the JSON Schema of experiment files (experiments/schema.json)");
 
   try {
@@ -184,6 +194,7 @@ int main(int argc, char** argv) {
     if (*status) return harness::status_command(status_dir, command_line);
     if (*cancel) return harness::cancel_command(cancel_dir, command_line);
     if (*check) return harness::check_command(check_options);
+    if (*model) return harness::model_command(model_options);
     if (app.got_subcommand("schema")) {
       std::vector<std::string> workloads;
       for (const auto& info : harness::workload_table()) workloads.emplace_back(info.name);

@@ -22,12 +22,14 @@ void print_reports(const WrittenReports& written, const ResultsDirectory& direct
     std::cout << (i ? ", " : " ") << written.tables[i];
   }
   std::cout << "\n";
-  if (written.images.empty()) return;
-  std::cout << "plots:   " << directory.plots_dir() << "/ (";
-  for (std::size_t i = 0; i < written.images.size(); ++i) {
-    std::cout << (i ? ", " : "") << std::filesystem::path(written.images[i]).filename().string();
+  if (!written.images.empty()) {
+    std::cout << "plots:   " << directory.plots_dir() << "/ (";
+    for (std::size_t i = 0; i < written.images.size(); ++i) {
+      std::cout << (i ? ", " : "") << std::filesystem::path(written.images[i]).filename().string();
+    }
+    std::cout << ")\n";
   }
-  std::cout << ")\n";
+  if (!written.html.empty()) std::cout << "report:  " << written.html << "\n";
 }
 
 int run_command(const RunOptions& options) {

@@ -13,6 +13,28 @@
 #include "harness/results/statistics.h"
 
 namespace harness {
+namespace {
+
+// The median over `iterations` of the slowest rank's time (µs) for `operation`, every rank
+// starting it together after a barrier, as the ranks reduce during an allreduce.
+template <typename Operation>
+double slowest_rank_median_us(int iterations, const Communicator& communicator, Operation operation) {
+  std::vector<double> seconds(static_cast<std::size_t>(iterations));
+  for (double& time : seconds) {
+    check_mpi(MPI_Barrier(communicator.handle()), "MPI_Barrier");
+    const double start = MPI_Wtime();
+    operation();
+    time = MPI_Wtime() - start;
+  }
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, seconds.data(), iterations, MPI_DOUBLE, MPI_MAX, communicator.handle()),
+            "MPI_Allreduce(probe times)");
+  return 1e6 * median_of(seconds);
+}
+
+// Keeps the probes' stores: the buffer they write is read by nobody afterwards.
+volatile float probe_sink = 0;
+
+}  // namespace
 
 std::vector<int64_t> comm_message_sizes(const CommOptions& options) {
   std::vector<int64_t> sizes;
@@ -134,6 +156,18 @@ std::vector<MessageSizeMetrics> run_comm_benchmark(GradientSync& backend,
     result.algbw_gbps = median > 0 ? static_cast<double>(bytes) / median / 1e9 : 0;
     result.busbw_gbps = allreduce_bus_bandwidth(result.algbw_gbps, ranks);
     result.wrong = wrong;
+    // What the node's memory allows at this size, in the same conditions as the reductions: the
+    // arithmetic a reduction does (the cost model's γ) and a copy. After the check, so the
+    // buffer's contents no longer matter. The host buffers, also for device "cuda".
+    if (count > 0) {
+      result.reduce_probe_us = slowest_rank_median_us(options.iterations, communicator, [&] {
+        for (std::size_t i = 0; i < count; ++i) buffer[i] += input[i];
+      });
+      result.copy_probe_us = slowest_rank_median_us(options.iterations, communicator, [&] {
+        std::memcpy(buffer.data(), input.data(), bytes);
+      });
+      probe_sink = probe_sink + buffer[count / 2];
+    }
     results.push_back(result);
     // Whatever it does here no timed reduction sees: the next size's first collective (the
     // reference allreduce) waits for it, and each timed reduction starts after a barrier.

@@ -4,7 +4,9 @@
 // times untimed and comm_iterations times timed, each timed reduction after a barrier. A
 // reduction's time is the slowest rank's. After the last reduction every element is compared with
 // MPI_Allreduce's result on the same input: `wrong` counts elements, over all ranks, off by more
-// than 1e-5 × max(1, |expected|), and must be 0.
+// than 1e-5 × max(1, |expected|), and must be 0. Then every rank at once times a[i] += b[i] and a
+// copy over the same buffers (reduce_probe_us, copy_probe_us): the memory's limit beside the
+// backend's figure, and the reduction cost that `harness model` needs.
 //
 // Bandwidths use 10^9 bytes: algbw = bytes / time, busbw = algbw · 2(p−1)/p (the traffic each
 // rank's link carries in a bandwidth-optimal allreduce, so busbw is comparable across p; 0 for

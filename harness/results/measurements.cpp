@@ -150,10 +150,12 @@ Json to_json(const MessageSizeMetrics& size) {
           {"time_us_max", size.time_us_max},
           {"algbw_gbps", size.algbw_gbps},
           {"busbw_gbps", size.busbw_gbps},
-          {"wrong", size.wrong}};
+          {"wrong", size.wrong},
+          {"reduce_probe_us", size.reduce_probe_us},
+          {"copy_probe_us", size.copy_probe_us}};
 }
 
-CommMeasurements comm_from(const Fields& fields) {
+CommMeasurements comm_from(const Fields& fields, int version) {
   CommMeasurements comm;
   const Json& sizes = fields.at("sizes");
   if (!sizes.is_array() || sizes.empty()) fields.fail("sizes", "a non-empty list");
@@ -163,6 +165,10 @@ CommMeasurements comm_from(const Fields& fields) {
                           size.number("time_us_min"), size.number("time_us_max"),
                           size.number("algbw_gbps"), size.number("busbw_gbps"),
                           size.integer("wrong")});
+    if (version >= 5) {
+      comm.sizes.back().reduce_probe_us = size.number("reduce_probe_us");
+      comm.sizes.back().copy_probe_us = size.number("copy_probe_us");
+    }
   }
   return comm;
 }
@@ -220,10 +226,9 @@ Measurements measurements_from_json(const Json& json, const std::string& where) 
   if (m.kind == Kind::kTrain) {
     m.train = train_from(fields, version);
   } else {
-    m.comm = comm_from(fields);
+    m.comm = comm_from(fields, version);
   }
   return m;
 }
-
 
 }  // namespace harness

@@ -57,7 +57,8 @@ const std::string& plot_template(const std::string& name) {
 }
 
 std::vector<std::string> draw_plots(const std::map<std::string, std::string>& data,
-                                    const ResultSet& set, const std::string& plots_dir) {
+                                    const ResultSet& set, const std::string& plots_dir,
+                                    const std::map<std::string, std::string>& variables) {
   if (data.empty()) return {};
   if (find_program("gnuplot").empty()) {
     throw Error("gnuplot not found on PATH; install gnuplot-nox (bash .ci/install-deps), then "
@@ -78,12 +79,13 @@ std::vector<std::string> draw_plots(const std::map<std::string, std::string>& da
     }
   }
   // Speedup of weak scaling compares time per sample, so it reads as a throughput ratio.
-  const std::string header = fmt::format(
+  std::string header = fmt::format(
       "EXPERIMENT = {}\nRANK_TICS = \"({})\"\nBATCH_TICS = \"({})\"\nSIZE_TICS = \"({})\"\n"
       "SCALING = {}\nREPEATS = {}\n",
       gnuplot_string(set.experiment().name), fmt::join(measured_ranks, ", "),
       fmt::join(batch_sizes, ", "), size_tics(message_sizes),
       gnuplot_string(weak ? "weak scaling" : "strong scaling"), set.experiment().repeats);
+  for (const auto& [name, value] : variables) header += name + " = " + gnuplot_string(value) + "\n";
 
   std::vector<std::string> images;
   for (const auto& [name, contents] : data) {

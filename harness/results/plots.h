@@ -15,9 +15,11 @@ namespace harness {
 const std::string& plot_template(const std::string& name);
 
 // Writes plots_dir/<name>.dat and .gp for each entry of `data` (plot name -> data) and runs
-// gnuplot; the templates' variables (title, tics, scaling) come from `set`. Returns the images
-// written. Throws Error when gnuplot is missing or fails.
+// gnuplot; the templates' variables (title, tics, scaling) come from `set`, and `variables` adds
+// more (name -> text value, for one plot's title). Returns the images written. Throws Error when
+// gnuplot is missing or fails.
 std::vector<std::string> draw_plots(const std::map<std::string, std::string>& data,
-                                    const ResultSet& set, const std::string& plots_dir);
+                                    const ResultSet& set, const std::string& plots_dir,
+                                    const std::map<std::string, std::string>& variables = {});
 
 }  // namespace harness

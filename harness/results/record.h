@@ -14,6 +14,9 @@
 //      finish had written), the measurements' `complete` and `launch.job_id`.
 //   4  adds a training point's `loss_curve` (the mean training loss every loss_every steps) and
 //      the settings `loss_every` and `timeline`.
+//   5  adds the comm benchmark's memory probes per size (`reduce_probe_us`, `copy_probe_us`).
+//      Only measurements are added: timings of versions 4 and 5 mean the same
+//      (kTimingsComparableSince).
 #pragma once
 
 #include <cstdint>
@@ -27,7 +30,10 @@
 
 namespace harness {
 
-inline constexpr int kRecordSchemaVersion = 4;
+inline constexpr int kRecordSchemaVersion = 5;
+// Records of this version and later time the same things in the same way: `harness check`
+// compares their timings, while a record older than this is compared only with its own version.
+inline constexpr int kTimingsComparableSince = 4;
 
 // How a point ended. Only "ok" points have measurements that reports use.
 enum class PointStatus {
@@ -119,6 +125,11 @@ struct MessageSizeMetrics {
   double algbw_gbps = 0;      // bytes / median time, 10^9 bytes/s
   double busbw_gbps = 0;      // algbw · 2(p−1)/p
   int64_t wrong = 0;          // elements that differ from MPI_Allreduce's result, all ranks
+  // The node's memory at this size, in the conditions of the reductions (every rank at once, the
+  // same buffers): the median over comm_iterations of the slowest rank's time for a[i] += b[i]
+  // over the buffer, and for copying it. 0 in records before version 5.
+  double reduce_probe_us = 0;
+  double copy_probe_us = 0;
 };
 
 struct CommMeasurements {

@@ -32,9 +32,11 @@ struct WrittenReports {
   std::vector<std::string> tables;  // paths
   std::vector<std::string> images;  // paths
   std::string console;              // the table, to print
+  std::string html;                 // report.html (html_report.h)
 };
 
-// Writes the tables and draws the plots of `set` into `directory`. Throws Error when a file
+// Writes the tables, draws the plots (with the timeline of a traced point) and writes report.html
+// of `set` into `directory`. Throws Error when a file
 // cannot be written or gnuplot is missing or fails.
 WrittenReports write_reports(const ResultSet& set, const ResultsDirectory& directory);
 

@@ -208,5 +208,18 @@ TEST(Comparison, ADelayedConfigurationMeetsTheUndelayedOneButNeverItself) {
   EXPECT_EQ(now.find(now.configurations[1].settings, &now.configurations[1], true), nullptr);
 }
 
+TEST(Comparison, ATracedRunMeetsItsUntracedBaseline) {
+  ResultsSide now = side_of("now", {{"ring", 0, 3}, {"ring", 1, 3}, {"ring", 2, 3}}, {"ring"});
+  const ResultsSide then = side_of("then", {{"ring", 0, 3}, {"ring", 1, 3}, {"ring", 2, 3}}, {"ring"});
+  PointSettings traced = now.configurations[0].settings;
+  traced.timeline = true;
+  traced.loss_every = 7;
+  now.configurations[0].settings = traced;
+  now.configurations[0].identity = configuration_identity(traced);
+  EXPECT_EQ(then.find(traced, nullptr, false), &then.configurations[0]);
+  const CheckReport report = compare_results(now, &then, default_check_options(), true);
+  EXPECT_EQ(report.exit_status(), kCheckPass);
+}
+
 }  // namespace
 }  // namespace harness

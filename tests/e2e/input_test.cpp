@@ -204,8 +204,8 @@ TEST(EndToEnd, UnknownCommandIsNamed) {
   EXPECT_EQ(run.outcome.exit_code, 2);
   ASSERT_EQ(run.output.size(), 1U) << joined(run.output);
   EXPECT_EQ(run.output[0],
-            "harness: unknown command \"frobnicate\" (expected one of: run, plan, plot, status, cancel, check, schema; see "
-            "harness --help)");
+            "harness: unknown command \"frobnicate\" (expected one of: run, plan, plot, status, cancel, check, model, schema; "
+            "see harness --help)");
 }
 
 // Anything may be named as the experiment file: each gets one short line and exit 2, at once.

@@ -1,0 +1,62 @@
+#include <filesystem>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "harness/cli/commands.h"
+#include "harness/common/errors.h"
+#include "harness/model/model_report.h"
+#include "harness/results/html_report.h"
+#include "harness/results/result_set.h"
+
+namespace harness {
+namespace {
+
+// A results directory's records, as `harness plot` reads them (read-only: no lock).
+ResultSet load_results(const std::string& dir, const std::string& option) {
+  const ResultsDirectory directory(dir);
+  if (!std::filesystem::exists(directory.experiment_copy())) {
+    throw ConfigError(fmt::format("{}{}: not a results directory (no experiment.json)", option, dir));
+  }
+  const Experiment experiment = load_experiment(directory.experiment_copy());
+  ResultSet set = ResultSet::load(directory, experiment, expand(experiment), false);
+  if (set.runs().empty()) throw ConfigError(fmt::format("{}{}: no records of its experiment's points", option, dir));
+  return set;
+}
+
+}  // namespace
+
+int model_command(const ModelCommandOptions& options) {
+  try {
+    std::vector<int> ranks = options.ranks;
+    if (ranks.empty()) {
+      for (int p = 1; p <= 1024; p *= 2) ranks.push_back(p);
+    }
+    for (const int p : ranks) {
+      if (p < 1) throw ConfigError(fmt::format("--ranks: expected positive integers, got {}", p));
+    }
+    const ResultSet comm = load_results(options.comm_dir, "");
+    const CostModel model = fit_comm_run(comm, options.comm_dir);
+    std::cout << cost_model_console(model);
+    std::vector<std::string> written = write_cost_model(model, comm);
+    written.push_back(write_html_report(comm, ResultsDirectory(options.comm_dir)));
+    if (!options.train_dir.empty()) {
+      const ResultSet train = load_results(options.train_dir, "--predict ");
+      std::map<std::string, BackendCostFit> fits;
+      for (const auto& fit : model.fits) fits[fit.backend] = fit;
+      const TrainingPrediction prediction = predict_training(train, fits, ranks, model.hosts, model.max_ranks);
+      std::cout << "\nPredicted for " << options.train_dir << " (speedup against one rank without communication)\n"
+                << prediction_console(prediction);
+      const auto more = write_prediction(prediction, model, train, options.train_dir);
+      written.insert(written.end(), more.begin(), more.end());
+      written.push_back(write_html_report(train, ResultsDirectory(options.train_dir)));
+    }
+    std::cout << "\nWrote:\n";
+    for (const auto& file : written) std::cout << "  " << file << "\n";
+  } catch (const Error& error) {
+    return report_error(error);
+  }
+  return kExitOk;
+}
+
+}  // namespace harness

@@ -1,0 +1,236 @@
+#include "harness/model/model_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "harness/common/errors.h"
+#include "harness/common/files.h"
+#include "harness/results/plot_data.h"
+#include "harness/results/plots.h"
+#include "harness/results/results_directory.h"
+#include "harness/results/table.h"
+
+namespace harness {
+namespace {
+
+constexpr int kModelSchemaVersion = 1;
+
+// "12.5%", signed.
+std::string percent(double fraction) { return fmt::format("{:+.1f}%", 100 * fraction); }
+
+// "2.3 GB/s" for a time per byte; "-" when it is 0 (the fit found no such cost).
+std::string rate(double seconds_per_byte) {
+  return seconds_per_byte > 0 ? fmt::format("{:.2f}", 1e-9 / seconds_per_byte) : "-";
+}
+
+std::string fit_table(const CostModel& model) {
+  using Row = const BackendCostFit*;
+  const std::vector<ConsoleColumn<Row>> columns = {
+      {"backend", "", 10, true, [](Row f) { return f->backend; }},
+      {"alpha", "us", 8, false, [](Row f) { return fmt::format("{:.2f}", 1e6 * f->parameters.alpha_s); }},
+      {"beta", "ns/B", 8, false, [](Row f) { return fmt::format("{:.4f}", 1e9 * f->parameters.beta_s_per_byte); }},
+      {"1/beta", "GB/s", 7, false, [](Row f) { return rate(f->parameters.beta_s_per_byte); }},
+      {"gamma", "ns/B", 8, false, [](Row f) { return fmt::format("{:.4f}", 1e9 * f->parameters.gamma_s_per_byte); }},
+      {"1/gamma", "GB/s", 7, false, [](Row f) { return rate(f->parameters.gamma_s_per_byte); }},
+      {"rms resid", "", 9, false, [](Row f) { return fmt::format("{:.1f}%", 100 * f->rms_relative); }},
+      {"max resid", "", 9, false, [](Row f) { return percent(f->max_relative); }},
+      {"sizes", "", 5, false, [](Row f) { return std::to_string(f->residuals.size()); }},
+      {"form", "T(p, n)", 0, true, [](Row f) { return cost_formula(f->form); }},
+  };
+  std::vector<Row> rows;
+  for (const auto& fit : model.fits) rows.push_back(&fit);
+  return format_console_table(columns, rows);
+}
+
+// One row per size and one column per backend and rank count: fitted / measured − 1.
+std::string residual_table(const CostModel& model) {
+  std::vector<std::pair<std::string, std::map<int64_t, double>>> series;
+  std::set<int64_t> sizes;
+  for (const auto& fit : model.fits) {
+    for (const auto& r : fit.residuals) {
+      const std::string name = fmt::format("{} p={}", fit.backend, r.sample.ranks);
+      auto found = std::find_if(series.begin(), series.end(), [&](const auto& s) { return s.first == name; });
+      if (found == series.end()) found = series.insert(series.end(), {name, {}});
+      found->second[r.sample.bytes] = r.relative;
+      sizes.insert(r.sample.bytes);
+    }
+  }
+  std::string out = fmt::format("{:>10}", "bytes");
+  for (const auto& [name, values] : series) out += fmt::format(" {:>14}", name);
+  out += "\n";
+  for (const int64_t bytes : sizes) {
+    out += fmt::format("{:>10}", bytes);
+    for (const auto& [name, values] : series) {
+      const auto found = values.find(bytes);
+      out += fmt::format(" {:>14}", found == values.end() ? "" : percent(found->second));
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+std::string fit_plot_data(const CostModel& model) {
+  std::string data;
+  for (const auto& fit : model.fits) {
+    int ranks = -1;
+    for (const auto& r : fit.residuals) {
+      if (r.sample.ranks != ranks) {
+        if (ranks != -1) data += "\n\n";
+        ranks = r.sample.ranks;
+        data += block_title(fmt::format("{} ranks={}", fit.backend, ranks));
+      }
+      data += fmt::format("{} {:.6g} {:.6g}\n", r.sample.bytes, 1e6 * r.sample.time_s, 1e6 * r.fitted_s);
+    }
+    data += "\n\n";
+  }
+  return data;
+}
+
+std::string prediction_plot_data(const TrainingPrediction& prediction) {
+  std::set<int> ranks;
+  for (const auto& family : prediction.families) {
+    for (const auto& step : family.steps) ranks.insert(step.ranks);
+  }
+  std::string data = block_title("ideal");
+  for (const int r : ranks) data += fmt::format("{} {}\n", r, r);
+  for (const auto& family : prediction.families) {
+    data += "\n\n" + block_title(family.label);
+    for (const auto& s : family.steps) {
+      data += fmt::format("{} {:.6g} {:.6g} {}\n", s.ranks, s.speedup, s.speedup_overlap,
+                          s.measured_speedup ? fmt::format("{:.6g}", *s.measured_speedup) : "nan");
+    }
+  }
+  return data;
+}
+
+std::string milliseconds(double seconds) { return fmt::format("{:.3f}", 1e3 * seconds); }
+std::string milliseconds(const std::optional<double>& seconds) { return seconds ? milliseconds(*seconds) : ""; }
+
+}  // namespace
+
+CostModel fit_comm_run(const ResultSet& comm, const std::string& comm_dir) {
+  if (comm.kind() != Kind::kComm) {
+    throw ConfigError(fmt::format("{}: not a comm benchmark's results (experiment kind train); give the comm run "
+                                  "first and the training run with --predict",
+                                  comm_dir));
+  }
+  CostModel model;
+  model.comm_dir = comm_dir;
+  std::vector<std::string> backends;
+  std::map<std::string, std::vector<CostSample>> samples;
+  std::set<std::string> hosts;
+  for (const Run& run : comm.runs()) {
+    if (!run.record.ok() || !run.record.measurements) continue;
+    if (run.record.settings.device != "cpu") continue;  // staging copies are not the backend's cost
+    const std::string& backend = run.record.settings.backend;
+    if (std::find(backends.begin(), backends.end(), backend) == backends.end()) backends.push_back(backend);
+    const auto more = cost_samples(run.record);
+    samples[backend].insert(samples[backend].end(), more.begin(), more.end());
+    hosts.insert(run.record.measurements->hosts.begin(), run.record.measurements->hosts.end());
+    model.max_ranks = std::max(model.max_ranks, run.record.settings.ranks);
+  }
+  if (backends.empty()) throw ConfigError(fmt::format("{}: no ok comm record on device cpu to fit", comm_dir));
+  for (const auto& backend : backends) {
+    try {
+      model.fits.push_back(fit_cost_model(backend, samples[backend]));
+    } catch (const Error& error) {
+      throw Error(fmt::format("{}: {}", comm_dir, error.what()));
+    }
+  }
+  model.hosts = static_cast<int>(hosts.size());
+  return model;
+}
+
+std::string cost_model_console(const CostModel& model) {
+  std::string out = fmt::format("Cost model of {} (p ranks, n bytes; residual = fitted / measured - 1)\n", model.comm_dir);
+  out += fit_table(model);
+  out += "\nResiduals by message size:\n" + residual_table(model);
+  return out;
+}
+
+std::string prediction_console(const TrainingPrediction& prediction) {
+  using Row = const PredictedStep*;
+  const std::vector<ConsoleColumn<Row>> columns = {
+      {"ranks", "", 6, false, [](Row s) { return std::to_string(s->ranks); }},
+      {"batch", "/rank", 6, false, [](Row s) { return std::to_string(s->per_rank_batch); }},
+      {"compute", "ms", 9, false, [](Row s) { return milliseconds(s->compute_s); }},
+      {"comm", "ms", 9, false, [](Row s) { return milliseconds(s->comm_s); }},
+      {"measured", "ms", 9, false, [](Row s) { return milliseconds(s->measured_comm_s); }},
+      {"step", "ms", 9, false, [](Row s) { return milliseconds(s->step_s); }},
+      {"overlap", "ms", 9, false, [](Row s) { return milliseconds(s->step_overlap_s); }},
+      {"measured", "ms", 9, false, [](Row s) { return milliseconds(s->measured_step_s); }},
+      {"speedup", "x", 8, false, [](Row s) { return fmt::format("{:.2f}", s->speedup); }},
+      {"overlap", "x", 8, false, [](Row s) { return fmt::format("{:.2f}", s->speedup_overlap); }},
+      {"measured", "x", 8, false,
+       [](Row s) { return s->measured_speedup ? fmt::format("{:.2f}", *s->measured_speedup) : ""; }},
+      {"effic.", "%", 6, false, [](Row s) { return fmt::format("{:.0f}", 100 * s->efficiency); }},
+      {"overlap", "%", 7, false, [](Row s) { return fmt::format("{:.0f}", 100 * s->efficiency_overlap); }},
+  };
+  std::string out;
+  for (const auto& family : prediction.families) {
+    out += fmt::format("\n{}: {:.1f} MB of gradients in {} bucket(s), compute {:.3f} ms per sample at {} rank(s){}\n",
+                       family.label, 1e-6 * static_cast<double>(family.gradient_bytes), family.buckets,
+                       1e3 * family.compute_per_sample_s, family.base_ranks,
+                       family.overlap ? " (runs with overlap)" : "");
+    std::vector<Row> rows;
+    for (const auto& step : family.steps) rows.push_back(&step);
+    out += format_console_table(columns, rows);
+  }
+  for (const auto& skipped : prediction.skipped) out += "not predicted: " + skipped + "\n";
+  out += "\nAssumptions:\n";
+  for (const auto& assumption : prediction.assumptions) out += "  - " + assumption + "\n";
+  return out;
+}
+
+std::vector<std::string> write_cost_model(const CostModel& model, const ResultSet& comm) {
+  const ResultsDirectory directory(model.comm_dir);
+  Json fits = Json::array();
+  for (const auto& fit : model.fits) fits.push_back(to_json(fit));
+  const Json json = {{"schema_version", kModelSchemaVersion},
+                     {"comm_run", model.comm_dir},
+                     {"hosts", model.hosts},
+                     {"max_ranks", model.max_ranks},
+                     {"units", {{"alpha_us", "microseconds per message"},
+                                {"beta_ns_per_byte", "nanoseconds per byte moved"},
+                                {"gamma_ns_per_byte", "nanoseconds per byte reduced"}}},
+                     {"backends", fits}};
+  std::vector<std::string> written = {model.comm_dir + "/model.json", model.comm_dir + "/model.csv"};
+  write_file_atomically(written[0], json.dump(2) + "\n");
+  std::string csv = "backend,ranks,bytes,measured_s,fitted_s,relative_residual\n";
+  for (const auto& fit : model.fits) {
+    for (const auto& r : fit.residuals) {
+      csv += fmt::format("{},{},{},{},{},{}\n", fit.backend, r.sample.ranks, r.sample.bytes, csv_number(r.sample.time_s),
+                         csv_number(r.fitted_s), csv_number(r.relative));
+    }
+  }
+  write_file_atomically(written[1], csv);
+  std::filesystem::create_directories(directory.plots_dir());
+  for (auto& image : draw_plots({{"model_fit", fit_plot_data(model)}}, comm, directory.plots_dir())) {
+    written.push_back(std::move(image));
+  }
+  return written;
+}
+
+std::vector<std::string> write_prediction(const TrainingPrediction& prediction, const CostModel& model,
+                                          const ResultSet& train, const std::string& train_dir) {
+  const ResultsDirectory directory(train_dir);
+  Json json = to_json(prediction);
+  json["schema_version"] = kModelSchemaVersion;
+  json["comm_run"] = model.comm_dir;
+  json["training_run"] = train_dir;
+  std::vector<std::string> written = {train_dir + "/prediction.json", train_dir + "/prediction.csv"};
+  write_file_atomically(written[0], json.dump(2) + "\n");
+  write_file_atomically(written[1], prediction_csv(prediction));
+  std::filesystem::create_directories(directory.plots_dir());
+  for (auto& image : draw_plots({{"prediction", prediction_plot_data(prediction)}}, train, directory.plots_dir())) {
+    written.push_back(std::move(image));
+  }
+  return written;
+}
+
+}  // namespace harness

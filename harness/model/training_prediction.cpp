@@ -1,0 +1,251 @@
+#include "harness/model/training_prediction.h"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "harness/common/errors.h"
+#include "harness/results/statistics.h"
+#include "harness/results/table.h"
+
+namespace harness {
+namespace {
+
+// Configurations equal but for the ranks (and what only limits or observes a run) are one family.
+std::string family_key(PointSettings settings) {
+  settings.ranks = 0;
+  settings.timeout_s = 0;
+  settings.timeline = false;
+  settings.loss_every = 0;
+  return to_json(settings).dump();
+}
+
+std::string family_label(const Experiment& experiment, const PointSettings& settings) {
+  const Json values = to_json(settings);
+  std::string text = settings.workload + " " + settings.backend;
+  for (const auto& axis : experiment.sweep) {
+    if (axis.key == "workload" || axis.key == "backend" || axis.key == "ranks") continue;
+    const Json& value = values[axis.key];
+    text += " " + axis.key + "=" + (value.is_string() ? value.get<std::string>() : value.dump());
+  }
+  return text;
+}
+
+// A training configuration's medians over its ok repeats.
+struct Measured {
+  double compute_s = 0;
+  double comm_s = 0;  // without the wait for the slowest rank's compute
+  double step_s = 0;
+  const SgdFacts* sgd = nullptr;
+};
+
+std::optional<Measured> measured(const ResultSet& set, const ConfigurationStats& configuration) {
+  std::vector<double> compute, comm, step;
+  Measured result;
+  for (const int index : configuration.runs) {
+    const Run& run = set.runs()[static_cast<std::size_t>(index)];
+    if (!run.metrics || !run.record.measurements || !run.record.measurements->train ||
+        !run.record.measurements->train->sgd) {
+      continue;
+    }
+    compute.push_back(run.metrics->compute_time_s);
+    comm.push_back(run.metrics->comm_time_s - run.metrics->wait_time_s.value_or(0));
+    step.push_back(run.metrics->step_time_s);
+    result.sgd = &*run.record.measurements->train->sgd;
+  }
+  if (step.empty()) return std::nullopt;
+  result.compute_s = median_of(compute);
+  result.comm_s = median_of(comm);
+  result.step_s = median_of(step);
+  return result;
+}
+
+PredictedStep predict_step(const FamilyPrediction& family, const BackendCostFit& fit, const PointSettings& settings,
+                           int ranks) {
+  PredictedStep step;
+  step.ranks = ranks;
+  PointSettings at = settings;
+  at.ranks = ranks;
+  step.workers = worker_layout(at, 0, ranks).workers;
+  step.per_rank_batch = per_rank_batch(at, step.workers);
+  step.compute_s = family.compute_per_sample_s * static_cast<double>(step.per_rank_batch);
+  const double bucket_bytes = static_cast<double>(family.gradient_bytes) / static_cast<double>(family.buckets);
+  step.comm_s = static_cast<double>(family.buckets) * predicted_allreduce_s(fit.form, fit.parameters, ranks, bucket_bytes);
+  // The sums are divided by the training ranks: one more pass over the gradients.
+  if (step.workers > 1) step.comm_s += static_cast<double>(family.gradient_bytes) * fit.parameters.gamma_s_per_byte;
+  step.step_s = step.compute_s + step.comm_s;
+  step.step_overlap_s = step.compute_s / 3 + std::max(2 * step.compute_s / 3, step.comm_s);
+  const double work = static_cast<double>(step.workers) * static_cast<double>(step.per_rank_batch) *
+                      family.compute_per_sample_s;
+  step.speedup = work / step.step_s;
+  step.speedup_overlap = work / step.step_overlap_s;
+  step.efficiency = step.speedup / ranks;
+  step.efficiency_overlap = step.speedup_overlap / ranks;
+  return step;
+}
+
+}  // namespace
+
+TrainingPrediction predict_training(const ResultSet& train, const std::map<std::string, BackendCostFit>& fits,
+                                    const std::vector<int>& ranks, int comm_hosts, int comm_max_ranks) {
+  if (train.kind() != Kind::kTrain) {
+    throw ConfigError(fmt::format("--predict {}: not a training run (experiment kind comm)", train.experiment().name));
+  }
+  TrainingPrediction prediction;
+  // The configurations of each family, in first-seen order.
+  std::vector<std::pair<std::string, std::vector<int>>> families;
+  for (std::size_t c = 0; c < train.configurations().size(); ++c) {
+    const std::string key = family_key(train.configurations()[c].settings);
+    auto found = std::find_if(families.begin(), families.end(), [&](const auto& f) { return f.first == key; });
+    if (found == families.end()) found = families.insert(families.end(), {key, {}});
+    found->second.push_back(static_cast<int>(c));
+  }
+  int largest_base = 0;
+  for (const auto& [key, members] : families) {
+    const PointSettings& settings = train.configurations()[static_cast<std::size_t>(members.front())].settings;
+    const std::string label = family_label(train.experiment(), settings);
+    const auto fit = fits.find(settings.backend);
+    if (settings.device != "cpu") {
+      prediction.skipped.push_back(label + ": device " + settings.device + " (the model is fitted on host buffers)");
+      continue;
+    }
+    if (fit == fits.end()) {
+      prediction.skipped.push_back(label + ": the comm run has no fit for backend " + settings.backend);
+      continue;
+    }
+    // The measured configurations by ranks; the fewest ranks give the compute per sample.
+    std::map<int, Measured> by_ranks;
+    for (const int c : members) {
+      const ConfigurationStats& configuration = train.configurations()[static_cast<std::size_t>(c)];
+      if (auto values = measured(train, configuration)) by_ranks[configuration.settings.ranks] = *values;
+    }
+    if (by_ranks.empty()) {
+      prediction.skipped.push_back(label + ": no ok record with SGD measurements");
+      continue;
+    }
+    FamilyPrediction family;
+    family.label = label;
+    family.backend = settings.backend;
+    family.overlap = settings.overlap;
+    const auto& [base_ranks, base] = *by_ranks.begin();
+    family.base_ranks = base_ranks;
+    family.compute_per_sample_s = base.compute_s / static_cast<double>(base.sgd->per_rank_batch);
+    family.gradient_bytes = 4 * base.sgd->parameters;
+    family.buckets = std::max<int64_t>(1, base.sgd->buckets);
+    largest_base = std::max(largest_base, base_ranks);
+
+    std::set<int> all_ranks(ranks.begin(), ranks.end());
+    for (const auto& [r, values] : by_ranks) all_ranks.insert(r);
+    for (const int r : all_ranks) {
+      // Strong scaling runs out of samples: a rank with less than one per step trains nothing.
+      PointSettings at = settings;
+      at.ranks = r;
+      if (per_rank_batch(at, worker_layout(at, 0, r).workers) < 1) continue;
+      PredictedStep step = predict_step(family, fit->second, settings, r);
+      if (const auto m = by_ranks.find(r); m != by_ranks.end()) {
+        step.measured_comm_s = m->second.comm_s;
+        step.measured_step_s = m->second.step_s;
+        step.measured_speedup = static_cast<double>(step.workers) * static_cast<double>(step.per_rank_batch) *
+                                family.compute_per_sample_s / m->second.step_s;
+      }
+      family.steps.push_back(step);
+    }
+    prediction.families.push_back(std::move(family));
+  }
+  if (prediction.families.empty()) {
+    throw ConfigError(fmt::format("--predict: no configuration of {} could be predicted ({})", train.experiment().name,
+                                  fmt::join(prediction.skipped, "; ")));
+  }
+  auto& a = prediction.assumptions;
+  a.push_back("gamma is the comm run's own a[i] += b[i] probe (every rank at once); alpha and beta are fitted with it fixed");
+  a.push_back(comm_hosts <= 1
+                  ? "the comm run's ranks shared one host: its memory and loopback stand in for a network, so "
+                    "beta is a node's, not a cluster's"
+                  : fmt::format("the comm run spanned {} hosts: beta is their network's", comm_hosts));
+  a.push_back(fmt::format("beyond {} ranks (the comm run's most) the forms extrapolate: no contention, no topology",
+                          comm_max_ranks));
+  a.push_back(fmt::format("compute per sample stays as measured at each family's fewest ranks (up to {}): no "
+                          "inflation from ranks sharing cores, caches or memory bandwidth",
+                          largest_base));
+  a.push_back("the gradients are float32, split into the records' buckets of equal size, one allreduce each, "
+              "then divided by the training ranks in one more pass at gamma per byte");
+  a.push_back("measured communication is the backend's time per step without the wait for the slowest rank's "
+              "compute (comm_time - wait_time), which the model does not predict");
+  a.push_back("strong scaling stops where a rank would get less than one sample per step");
+  a.push_back("with overlap, the reductions hide behind the backward pass, taken as 2/3 of compute; the forward "
+              "pass and the optimizer step do not overlap");
+  a.push_back("speedup is against one rank without communication; efficiency = speedup / ranks");
+  return prediction;
+}
+
+Json to_json(const TrainingPrediction& prediction) {
+  Json families = Json::array();
+  const auto optional = [](const std::optional<double>& value) { return value ? Json(*value) : Json(); };
+  for (const FamilyPrediction& family : prediction.families) {
+    Json steps = Json::array();
+    for (const PredictedStep& s : family.steps) {
+      steps.push_back({{"ranks", s.ranks},
+                       {"workers", s.workers},
+                       {"per_rank_batch", s.per_rank_batch},
+                       {"compute_s", s.compute_s},
+                       {"comm_s", s.comm_s},
+                       {"step_s", s.step_s},
+                       {"step_overlap_s", s.step_overlap_s},
+                       {"speedup", s.speedup},
+                       {"speedup_overlap", s.speedup_overlap},
+                       {"efficiency", s.efficiency},
+                       {"efficiency_overlap", s.efficiency_overlap},
+                       {"measured_comm_s", optional(s.measured_comm_s)},
+                       {"measured_step_s", optional(s.measured_step_s)},
+                       {"measured_speedup", optional(s.measured_speedup)}});
+    }
+    families.push_back({{"label", family.label},
+                        {"backend", family.backend},
+                        {"overlap", family.overlap},
+                        {"base_ranks", family.base_ranks},
+                        {"compute_per_sample_s", family.compute_per_sample_s},
+                        {"gradient_bytes", family.gradient_bytes},
+                        {"buckets", family.buckets},
+                        {"steps", steps}});
+  }
+  return {{"families", families}, {"skipped", prediction.skipped}, {"assumptions", prediction.assumptions}};
+}
+
+std::string prediction_csv(const TrainingPrediction& prediction) {
+  using Row = std::pair<const FamilyPrediction*, const PredictedStep*>;
+  std::vector<Row> rows;
+  for (const auto& family : prediction.families) {
+    for (const auto& step : family.steps) rows.emplace_back(&family, &step);
+  }
+  const auto number = [](double PredictedStep::*field) {
+    return [field](const Row& row) { return csv_number(row.second->*field); };
+  };
+  const auto measured = [](std::optional<double> PredictedStep::*field) {
+    return [field](const Row& row) { return csv_number(row.second->*field); };
+  };
+  const std::vector<CsvColumn<Row>> columns = {
+      {"family", [](const Row& row) { return row.first->label; }},
+      {"backend", [](const Row& row) { return row.first->backend; }},
+      {"overlap", [](const Row& row) { return std::string(row.first->overlap ? "true" : "false"); }},
+      {"ranks", [](const Row& row) { return std::to_string(row.second->ranks); }},
+      {"workers", [](const Row& row) { return std::to_string(row.second->workers); }},
+      {"per_rank_batch", [](const Row& row) { return std::to_string(row.second->per_rank_batch); }},
+      {"gradient_bytes", [](const Row& row) { return std::to_string(row.first->gradient_bytes); }},
+      {"buckets", [](const Row& row) { return std::to_string(row.first->buckets); }},
+      {"compute_s", number(&PredictedStep::compute_s)},
+      {"comm_s", number(&PredictedStep::comm_s)},
+      {"measured_comm_s", measured(&PredictedStep::measured_comm_s)},
+      {"step_s", number(&PredictedStep::step_s)},
+      {"step_overlap_s", number(&PredictedStep::step_overlap_s)},
+      {"measured_step_s", measured(&PredictedStep::measured_step_s)},
+      {"speedup", number(&PredictedStep::speedup)},
+      {"speedup_overlap", number(&PredictedStep::speedup_overlap)},
+      {"measured_speedup", measured(&PredictedStep::measured_speedup)},
+      {"efficiency", number(&PredictedStep::efficiency)},
+      {"efficiency_overlap", number(&PredictedStep::efficiency_overlap)},
+  };
+  return format_csv(columns, rows);
+}
+
+}  // namespace harness
