@@ -7,12 +7,51 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netdb.h>
+#include <netinet/in.h>
+
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <cstdlib>
 
 namespace harness {
 namespace {
+
+// This host's IPv4 address on interface `name` ("lo", "eth0"), or "" when it has none.
+std::string interface_address(const std::string& name) {
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return "";
+  std::string address;
+  for (const ifaddrs* entry = list; entry != nullptr && address.empty(); entry = entry->ifa_next) {
+    if (entry->ifa_addr == nullptr || entry->ifa_addr->sa_family != AF_INET || name != entry->ifa_name) continue;
+    std::array<char, INET_ADDRSTRLEN> text{};
+    const auto* ipv4 = reinterpret_cast<const sockaddr_in*>(entry->ifa_addr);
+    if (inet_ntop(AF_INET, &ipv4->sin_addr, text.data(), text.size()) != nullptr) address = text.data();
+  }
+  freeifaddrs(list);
+  return address;
+}
+
+bool resolves(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const bool ok = getaddrinfo(host.c_str(), nullptr, &hints, &found) == 0;
+  if (found != nullptr) freeaddrinfo(found);
+  return ok;
+}
+
+// Whether `ok` holds on every rank of `communicator` (collective).
+bool on_every_rank(bool ok, const Communicator& communicator) {
+  int all = ok ? 1 : 0;
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, communicator.handle()), "MPI_Allreduce(gloo check)");
+  return all == 1;
+}
 
 class GlooAllreduce final : public GradientSync {
  public:
@@ -61,14 +100,36 @@ class GlooAllreduce final : public GradientSync {
   };
 
   // The loopback address for both when all ranks share a host (the common case on one machine,
-  // and the only one whose traffic must stay on the machine); otherwise rank 0's host name for
-  // the store and each rank's own host name for its transport.
+  // and the only one whose traffic must stay on the machine). Across hosts, as PyTorch's Gloo
+  // does: GLOO_SOCKET_IFNAME names the interface the hosts share, and each rank uses its address
+  // there (the store at rank 0's); without it, the host names, which every rank must resolve, or
+  // the rendezvous would wait for an address that never answers. Collective; every rank throws
+  // the same CommError when the addresses cannot be had.
   static Addresses rendezvous_addresses(const Communicator& communicator) {
     const std::vector<std::string> hosts = all_host_names(communicator);
     if (std::all_of(hosts.begin(), hosts.end(), [&hosts](const auto& host) { return host == hosts[0]; })) {
       return {"127.0.0.1", "127.0.0.1"};
     }
-    return {hosts[0], hosts[static_cast<std::size_t>(communicator.rank())]};
+    const std::string& own_host = hosts[static_cast<std::size_t>(communicator.rank())];
+    if (const char* interface = std::getenv("GLOO_SOCKET_IFNAME"); interface != nullptr && *interface != '\0') {
+      const std::string own = interface_address(interface);
+      if (!on_every_rank(!own.empty(), communicator)) {
+        throw CommError(fmt::format("gloo: GLOO_SOCKET_IFNAME={}: a rank has no IPv4 address on that interface{}",
+                                    interface, own.empty() ? " (this one, on " + own_host + ")" : ""));
+      }
+      std::array<char, INET_ADDRSTRLEN> store{};
+      std::copy_n(own.c_str(), std::min(own.size(), store.size() - 1), store.begin());
+      check_mpi(MPI_Bcast(store.data(), static_cast<int>(store.size()), MPI_CHAR, 0, communicator.handle()),
+                "MPI_Bcast(gloo store address)");
+      return {store.data(), own};
+    }
+    if (!on_every_rank(resolves(hosts[0]) && resolves(own_host), communicator)) {
+      throw CommError(fmt::format("gloo: the ranks span several hosts and not every rank resolves rank 0's host "
+                                  "name \"{}\" and its own; set GLOO_SOCKET_IFNAME to the network interface the "
+                                  "hosts share (as for PyTorch)",
+                                  hosts[0]));
+    }
+    return {hosts[0], own_host};
   }
 
   // One rendezvous attempt: rank 0 serves a TCPStore on an ephemeral port and sends the port to

@@ -1,18 +1,48 @@
-// This process's rank and the number of ranks in MPI_COMM_WORLD, for tests that run on every
-// rank under mpirun (tests/mpi_test_main.cpp).
+// This process's rank, the number of ranks in MPI_COMM_WORLD and of the nodes they run on, for
+// tests that run on every rank under mpirun (tests/mpi_test_main.cpp), on one host or on
+// simulated nodes (tests/multinode/simulated_node.sh).
 #pragma once
 
 #include <mpi.h>
+
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "backends/registry.h"
+#include "harness/common/errors.h"
 
 namespace harness {
 
 struct World {
   int rank = 0;
   int size = 1;
+  int nodes = 1;  // as MPI_COMM_TYPE_SHARED sees them: one per (simulated) host
   World() {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+    int node_rank = 0;
+    MPI_Comm_rank(node, &node_rank);
+    MPI_Comm_free(&node);
+    int leader = node_rank == 0 ? 1 : 0;
+    MPI_Allreduce(&leader, &nodes, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   }
 };
+
+// A backend that works within one node only (shm) must refuse ranks on several nodes in one line
+// that says what to use instead; true when `backend` is such a backend and it did.
+inline bool refuses_across_nodes(const std::string& backend) {
+  const World world;
+  if (world.nodes == 1 || backend != "shm") return false;
+  try {
+    make_gradient_sync(backend, MPI_COMM_WORLD);
+    ADD_FAILURE() << backend << " accepted ranks on " << world.nodes << " nodes";
+  } catch (const NotSupported& error) {
+    EXPECT_NE(std::string(error.what()).find("on one node"), std::string::npos) << error.what();
+  }
+  return true;
+}
 
 }  // namespace harness

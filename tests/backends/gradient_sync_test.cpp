@@ -9,6 +9,7 @@
 #include <mpi.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -42,6 +43,7 @@ TEST_P(EveryBackend, MatchesMpiAllreduceAndAgreesOnEveryRank) {
   const World world;
   const auto& [backend_name, size_code] = GetParam();
   if (backend_name == "gloo" && !gloo_available()) GTEST_SKIP() << "built without libgloo-dev";
+  if (refuses_across_nodes(backend_name)) return;
   const std::size_t count = element_count(size_code, world.size);
   const std::vector<float> local = random_buffer(count, world.rank);
 
@@ -85,6 +87,7 @@ TEST_P(EveryBackend, BackToBackCallsDoNotMixMessages) {
   const World world;
   const auto& [backend_name, size_code] = GetParam();
   if (backend_name == "gloo" && !gloo_available()) GTEST_SKIP() << "built without libgloo-dev";
+  if (refuses_across_nodes(backend_name)) return;
   const std::size_t count = element_count(size_code, world.size);
   const auto backend = make_gradient_sync(backend_name, MPI_COMM_WORLD);
   std::vector<float> ones(count, 1.0F);
@@ -110,6 +113,31 @@ INSTANTIATE_TEST_SUITE_P(
                                             : std::to_string(code);
       return std::get<0>(info.param) + "_" + size;
     });
+
+// Across hosts whose names do not resolve (simulated nodes, or a cluster without DNS for its
+// nodes), Gloo's rendezvous would wait for ever: without GLOO_SOCKET_IFNAME it must refuse.
+TEST(Gloo, AcrossHostsItNeedsResolvableNamesOrAnInterfaceAndSaysSo) {
+  const World world;
+  if (!gloo_available()) GTEST_SKIP() << "built without libgloo-dev";
+  if (world.nodes == 1) GTEST_SKIP() << "one node: Gloo uses the loopback";
+  const char* interface = std::getenv("GLOO_SOCKET_IFNAME");
+  const std::string saved = interface != nullptr ? interface : "";
+  unsetenv("GLOO_SOCKET_IFNAME");
+  try {
+    make_gradient_sync("gloo", MPI_COMM_WORLD);
+    // Names that resolve (a real cluster): nothing to refuse.
+  } catch (const CommError& error) {
+    EXPECT_NE(std::string(error.what()).find("set GLOO_SOCKET_IFNAME"), std::string::npos) << error.what();
+  }
+  if (!saved.empty()) setenv("GLOO_SOCKET_IFNAME", saved.c_str(), 1);
+  setenv("GLOO_SOCKET_IFNAME", "no-such-interface0", 1);
+  EXPECT_THROW(make_gradient_sync("gloo", MPI_COMM_WORLD), CommError);
+  if (saved.empty()) {
+    unsetenv("GLOO_SOCKET_IFNAME");
+  } else {
+    setenv("GLOO_SOCKET_IFNAME", saved.c_str(), 1);
+  }
+}
 
 TEST(CheckMpi, FailedCallBecomesCommErrorWithTheMpiMessage) {
   try {

@@ -15,6 +15,7 @@
 #include "backends/registry.h"
 #include "backends/gloo_allreduce.h"
 #include "backends/mpi_allreduce.h"
+#include "tests/mpi_world.h"
 
 namespace harness {
 namespace {
@@ -57,6 +58,7 @@ class ChannelsLastGradients : public ::testing::TestWithParam<BackendAndOverlap>
 TEST_P(ChannelsLastGradients, AreAveragedAndKeepTheParametersLayout) {
   const auto& [backend_name, overlap] = GetParam();
   if (backend_name == "gloo" && !gloo_available()) GTEST_SKIP() << "built without libgloo-dev";
+  if (refuses_across_nodes(backend_name)) return;
   int rank = 0;
   int size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -17,6 +17,7 @@
 #include "harness/study/settings.h"
 #include "workloads/registry.h"
 #include "workloads/workload.h"
+#include "tests/mpi_world.h"
 
 namespace harness {
 namespace {
@@ -247,6 +248,7 @@ TEST(DataParallelTrainer, EveryBackendWithAndWithoutBucketsAndOverlapTrainsTheSa
   const std::vector<float> reference = trained_parameters(settings);
   for (const auto& info : backend_table()) {
     if (info.name == "gloo" && !gloo_available()) continue;  // built without libgloo-dev
+    if (refuses_across_nodes(std::string(info.name))) continue;
     for (const double bucket_mb : {25.0, 1.0 / 1024}) {
       for (const bool overlap : {false, true}) {
         settings.backend = std::string(info.name);
