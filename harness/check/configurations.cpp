@@ -46,9 +46,7 @@ const Configuration* ResultsSide::find(const PointSettings& settings, const Conf
 }
 
 std::string configuration_identity(const PointSettings& settings, bool ignore_injection) {
-  PointSettings compared = settings;
-  compared.timeline = false;
-  compared.loss_every = 0;
+  PointSettings compared = without_observation(settings);
   if (ignore_injection) compared.inject_comm_delay_us = 0;
   return to_json(compared).dump();
 }

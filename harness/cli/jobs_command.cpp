@@ -1,12 +1,12 @@
 // `harness status DIR` and `harness cancel DIR`: the jobs of a results directory that outlive the
 // harness that submitted them (a cluster's), found through the directory's ledger.
-#include <filesystem>
 #include <iostream>
 #include <memory>
 
 #include <fmt/format.h>
 
 #include "harness/cli/commands.h"
+#include "harness/cli/study_loading.h"
 #include "harness/common/errors.h"
 #include "harness/launch/job_ledger.h"
 #include "harness/launch/sweep_runner.h"
@@ -28,10 +28,7 @@ struct DirectoryStudy {
 DirectoryStudy load_directory(const std::string& results_dir) {
   DirectoryStudy study;
   study.directory = std::make_unique<ResultsDirectory>(results_dir);
-  if (!std::filesystem::exists(study.directory->experiment_copy())) {
-    throw ConfigError(fmt::format("{}: not a results directory (no experiment.json)", results_dir));
-  }
-  study.experiment = load_experiment(study.directory->experiment_copy());
+  study.experiment = load_stored_experiment(*study.directory);
   study.points = expand(study.experiment);
   study.ledger = read_ledger(*study.directory);
   // The launcher the jobs were submitted with (run --launcher may have chosen another than the

@@ -1,9 +1,9 @@
-#include <filesystem>
 #include <iostream>
 
 #include <fmt/format.h>
 
 #include "harness/cli/commands.h"
+#include "harness/cli/study_loading.h"
 #include "harness/common/errors.h"
 #include "harness/model/model_report.h"
 #include "harness/results/html_report.h"
@@ -15,10 +15,7 @@ namespace {
 // A results directory's records, as `harness plot` reads them (read-only: no lock).
 ResultSet load_results(const std::string& dir, const std::string& option) {
   const ResultsDirectory directory(dir);
-  if (!std::filesystem::exists(directory.experiment_copy())) {
-    throw ConfigError(fmt::format("{}{}: not a results directory (no experiment.json)", option, dir));
-  }
-  const Experiment experiment = load_experiment(directory.experiment_copy());
+  const Experiment experiment = load_stored_experiment(directory, option);
   ResultSet set = ResultSet::load(directory, experiment, expand(experiment), false);
   if (set.runs().empty()) throw ConfigError(fmt::format("{}{}: no records of its experiment's points", option, dir));
   return set;

@@ -1,9 +1,9 @@
-#include <filesystem>
 #include <iostream>
 
 #include <fmt/format.h>
 
 #include "harness/cli/commands.h"
+#include "harness/cli/study_loading.h"
 #include "harness/common/errors.h"
 #include "harness/results/report.h"
 #include "harness/results/result_set.h"
@@ -15,10 +15,7 @@ int plot_command(const std::string& results_dir) {
   Experiment experiment;
   std::vector<Point> points;
   try {
-    if (!std::filesystem::exists(directory.experiment_copy())) {
-      throw ConfigError(fmt::format("{}: not a results directory (no experiment.json)", results_dir));
-    }
-    experiment = load_experiment(directory.experiment_copy());
+    experiment = load_stored_experiment(directory);
     points = expand(experiment);
   } catch (const Error& error) {
     return report_error(error);

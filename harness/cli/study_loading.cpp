@@ -76,6 +76,13 @@ LoadedStudy load_study(const std::string& experiment_path, const std::string& la
   return study;
 }
 
+Experiment load_stored_experiment(const ResultsDirectory& directory, const std::string& prefix) {
+  if (!std::filesystem::exists(directory.experiment_copy())) {
+    throw ConfigError(fmt::format("{}{}: not a results directory (no experiment.json)", prefix, directory.path()));
+  }
+  return load_experiment(directory.experiment_copy());
+}
+
 std::string default_out_dir(const std::string& experiment_name) {
   const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::tm local{};

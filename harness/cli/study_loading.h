@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "harness/launch/scheduler.h"
+#include "harness/results/results_directory.h"
 #include "harness/study/experiment.h"
 #include "harness/study/sweep.h"
 
@@ -24,6 +25,10 @@ struct LoadedStudy {
 // every point: they go into the experiment's "settings", and so into the copy its results keep.
 LoadedStudy load_study(const std::string& experiment_path, const std::string& launcher = "",
                        const std::vector<std::string>& overrides = {});
+
+// The experiment a results directory keeps (DIR/experiment.json). Throws ConfigError
+// "<prefix><dir>: not a results directory (no experiment.json)" when there is none.
+Experiment load_stored_experiment(const ResultsDirectory& directory, const std::string& prefix = "");
 
 // results/<experiment name>/<local time>
 std::string default_out_dir(const std::string& experiment_name);

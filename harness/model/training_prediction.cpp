@@ -13,12 +13,11 @@ namespace harness {
 namespace {
 
 // Configurations equal but for the ranks (and what only limits or observes a run) are one family.
-std::string family_key(PointSettings settings) {
-  settings.ranks = 0;
-  settings.timeout_s = 0;
-  settings.timeline = false;
-  settings.loss_every = 0;
-  return to_json(settings).dump();
+std::string family_key(const PointSettings& settings) {
+  PointSettings family = without_observation(settings);
+  family.ranks = 0;
+  family.timeout_s = 0;
+  return to_json(family).dump();
 }
 
 std::string family_label(const Experiment& experiment, const PointSettings& settings) {
@@ -218,10 +217,8 @@ std::string prediction_csv(const TrainingPrediction& prediction) {
   for (const auto& family : prediction.families) {
     for (const auto& step : family.steps) rows.emplace_back(&family, &step);
   }
-  const auto number = [](double PredictedStep::*field) {
-    return [field](const Row& row) { return csv_number(row.second->*field); };
-  };
-  const auto measured = [](std::optional<double> PredictedStep::*field) {
+  // A column of a PredictedStep field, a double or an optional (empty where not measured).
+  const auto number = []<typename Field>(Field PredictedStep::*field) {
     return [field](const Row& row) { return csv_number(row.second->*field); };
   };
   const std::vector<CsvColumn<Row>> columns = {
@@ -235,13 +232,13 @@ std::string prediction_csv(const TrainingPrediction& prediction) {
       {"buckets", [](const Row& row) { return std::to_string(row.first->buckets); }},
       {"compute_s", number(&PredictedStep::compute_s)},
       {"comm_s", number(&PredictedStep::comm_s)},
-      {"measured_comm_s", measured(&PredictedStep::measured_comm_s)},
+      {"measured_comm_s", number(&PredictedStep::measured_comm_s)},
       {"step_s", number(&PredictedStep::step_s)},
       {"step_overlap_s", number(&PredictedStep::step_overlap_s)},
-      {"measured_step_s", measured(&PredictedStep::measured_step_s)},
+      {"measured_step_s", number(&PredictedStep::measured_step_s)},
       {"speedup", number(&PredictedStep::speedup)},
       {"speedup_overlap", number(&PredictedStep::speedup_overlap)},
-      {"measured_speedup", measured(&PredictedStep::measured_speedup)},
+      {"measured_speedup", number(&PredictedStep::measured_speedup)},
       {"efficiency", number(&PredictedStep::efficiency)},
       {"efficiency_overlap", number(&PredictedStep::efficiency_overlap)},
   };

@@ -72,6 +72,12 @@ double learning_rate(const PointSettings& settings, int workers, double epochs_d
   return settings.lr + (target - settings.lr) * epochs_done / settings.warmup_epochs;
 }
 
+PointSettings without_observation(PointSettings settings) {
+  settings.timeline = false;
+  settings.loss_every = 0;
+  return settings;
+}
+
 int resolved_threads_per_rank(const PointSettings& settings, int cores) {
   if (settings.threads_per_rank > 0) return settings.threads_per_rank;
   return std::max(1, cores / std::max(1, settings.ranks));

@@ -126,6 +126,10 @@ double learning_rate(const PointSettings& settings, int workers, double epochs_d
 inline constexpr int64_t kLossValuesPerPoint = 100;
 int64_t loss_window_steps(const PointSettings& settings, int64_t total_steps);
 
+// `settings` without those that only choose what is observed (timeline, loss_every): what a run
+// measures is the same with or without them, so comparisons and predictions ignore them.
+PointSettings without_observation(PointSettings settings);
+
 // Threads each rank uses: threads_per_rank, or cores / ranks when it is 0 (auto).
 int resolved_threads_per_rank(const PointSettings& settings, int cores);
 
