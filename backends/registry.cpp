@@ -4,6 +4,7 @@
 
 #include "backends/gloo_allreduce.h"
 #include "backends/gradient_sync.h"
+#include "backends/hierarchical_allreduce.h"
 #include "backends/injected_delay.h"
 #include "backends/mpi_allreduce.h"
 #include "backends/parameter_server.h"
@@ -71,6 +72,10 @@ const std::vector<BackendInfo>& backend_table() {
        .summary = "zero-copy shared-memory allreduce: each rank sums its slice of every rank's "
                   "buffer in place (ranks on one node)",
        .make = make<SharedMemoryAllreduce>},
+      {.name = "hier",
+       .summary = "hierarchical allreduce: shared memory inside each node (as shm), a pipelined "
+                  "ring between nodes for every local rank's slice at once",
+       .make = make<HierarchicalAllreduce>},
       {.name = "gloo",
        .summary = "Gloo allreduce through LibTorch's c10d::ProcessGroupGloo (what PyTorch DDP uses)",
        .unavailable_reason = gloo_unavailable,

@@ -6,23 +6,40 @@
 // so that rank r ends up owning the full sum of chunk (r+1) mod p; in p-1 allgather steps the
 // finished chunks travel once more round the ring. Every rank sends 2(p-1)/p of the buffer in
 // total, independent of p: the reason the ring scales.
+//
+// Pipelined, as NCCL's ring is: every chunk travels as pieces of at most kRingPieceBytes, each
+// its own message. A rank adds a piece as soon as it has arrived, while later pieces are still
+// in flight, and passes it on at once (the chunk it finishes in one step is the chunk it sends in
+// the next), so the arithmetic overlaps the transport and a piece is added while it is in cache.
 #pragma once
 
+#include <cstddef>
+#include <span>
 #include <vector>
 
 #include "backends/gradient_sync.h"
 
 namespace harness {
 
+constexpr std::size_t kRingPieceBytes = 128 * 1024;
+
+// The ring allreduce of `buffer` over `communicator`'s ranks: replaces it on every rank with the
+// elementwise sum (the same bits on every rank). `scratch` holds received pieces between calls.
+// Collective; throws CommError when an MPI call fails.
+void ring_allreduce_sum(std::span<float> buffer, const Communicator& communicator,
+                        std::vector<float>& scratch);
+
 class RingAllreduce : public GradientSync {
  public:
-  explicit RingAllreduce(const Communicator& communicator);
+  explicit RingAllreduce(const Communicator& communicator) : communicator_(communicator) {}
   std::string_view name() const override { return "ring"; }
-  void allreduce_sum(std::span<float> buffer) override;
+  void allreduce_sum(std::span<float> buffer) override {
+    ring_allreduce_sum(buffer, communicator_, scratch_);
+  }
 
  private:
   Communicator communicator_;
-  std::vector<float> incoming_;  // one chunk received from the left neighbour
+  std::vector<float> scratch_;
 };
 
 }  // namespace harness

@@ -153,7 +153,7 @@ TEST(BackendTable, UnknownNameListsTheValidOnes) {
     find_backend("nccl");
     FAIL() << "no error";
   } catch (const ConfigError& error) {
-    EXPECT_STREQ(error.what(), "unknown backend \"nccl\" (expected one of: allreduce, ring, ps, shm, gloo)");
+    EXPECT_STREQ(error.what(), "unknown backend \"nccl\" (expected one of: allreduce, ring, ps, shm, hier, gloo)");
   }
 }
 

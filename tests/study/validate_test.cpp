@@ -36,7 +36,7 @@ TEST(Validate, ALossCurveFinerThanTheBoundIsRefused) {
 
 TEST(Validate, UnknownBackendNamesTheSweepEntryAndListsValidNames) {
   EXPECT_EQ(validation_error(R"({"name": "x", "sweep": {"backend": ["allreduce", "nccl"]}})"),
-            "exp.json: sweep.backend[1]: unknown backend \"nccl\" (expected one of: allreduce, ring, ps, shm, gloo)");
+            "exp.json: sweep.backend[1]: unknown backend \"nccl\" (expected one of: allreduce, ring, ps, shm, hier, gloo)");
 }
 
 TEST(Validate, UnknownWorkloadNamesTheSetting) {
@@ -52,7 +52,7 @@ TEST(Validate, UnknownNamesAreEchoedEscapedAndShort) {
   const std::string message = validation_error(R"({"name": "x", "settings": {"backend": ")" +
                                                std::string(1000000, 'b') + "\"}}");
   EXPECT_EQ(message, "exp.json: settings.backend: unknown backend \"" + std::string(56, 'b') +
-                         "... (expected one of: allreduce, ring, ps, shm, gloo)");
+                         "... (expected one of: allreduce, ring, ps, shm, hier, gloo)");
 }
 
 TEST(Validate, CudaIsRejectedBeforeLaunchWhereItCannotRun) {

@@ -1,0 +1,122 @@
+#include "backends/hierarchical_allreduce.h"
+
+#include <algorithm>
+#include <array>
+
+#include "backends/ring_allreduce.h"
+#include "backends/shared_memory_allreduce.h"
+
+namespace harness {
+namespace {
+
+// The ranks of this rank's node, in world rank order. Freed by the caller.
+MPI_Comm split_by_node(const Communicator& world) {
+  MPI_Comm node = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_split_type(world.handle(), MPI_COMM_TYPE_SHARED, world.rank(), MPI_INFO_NULL, &node),
+            "MPI_Comm_split_type");
+  return node;
+}
+
+// Element range of part `part` of `parts` of [offset, offset + count).
+struct Range {
+  std::size_t begin;
+  std::size_t end;
+};
+Range part_of(std::size_t offset, std::size_t count, int part, int parts) {
+  const auto index = static_cast<std::size_t>(part);
+  const auto total = static_cast<std::size_t>(parts);
+  return {offset + count * index / total, offset + count * (index + 1) / total};
+}
+
+// Adds elements [range) of every segment, in segment order, into `target` (one of them).
+void sum_segments_into(const std::vector<float*>& segments, Range range, float* target) {
+  constexpr std::size_t kBlock = 1024;  // a sum that stays in L1
+  std::array<float, kBlock> sum;
+  for (std::size_t block = range.begin; block < range.end; block += kBlock) {
+    const std::size_t n = std::min(kBlock, range.end - block);
+    std::copy_n(segments[0] + block, n, sum.data());
+    for (std::size_t r = 1; r < segments.size(); ++r) {
+      const float* in = segments[r] + block;
+      for (std::size_t i = 0; i < n; ++i) sum[i] += in[i];
+    }
+    std::copy_n(sum.data(), n, target + block);
+  }
+}
+
+}  // namespace
+
+HierarchicalAllreduce::HierarchicalAllreduce(const Communicator& communicator)
+    : world_(communicator),
+      node_handle_(split_by_node(communicator)),
+      memory_(Communicator(node_handle_), "hier") {
+  const Communicator node(node_handle_);
+  std::array<int, 2> counts = {node.rank() == 0 ? 1 : 0, -node.size()};  // nodes, -(fewest ranks)
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &counts[0], 1, MPI_INT, MPI_SUM, world_.handle()),
+            "MPI_Allreduce(nodes)");
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &counts[1], 1, MPI_INT, MPI_MAX, world_.handle()),
+            "MPI_Allreduce(ranks per node)");
+  nodes_ = counts[0];
+  slices_ = -counts[1];
+  const int color = node.rank() < slices_ ? node.rank() : MPI_UNDEFINED;
+  check_mpi(MPI_Comm_split(world_.handle(), color, world_.rank(), &between_nodes_handle_),
+            "MPI_Comm_split(between nodes)");
+}
+
+HierarchicalAllreduce::~HierarchicalAllreduce() {
+  if (between_nodes_handle_ != MPI_COMM_NULL) MPI_Comm_free(&between_nodes_handle_);
+  // memory_ unmaps nothing that needs the node communicator; free it last all the same.
+  if (node_handle_ != MPI_COMM_NULL) MPI_Comm_free(&node_handle_);
+}
+
+void HierarchicalAllreduce::allreduce_sum(std::span<float> buffer) {
+  if (world_.size() == 1 || buffer.empty()) return;
+  if (nodes_ == 1) {  // `shm`
+    memory_.reduce(buffer, [this](const std::vector<float*>& segments, std::size_t offset,
+                                  std::size_t count) {
+      sum_slice_into_every_segment(segments, offset, count, memory_.rank());
+      memory_.arrive_and_wait();
+    });
+    return;
+  }
+  if (buffer.size_bytes() < kHierMpiBelowBytes) {
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, buffer.data(), static_cast<int>(buffer.size()),
+                            MPI_FLOAT, MPI_SUM, world_.handle()),
+              "hier MPI_Allreduce");
+    return;
+  }
+  memory_.reduce(buffer, [this](const std::vector<float*>& segments, std::size_t offset,
+                                std::size_t count) { reduce_across_nodes(segments, offset, count); });
+}
+
+void HierarchicalAllreduce::reduce_across_nodes(const std::vector<float*>& segments,
+                                                std::size_t offset, std::size_t count) {
+  const int local_rank = memory_.rank();
+  // 1. This rank's part of the node's sum, each element into the segment of its slice's owner.
+  const Range work = part_of(offset, count, local_rank, memory_.size());
+  for (int slice = 0; slice < slices_; ++slice) {
+    const Range owned = part_of(offset, count, slice, slices_);
+    const Range both = {std::max(work.begin, owned.begin), std::min(work.end, owned.end)};
+    if (both.begin < both.end) {
+      sum_segments_into(segments, both, segments[static_cast<std::size_t>(slice)]);
+    }
+  }
+  memory_.arrive_and_wait();
+  // 2. Slice `local_rank` with the same slice of every other node.
+  float* mine = segments[static_cast<std::size_t>(local_rank)];
+  if (between_nodes_handle_ != MPI_COMM_NULL) {
+    const Range owned = part_of(offset, count, local_rank, slices_);
+    ring_allreduce_sum(std::span<float>(mine + owned.begin, owned.end - owned.begin),
+                       Communicator(between_nodes_handle_), ring_scratch_);
+  }
+  memory_.arrive_and_wait();
+  // 3. The other slices, finished, into this rank's segment.
+  for (int slice = 0; slice < slices_; ++slice) {
+    if (slice == local_rank) continue;
+    const Range owned = part_of(offset, count, slice, slices_);
+    std::copy(segments[static_cast<std::size_t>(slice)] + owned.begin,
+              segments[static_cast<std::size_t>(slice)] + owned.end, mine + owned.begin);
+  }
+  memory_.arrive_and_wait();  // nobody reads another rank's segment any more
+}
+
+}  // namespace harness

@@ -1,0 +1,132 @@
+// The `hier` backend's own behaviour, on every rank under mpirun: on one host (1 to 4 ranks, where
+// it must be `shm`) and on simulated nodes (2x2, 3x1, 2+1+1). Its sums of other memory at the
+// standard sizes are in gradient_sync_test.cpp with every backend.
+#include "backends/hierarchical_allreduce.h"
+
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "backends/ring_allreduce.h"
+#include "backends/shared_memory_allreduce.h"
+#include "tests/mpi_world.h"
+
+namespace harness {
+namespace {
+
+float value_on(int rank, std::size_t i) { return static_cast<float>((rank + 1) * (i % 7)); }
+
+// The fewest ranks that any node holds.
+int fewest_ranks_per_node() {
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int size = 0;
+  MPI_Comm_size(node, &size);
+  MPI_Comm_free(&node);
+  MPI_Allreduce(MPI_IN_PLACE, &size, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  return size;
+}
+
+bool same_bits_on_every_rank(std::span<const float> values) {
+  std::vector<float> from_zero(values.begin(), values.end());
+  MPI_Bcast(from_zero.data(), static_cast<int>(from_zero.size()), MPI_FLOAT, 0, MPI_COMM_WORLD);
+  int same = std::memcmp(from_zero.data(), values.data(), values.size_bytes()) == 0 ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &same, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  return same == 1;
+}
+
+TEST(HierarchicalAllreduce, SeesTheNodesAndExchangesOneSlicePerRankOfTheSmallestNode) {
+  const World world;
+  HierarchicalAllreduce backend(MPI_COMM_WORLD);
+  EXPECT_EQ(backend.nodes(), world.nodes);
+  EXPECT_EQ(backend.slices(), fewest_ranks_per_node());
+}
+
+TEST(HierarchicalAllreduce, ReducesSpansOfItsMemoryInPlaceAndNothingElse) {
+  const World world;
+  HierarchicalAllreduce backend(MPI_COMM_WORLD);
+  // Every span above the MPI_Allreduce crossover, odd sizes so slices and pieces are uneven.
+  constexpr std::size_t kCount = 300007;
+  constexpr std::size_t kUntouched = 11;  // at either end: in no span
+  constexpr std::size_t kSplit = 100003;  // two "buckets"
+  static_assert((kSplit - kUntouched) * sizeof(float) >= kHierMpiBelowBytes);
+  const std::shared_ptr<float> memory = backend.allocate_buffer(kCount);
+  ASSERT_NE(memory, nullptr);
+  const std::span<float> buffer(memory.get(), kCount);
+  for (std::size_t i = 0; i < kCount; ++i) buffer[i] = value_on(world.rank, i);
+
+  backend.allreduce_sum(buffer.subspan(kUntouched, kSplit - kUntouched));
+  backend.allreduce_sum(buffer.subspan(kSplit, kCount - kSplit - kUntouched));
+
+  const auto rank_sum = static_cast<float>(world.size * (world.size + 1) / 2);
+  int wrong = 0;
+  for (std::size_t i = 0; i < kCount; ++i) {
+    const bool reduced = i >= kUntouched && i < kCount - kUntouched;
+    const float expected = reduced ? rank_sum * static_cast<float>(i % 7) : value_on(world.rank, i);
+    wrong += buffer[i] == expected ? 0 : 1;
+  }
+  EXPECT_EQ(wrong, 0) << "of " << kCount << " elements";
+  EXPECT_EQ(backend.in_place_reductions(), world.size > 1 ? 2U : 0U);
+}
+
+// Around the MPI_Allreduce crossover and the ring's piece boundaries, in its own memory and in
+// the caller's: the exact sum (float rounding aside), and the same bits on every rank.
+TEST(HierarchicalAllreduce, SumsEverySizeAroundItsCrossoverAndPiecesToTheSameBits) {
+  const World world;
+  HierarchicalAllreduce backend(MPI_COMM_WORLD);
+  const std::size_t crossover = kHierMpiBelowBytes / sizeof(float);
+  const std::size_t piece = kRingPieceBytes / sizeof(float);
+  const auto per_exchange = static_cast<std::size_t>(backend.slices() * backend.nodes());
+  for (const std::size_t count : {crossover - 1, crossover, crossover + 1, piece * per_exchange - 1,
+                                  piece * per_exchange + 1, 3 * piece * per_exchange + 5}) {
+    std::vector<float> local(count);
+    std::mt19937 engine(99 + world.rank);
+    std::uniform_real_distribution<float> uniform(-1.0F, 1.0F);
+    for (float& value : local) value = uniform(engine);
+    std::vector<double> exact(count);
+    for (std::size_t i = 0; i < count; ++i) exact[i] = local[i];
+    MPI_Allreduce(MPI_IN_PLACE, exact.data(), static_cast<int>(count), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+
+    const std::shared_ptr<float> own_memory = backend.allocate_buffer(count);
+    std::vector<float> callers(local);
+    std::copy(local.begin(), local.end(), own_memory.get());
+    backend.allreduce_sum(std::span<float>(own_memory.get(), count));
+    backend.allreduce_sum(callers);
+    for (const std::span<const float> sums : {std::span<const float>(own_memory.get(), count),
+                                              std::span<const float>(callers)}) {
+      int wrong = 0;
+      for (std::size_t i = 0; i < count; ++i) wrong += std::abs(sums[i] - exact[i]) <= 1e-5 ? 0 : 1;
+      EXPECT_EQ(wrong, 0) << "of " << count << " elements";
+      EXPECT_TRUE(same_bits_on_every_rank(sums)) << count << " elements";
+    }
+  }
+}
+
+// On one node `hier` must be `shm`: the same sums, bit for bit.
+TEST(HierarchicalAllreduce, OnOneNodeGivesShmsBits) {
+  const World world;
+  if (world.nodes > 1) GTEST_SKIP() << "several nodes: shm refuses";
+  HierarchicalAllreduce hier(MPI_COMM_WORLD);
+  SharedMemoryAllreduce shm(MPI_COMM_WORLD);
+  constexpr std::size_t kCount = 100003;
+  std::vector<float> local(kCount);
+  std::mt19937 engine(7 + world.rank);
+  std::uniform_real_distribution<float> uniform(-1.0F, 1.0F);
+  for (float& value : local) value = uniform(engine);
+  const std::shared_ptr<float> hier_memory = hier.allocate_buffer(kCount);
+  const std::shared_ptr<float> shm_memory = shm.allocate_buffer(kCount);
+  std::copy(local.begin(), local.end(), hier_memory.get());
+  std::copy(local.begin(), local.end(), shm_memory.get());
+  hier.allreduce_sum(std::span<float>(hier_memory.get(), kCount));
+  shm.allreduce_sum(std::span<float>(shm_memory.get(), kCount));
+  EXPECT_EQ(std::memcmp(hier_memory.get(), shm_memory.get(), kCount * sizeof(float)), 0);
+}
+
+}  // namespace
+}  // namespace harness
