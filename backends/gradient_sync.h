@@ -32,11 +32,11 @@ class GradientSync {
   virtual std::shared_ptr<float> allocate_buffer(std::size_t /*count*/) { return nullptr; }
 };
 
-// The backend named `name` (registry.h) over `communicator`. Collective. Throws ConfigError for
-// an unknown name.
+// The backend named `name` (registry.h) over `communicator`, with its settings' defaults.
+// Collective. Throws ConfigError for an unknown name.
 std::unique_ptr<GradientSync> make_gradient_sync(std::string_view name, const Communicator& communicator);
-// The point's backend, waiting inject_comm_delay_us inside every call when that is set
-// (injected_delay.h).
+// The point's backend with the point's settings, waiting inject_comm_delay_us inside every call
+// when that is set (injected_delay.h).
 struct PointSettings;
 std::unique_ptr<GradientSync> make_gradient_sync(const PointSettings& settings, const Communicator& communicator);
 

@@ -45,9 +45,10 @@ void sum_segments_into(const std::vector<float*>& segments, Range range, float* 
 
 }  // namespace
 
-HierarchicalAllreduce::HierarchicalAllreduce(const Communicator& communicator)
+HierarchicalAllreduce::HierarchicalAllreduce(const Communicator& communicator, std::size_t mpi_below_bytes)
     : world_(communicator),
       node_handle_(split_by_node(communicator)),
+      mpi_below_bytes_(mpi_below_bytes),
       memory_(Communicator(node_handle_), "hier") {
   const Communicator node(node_handle_);
   std::array<int, 2> counts = {node.rank() == 0 ? 1 : 0, -node.size()};  // nodes, -(fewest ranks)
@@ -78,7 +79,7 @@ void HierarchicalAllreduce::allreduce_sum(std::span<float> buffer) {
     });
     return;
   }
-  if (buffer.size_bytes() < kHierMpiBelowBytes) {
+  if (buffer.size_bytes() < mpi_below_bytes_) {
     check_mpi(MPI_Allreduce(MPI_IN_PLACE, buffer.data(), static_cast<int>(buffer.size()),
                             MPI_FLOAT, MPI_SUM, world_.handle()),
               "hier MPI_Allreduce");

@@ -15,9 +15,10 @@
 // computed once, and the ring hands every rank the same finished chunks.
 //
 // On one node there is nothing to exchange and `hier` is `shm`, the same code. A node holding one
-// rank makes m = 1: one ring between nodes, through local rank 0. Below kHierMpiBelowBytes across
-// nodes, where a message's latency outweighs its bandwidth, the sum is MPI_Allreduce over all
-// ranks (the crossover measured with experiments/multinode.json, see the README).
+// rank makes m = 1: one ring between nodes, through local rank 0. Across nodes, buffers below a
+// crossover (kHierMpiBelowBytes unless the setting hier_allreduce_below_bytes says otherwise),
+// whose time is latency rather than bandwidth, go to MPI_Allreduce over all ranks (the crossover
+// measured with experiments/multinode.json, see the README).
 #pragma once
 
 #include <mpi.h>
@@ -36,7 +37,8 @@ constexpr std::size_t kHierMpiBelowBytes = 64 * 1024;
 class HierarchicalAllreduce : public GradientSync {
  public:
   // Collective over `communicator`. Throws CommError when the shared memory cannot be created.
-  explicit HierarchicalAllreduce(const Communicator& communicator);
+  explicit HierarchicalAllreduce(const Communicator& communicator,
+                                 std::size_t mpi_below_bytes = kHierMpiBelowBytes);
   ~HierarchicalAllreduce() override;
   HierarchicalAllreduce(const HierarchicalAllreduce&) = delete;
   HierarchicalAllreduce& operator=(const HierarchicalAllreduce&) = delete;
@@ -59,6 +61,7 @@ class HierarchicalAllreduce : public GradientSync {
   Communicator world_;
   MPI_Comm node_handle_ = MPI_COMM_NULL;
   MPI_Comm between_nodes_handle_ = MPI_COMM_NULL;  // local rank s of every node; null for s >= m
+  std::size_t mpi_below_bytes_;
   int nodes_ = 1;
   int slices_ = 1;
   NodeSharedMemory memory_;

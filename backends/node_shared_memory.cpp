@@ -9,7 +9,9 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -161,8 +163,12 @@ class SharedMapping {
 
 NodeSharedMemory::NodeSharedMemory(const Communicator& node, std::string_view backend)
     : communicator_(node), backend_(backend), rank_(node.rank()), size_(node.size()) {
-  // More ranks than cores: a waiting rank gives its core away at once rather than spinning.
-  oversubscribed_ = size_ > ::sysconf(_SC_NPROCESSORS_ONLN);
+  // More ranks than cores: a waiting rank gives its core away at once rather than spinning. So
+  // too when MPI was told to (mpirun --mca mpi_yield_when_idle 1, as the local launcher does for
+  // simulated hosts, whose ranks share this machine's cores with other "nodes").
+  const char* mpi_yields = std::getenv("OMPI_MCA_mpi_yield_when_idle");
+  oversubscribed_ = size_ > ::sysconf(_SC_NPROCESSORS_ONLN) ||
+                    (mpi_yields != nullptr && std::string_view(mpi_yields) == "1");
   const std::size_t flags_bytes =
       round_up(kFlagBytes * static_cast<std::size_t>(size_), kPageBytes);
   const std::size_t scratch_bytes = kScratchFloats * sizeof(float);

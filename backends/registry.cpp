@@ -1,5 +1,7 @@
 #include "backends/registry.h"
 
+#include <cstdint>
+
 #include <fmt/format.h>
 
 #include "backends/gloo_allreduce.h"
@@ -18,7 +20,7 @@ namespace harness {
 namespace {
 
 template <typename Backend>
-std::unique_ptr<GradientSync> make(const Communicator& communicator) {
+std::unique_ptr<GradientSync> make(const Communicator& communicator, const PointSettings& /*settings*/) {
   return std::make_unique<Backend>(communicator);
 }
 
@@ -42,6 +44,26 @@ std::string parameter_server_problem(const PointSettings& settings) {
   if (server_trains(settings) || settings.ranks >= 2) return "";
   return "backend \"ps\" without ps_server_trains needs at least 2 ranks (rank 0 only serves); "
          "expected ranks >= 2 or \"ps_server_trains\": true";
+}
+
+// Where `hier` hands small buffers to MPI_Allreduce across nodes: a latency-bound message gains
+// nothing from shared memory and pays for the extra phases.
+constexpr std::string_view kHierMpiBelowKey = "hier_allreduce_below_bytes";
+
+std::vector<SettingRow> hierarchical_settings() {
+  return {owned_setting(kHierMpiBelowKey, "a non-negative integer",
+                        "backend \"hier\" across nodes: buffers smaller than this many bytes go "
+                        "through MPI_Allreduce (0: never; the crossover of your network, measured "
+                        "as in experiments/multinode.json)",
+                        R"({"type": "integer", "minimum": 0})", Json(kHierMpiBelowBytes),
+                        [](const Json& value, const std::string& where) {
+                          return Json(read_integer(value, where, 0, INT64_MAX, "a non-negative integer"));
+                        })};
+}
+
+std::unique_ptr<GradientSync> make_hierarchical(const Communicator& communicator, const PointSettings& settings) {
+  return std::make_unique<HierarchicalAllreduce>(
+      communicator, settings.option<std::size_t>(kHierMpiBelowKey, kHierMpiBelowBytes));
 }
 
 std::string gloo_unavailable() {
@@ -75,11 +97,14 @@ const std::vector<BackendInfo>& backend_table() {
       {.name = "hier",
        .summary = "hierarchical allreduce: shared memory inside each node (as shm), a pipelined "
                   "ring between nodes for every local rank's slice at once",
-       .make = make<HierarchicalAllreduce>},
+       .settings = hierarchical_settings,
+       .make = make_hierarchical},
       {.name = "gloo",
        .summary = "Gloo allreduce through LibTorch's c10d::ProcessGroupGloo (what PyTorch DDP uses)",
        .unavailable_reason = gloo_unavailable,
-       .make = make_gloo_allreduce},
+       .make = [](const Communicator& communicator, const PointSettings& /*settings*/) {
+         return make_gloo_allreduce(communicator);
+       }},
   };
   return table;
 }
@@ -103,11 +128,11 @@ const BackendInfo* backend_or_null(std::string_view name) {
 
 std::unique_ptr<GradientSync> make_gradient_sync(std::string_view name,
                                                  const Communicator& communicator) {
-  return find_backend(name).make(communicator);
+  return find_backend(name).make(communicator, PointSettings{});
 }
 
 std::unique_ptr<GradientSync> make_gradient_sync(const PointSettings& settings, const Communicator& communicator) {
-  auto backend = make_gradient_sync(settings.backend, communicator);
+  auto backend = find_backend(settings.backend).make(communicator, settings);
   if (settings.inject_comm_delay_us > 0) {
     return std::make_unique<InjectedDelay>(std::move(backend), settings.inject_comm_delay_us);
   }

@@ -33,8 +33,8 @@ struct BackendInfo {
   std::string (*unavailable_reason)() = nullptr;
   // The settings rows this backend owns (null: none).
   std::vector<SettingRow> (*settings)() = nullptr;
-  // Collective over the communicator's ranks.
-  std::unique_ptr<GradientSync> (*make)(const Communicator& communicator) = nullptr;
+  // Collective over the communicator's ranks; reads the backend's own settings.
+  std::unique_ptr<GradientSync> (*make)(const Communicator& communicator, const PointSettings& settings) = nullptr;
 };
 
 // The table, in the order --help lists it.

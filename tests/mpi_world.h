@@ -1,6 +1,6 @@
 // This process's rank, the number of ranks in MPI_COMM_WORLD and of the nodes they run on, for
 // tests that run on every rank under mpirun (tests/mpi_test_main.cpp), on one host or on
-// simulated nodes (tests/multinode/simulated_node.sh).
+// simulated nodes (`harness simulated-node`, see tests/CMakeLists.txt).
 #pragma once
 
 #include <mpi.h>

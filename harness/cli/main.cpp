@@ -15,6 +15,7 @@
 #include "harness/check/check_options.h"
 #include "harness/cli/commands.h"
 #include "harness/launch/scheduler.h"
+#include "harness/launch/simulated_node.h"
 #include "harness/study/schema.h"
 #include "harness/study/settings.h"
 #include "harness/common/text.h"
@@ -62,6 +63,10 @@ int main(int argc, char** argv) {
   // The worker parses its own arguments: it runs under mpirun, before anything else.
   if (argc >= 2 && std::strcmp(argv[1], "worker") == 0) {
     return harness::worker_main(argc - 2, argv + 2);
+  }
+  // mpirun's remote-shell agent for simulated hosts (the local launcher's "simulate_hosts").
+  if (argc >= 2 && std::strcmp(argv[1], "simulated-node") == 0) {
+    return harness::simulated_node_main(argc - 2, argv + 2);
   }
 
   // CLI11 would call an unknown command an unexpected argument; name it.

@@ -17,6 +17,12 @@ struct LocalOptions {
   // every measurement; for functional sweeps only.
   int max_parallel = 1;
   std::vector<std::string> mpirun_args;  // before the rank program, e.g. ["--mca", "btl", "self,vader"]
+  // Hosts that mpirun starts ranks on (through ssh, as mpirun --host does); a point with `nodes`
+  // N runs on the first N. Empty: this machine only.
+  std::vector<std::string> hosts;
+  // The hosts are simulated on this machine, each a UTS namespace of that name (harness
+  // simulated-node), with TCP over the loopback between them: multi-node runs without a cluster.
+  bool simulate_hosts = false;
 };
 
 const std::vector<OptionRow<LocalOptions>>& local_option_rows();
@@ -55,6 +61,9 @@ class LocalScheduler final : public Scheduler {
  private:
   static constexpr int kRanksPerCore = 8;
   std::vector<std::string> srun_command(const JobSpec& job, int threads) const;
+  // mpirun's arguments that place the job's ranks on its hosts (none without hosts).
+  std::vector<std::string> host_arguments(const JobSpec& job) const;
+  int nodes_available() const;
 
   LocalOptions options_;
   int cores_;

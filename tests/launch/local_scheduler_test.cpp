@@ -110,6 +110,49 @@ std::string launcher_error(const std::string& launcher) {
   return "";
 }
 
+std::string value_after(const std::vector<std::string>& argv, const std::string& flag) {
+  const auto found = std::find(argv.begin(), argv.end(), flag);
+  return found == argv.end() || found + 1 == argv.end() ? "" : *(found + 1);
+}
+
+TEST(LocalScheduler, HostsTakeTheRanksOfAPointsNodesInOrder) {
+  LocalOptions options;
+  options.hosts = {"a", "b", "c"};
+  const LocalScheduler scheduler(options, 2, false);
+  JobSpec spread = job(5);
+  spread.nodes = 2;  // as evenly as possible, the first host one more
+  EXPECT_EQ(value_after(scheduler.command_for(spread), "--host"), "a:3,b:2");
+  spread.ranks = 6;
+  spread.nodes = 3;
+  spread.ranks_per_node = 2;
+  EXPECT_EQ(value_after(scheduler.command_for(spread), "--host"), "a:2,b:2,c:2");
+  EXPECT_EQ(value_after(scheduler.command_for(job(2)), "--host"), "a:2");  // one node by default
+  // Real hosts: mpirun's own ssh, no simulation.
+  EXPECT_FALSE(has(scheduler.command_for(spread), "plm_rsh_agent"));
+  EXPECT_EQ(scheduler.limits().max_nodes, 3);
+  EXPECT_NE(scheduler.limits().nodes_why.find("lists 3 host(s)"), std::string::npos);
+  JobSpec too_many = job(4);
+  too_many.nodes = 4;
+  EXPECT_THROW(LocalScheduler(options, 2, false).submit(too_many), LaunchError);
+}
+
+TEST(LocalScheduler, SimulatedHostsRunThroughTheHarnessAsRshAgentOverTheLoopback) {
+  LocalOptions options;
+  options.hosts = {"nodea", "nodeb"};
+  options.simulate_hosts = true;
+  JobSpec spread = job(4);
+  spread.nodes = 2;
+  const auto argv = LocalScheduler(options, 2, true).command_for(spread);
+  EXPECT_EQ(value_after(argv, "--host"), "nodea:2,nodeb:2");
+  EXPECT_EQ(value_after(argv, "plm_rsh_agent"), "/opt/harness simulated-node");
+  EXPECT_EQ(value_after(argv, "btl_tcp_if_include"), "lo");
+  EXPECT_EQ(value_after(argv, "oob_tcp_if_include"), "lo");
+  EXPECT_TRUE(has(argv, "GLOO_SOCKET_IFNAME=lo"));
+  // 4 ranks on 2 cores: MPI must yield while it waits, which mpirun cannot see from the slots.
+  EXPECT_EQ(value_after(argv, "mpi_yield_when_idle"), "1");
+  EXPECT_FALSE(has(LocalScheduler(options, 4, true).command_for(spread), "mpi_yield_when_idle"));
+}
+
 TEST(SchedulerTable, LauncherIsANameOrAnObjectWithOptions) {
   EXPECT_EQ(launcher_error(R"("local")"), "");
   EXPECT_EQ(launcher_error(R"({"name": "local", "max_parallel": 2, "mpirun_args": ["-v"]})"), "");
@@ -125,6 +168,15 @@ TEST(SchedulerTable, LauncherIsANameOrAnObjectWithOptions) {
   EXPECT_EQ(launcher_error(R"("slurmm")"),
             "exp.json: launcher: unknown launcher \"slurmm\" (did you mean \"slurm\"?)");
   EXPECT_EQ(launcher_error(R"("pbs")"), "exp.json: launcher: unknown launcher \"pbs\" (expected one of: local, slurm)");
+  EXPECT_EQ(launcher_error(R"({"name": "local", "hosts": ["a", "b"], "simulate_hosts": true})"), "");
+  EXPECT_EQ(launcher_error(R"({"name": "local", "simulate_hosts": true})"),
+            "exp.json: launcher.simulate_hosts: expected the hosts to simulate in option \"hosts\", got none");
+  EXPECT_NE(launcher_error(R"({"name": "local", "hosts": ["a", "a"]})")
+                .find("exp.json: launcher.hosts[1]: expected a host not listed before"),
+            std::string::npos);
+  EXPECT_NE(launcher_error(R"({"name": "local", "hosts": ["a:2"]})").find("exp.json: launcher.hosts[0]: expected a host name"),
+            std::string::npos);
+  EXPECT_NE(launcher_error(R"({"name": "local", "hosts": []})").find("expected a non-empty list"), std::string::npos);
 }
 
 }  // namespace
