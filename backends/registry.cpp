@@ -41,8 +41,9 @@ std::vector<SettingRow> parameter_server_settings() {
 }
 
 std::string parameter_server_problem(const PointSettings& settings) {
-  if (server_trains(settings) || settings.ranks >= 2) return "";
-  return "backend \"ps\" without ps_server_trains needs at least 2 ranks (rank 0 only serves); "
+  // Only training has a rank that serves without computing.
+  if (settings.kind != Kind::kTrain || server_trains(settings) || settings.ranks >= 2) return "";
+  return "ranks: backend \"ps\" without ps_server_trains needs at least 2 ranks (rank 0 only serves); "
          "expected ranks >= 2 or \"ps_server_trains\": true";
 }
 
@@ -66,12 +67,32 @@ std::unique_ptr<GradientSync> make_hierarchical(const Communicator& communicator
       communicator, settings.option<std::size_t>(kHierMpiBelowKey, kHierMpiBelowBytes));
 }
 
+std::string shared_memory_problem(const PointSettings& settings) {
+  if (settings.nodes <= 1) return "";
+  return fmt::format("nodes: backend \"shm\" needs every rank on one node (it reduces through shared memory), "
+                     "got {} nodes; expected nodes 1, or backend \"hier\" (shared memory inside each node)",
+                     settings.nodes);
+}
+
 std::string gloo_unavailable() {
   return gloo_available() ? ""
                           : "backend \"gloo\" is not in this build (libgloo-dev was missing at "
                             "configure time; install it with bash .ci/install-deps and configure "
                             "again)";
 }
+
+// Memory traffic per byte of the buffer (BackendInfo::memory_traffic), counting as the cache does:
+// a store to a line not just read costs a read as well (write-allocate), so a transport's copy
+// moves 3 bytes per byte (read the source, read and write the destination), and adding a received
+// chunk into the buffer 3 (read both, write the first back in place).
+// The ring: p-1 received chunks of 1/p copied (3) and added (3), p-1 copied into place (3).
+double ring_traffic(int ranks) { return 9.0 * (ranks - 1) / ranks; }
+// The parameter server's rank 0 copies in (3) and adds (3) p-1 whole buffers; the peers copy the
+// sum out.
+double parameter_server_traffic(int ranks) { return 6.0 * (ranks - 1); }
+// shm: each rank reads its slice of all p segments (n) and writes the sum into the lines it has
+// just read (n): no copy, no write-allocate.
+double shared_memory_traffic(int /*ranks*/) { return 2.0; }
 
 }  // namespace
 
@@ -80,28 +101,35 @@ const std::vector<BackendInfo>& backend_table() {
       {.name = "allreduce",
        .summary = "MPI_Allreduce (in place, SUM) on one fused buffer",
        .accepts_device_pointers = true,
+       .memory_traffic = ring_traffic,  // Open MPI's choice varies; its large-buffer algorithms move as much
        .make = make<MpiAllreduce>},
       {.name = "ring",
        .summary = "bandwidth-optimal ring allreduce (reduce-scatter + allgather) over MPI_Sendrecv",
+       .memory_traffic = ring_traffic,
        .make = make<RingAllreduce>},
       {.name = "ps",
        .summary = "parameter server: rank 0 receives, sums and sends back with MPI_Send/MPI_Recv",
        .root_only_serves = [](const PointSettings& settings) { return !server_trains(settings); },
        .problem = parameter_server_problem,
        .settings = parameter_server_settings,
+       .memory_traffic = parameter_server_traffic,
        .make = make<ParameterServer>},
       {.name = "shm",
        .summary = "zero-copy shared-memory allreduce: each rank sums its slice of every rank's "
                   "buffer in place (ranks on one node)",
+       .problem = shared_memory_problem,
+       .memory_traffic = shared_memory_traffic,
        .make = make<SharedMemoryAllreduce>},
       {.name = "hier",
        .summary = "hierarchical allreduce: shared memory inside each node (as shm), a pipelined "
                   "ring between nodes for every local rank's slice at once",
        .settings = hierarchical_settings,
+       .memory_traffic = shared_memory_traffic,  // on one node it is shm
        .make = make_hierarchical},
       {.name = "gloo",
        .summary = "Gloo allreduce through LibTorch's c10d::ProcessGroupGloo (what PyTorch DDP uses)",
        .unavailable_reason = gloo_unavailable,
+       .memory_traffic = ring_traffic,  // a ring, plus copies of its own
        .make = [](const Communicator& communicator, const PointSettings& /*settings*/) {
          return make_gloo_allreduce(communicator);
        }},

@@ -6,6 +6,8 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <string>
+#include <utility>
 #include <span>
 #include <vector>
 
@@ -29,6 +31,66 @@ double slowest_rank_median_us(int iterations, const Communicator& communicator, 
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, seconds.data(), iterations, MPI_DOUBLE, MPI_MAX, communicator.handle()),
             "MPI_Allreduce(probe times)");
   return 1e6 * median_of(seconds);
+}
+
+// The median over `iterations` of rank 0's time (µs) for `operation`, run by rank 0 alone while
+// the others wait at the next barrier: one core's share of the machine, on every rank.
+template <typename Operation>
+double rank_zero_median_us(int iterations, const Communicator& communicator, Operation operation) {
+  std::vector<double> seconds(static_cast<std::size_t>(iterations));
+  for (double& time : seconds) {
+    check_mpi(MPI_Barrier(communicator.handle()), "MPI_Barrier");
+    if (communicator.rank() != 0) continue;
+    const double start = MPI_Wtime();
+    operation();
+    time = MPI_Wtime() - start;
+  }
+  double median = communicator.rank() == 0 ? median_of(seconds) : 0;
+  check_mpi(MPI_Bcast(&median, 1, MPI_DOUBLE, 0, communicator.handle()), "MPI_Bcast(probe time)");
+  return 1e6 * median;
+}
+
+// Two ranks that exchange messages for a link probe; -1 where the layout has no such pair.
+struct LinkPair {
+  int first = -1;
+  int second = -1;
+};
+
+// Rank 0 with another rank of its node, and rank 0 with the first rank of another node.
+std::pair<LinkPair, LinkPair> node_link_pairs(const Communicator& communicator) {
+  const std::vector<std::string> hosts = all_host_names(communicator);
+  LinkPair intra;
+  LinkPair inter;
+  for (int rank = 1; rank < communicator.size(); ++rank) {
+    const bool same_node = hosts[static_cast<std::size_t>(rank)] == hosts[0];
+    if (same_node && intra.second < 0) intra = {0, rank};
+    if (!same_node && inter.second < 0) inter = {0, rank};
+  }
+  return {intra, inter};
+}
+
+// The median bandwidth (10^9 bytes/s each way) of `iterations` MPI_Sendrecv exchanges of `bytes`
+// between the pair, the other ranks idle; 0 without a pair. The same on every rank.
+double link_bandwidth_gbps(const LinkPair& pair, int64_t bytes, int iterations, const Communicator& communicator) {
+  if (pair.second < 0 || bytes == 0) return 0;
+  const int rank = communicator.rank();
+  const bool in_pair = rank == pair.first || rank == pair.second;
+  const int peer = rank == pair.first ? pair.second : pair.first;
+  std::vector<char> outgoing(in_pair ? static_cast<std::size_t>(bytes) : 0, 1);
+  std::vector<char> incoming(outgoing.size());
+  std::vector<double> seconds(static_cast<std::size_t>(iterations));
+  for (double& time : seconds) {
+    check_mpi(MPI_Barrier(communicator.handle()), "MPI_Barrier");
+    if (!in_pair) continue;
+    const double start = MPI_Wtime();
+    check_mpi(MPI_Sendrecv(outgoing.data(), static_cast<int>(bytes), MPI_BYTE, peer, 7, incoming.data(),
+                           static_cast<int>(bytes), MPI_BYTE, peer, 7, communicator.handle(), MPI_STATUS_IGNORE),
+              "MPI_Sendrecv(link probe)");
+    time = MPI_Wtime() - start;
+  }
+  double median = rank == pair.first ? median_of(seconds) : 0;
+  check_mpi(MPI_Bcast(&median, 1, MPI_DOUBLE, pair.first, communicator.handle()), "MPI_Bcast(link time)");
+  return median > 0 ? static_cast<double>(bytes) / median / 1e9 : 0;
 }
 
 // Keeps the probes' stores: the buffer they write is read by nobody afterwards.
@@ -63,6 +125,7 @@ std::vector<MessageSizeMetrics> run_comm_benchmark(GradientSync& backend,
   if (on_device) device_sync.emplace(backend);
 
   const std::vector<int64_t> sizes = comm_message_sizes(options);
+  const auto [intra_node, inter_node] = node_link_pairs(communicator);
   const int traced_per_size = std::min(options.iterations, kTracedIterationsPerSize);
   if (timeline != nullptr) {
     timeline->trace(ranks, static_cast<int64_t>(sizes.size()) * traced_per_size);
@@ -166,8 +229,16 @@ std::vector<MessageSizeMetrics> run_comm_benchmark(GradientSync& backend,
       result.copy_probe_us = slowest_rank_median_us(options.iterations, communicator, [&] {
         std::memcpy(buffer.data(), input.data(), bytes);
       });
+      result.reduce_probe_one_us = rank_zero_median_us(options.iterations, communicator, [&] {
+        for (std::size_t i = 0; i < count; ++i) buffer[i] += input[i];
+      });
+      result.copy_probe_one_us = rank_zero_median_us(options.iterations, communicator, [&] {
+        std::memcpy(buffer.data(), input.data(), bytes);
+      });
       probe_sink = probe_sink + buffer[count / 2];
     }
+    result.intra_node_gbps = link_bandwidth_gbps(intra_node, bytes, options.iterations, communicator);
+    result.inter_node_gbps = link_bandwidth_gbps(inter_node, bytes, options.iterations, communicator);
     results.push_back(result);
     // Whatever it does here no timed reduction sees: the next size's first collective (the
     // reference allreduce) waits for it, and each timed reduction starts after a barrier.

@@ -5,8 +5,10 @@
 // reduction's time is the slowest rank's. After the last reduction every element is compared with
 // MPI_Allreduce's result on the same input: `wrong` counts elements, over all ranks, off by more
 // than 1e-5 × max(1, |expected|), and must be 0. Then every rank at once times a[i] += b[i] and a
-// copy over the same buffers (reduce_probe_us, copy_probe_us): the memory's limit beside the
-// backend's figure, and the reduction cost that `harness model` needs.
+// copy over the same buffers (reduce_probe_us, copy_probe_us), and rank 0 alone does the same
+// (reduce_probe_one_us, copy_probe_one_us): the memory's limit beside the backend's figure, and
+// the reduction cost that `harness model` needs. Last, MPI_Sendrecv between two ranks of rank 0's
+// node and between rank 0 and another node (intra_node_gbps, inter_node_gbps): the transport's.
 //
 // Bandwidths use 10^9 bytes: algbw = bytes / time, busbw = algbw · 2(p−1)/p (the traffic each
 // rank's link carries in a bandwidth-optimal allreduce, so busbw is comparable across p; 0 for

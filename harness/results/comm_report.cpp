@@ -1,6 +1,10 @@
 #include "harness/results/comm_report.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
+
+#include "backends/registry.h"
 
 #include "harness/results/plot_data.h"
 #include "harness/results/table.h"
@@ -33,6 +37,34 @@ auto of_size(std::string format, double MessageSizeMetrics::*field, std::string 
   };
 }
 
+int node_count(const Run& run) {
+  return run.record.measurements ? static_cast<int>(node_layout(run.record.measurements->hosts).size()) : 0;
+}
+
+// The fastest this backend could reduce the row's size if memory were its only limit, as a share
+// of its measured time: its memory traffic (BackendInfo::memory_traffic) at the copy probe's rate,
+// all ranks at once. Negative when there is no such figure: several nodes, no probe, a backend
+// without a traffic figure.
+double memory_limit_fraction(const SizeRow& row) {
+  if (row.size == nullptr || row.size->copy_probe_us <= 0 || row.size->time_us_median <= 0) return -1;
+  if (node_count(*row.run) != 1) return -1;
+  const BackendInfo* backend = backend_or_null(row.run->record.settings.backend);
+  if (backend == nullptr || backend->memory_traffic == nullptr) return -1;
+  // Both probes move 3 bytes per byte (a copy: read, write-allocate, write; a[i] += b[i]: read
+  // two, write one in place); the faster is the node's memory rate at this size.
+  const double probe_us = row.size->reduce_probe_us > 0 ? std::min(row.size->copy_probe_us, row.size->reduce_probe_us)
+                                                        : row.size->copy_probe_us;
+  const double limit_us = backend->memory_traffic(row.run->record.settings.ranks) / 3.0 * probe_us;
+  return limit_us / row.size->time_us_median;
+}
+
+bool any_run_on_several_nodes(const ResultSet& set) {
+  for (const auto& run : set.runs()) {
+    if (node_count(run) > 1) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::string CommReport::failure(const Measurements& measurements) const {
@@ -58,13 +90,25 @@ std::map<std::string, std::string> CommReport::tables(const ResultSet& set) cons
       {"algbw_gbps", of_size("{:.6g}", &MessageSizeMetrics::algbw_gbps, "")},
       {"busbw_gbps", of_size("{:.6g}", &MessageSizeMetrics::busbw_gbps, "")},
       {"wrong", [](const SizeRow& row) { return row.size ? std::to_string(row.size->wrong) : ""; }},
+      {"nodes", [](const SizeRow& row) { return std::to_string(node_count(*row.run)); }},
+      {"reduce_probe_us", of_size("{:.6g}", &MessageSizeMetrics::reduce_probe_us, "")},
+      {"copy_probe_us", of_size("{:.6g}", &MessageSizeMetrics::copy_probe_us, "")},
+      {"reduce_probe_one_us", of_size("{:.6g}", &MessageSizeMetrics::reduce_probe_one_us, "")},
+      {"copy_probe_one_us", of_size("{:.6g}", &MessageSizeMetrics::copy_probe_one_us, "")},
+      {"memory_limit_fraction",
+       [](const SizeRow& row) {
+         const double fraction = memory_limit_fraction(row);
+         return fraction < 0 ? std::string() : fmt::format("{:.4g}", fraction);
+       }},
+      {"intra_node_gbps", of_size("{:.6g}", &MessageSizeMetrics::intra_node_gbps, "")},
+      {"inter_node_gbps", of_size("{:.6g}", &MessageSizeMetrics::inter_node_gbps, "")},
       {"reason", [](const SizeRow& row) { return row.run->record.reason; }},
   };
   return {{"summary.csv", format_csv(columns, size_rows(set))}};
 }
 
 std::string CommReport::console_table(const ResultSet& set) const {
-  const std::vector<ConsoleColumn<SizeRow>> columns = {
+  std::vector<ConsoleColumn<SizeRow>> columns = {
       {"id", "", 13, true, [](const SizeRow& row) { return row.run->record.id; }},
       {"backend", "", 9, false, [](const SizeRow& row) { return row.run->record.settings.backend; }},
       {"ranks", "", 5, false, [](const SizeRow& row) { return std::to_string(row.run->record.settings.ranks); }},
@@ -77,7 +121,17 @@ std::string CommReport::console_table(const ResultSet& set) const {
       {"busbw", "GB/s", 8, false, of_size("{:.3f}", &MessageSizeMetrics::busbw_gbps, "-")},
       {"#wrong", "", 7, false,
        [](const SizeRow& row) { return row.size ? std::to_string(row.size->wrong) : std::string("-"); }},
+      {"memory", "% limit", 8, false,
+       [](const SizeRow& row) {
+         const double fraction = memory_limit_fraction(row);
+         return fraction < 0 ? std::string("-") : fmt::format("{:.0f}", 100 * fraction);
+       }},
   };
+  if (any_run_on_several_nodes(set)) {
+    // What the transport gives between two ranks, beside what the backend made of it.
+    columns.push_back({"intra", "GB/s", 7, false, of_size("{:.2f}", &MessageSizeMetrics::intra_node_gbps, "-")});
+    columns.push_back({"inter", "GB/s", 7, false, of_size("{:.2f}", &MessageSizeMetrics::inter_node_gbps, "-")});
+  }
   return format_console_table(columns, size_rows(set));
 }
 

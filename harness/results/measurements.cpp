@@ -1,4 +1,5 @@
 // Measurements (what rank 0 writes at the end of a point) to and from JSON.
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -152,7 +153,11 @@ Json to_json(const MessageSizeMetrics& size) {
           {"busbw_gbps", size.busbw_gbps},
           {"wrong", size.wrong},
           {"reduce_probe_us", size.reduce_probe_us},
-          {"copy_probe_us", size.copy_probe_us}};
+          {"copy_probe_us", size.copy_probe_us},
+          {"reduce_probe_one_us", size.reduce_probe_one_us},
+          {"copy_probe_one_us", size.copy_probe_one_us},
+          {"intra_node_gbps", size.intra_node_gbps},
+          {"inter_node_gbps", size.inter_node_gbps}};
 }
 
 CommMeasurements comm_from(const Fields& fields, int version) {
@@ -168,6 +173,12 @@ CommMeasurements comm_from(const Fields& fields, int version) {
     if (version >= 5) {
       comm.sizes.back().reduce_probe_us = size.number("reduce_probe_us");
       comm.sizes.back().copy_probe_us = size.number("copy_probe_us");
+    }
+    if (version >= 6) {
+      comm.sizes.back().reduce_probe_one_us = size.number("reduce_probe_one_us");
+      comm.sizes.back().copy_probe_one_us = size.number("copy_probe_one_us");
+      comm.sizes.back().intra_node_gbps = size.number("intra_node_gbps");
+      comm.sizes.back().inter_node_gbps = size.number("inter_node_gbps");
     }
   }
   return comm;
@@ -186,6 +197,16 @@ RankPhases phases_from(const Fields& fields) {
 
 }  // namespace
 
+std::vector<NodeRanks> node_layout(const std::vector<std::string>& hosts) {
+  std::vector<NodeRanks> nodes;
+  for (std::size_t rank = 0; rank < hosts.size(); ++rank) {
+    auto node = std::find_if(nodes.begin(), nodes.end(), [&](const NodeRanks& n) { return n.host == hosts[rank]; });
+    if (node == nodes.end()) node = nodes.insert(nodes.end(), NodeRanks{hosts[rank], {}});
+    node->ranks.push_back(static_cast<int>(rank));
+  }
+  return nodes;
+}
+
 Json to_json(const Measurements& m) {
   Json json = Json::object();
   json["schema_version"] = m.schema_version;
@@ -195,6 +216,9 @@ Json to_json(const Measurements& m) {
   json["threads_per_rank"] = m.threads_per_rank;
   json["allocator"] = m.allocator;
   json["hosts"] = m.hosts;
+  Json nodes = Json::array();
+  for (const NodeRanks& node : node_layout(m.hosts)) nodes.push_back({{"host", node.host}, {"ranks", node.ranks}});
+  json["nodes"] = std::move(nodes);  // derived from hosts: written for readers, not read back
   json["mpi_library"] = m.mpi_library;
   json["torch_version"] = m.torch_version;
   if (m.phases) json["phases"] = to_json(*m.phases);

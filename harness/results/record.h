@@ -17,6 +17,10 @@
 //   5  adds the comm benchmark's memory probes per size (`reduce_probe_us`, `copy_probe_us`).
 //      Only measurements are added: timings of versions 4 and 5 mean the same
 //      (kTimingsComparableSince).
+//   6  adds the measurements' `nodes` (each host with its ranks), and per comm size the probes on
+//      one core (`reduce_probe_one_us`, `copy_probe_one_us`) and the point-to-point bandwidth
+//      inside a node and between nodes (`intra_node_gbps`, `inter_node_gbps`). Measurements
+//      only, as version 5.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +34,7 @@
 
 namespace harness {
 
-inline constexpr int kRecordSchemaVersion = 5;
+inline constexpr int kRecordSchemaVersion = 6;
 // Records of this version and later time the same things in the same way: `harness check`
 // compares their timings, while a record older than this is compared only with its own version.
 inline constexpr int kTimingsComparableSince = 4;
@@ -130,6 +134,16 @@ struct MessageSizeMetrics {
   // over the buffer, and for copying it. 0 in records before version 5.
   double reduce_probe_us = 0;
   double copy_probe_us = 0;
+  // The same probes by rank 0 alone while the other ranks wait: one core's share of the memory
+  // bandwidth against all cores' (version 6; 0 before).
+  double reduce_probe_one_us = 0;
+  double copy_probe_one_us = 0;
+  // Point-to-point bandwidth at this size, MPI_Sendrecv between two ranks of rank 0's node and
+  // between rank 0 and a rank of another node, the other ranks idle (10^9 bytes/s each way; 0
+  // where the layout has no such pair, and before version 6): what the transport gives a backend
+  // inside a node and across nodes.
+  double intra_node_gbps = 0;
+  double inter_node_gbps = 0;
 };
 
 struct CommMeasurements {
@@ -158,13 +172,21 @@ struct Measurements {
   int world_size = 0;
   int threads_per_rank = 0;
   std::string allocator;
-  std::vector<std::string> hosts;  // per rank
+  std::vector<std::string> hosts;  // per rank; the records also list them as `nodes` (node_layout)
   std::string mpi_library;
   std::string torch_version;
   std::optional<RankPhases> phases;  // version 2
   std::optional<TrainMeasurements> train;  // kind train
   std::optional<CommMeasurements> comm;    // kind comm
 };
+
+// The nodes of a run in order of their first rank, each with its ranks: what `hosts` says, as
+// records list it (`nodes`: [{"host": "nodea", "ranks": [0, 1]}, ...]).
+struct NodeRanks {
+  std::string host;
+  std::vector<int> ranks;
+};
+std::vector<NodeRanks> node_layout(const std::vector<std::string>& hosts);
 
 struct LaunchInfo {
   std::string scheduler = "local";

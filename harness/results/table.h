@@ -34,10 +34,17 @@ std::string csv_number(std::optional<double> value);
 template <typename Row>
 std::string format_csv(const std::vector<CsvColumn<Row>>& columns, const std::vector<Row>& rows) {
   std::string out;
-  for (std::size_t c = 0; c < columns.size(); ++c) out += (c ? "," : "") + std::string(columns[c].name);
+  // Appended piece by piece: `"," + text` trips GCC 12's -Wrestrict false positive.
+  for (std::size_t c = 0; c < columns.size(); ++c) {
+    if (c > 0) out += ',';
+    out += columns[c].name;
+  }
   out += '\n';
   for (const auto& row : rows) {
-    for (std::size_t c = 0; c < columns.size(); ++c) out += (c ? "," : "") + csv_field(columns[c].value(row));
+    for (std::size_t c = 0; c < columns.size(); ++c) {
+      if (c > 0) out += ',';
+      out += csv_field(columns[c].value(row));
+    }
     out += '\n';
   }
   return out;
@@ -52,7 +59,8 @@ std::string format_console_table(const std::vector<ConsoleColumn<Row>>& columns,
   const auto line = [&](const std::function<std::string(const ConsoleColumn<Row>&)>& cell) {
     std::string text;
     for (std::size_t c = 0; c < columns.size(); ++c) {
-      text += (c ? " " : "") + pad(cell(columns[c]), columns[c].width, columns[c].left);
+      if (c > 0) text += ' ';
+      text += pad(cell(columns[c]), columns[c].width, columns[c].left);
     }
     while (!text.empty() && text.back() == ' ') text.pop_back();
     out += text + '\n';

@@ -63,14 +63,9 @@ void validate_comm_point(const Experiment& experiment, const Point& point) {
 using LimitsCache = std::map<std::string, SampleLimits>;
 
 void validate_training_point(const Experiment& experiment, const Point& point,
-                             const WorkloadInfo& workload, const BackendInfo& backend,
+                             const WorkloadInfo& workload,
                              LimitsCache& cache) {
   const PointSettings& s = point.settings;
-  if (backend.problem != nullptr) {
-    if (const std::string problem = backend.problem(s); !problem.empty()) {
-      fail_at(experiment, point, {"", "ranks: " + problem});
-    }
-  }
   // Everything the data's size, and the workloads' checks of test_size, can depend on (the owned
   // settings include the workload's own, such as the synthetic image size).
   const std::string key = fmt::format("{}|{}|{}|{}|{}", s.workload, s.data_path, s.seed,
@@ -189,6 +184,9 @@ void validate_points(const Experiment& experiment, const std::vector<Point>& poi
         fail_at(experiment, point, {"backend", reason});
       }
     }
+    if (backend.problem != nullptr) {
+      if (const std::string problem = backend.problem(s); !problem.empty()) fail_at(experiment, point, {"", problem});
+    }
     if (s.device == "cuda") {
       std::string problem = cuda_status().reason;
       if (problem.empty() && s.kind == Kind::kTrain) problem = training_device_problem(s.device);
@@ -201,7 +199,7 @@ void validate_points(const Experiment& experiment, const std::vector<Point>& poi
         validate_comm_point(experiment, point);  // no workload or data; only its sizes
         break;
       case Kind::kTrain:
-        validate_training_point(experiment, point, workload, backend, cache);
+        validate_training_point(experiment, point, workload, cache);
         break;
     }
   }

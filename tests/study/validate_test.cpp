@@ -143,6 +143,16 @@ TEST(Validate, ServingOnlyParameterServerNeedsTwoRanks) {
             "");
 }
 
+TEST(Validate, SharedMemoryNeedsOneNodeAndNamesHier) {
+  // Training and the comm benchmark alike; the validation runs before any launcher's limits.
+  for (const char* kind : {"train", "comm"}) {
+    const std::string message = validation_error(fmt::format(
+        R"({{"name": "x", "settings": {{"kind": "{}", "backend": "shm", "ranks": 4, "nodes": 2}}}})", kind));
+    EXPECT_NE(message.find("nodes: backend \"shm\" needs every rank on one node"), std::string::npos) << message;
+    EXPECT_NE(message.find("or backend \"hier\""), std::string::npos) << message;
+  }
+}
+
 TEST(Validate, ServingOnlyParameterServerShardsOverTheWorkers) {
   // 3 ranks, 2 of them train: 2 × 60 fits the 120 samples, 3 × 60 would not.
   EXPECT_EQ(validation_error(
