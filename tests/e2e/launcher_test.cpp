@@ -3,6 +3,8 @@
 // do not apply.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <fstream>
 
 #include "e2e_helpers.h"
@@ -28,6 +30,48 @@ std::string line_of(const HarnessRun& run, const std::string& prefix) {
     if (line.rfind(prefix, 0) == 0) return line;
   }
   return "";
+}
+
+// The local launcher's simulated hosts: a comm point on 2 nodes x 2 ranks of this machine, its
+// record listing the nodes and the transport's bandwidth inside a node and between nodes.
+TEST(Launchers, SimulatedHostsRunPointsAcrossNodesAndRecordsListThem) {
+  if (::geteuid() != 0) GTEST_SKIP() << "simulated hosts need root (a UTS namespace per host)";
+  const fs::path dir = scratch("simulated_hosts");
+  const std::string launcher = R"("launcher": {"name": "local", "hosts": ["nodea", "nodeb"], "simulate_hosts": true})";
+  // shm cannot span nodes: refused before anything starts, naming hier.
+  fs::create_directories(dir / "refused");
+  const fs::path refused = write_experiment(
+      dir / "refused", R"({"name": "mn", "settings": {"kind": "comm", "ranks": 4, "nodes": 2, "backend": "shm"}, )" +
+                           launcher + "}");
+  const HarnessRun refusal = run_harness({"run", refused.string(), "--out", (dir / "refused" / "out").string()},
+                                         dir / "refused.log");
+  EXPECT_EQ(refusal.outcome.exit_code, 2) << joined(refusal.output);
+  EXPECT_NE(joined(refusal.output).find("or backend \"hier\""), std::string::npos) << joined(refusal.output);
+
+  const fs::path experiment = write_experiment(
+      dir, R"({"name": "mn", "settings": {"kind": "comm", "ranks": 4, "nodes": 2, "comm_min_bytes": 4,
+               "comm_max_bytes": 4194304, "comm_size_factor": 32, "comm_iterations": 3, "comm_warmup_iterations": 1},
+             "sweep": {"backend": ["hier", "allreduce"]}, )" + launcher + "}");
+  const fs::path out = dir / "out";
+  const HarnessRun run = run_harness({"run", experiment.string(), "--out", out.string()}, dir / "run.log");
+  ASSERT_EQ(run.outcome.exit_code, 0) << joined(run.output);
+  EXPECT_NE(joined(run.output).find("inter"), std::string::npos) << joined(run.output);
+  int records = 0;
+  for (const auto& entry : fs::directory_iterator(out / "points")) {
+    const Json record = read_json_file(entry.path().string());
+    const Json& measurements = record["measurements"];
+    EXPECT_EQ(measurements["hosts"], Json({"nodea", "nodea", "nodeb", "nodeb"})) << entry.path();
+    EXPECT_EQ(measurements["nodes"],
+              Json::parse(R"([{"host": "nodea", "ranks": [0, 1]}, {"host": "nodeb", "ranks": [2, 3]}])"));
+    for (const Json& size : measurements["sizes"]) {
+      EXPECT_EQ(size["wrong"], 0);
+      EXPECT_GT(size["intra_node_gbps"].get<double>(), 0) << size.dump();
+      EXPECT_GT(size["inter_node_gbps"].get<double>(), 0) << size.dump();
+    }
+    ++records;
+  }
+  EXPECT_EQ(records, 2);
+  for (const auto& row : read_csv(out / "summary.csv")) EXPECT_EQ(row.at("nodes"), "2");
 }
 
 TEST(Launchers, RetryFailedRunsOnlyFailedLostRetryableAndMissingPoints) {
