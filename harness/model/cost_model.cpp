@@ -119,10 +119,11 @@ double fit_gamma(const std::vector<CostSample>& samples, double& rms_relative) {
 CostForm cost_form_of(const std::string& backend) {
   if (backend == "ring" || backend == "gloo") return CostForm::kRing;
   if (backend == "ps") return CostForm::kParameterServer;
-  if (backend == "shm") return CostForm::kSharedMemory;
+  // hier on one node is shm; across nodes its two levels have no form of their own yet.
+  if (backend == "shm" || backend == "hier") return CostForm::kSharedMemory;
   if (backend == "allreduce") return CostForm::kRingOrRecursiveDoubling;
   throw ConfigError(fmt::format("backend \"{}\": the cost model has no form for it (it has allreduce, ps, ring, "
-                                "gloo and shm)",
+                                "gloo, shm and hier)",
                                 backend));
 }
 
