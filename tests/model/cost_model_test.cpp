@@ -75,7 +75,8 @@ TEST(CostModel, NothingToFitIsAnErrorThatSaysWhy) {
   }
   EXPECT_THROW(fit_cost_model("ring", synthetic(CostForm::kRing, {1})), Error);
   EXPECT_THROW(fit_cost_model("ring", {{2, 1024, 1e-5, 1e-7}}), Error);
-  EXPECT_THROW(cost_form_of("hier"), ConfigError);
+  EXPECT_THROW(cost_form_of("nccl"), ConfigError);
+  EXPECT_EQ(cost_form_of("hier"), CostForm::kSharedMemory);  // on one node it is shm
 }
 
 // A training run of ranks 1 and 2 (iris, batch 4 per rank, 1000 parameters, 2 buckets): compute
