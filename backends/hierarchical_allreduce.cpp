@@ -28,21 +28,6 @@ Range part_of(std::size_t offset, std::size_t count, int part, int parts) {
   return {offset + count * index / total, offset + count * (index + 1) / total};
 }
 
-// Adds elements [range) of every segment, in segment order, into `target` (one of them).
-void sum_segments_into(const std::vector<float*>& segments, Range range, float* target) {
-  constexpr std::size_t kBlock = 1024;  // a sum that stays in L1
-  std::array<float, kBlock> sum;
-  for (std::size_t block = range.begin; block < range.end; block += kBlock) {
-    const std::size_t n = std::min(kBlock, range.end - block);
-    std::copy_n(segments[0] + block, n, sum.data());
-    for (std::size_t r = 1; r < segments.size(); ++r) {
-      const float* in = segments[r] + block;
-      for (std::size_t i = 0; i < n; ++i) sum[i] += in[i];
-    }
-    std::copy_n(sum.data(), n, target + block);
-  }
-}
-
 }  // namespace
 
 HierarchicalAllreduce::HierarchicalAllreduce(const Communicator& communicator, std::size_t mpi_below_bytes)
@@ -98,7 +83,7 @@ void HierarchicalAllreduce::reduce_across_nodes(const std::vector<float*>& segme
     const Range owned = part_of(offset, count, slice, slices_);
     const Range both = {std::max(work.begin, owned.begin), std::min(work.end, owned.end)};
     if (both.begin < both.end) {
-      sum_segments_into(segments, both, segments[static_cast<std::size_t>(slice)]);
+      sum_segments(segments, both.begin, both.end, std::span<float* const>(&segments[static_cast<std::size_t>(slice)], 1));
     }
   }
   memory_.arrive_and_wait();

@@ -278,4 +278,19 @@ void NodeSharedMemory::reduce(std::span<float> buffer, const SegmentReduction& r
   }
 }
 
+void sum_segments(const std::vector<float*>& segments, std::size_t begin, std::size_t end,
+                  std::span<float* const> targets) {
+  constexpr std::size_t kBlock = 1024;
+  std::array<float, kBlock> sum;
+  for (std::size_t block = begin; block < end; block += kBlock) {
+    const std::size_t n = std::min(kBlock, end - block);
+    std::copy_n(segments[0] + block, n, sum.data());
+    for (std::size_t r = 1; r < segments.size(); ++r) {
+      const float* in = segments[r] + block;
+      for (std::size_t i = 0; i < n; ++i) sum[i] += in[i];
+    }
+    for (float* target : targets) std::copy_n(sum.data(), n, target + block);
+  }
+}
+
 }  // namespace harness

@@ -89,4 +89,10 @@ class NodeSharedMemory {
   std::size_t in_place_reductions_ = 0;
 };
 
+// Adds elements [begin, end) of every segment, in segment order (so the sum has the same bits
+// whichever rank computes it), and writes the sum into each of `targets` (segments among them),
+// block by block through a sum that stays in L1. Between two arrivals.
+void sum_segments(const std::vector<float*>& segments, std::size_t begin, std::size_t end,
+                  std::span<float* const> targets);
+
 }  // namespace harness

@@ -53,12 +53,12 @@ class RingRun {
         right_(wrap(rank_ + 1, size_)),
         left_(wrap(rank_ - 1, size_)),
         sends_(static_cast<std::size_t>(2 * (size_ - 1))) {
-    // Two reduce-scatter steps' receipts at a time: the next step's pieces are received while
-    // this step's are added.
+    // Two reduce-scatter steps' receipts at a time (one when there is one step): the next step's
+    // pieces are received while this step's are added.
     const std::size_t largest = buffer.size() / size_ + 1;
-    scratch.resize(2 * largest);
+    scratch.resize(static_cast<std::size_t>(std::min(2, size_ - 1)) * largest);
     incoming_[0] = scratch.data();
-    incoming_[1] = scratch.data() + largest;
+    incoming_[1] = size_ > 2 ? scratch.data() + largest : nullptr;
   }
 
   void run() {

@@ -1,8 +1,5 @@
 #include "backends/shared_memory_allreduce.h"
 
-#include <algorithm>
-#include <array>
-
 #include <fmt/format.h>
 
 #include "harness/common/errors.h"
@@ -34,20 +31,7 @@ void sum_slice_into_every_segment(const std::vector<float*>& segments, std::size
                                   std::size_t count, int rank) {
   const std::size_t ranks = segments.size();
   const auto index = static_cast<std::size_t>(rank);
-  const std::size_t begin = offset + count * index / ranks;
-  const std::size_t end = offset + count * (index + 1) / ranks;
-  // Block by block through a sum that stays in L1.
-  constexpr std::size_t kBlock = 1024;
-  std::array<float, kBlock> sum;
-  for (std::size_t block = begin; block < end; block += kBlock) {
-    const std::size_t n = std::min(kBlock, end - block);
-    std::copy_n(segments[0] + block, n, sum.data());
-    for (std::size_t r = 1; r < ranks; ++r) {
-      const float* in = segments[r] + block;
-      for (std::size_t i = 0; i < n; ++i) sum[i] += in[i];
-    }
-    for (std::size_t r = 0; r < ranks; ++r) std::copy_n(sum.data(), n, segments[r] + block);
-  }
+  sum_segments(segments, offset + count * index / ranks, offset + count * (index + 1) / ranks, segments);
 }
 
 void SharedMemoryAllreduce::allreduce_sum(std::span<float> buffer) {

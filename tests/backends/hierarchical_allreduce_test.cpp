@@ -15,12 +15,11 @@
 
 #include "backends/ring_allreduce.h"
 #include "backends/shared_memory_allreduce.h"
+#include "tests/backends/in_place_spans.h"
 #include "tests/mpi_world.h"
 
 namespace harness {
 namespace {
-
-float value_on(int rank, std::size_t i) { return static_cast<float>((rank + 1) * (i % 7)); }
 
 // The fewest ranks that any node holds.
 int fewest_ranks_per_node() {
@@ -51,27 +50,9 @@ TEST(HierarchicalAllreduce, SeesTheNodesAndExchangesOneSlicePerRankOfTheSmallest
 TEST(HierarchicalAllreduce, ReducesSpansOfItsMemoryInPlaceAndNothingElse) {
   const World world;
   HierarchicalAllreduce backend(MPI_COMM_WORLD);
-  // Every span above the MPI_Allreduce crossover, odd sizes so slices and pieces are uneven.
-  constexpr std::size_t kCount = 300007;
-  constexpr std::size_t kUntouched = 11;  // at either end: in no span
-  constexpr std::size_t kSplit = 100003;  // two "buckets"
-  static_assert((kSplit - kUntouched) * sizeof(float) >= kHierMpiBelowBytes);
-  const std::shared_ptr<float> memory = backend.allocate_buffer(kCount);
-  ASSERT_NE(memory, nullptr);
-  const std::span<float> buffer(memory.get(), kCount);
-  for (std::size_t i = 0; i < kCount; ++i) buffer[i] = value_on(world.rank, i);
-
-  backend.allreduce_sum(buffer.subspan(kUntouched, kSplit - kUntouched));
-  backend.allreduce_sum(buffer.subspan(kSplit, kCount - kSplit - kUntouched));
-
-  const auto rank_sum = static_cast<float>(world.size * (world.size + 1) / 2);
-  int wrong = 0;
-  for (std::size_t i = 0; i < kCount; ++i) {
-    const bool reduced = i >= kUntouched && i < kCount - kUntouched;
-    const float expected = reduced ? rank_sum * static_cast<float>(i % 7) : value_on(world.rank, i);
-    wrong += buffer[i] == expected ? 0 : 1;
-  }
-  EXPECT_EQ(wrong, 0) << "of " << kCount << " elements";
+  // Every span above the MPI_Allreduce crossover.
+  static_assert(kSmallestInPlaceSpanBytes >= kHierMpiBelowBytes);
+  EXPECT_EQ(wrong_after_two_spans_in_place(backend, world), 0) << "elements of 300007";
   EXPECT_EQ(backend.in_place_reductions(), world.size > 1 ? 2U : 0U);
 }
 
