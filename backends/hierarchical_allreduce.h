@@ -32,7 +32,7 @@
 
 namespace harness {
 
-constexpr std::size_t kHierMpiBelowBytes = 1024;
+constexpr std::size_t kHierMpiBelowBytes = 16 * 1024;
 
 class HierarchicalAllreduce : public GradientSync {
  public:

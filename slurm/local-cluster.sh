@@ -184,6 +184,11 @@ MessageTimeout=5
 ReturnToService=2
 JobRequeue=0
 KillWait=5
+# Both nodes share this machine's cores: MPI ranks that poll for messages keep the core the rank
+# they wait for needs (a 1 KiB MPI_Allreduce on 2 nodes x 2 ranks took 16 ms instead of 30 us).
+# The task prolog tells Open MPI to yield while it waits, as mpirun does by itself when it knows
+# the ranks outnumber the cores.
+TaskProlog=$DIR/task-prolog.sh
 NodeName=hnode1 NodeAddr=$NET.11 $hw RealMemory=$mem State=UNKNOWN
 NodeName=hnode2 NodeAddr=$NET.12 $hw RealMemory=$mem State=UNKNOWN
 PartitionName=debug Nodes=hnode1,hnode2 Default=YES MaxTime=INFINITE State=UP
@@ -228,6 +233,8 @@ cmd_start() {
   fi
   chmod 600 "$DIR/munge/munge.key"
   write_conf
+  printf '#!/bin/sh\necho export OMPI_MCA_mpi_yield_when_idle=1\n' >"$DIR/task-prolog.sh"
+  chmod 755 "$DIR/task-prolog.sh"
   spawn munged "$LOG/munged.log" munged -F --socket="$MSOCK" --key-file="$DIR/munge/munge.key" \
     --pid-file="$DIR/munge/munged.pid" --seed-file="$DIR/munge/munged.seed"
   wait_for 10 munged "$LOG/munged.log" eval 'munge -n -S "$MSOCK" >/dev/null 2>&1'

@@ -128,6 +128,15 @@ CostModel fit_comm_run(const ResultSet& comm, const std::string& comm_dir) {
     if (!run.record.ok() || !run.record.measurements) continue;
     if (run.record.settings.device != "cpu") continue;  // staging copies are not the backend's cost
     const std::string& backend = run.record.settings.backend;
+    const std::set<std::string> record_hosts(run.record.measurements->hosts.begin(),
+                                             run.record.measurements->hosts.end());
+    if (backend == "hier" && record_hosts.size() > 1) {
+      // Its two levels (shared memory, then a ring between nodes on 1/m of the bytes) move bytes
+      // over links of two speeds; one α, β, γ cannot describe it.
+      throw ConfigError(fmt::format("{}: backend \"hier\" ran on {} nodes; the cost model has its form on one node "
+                                    "only (leave its multi-node points out of the comm run)",
+                                    comm_dir, record_hosts.size()));
+    }
     if (std::find(backends.begin(), backends.end(), backend) == backends.end()) backends.push_back(backend);
     const auto more = cost_samples(run.record);
     samples[backend].insert(samples[backend].end(), more.begin(), more.end());

@@ -72,6 +72,10 @@ TEST(Launchers, SimulatedHostsRunPointsAcrossNodesAndRecordsListThem) {
   }
   EXPECT_EQ(records, 2);
   for (const auto& row : read_csv(out / "summary.csv")) EXPECT_EQ(row.at("nodes"), "2");
+  // The cost model has hier's form on one node only: refused in one line, not fitted wrongly.
+  const HarnessRun model = run_harness({"model", out.string()}, dir / "model.log");
+  EXPECT_EQ(model.outcome.exit_code, 2) << joined(model.output);
+  EXPECT_NE(joined(model.output).find("backend \"hier\" ran on 2 nodes"), std::string::npos) << joined(model.output);
 }
 
 TEST(Launchers, RetryFailedRunsOnlyFailedLostRetryableAndMissingPoints) {

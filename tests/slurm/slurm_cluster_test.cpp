@@ -120,6 +120,50 @@ TEST(SlurmCluster, APointOnTwoNodesRunsOnBoth) {
   EXPECT_EQ(record["measurements"]["hosts"], Json::array({"hnode1", "hnode2"})) << record["measurements"]["hosts"];
 }
 
+// Every backend that spans nodes, 2 nodes x 2 ranks, through srun: the comm benchmark checks each
+// sum, and hier also trains. Gloo needs the interface the nodes share (eth0 in each node's
+// namespace), set the way a user would, by a setup line.
+TEST(SlurmCluster, EveryMultiNodeBackendReducesExactlyAcrossTwoNodes) {
+  const fs::path dir = scratch("slurm_backends_across_nodes");
+  const std::string launcher =
+      R"("launcher": {"name": "slurm", "mode": "pack", "setup": ["export GLOO_SOCKET_IFNAME=eth0"]})";
+  const fs::path comm = write_experiment(
+      dir, R"({"name": "across", "settings": {"kind": "comm", "ranks": 4, "nodes": 2, "timeout_s": 120,
+               "comm_min_bytes": 4, "comm_max_bytes": 4194304, "comm_size_factor": 32, "comm_iterations": 3,
+               "comm_warmup_iterations": 1},
+             "sweep": {"backend": ["allreduce", "ring", "ps", "hier", "gloo"]}, )" + launcher + "}");
+  const HarnessRun run = run_harness({"run", comm.string(), "--out", (dir / "comm").string()}, dir / "comm.log");
+  ASSERT_EQ(run.outcome.exit_code, 0) << joined(run.output);
+  const Json two_nodes = Json::parse(R"([{"host": "hnode1", "ranks": [0, 1]}, {"host": "hnode2", "ranks": [2, 3]}])");
+  std::set<std::string> backends;
+  for (const Json& record : records(dir / "comm")) {
+    backends.insert(record["settings"]["backend"].get<std::string>());
+    EXPECT_EQ(record["measurements"]["nodes"], two_nodes) << record["measurements"]["nodes"];
+    ASSERT_EQ(record["measurements"]["sizes"].size(), 5U);  // 4 B .. 4 MiB, x32
+    for (const Json& size : record["measurements"]["sizes"]) {
+      EXPECT_EQ(size["wrong"], 0) << record["settings"]["backend"] << " " << size.dump();
+      EXPECT_GT(size["inter_node_gbps"].get<double>(), 0) << size.dump();
+    }
+  }
+  EXPECT_EQ(backends.size(), 5U);
+
+  fs::create_directories(dir / "train");
+  const fs::path train = write_experiment(
+      dir / "train", R"({"name": "across_train", "settings": {"workload": "iris_mlp", "epochs": 20, "ranks": 4,
+               "nodes": 2, "timeout_s": 120, "threads_per_rank": 1}, "sweep": {"backend": ["hier", "allreduce"]}, )" +
+                         launcher + "}");
+  const HarnessRun training = run_harness({"run", train.string(), "--out", (dir / "train" / "out").string()},
+                                          dir / "train.log");
+  ASSERT_EQ(training.outcome.exit_code, 0) << joined(training.output);
+  const std::vector<Json> trained = records(dir / "train" / "out");
+  ASSERT_EQ(trained.size(), 2U);
+  for (const Json& record : trained) EXPECT_EQ(record["measurements"]["nodes"], two_nodes);
+  // The same data and the same sum: hier's loss is allreduce's, to rounding.
+  const auto rows = read_csv(dir / "train" / "out" / "summary.csv");
+  ASSERT_EQ(rows.size(), 2U);
+  EXPECT_NEAR(std::stod(rows[0].at("final_loss")), std::stod(rows[1].at("final_loss")), 1e-3);
+}
+
 // One sweep, each point ending its own way, while the others complete.
 TEST(SlurmCluster, FailedTimedOutAndCancelledPointsAreRecordedAsSuchWhileTheOthersComplete) {
   const fs::path dir = scratch("slurm_endings");
