@@ -1,12 +1,15 @@
 #include "harness/results/comm_report.h"
 
 #include <algorithm>
+#include <map>
+#include <set>
 
 #include <fmt/format.h>
 
 #include "backends/registry.h"
 
 #include "harness/results/plot_data.h"
+#include "harness/results/statistics.h"
 #include "harness/results/table.h"
 
 namespace harness {
@@ -65,7 +68,109 @@ bool any_run_on_several_nodes(const ResultSet& set) {
   return false;
 }
 
+// The settings that backends own (hier_allreduce_below_bytes, ...), by backend: set for one
+// backend, they mean nothing to another, so they neither tell configurations apart for a
+// comparison nor label another backend's.
+std::map<std::string, std::set<std::string>> backend_owned_keys() {
+  std::map<std::string, std::set<std::string>> keys;
+  for (const BackendInfo& backend : backend_table()) {
+    if (backend.settings == nullptr) continue;
+    for (const SettingRow& row : backend.settings()) keys[std::string(row.key)].insert(std::string(backend.name));
+  }
+  return keys;
+}
+
+// One configuration (its settings; repeats merged): each size's times over its repeats.
+struct Configuration {
+  PointSettings settings;
+  std::map<int64_t, std::vector<double>> times_us;
+};
+
+std::string speedups(double low, double high) {
+  const std::string first = fmt::format("{:.2f}", low);
+  const std::string last = fmt::format("{:.2f}", high);
+  return first == last ? fmt::format("{}x", first) : fmt::format("{}-{}x", first, last);
+}
+
 }  // namespace
+
+std::string crossover_summary(const ResultSet& set) {
+  std::map<std::string, Configuration> configurations;  // by its settings, as JSON
+  std::vector<std::string> in_point_order;
+  std::vector<PointSettings> all_settings;
+  for (const auto& run : set.runs()) {
+    if (!run.record.ok()) continue;
+    const std::string settings = to_json(run.record.settings).dump();
+    if (configurations.count(settings) == 0) in_point_order.push_back(settings);
+    Configuration& configuration = configurations[settings];
+    configuration.settings = run.record.settings;
+    for (const auto& size : run.record.measurements->comm->sizes) {
+      configuration.times_us[size.bytes].push_back(size.time_us_median);
+    }
+    all_settings.push_back(run.record.settings);
+  }
+  const std::map<std::string, std::set<std::string>> owners = backend_owned_keys();
+  const auto comparison_key = [&owners](const PointSettings& settings) {
+    Json key = to_json(settings);
+    key.erase("backend");
+    for (const auto& [name, backends] : owners) key.erase(name);
+    return key.dump();
+  };
+  std::map<std::string, const Configuration*> allreduce;  // by comparison key
+  for (const auto& [settings, configuration] : configurations) {
+    if (configuration.settings.backend == "allreduce") allreduce[comparison_key(configuration.settings)] = &configuration;
+  }
+  const std::vector<std::string> varying = varying_keys(all_settings);
+  const bool ranks_vary = std::find(varying.begin(), varying.end(), "ranks") != varying.end();
+  // "backend=hier hier_allreduce_below_bytes=0", "backend=ring": without other backends' settings.
+  const auto label = [&](const PointSettings& settings) {
+    std::vector<std::string> keys;
+    for (const auto& key : varying) {
+      const auto owned = owners.find(key);
+      if (owned == owners.end() || owned->second.count(settings.backend) != 0) keys.push_back(key);
+    }
+    return curve_label(settings, keys, ranks_vary);
+  };
+  std::string lines;
+  for (const auto& settings : in_point_order) {
+    const Configuration& configuration = configurations.at(settings);
+    if (configuration.settings.backend == "allreduce") continue;
+    const auto found = allreduce.find(comparison_key(configuration.settings));
+    if (found == allreduce.end()) continue;
+    std::vector<std::pair<int64_t, double>> speedup;  // size, allreduce's time / this one's
+    for (const auto& [bytes, times] : configuration.times_us) {
+      const auto reference = found->second->times_us.find(bytes);
+      if (reference == found->second->times_us.end()) continue;
+      speedup.emplace_back(bytes, median_of(reference->second) / median_of(times));
+    }
+    if (speedup.empty()) continue;
+    // The first size from which it is faster at every larger size.
+    std::size_t from = speedup.size();
+    while (from > 0 && speedup[from - 1].second > 1) --from;
+    const auto range = [&speedup](std::size_t begin, std::size_t end) {
+      double low = speedup[begin].second;
+      double high = low;
+      for (std::size_t i = begin; i < end; ++i) {
+        low = std::min(low, speedup[i].second);
+        high = std::max(high, speedup[i].second);
+      }
+      return speedups(low, high);
+    };
+    std::string verdict;
+    if (from == 0) {
+      verdict = fmt::format("faster at every size ({})", range(0, speedup.size()));
+    } else if (from == speedup.size()) {
+      verdict = fmt::format("not faster at the largest size, {} B ({})", speedup.back().first,
+                            range(speedup.size() - 1, speedup.size()));
+    } else {
+      verdict = fmt::format("faster from {} B up ({}), {} below", speedup[from].first,
+                            range(from, speedup.size()), range(0, from));
+    }
+    lines += fmt::format("  {}: {}\n", label(configuration.settings), verdict);
+  }
+  if (lines.empty()) return "";
+  return fmt::format("Against allreduce (its median time over repeats / this one's, per size):\n{}", lines);
+}
 
 std::string CommReport::failure(const Measurements& measurements) const {
   int64_t wrong = 0;
@@ -132,7 +237,12 @@ std::string CommReport::console_table(const ResultSet& set) const {
     columns.push_back({"intra", "GB/s", 7, false, of_size("{:.2f}", &MessageSizeMetrics::intra_node_gbps, "-")});
     columns.push_back({"inter", "GB/s", 7, false, of_size("{:.2f}", &MessageSizeMetrics::inter_node_gbps, "-")});
   }
-  return format_console_table(columns, size_rows(set));
+  std::string table = format_console_table(columns, size_rows(set));
+  if (const std::string crossovers = crossover_summary(set); !crossovers.empty()) {
+    table += "\n";
+    table += crossovers;
+  }
+  return table;
 }
 
 std::map<std::string, std::string> CommReport::plot_data(const ResultSet& set) const {

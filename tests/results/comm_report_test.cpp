@@ -1,0 +1,96 @@
+// The comm report's crossover lines: where each backend configuration overtakes MPI_Allreduce of
+// the same run, from the median over repeats at each size.
+#include "harness/results/comm_report.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+
+#include "harness/common/files.h"
+#include "harness/results/provenance.h"
+#include "harness/results/result_set.h"
+
+namespace harness {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A comm sweep: allreduce, hier, and hier without its MPI_Allreduce crossover, 3 repeats.
+Experiment crossover_experiment() {
+  return parse_experiment(R"({"name": "exp", "repeats": 3, "settings": {"kind": "comm", "ranks": 4, "nodes": 2},
+    "sweep": {"backend": ["allreduce", "hier"], "hier_allreduce_below_bytes": [16384, 0]},
+    "exclude": [{"backend": "allreduce", "hier_allreduce_below_bytes": 0}]})",
+                          "exp.json");
+}
+
+// Writes a record of `point` whose reductions take `times_us` at 1 KiB, 16 KiB and 64 KiB.
+void write_comm_record(const ResultsDirectory& directory, const Point& point, const std::vector<double>& times_us) {
+  PointRecord record;
+  record.experiment = "exp";
+  record.id = point.id;
+  record.index = point.index;
+  record.repeat = point.repeat;
+  record.key = point.key.hash();
+  record.settings = point.settings;
+  record.provenance = current_provenance({"harness", "run", "exp.json"});
+  record.status = PointStatus::kOk;
+  Measurements measurements;
+  measurements.kind = Kind::kComm;
+  measurements.world_size = 4;
+  measurements.hosts = {"a", "a", "b", "b"};
+  CommMeasurements comm;
+  const std::vector<int64_t> sizes = {1024, 16384, 65536};
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    MessageSizeMetrics size;
+    size.bytes = sizes[i];
+    size.time_us_median = size.time_us_min = size.time_us_max = times_us[i];
+    comm.sizes.push_back(size);
+  }
+  measurements.comm = comm;
+  record.measurements = measurements;
+  write_file_atomically(directory.record_path(record.id), to_json(record).dump(1));
+}
+
+TEST(CommReport, SaysFromWhichSizeEachConfigurationBeatsAllreduceOnMediansOverRepeats) {
+  const auto path = fs::temp_directory_path() / "harness_comm_report_test";
+  fs::remove_all(path);
+  ResultsDirectory directory(path.string());
+  directory.create();
+  const Experiment experiment = crossover_experiment();
+  const std::vector<Point> points = expand(experiment);
+  ASSERT_EQ(points.size(), 9U);  // allreduce, hier, hier below 0; 3 repeats
+  // Per configuration and repeat: one slow repeat each, which the medians leave out.
+  const std::map<std::string, std::vector<std::vector<double>>> times = {
+      {"allreduce 16384", {{30, 60, 100}, {30, 60, 100}, {300, 600, 1000}}},
+      {"hier 16384", {{30, 50, 50}, {30, 50, 50}, {30, 50, 50}}},   // from 16 KiB: 1.2x, 2x
+      {"hier 0", {{40, 50, 200}, {40, 50, 200}, {4, 5, 20}}},       // only at 16 KiB: not the largest
+  };
+  for (const Point& point : points) {
+    const std::string name = point.settings.backend + " " + to_json(point.settings)["hier_allreduce_below_bytes"].dump();
+    write_comm_record(directory, point, times.at(name).at(static_cast<std::size_t>(point.repeat)));
+  }
+  const ResultSet set = ResultSet::load(directory, experiment, points, true);
+  EXPECT_EQ(crossover_summary(set),
+            "Against allreduce (its median time over repeats / this one's, per size):\n"
+            "  backend=hier hier_allreduce_below_bytes=16384: faster from 16384 B up (1.20-2.00x), 1.00x below\n"
+            "  backend=hier hier_allreduce_below_bytes=0: not faster at the largest size, 65536 B (0.50x)\n");
+  // The console table ends with it.
+  const std::string table = CommReport().console_table(set);
+  EXPECT_NE(table.find("faster from 16384 B up"), std::string::npos) << table;
+}
+
+TEST(CommReport, SaysNothingWithoutAllreducePointsToCompareWith) {
+  const auto path = fs::temp_directory_path() / "harness_comm_report_test_alone";
+  fs::remove_all(path);
+  ResultsDirectory directory(path.string());
+  directory.create();
+  const Experiment experiment = parse_experiment(
+      R"({"name": "exp", "settings": {"kind": "comm", "ranks": 2}, "sweep": {"backend": ["ring", "shm"]}})", "exp.json");
+  const std::vector<Point> points = expand(experiment);
+  for (const Point& point : points) write_comm_record(directory, point, {10, 20, 30});
+  EXPECT_EQ(crossover_summary(ResultSet::load(directory, experiment, points, true)), "");
+}
+
+}  // namespace
+}  // namespace harness
