@@ -141,7 +141,9 @@ std::string crossover_summary(const ResultSet& set) {
     for (const auto& [bytes, times] : configuration.times_us) {
       const auto reference = found->second->times_us.find(bytes);
       if (reference == found->second->times_us.end()) continue;
-      speedup.emplace_back(bytes, median_of(reference->second) / median_of(times));
+      const double mine = median_of(times);
+      const double theirs = median_of(reference->second);
+      if (mine > 0 && theirs > 0) speedup.emplace_back(bytes, theirs / mine);
     }
     if (speedup.empty()) continue;
     // The first size from which it is faster at every larger size.
