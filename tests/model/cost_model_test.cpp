@@ -9,7 +9,7 @@
 #include "harness/common/errors.h"
 #include "harness/common/files.h"
 #include "harness/model/training_prediction.h"
-#include "harness/results/provenance.h"
+#include "../results/point_record_of.h"
 
 namespace harness {
 namespace {
@@ -92,15 +92,7 @@ ResultSet training_run(const std::string& name, const std::string& scaling = "we
       "exp.json");
   const std::vector<Point> points = expand(experiment);
   for (const Point& point : points) {
-    PointRecord record;
-    record.experiment = "exp";
-    record.id = point.id;
-    record.index = point.index;
-    record.repeat = point.repeat;
-    record.key = point.key.hash();
-    record.settings = point.settings;
-    record.provenance = current_provenance({"harness", "run", "exp.json"});
-    record.status = PointStatus::kOk;
+    PointRecord record = ok_record_of(point);
     Measurements measurements;
     TrainMeasurements train;
     train.train_samples = 120;

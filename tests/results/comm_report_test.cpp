@@ -8,8 +8,8 @@
 #include <map>
 
 #include "harness/common/files.h"
-#include "harness/results/provenance.h"
 #include "harness/results/result_set.h"
+#include "point_record_of.h"
 
 namespace harness {
 namespace {
@@ -26,15 +26,7 @@ Experiment crossover_experiment() {
 
 // Writes a record of `point` whose reductions take `times_us` at 1 KiB, 16 KiB and 64 KiB.
 void write_comm_record(const ResultsDirectory& directory, const Point& point, const std::vector<double>& times_us) {
-  PointRecord record;
-  record.experiment = "exp";
-  record.id = point.id;
-  record.index = point.index;
-  record.repeat = point.repeat;
-  record.key = point.key.hash();
-  record.settings = point.settings;
-  record.provenance = current_provenance({"harness", "run", "exp.json"});
-  record.status = PointStatus::kOk;
+  PointRecord record = ok_record_of(point);
   Measurements measurements;
   measurements.kind = Kind::kComm;
   measurements.world_size = 4;

@@ -8,10 +8,10 @@
 
 #include "harness/common/errors.h"
 #include "harness/common/files.h"
-#include "harness/results/provenance.h"
 #include "harness/results/report.h"
 #include "harness/results/table.h"
 #include "harness/results/train_report.h"
+#include "point_record_of.h"
 
 namespace harness {
 namespace {
@@ -35,15 +35,9 @@ Experiment ranks_experiment(const std::string& ranks) {
 // A record of `point`, written where `id` says (its own id unless the sweep moved it).
 void write_record(const ResultsDirectory& directory, const Point& point, double time_s,
                   const std::string& failure = "", const std::string& id = "") {
-  PointRecord record;
-  record.experiment = "exp";
-  record.id = id.empty() ? point.id : id;
-  record.index = point.index;
-  record.repeat = point.repeat;
-  record.key = point.key.hash();
-  record.settings = point.settings;
-  record.provenance = current_provenance({"harness", "run", "exp.json"});
-  record.status = failure.empty() ? PointStatus::kOk : PointStatus::kFailed;
+  PointRecord record = ok_record_of(point);
+  if (!id.empty()) record.id = id;
+  if (!failure.empty()) record.status = PointStatus::kFailed;
   record.reason = failure;
   if (record.ok()) {
     Measurements measurements;

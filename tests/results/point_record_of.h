@@ -1,0 +1,24 @@
+// Tests that write records of an experiment's points by hand ("exp.json", experiment "exp"): the
+// record's identity, settings and provenance, status ok, no measurements yet.
+#pragma once
+
+#include "harness/results/provenance.h"
+#include "harness/results/record.h"
+#include "harness/study/sweep.h"
+
+namespace harness {
+
+inline PointRecord ok_record_of(const Point& point) {
+  PointRecord record;
+  record.experiment = "exp";
+  record.id = point.id;
+  record.index = point.index;
+  record.repeat = point.repeat;
+  record.key = point.key.hash();
+  record.settings = point.settings;
+  record.provenance = current_provenance({"harness", "run", "exp.json"});
+  record.status = PointStatus::kOk;
+  return record;
+}
+
+}  // namespace harness
