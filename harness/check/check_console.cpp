@@ -47,6 +47,7 @@ std::string format_check_console(const CheckReport& report) {
                      report.count(Verdict::kMissing), report.count(Verdict::kFailed),
                      report.count(Verdict::kNotComparable), report.count(Verdict::kImproved),
                      report.count(Verdict::kPass));
+  for (const auto& line : report.notes) out += "note: " + line + "\n";
   return out;
 }
 

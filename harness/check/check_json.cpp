@@ -48,6 +48,7 @@ Json check_report_json(const CheckReport& report) {
       {"strict", report.strict},
       {"exit_status", report.exit_status()},
       {"counts", counts},
+      {"notes", report.notes},
       {"rows", rows},
   };
 }

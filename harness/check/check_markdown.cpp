@@ -48,6 +48,7 @@ std::string check_markdown(const CheckReport& report, std::size_t max_bytes) {
                       regressions, report.count(Verdict::kInconclusive), report.count(Verdict::kMissing),
                       report.count(Verdict::kFailed), report.count(Verdict::kNotComparable),
                       report.count(Verdict::kImproved), report.count(Verdict::kPass));
+  for (const auto& line : report.notes) text += fmt::format("Note: {}\n\n", cell(line));
   text += "| verdict | point | against | metric | size | baseline | current | change | 95% interval | note |\n";
   text += "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | --- | --- |\n";
   // Rows are sorted regressions first, so a cut leaves out passes before anything that matters.

@@ -22,6 +22,9 @@ struct CheckOptions {
   std::vector<std::string> metrics;                         // the ones to compare; empty = all
   Json against = Json::object();                            // setting key -> value, normalised
   std::string against_where;                                // "--against", "exp.json: check.against"
+  // Compare the timings of records from different machines (common/machine.h) instead of calling
+  // them not comparable; the report then says which machines met.
+  bool allow_other_machine = false;
 
   bool selected(std::string_view metric) const;
 };

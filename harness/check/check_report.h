@@ -49,6 +49,9 @@ struct CheckReport {
   Json against = Json::object();
   bool strict = false;
   std::vector<CheckRow> rows;  // regressions first, then inconclusive, missing, ..., passes
+  // Facts about the whole comparison that no row carries, one line each: machines compared
+  // under --allow-other-machine, a baseline that does not say which machine it ran on.
+  std::vector<std::string> notes;
 
   int count(Verdict verdict) const;
   // 1 on a regression; under --strict 4 for missing, failing-on-both or not comparable points,

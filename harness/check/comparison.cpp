@@ -107,8 +107,9 @@ struct Counterparts {
 class CandidateComparison {
  public:
   CandidateComparison(const CheckOptions& options, const Configuration& candidate, std::string reference_text,
-                      std::vector<CheckRow>& rows)
-      : options_(options), candidate_(candidate), reference_text_(std::move(reference_text)), rows_(rows) {}
+                      CheckReport& report)
+      : options_(options), candidate_(candidate), reference_text_(std::move(reference_text)), report_(report),
+        rows_(report.rows) {}
 
   CheckRow row(Verdict verdict, std::string metric, std::string note) const {
     CheckRow row;
@@ -131,12 +132,48 @@ class CandidateComparison {
   // False when a failure leaves nothing to compare.
   bool judge_statuses(const Counterparts& with) const;
   void compare_metric(const CheckMetric& metric, const Counterparts& with, bool same_run) const;
+  // False when `other` ran on another machine than the candidate and that is not allowed (a row
+  // says so); notes what the report should say about the machines otherwise.
+  bool same_machine(const Configuration& other, bool baseline_side) const;
+  void note(const std::string& line) const;
 
   const CheckOptions& options_;
   const Configuration& candidate_;
   std::string reference_text_;
+  CheckReport& report_;
   std::vector<CheckRow>& rows_;
 };
+
+void CandidateComparison::note(const std::string& line) const {
+  if (std::find(report_.notes.begin(), report_.notes.end(), line) == report_.notes.end()) report_.notes.push_back(line);
+}
+
+bool CandidateComparison::same_machine(const Configuration& other, bool baseline_side) const {
+  const PointRecord& mine = *candidate_.ok.begin()->second;
+  const PointRecord& theirs = *other.ok.begin()->second;
+  const auto& my_machine = mine.measurements->machine;
+  const auto& their_machine = theirs.measurements->machine;
+  if (!my_machine || !their_machine) {
+    // Records before schema 7 (and builds older than that) do not say; only a baseline's matters,
+    // since the points of one run share the harness that started them.
+    if (baseline_side) {
+      note("the baseline's records do not say which machine they ran on (record schema before 7): compared as if "
+           "they ran on this one");
+    }
+    return true;
+  }
+  const std::string difference = machine_difference(*my_machine, *their_machine);
+  if (difference.empty()) return true;
+  if (options_.allow_other_machine) {
+    note(fmt::format("compared across machines (--allow-other-machine): {} against {}", describe_machine(*my_machine),
+                     describe_machine(*their_machine)));
+    return true;
+  }
+  add(Verdict::kNotComparable, "all",
+      fmt::format("another machine: {} ({} against {}); --allow-other-machine compares them anyway", difference,
+                  candidate_.first_id, other.first_id));
+  return false;
+}
 
 bool CandidateComparison::judge_statuses(const Counterparts& with) const {
   // The candidate: failing now where what it is held against did not is a regression.
@@ -187,6 +224,7 @@ void CandidateComparison::compare(const Counterparts& with, bool same_run) const
       add(Verdict::kNotComparable, "all", fmt::format("{} ({} against {})", why, candidate_.first_id, other->first_id));
       return;
     }
+    if (!same_machine(*other, other != with.current_reference)) return;
   }
   for (const auto& metric : check_metric_table()) {
     if (metric.kind != candidate_.settings.kind || !options_.selected(metric.name)) continue;
@@ -272,7 +310,7 @@ CheckReport compare_results(const ResultsSide& current, const ResultsSide* basel
   for (const Configuration& candidate : current.configurations) {
     if (against && is_reference(candidate.settings, options.against)) continue;
     ++candidates;
-    CandidateComparison comparison(options, candidate, reference_text, report.rows);
+    CandidateComparison comparison(options, candidate, reference_text, report);
     Counterparts with;
     PointSettings counterpart;
     if (against) {

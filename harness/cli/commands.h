@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "harness/cli/study_loading.h"
+
 namespace harness {
 
 inline constexpr int kExitOk = 0;
@@ -23,7 +25,8 @@ int report_error(const Error& error);
 struct RunOptions {
   std::string experiment_path;
   std::string out_dir;                    // "" = results/<name>/<timestamp>
-  std::string launcher;                   // "" = the experiment's
+  // --launcher, --set, --sweep and --build: what the command line changes in the experiment.
+  StudyChanges changes;
   // Run every point, even those with a completed record in out_dir (default: keep those and run
   // only the failed and missing ones).
   bool fresh = false;
@@ -35,8 +38,6 @@ struct RunOptions {
   bool retry_failed = false;
   // Submit and return (a cluster launcher); `harness status DIR` follows the jobs.
   bool detach = false;
-  // --set KEY=VALUE: fix a setting for every point (not one the experiment sweeps).
-  std::vector<std::string> overrides;
   std::vector<std::string> command_line;  // for provenance
 };
 
@@ -44,7 +45,7 @@ int run_command(const RunOptions& options);
 // The points, their commands and the estimate, as `run --dry-run` prints them (`out_dir` as
 // --out, "" = the default).
 int plan_command(const std::string& experiment_path, const std::string& out_dir = "",
-                 const std::string& launcher = "", const std::vector<std::string>& overrides = {});
+                 const StudyChanges& changes = {});
 // Rebuilds summary.csv, stats.csv and every plot of a results directory from its records and
 // its copy of the experiment file, without running anything.
 int plot_command(const std::string& results_dir);
@@ -63,6 +64,7 @@ struct CheckCommandOptions {
   std::string baseline_dir;  // "" = none
   std::string against;       // JSON text; "" = the experiment's check.against, if any
   bool strict = false;
+  bool allow_other_machine = false;  // compare records of different machines (check_options.h)
   std::string json_path, junit_path, markdown_path;
   std::vector<std::string> thresholds;  // METRIC=VALUE
   std::vector<std::string> floors;      // METRIC=VALUE

@@ -101,18 +101,28 @@ int main(int argc, char** argv) {
           },
           "DIR"));
   run->add_flag("--fresh", run_options.fresh, "run every point again, even completed ones");
-  run->add_option("--launcher", run_options.launcher,
+  run->add_option("--launcher", run_options.changes.launcher,
                   "run through this launcher instead of the experiment's (its options there are "
                   "kept when it names the same one)");
   run->add_flag("--retry-failed", run_options.retry_failed,
                 "resume, running again only failed, lost, node-failed, preempted and missing points "
                 "(keep timed-out, out-of-memory and cancelled ones)");
-  run->add_option("--set", run_options.overrides,
+  run->add_option("--set", run_options.changes.settings,
                   "KEY=VALUE: fix a setting for every point (repeatable; VALUE as JSON, else text), e.g. "
                   "--set inject_comm_delay_us=100; not a swept one")
       ->allow_extra_args(false);
+  run->add_option("--sweep", run_options.changes.sweeps,
+                  "JSON: sweep more settings, as the experiment's \"sweep\" (lists or \"zip\" groups), e.g. "
+                  "'{\"zip\": {\"build\": [\"base\", \"head\"], \"inject_comm_delay_us\": [0, 20]}}' (repeatable; "
+                  "not a key the experiment sweeps)")
+      ->allow_extra_args(false);
+  run->add_option("--build", run_options.changes.builds,
+                  "NAME=PATH: a harness build whose rank program points can run (repeatable); the setting "
+                  "\"build\" picks it per point, and is swept over every build unless the experiment sets it, "
+                  "e.g. --build base=build-base/harness --build head=build/harness")
+      ->allow_extra_args(false);
   run->add_flag_callback(
-      "--timeline", [&run_options] { run_options.overrides.push_back("timeline=true"); },
+      "--timeline", [&run_options] { run_options.changes.settings.push_back("timeline=true"); },
       "write every point's timeline (logs/<id>.trace.json, a Chrome trace: open it in https://ui.perfetto.dev); "
       "the same as --set timeline=true");
   run->add_flag("--detach", run_options.detach,
@@ -154,6 +164,9 @@ int main(int argc, char** argv) {
                     "JSON object of setting values: compare each configuration with the one of the same run "
                     "that has them, e.g. '{\"backend\": \"allreduce\"}' (default: the experiment's check.against)");
   check->add_flag("--strict", check_options.strict, "exit 3 on inconclusive rows and 4 on missing ones");
+  check->add_flag("--allow-other-machine", check_options.allow_other_machine,
+                  "compare timings of records from different machines (host, CPU model, CPUs or memory differ) "
+                  "instead of calling them not comparable");
   check->add_option("--threshold", check_options.thresholds,
                     "METRIC=CHANGE: relative change that may regress, 0.15 or 15% (repeatable)")
       ->allow_extra_args(false);
@@ -208,7 +221,9 @@ int main(int argc, char** argv) {
                        .dump(2) << "\n";
       return harness::kExitOk;
     }
-    return harness::plan_command(plan_path, "", plan_launcher);
+    harness::StudyChanges plan_changes;
+    plan_changes.launcher = plan_launcher;
+    return harness::plan_command(plan_path, "", plan_changes);
   } catch (const std::exception& error) {
     // The subcommands report their own errors; this is the last line of defence (out of memory,
     // a filesystem error), so that nothing ends in std::terminate.

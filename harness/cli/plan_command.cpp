@@ -19,13 +19,10 @@
 
 namespace harness {
 
-int plan_command(const std::string& experiment_path, const std::string& out_dir,
-                 const std::string& launcher, const std::vector<std::string>& overrides) {
+int plan_command(const std::string& experiment_path, const std::string& out_dir, const StudyChanges& changes) {
   LoadedStudy study;
-  std::string rank_program;
   try {
-    study = load_study(experiment_path, launcher, overrides);
-    rank_program = self_executable();
+    study = load_study(experiment_path, changes);
   } catch (const Error& error) {
     return report_error(error);
   }
@@ -59,7 +56,7 @@ int plan_command(const std::string& experiment_path, const std::string& out_dir,
   std::vector<JobSpec> jobs;
   for (std::size_t i = 0; i < study.points.size(); ++i) {
     const Point& point = study.points[i];
-    jobs.push_back(SweepRunner::job_for(point, absolute, rank_program, run_id));
+    jobs.push_back(SweepRunner::job_for(point, absolute, study.rank_programs, run_id));
     jobs.back().expected_s = estimate.earlier_s[i];
     std::cout << fmt::format("  {} {}\n    {}\n", point.id, describe_point(experiment, point),
                              shell_quoted(study.scheduler->command_for(jobs.back())));

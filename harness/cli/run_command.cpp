@@ -33,15 +33,12 @@ void print_reports(const WrittenReports& written, const ResultsDirectory& direct
 }
 
 int run_command(const RunOptions& options) {
-  if (options.dry_run) {
-    return plan_command(options.experiment_path, options.out_dir, options.launcher, options.overrides);
-  }
+  if (options.dry_run) return plan_command(options.experiment_path, options.out_dir, options.changes);
   LoadedStudy study;
   std::unique_ptr<ResultsDirectory> directory;
   std::unique_ptr<DirectoryLock> lock;
-  std::string rank_program;
   try {
-    study = load_study(options.experiment_path, options.launcher, options.overrides);
+    study = load_study(options.experiment_path, options.changes);
     directory = std::make_unique<ResultsDirectory>(
         options.out_dir.empty() ? default_out_dir(study.experiment.name) : options.out_dir);
     study.scheduler->check_available();
@@ -50,7 +47,6 @@ int run_command(const RunOptions& options) {
                                     "them; detaching needs a cluster launcher (--launcher slurm)",
                                     study.scheduler->name()));
     }
-    rank_program = self_executable();
     directory->check_reusable_for(study.experiment.name);
     directory->create();
     // One run writes into a directory at a time; the lock goes with the process.
@@ -69,7 +65,7 @@ int run_command(const RunOptions& options) {
   sweep.retry_failed = options.retry_failed;
   sweep.detach = options.detach;
   sweep.command_line = options.command_line;
-  sweep.rank_program = rank_program;
+  sweep.rank_programs = study.rank_programs;
   sweep.live_progress = isatty(STDOUT_FILENO) != 0;
   SweepOutcome outcome;
   try {

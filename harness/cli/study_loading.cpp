@@ -4,6 +4,7 @@
 #include <ctime>
 #include <filesystem>
 #include <iostream>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -22,23 +23,79 @@ int report_error(const Error& error) {
 
 namespace {
 
-// The experiment with `overrides` ("KEY=VALUE", VALUE as JSON or else a string) in its settings.
-Experiment with_overrides(const Experiment& experiment, const std::vector<std::string>& overrides) {
-  if (overrides.empty()) return experiment;
-  Json root = Json::parse(experiment.source_text);
-  for (const auto& override : overrides) {
-    const auto equals = override.find('=');
+// --sweep and --set name settings; their values are checked as the file's are, but the message
+// names the option.
+void check_values(const std::string& key, const Json& values, const std::string& where) {
+  PointSettings scratch;
+  for (std::size_t i = 0; i < values.size(); ++i) apply_setting(scratch, key, values[i], fmt::format("{}[{}]", where, i));
+}
+
+// The command line's changes to an experiment's text: one "settings", "sweep" and "builds" edit each.
+class ExperimentChanges {
+ public:
+  explicit ExperimentChanges(const Experiment& experiment)
+      : experiment_(experiment), root_(Json::parse(experiment.source_text)) {
+    for (const auto& axis : experiment.sweep) swept_[axis.key] = experiment.source_path + ": " + axis.path;
+  }
+
+  // --build NAME=PATH: a build, replacing the file's of that name.
+  void add_build(const std::string& argument) {
+    const auto equals = argument.find('=');
+    const std::string name = argument.substr(0, equals);
+    if (equals == std::string::npos || !is_plain_name(name) || equals + 1 == argument.size()) {
+      throw ConfigError(fmt::format("--build {}: expected NAME=PATH, NAME of letters, digits, '_', '.' and '-', "
+                                    "such as base=build-base/harness",
+                                    describe_text(argument)));
+    }
+    root_["builds"][name] = argument.substr(equals + 1);
+    command_line_builds_.push_back(name);
+  }
+
+  // --sweep JSON: more axes, in the form of the file's "sweep" (lists, or "zip" groups).
+  void add_sweep(const std::string& text) {
+    Json sweep;
+    try {
+      sweep = Json::parse(text);
+    } catch (const Json::exception&) {
+    }
+    if (!sweep.is_object() || sweep.empty()) {
+      throw ConfigError(fmt::format("--sweep {}: expected a JSON object of lists, as an experiment's \"sweep\", "
+                                    "such as '{{\"build\": [\"base\", \"head\"]}}'",
+                                    describe_text(shortened(text, 80))));
+    }
+    Json& target = root_["sweep"];
+    for (const auto& [key, values] : sweep.items()) {
+      if (key != "zip") {
+        add_axis(key, values, "--sweep " + key);
+        target[key] = values;
+        continue;
+      }
+      const Json groups = values.is_array() ? values : Json::array({values});
+      Json& zips = target["zip"];
+      if (zips.is_object()) zips = Json::array({zips});
+      for (std::size_t g = 0; g < groups.size(); ++g) {
+        const std::string where = fmt::format("--sweep zip[{}]", g);
+        if (!groups[g].is_object() || groups[g].empty()) {
+          throw ConfigError(where + ": expected an object of equally long lists");
+        }
+        for (const auto& [zipped, list] : groups[g].items()) add_axis(zipped, list, where + "." + zipped);
+        zips.push_back(groups[g]);
+      }
+    }
+  }
+
+  // --set KEY=VALUE: VALUE as JSON, or else a string.
+  void set(const std::string& argument) {
+    const auto equals = argument.find('=');
     if (equals == std::string::npos || equals == 0) {
       throw ConfigError(fmt::format("--set {}: expected KEY=VALUE, such as inject_comm_delay_us=100",
-                                    describe_text(override)));
+                                    describe_text(argument)));
     }
-    const std::string key = override.substr(0, equals);
-    const std::string text = override.substr(equals + 1);
-    for (const auto& axis : experiment.sweep) {
-      if (axis.key == key) {
-        throw ConfigError(fmt::format("--set {}: {} is swept in {} ({}); --set fixes a setting for every point",
-                                      key, key, experiment.source_path, axis.path));
-      }
+    const std::string key = argument.substr(0, equals);
+    const std::string text = argument.substr(equals + 1);
+    if (const auto swept = swept_.find(key); swept != swept_.end()) {
+      throw ConfigError(fmt::format("--set {}: {} is swept in {}; --set fixes a setting for every point", key, key,
+                                    swept->second));
     }
     Json value;
     try {
@@ -46,19 +103,69 @@ Experiment with_overrides(const Experiment& experiment, const std::vector<std::s
     } catch (const Json::exception&) {
       value = text;  // backend=ring (and 1e999, which the setting then refuses as a string)
     }
-    PointSettings check;
-    apply_setting(check, key, value, "--set " + key);
-    root["settings"][key] = value;
+    PointSettings scratch;
+    apply_setting(scratch, key, value, "--set " + key);
+    root_["settings"][key] = value;
   }
-  return parse_experiment(root.dump(2) + "\n", experiment.source_path);
+
+  // The changed experiment; its builds' paths absolute, so that its results' copy finds them from
+  // anywhere (harness status runs from another directory, SLURM nodes start elsewhere).
+  Experiment result() {
+    if (root_.contains("builds") && root_["builds"].is_object()) {
+      for (auto& [name, path] : root_["builds"].items()) {
+        if (!path.is_string() || path.get_ref<const std::string&>().empty()) continue;  // the parser says why
+        std::error_code error;
+        const std::filesystem::path absolute = std::filesystem::absolute(path.get<std::string>(), error);
+        if (!error) path = absolute.lexically_normal().string();
+      }
+    }
+    Experiment changed = parse_experiment(root_.dump(2) + "\n", experiment_.source_path);
+    for (auto& build : changed.builds) {
+      if (std::find(command_line_builds_.begin(), command_line_builds_.end(), build.name) != command_line_builds_.end()) {
+        build.where = "--build " + build.name;
+      }
+    }
+    return changed;
+  }
+
+ private:
+  // A key swept on the command line: checked, and no longer fixed in "settings" (the command line
+  // wins over the file, as --set does).
+  void add_axis(const std::string& key, const Json& values, const std::string& where) {
+    if (const auto swept = swept_.find(key); swept != swept_.end()) {
+      throw ConfigError(fmt::format("{}: {} is swept already ({})", where, key, swept->second));
+    }
+    if (!values.is_array() || values.empty()) {
+      throw ConfigError(fmt::format("{}: expected a non-empty list of values, got {}", where, describe_json(values)));
+    }
+    check_values(key, values, where);
+    swept_[key] = where;
+    if (root_.contains("settings") && root_["settings"].is_object()) root_["settings"].erase(key);
+  }
+
+  const Experiment& experiment_;
+  Json root_;
+  std::map<std::string, std::string> swept_;  // key -> where it is swept
+  std::vector<std::string> command_line_builds_;
+};
+
+Experiment with_changes(const Experiment& experiment, const StudyChanges& changes) {
+  if (changes.settings.empty() && changes.sweeps.empty() && changes.builds.empty() && experiment.builds.empty()) {
+    return experiment;
+  }
+  ExperimentChanges edit(experiment);
+  for (const auto& build : changes.builds) edit.add_build(build);
+  for (const auto& sweep : changes.sweeps) edit.add_sweep(sweep);
+  for (const auto& setting : changes.settings) edit.set(setting);
+  return edit.result();
 }
 
 }  // namespace
 
-LoadedStudy load_study(const std::string& experiment_path, const std::string& launcher,
-                       const std::vector<std::string>& overrides) {
+LoadedStudy load_study(const std::string& experiment_path, const StudyChanges& changes) {
   LoadedStudy study;
-  study.experiment = with_overrides(load_experiment(experiment_path), overrides);
+  study.experiment = with_changes(load_experiment(experiment_path), changes);
+  const std::string& launcher = changes.launcher;
   if (!launcher.empty() && launcher != study.experiment.launcher.name) {
     LauncherSpec spec;
     spec.name = launcher;
@@ -73,6 +180,8 @@ LoadedStudy load_study(const std::string& experiment_path, const std::string& la
   study.points = expand(study.experiment);
   study.scheduler = make_scheduler(study.experiment.launcher);
   validate_points(study.experiment, study.points, study.scheduler->limits());
+  study.rank_programs = RankPrograms::probe(study.experiment, self_executable());
+  validate_builds(study.experiment, study.points, study.rank_programs.facts());
   return study;
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/launch/rank_programs.h"
 #include "harness/launch/scheduler.h"
 #include "harness/results/results_directory.h"
 #include "harness/study/experiment.h"
@@ -17,14 +18,22 @@ struct LoadedStudy {
   Experiment experiment;
   std::vector<Point> points;
   std::unique_ptr<Scheduler> scheduler;
+  RankPrograms rank_programs;  // this binary and the experiment's builds, probed
 };
 
-// Throws ConfigError naming the file and field for anything wrong; nothing runs. A non-empty
-// `launcher` (run --launcher NAME) replaces the experiment's launcher; the experiment's options
-// for it are kept when it names the same one. `overrides` (run --set KEY=VALUE) fix settings for
-// every point: they go into the experiment's "settings", and so into the copy its results keep.
-LoadedStudy load_study(const std::string& experiment_path, const std::string& launcher = "",
-                       const std::vector<std::string>& overrides = {});
+// What `harness run` changes in an experiment from the command line. The changes go into the
+// experiment's text, and so into the copy its results keep.
+struct StudyChanges {
+  std::string launcher;               // --launcher NAME: replaces the experiment's ("" = keep)
+  std::vector<std::string> settings;  // --set KEY=VALUE: fixes a setting for every point
+  std::vector<std::string> sweeps;    // --sweep JSON: sweeps more settings (the file's "sweep" form)
+  std::vector<std::string> builds;    // --build NAME=PATH: names a build (study/builds.h)
+};
+
+// Throws ConfigError naming the file and field (or the option) for anything wrong; nothing runs.
+// A launcher named on the command line keeps the experiment's options for it when it names the
+// same one. Builds' paths are made absolute (from the working directory) and each build is probed.
+LoadedStudy load_study(const std::string& experiment_path, const StudyChanges& changes = {});
 
 // The experiment a results directory keeps (DIR/experiment.json). Throws ConfigError
 // "<prefix><dir>: not a results directory (no experiment.json)" when there is none.

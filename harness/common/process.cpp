@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -271,6 +272,33 @@ ProcessOutcome run_process(const ProcessRequest& request) {
     // A tenth of a second at most, so that timeouts and interrupts are seen.
     wait_for_any({&child}, 0.1);
   }
+}
+
+CapturedRun run_captured(ProcessRequest request, std::size_t max_bytes) {
+  if (request.log_path.empty()) {
+    const char* directory = std::getenv("TMPDIR");
+    std::string pattern = fmt::format("{}/harness-output-XXXXXX", directory != nullptr && *directory ? directory : "/tmp");
+    const int fd = ::mkstemp(pattern.data());
+    if (fd < 0) throw LaunchError(fmt::format("{}: cannot create a temporary file: {}", pattern, std::strerror(errno)));
+    ::close(fd);
+    request.log_path = pattern;
+  }
+  CapturedRun run;
+  try {
+    run.outcome = run_process(request);
+  } catch (...) {
+    ::unlink(request.log_path.c_str());
+    throw;
+  }
+  std::ifstream in(request.log_path, std::ios::binary);
+  char chunk[65536];
+  while (run.output.size() < max_bytes &&
+         in.read(chunk, static_cast<std::streamsize>(std::min(sizeof(chunk), max_bytes - run.output.size())))
+             .gcount() > 0) {
+    run.output.append(chunk, static_cast<std::size_t>(in.gcount()));
+  }
+  ::unlink(request.log_path.c_str());
+  return run;
 }
 
 void install_interrupt_handlers() {

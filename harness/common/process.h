@@ -76,6 +76,15 @@ void wait_for_any(const std::vector<const ChildProcess*>& children, double timeo
 // Starts the program and waits for it. Throws LaunchError when it cannot start.
 ProcessOutcome run_process(const ProcessRequest& request);
 
+// A program run to its end with its output (stdout and stderr together) kept.
+struct CapturedRun {
+  ProcessOutcome outcome;
+  std::string output;  // at most the first `max_bytes`
+};
+// Runs `request` like run_process, its output going to request.log_path (or, when that is empty,
+// a temporary file), which is read and removed afterwards. Throws LaunchError when it cannot start.
+CapturedRun run_captured(ProcessRequest request, std::size_t max_bytes = std::size_t{1} << 20);
+
 // Installs SIGINT/SIGTERM handlers that make children stop and interrupt_requested() return
 // true, instead of killing the harness and leaving mpirun behind.
 void install_interrupt_handlers();

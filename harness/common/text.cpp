@@ -1,6 +1,7 @@
 #include "harness/common/text.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 
@@ -70,6 +71,13 @@ std::string describe_json(const Json& value) {
 }
 
 std::string describe_text(std::string_view text) { return describe_json(Json(std::string(text))); }
+
+bool is_plain_name(std::string_view name, std::size_t max_length) {
+  if (name.empty() || name.size() > max_length || name[0] == '.' || name[0] == '-') return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '.' || c == '-';
+  });
+}
 
 std::string format_duration(double seconds) {
   if (seconds < 9.95) return fmt::format("{:.1f} s", std::max(0.0, seconds));

@@ -23,6 +23,10 @@ std::string describe_text(std::string_view text);
 // cut, so that echoing user input keeps an error message short.
 std::string shortened(std::string_view text, std::size_t max_bytes);
 
+// Letters, digits, '_', '.' and '-', not starting with '.' or '-', 1 to `max_length` bytes: a
+// name that is safe as a file name and in a command line (experiment and build names).
+bool is_plain_name(std::string_view name, std::size_t max_length = 100);
+
 // "45 s", "3 min 20 s", "2 h 05 min".
 std::string format_duration(double seconds);
 

@@ -46,6 +46,7 @@ PointRecord record_of_ended_job(const std::string& experiment_name, const EndedJ
   record.provenance = current_provenance(command_line);
   record.provenance.started_at = utc_timestamp(result.started_at);
   record.provenance.finished_at = utc_timestamp(result.finished_at);
+  record.build = ended.build;
 
   std::string failure;
   if (result.end != JobEnd::kCompleted) {

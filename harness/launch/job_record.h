@@ -2,6 +2,7 @@
 // what rank 0 measured (complete, or partial when the job did not complete), where its time went.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@ struct EndedJob {
   std::string scheduler;             // the scheduler's name
   int threads_per_rank = 0;          // as the scheduler gave them (0: decided in the job)
   const JobResult* result = nullptr;
+  std::optional<BuildProvenance> build;  // the named build whose rank program ran it, if any
 };
 
 // Builds the record and removes the measurements file it read. `remark` gets the kind's remark on

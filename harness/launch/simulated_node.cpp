@@ -4,11 +4,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <string>
 
 #include <fmt/format.h>
+
+#include "harness/common/machine.h"
 
 namespace harness {
 
@@ -18,6 +21,13 @@ int simulated_node_main(int argc, char** argv) {
     return 2;
   }
   const std::string host = argv[0];
+  // The ranks' records say which machine they ran on (common/machine.h): this one, whatever the
+  // simulated host is called.
+  if (std::getenv(kPhysicalHostVariable) == nullptr) {
+    char physical[256] = {};
+    ::gethostname(physical, sizeof(physical) - 1);
+    ::setenv(kPhysicalHostVariable, physical, 0);
+  }
   if (::unshare(CLONE_NEWUTS) != 0) {
     std::cerr << fmt::format(
         "harness simulated-node: cannot simulate host {}: unshare(CLONE_NEWUTS) failed: {} (simulated "

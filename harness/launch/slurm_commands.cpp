@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -124,25 +123,20 @@ SlurmCommands::SlurmCommands(std::string scratch_dir) : scratch_dir_(std::move(s
 
 SlurmCommands::Output SlurmCommands::run(const std::vector<std::string>& argv, double timeout_s) const {
   static std::atomic<int> counter{0};
-  const std::string path = fmt::format("{}/.{}-{}-{}.out", scratch_dir_, argv[0], ::getpid(), counter++);
   ProcessRequest request;
   request.argv = argv;
-  request.log_path = path;
+  request.log_path = fmt::format("{}/.{}-{}-{}.out", scratch_dir_, argv[0], ::getpid(), counter++);
   request.timeout_s = timeout_s;
   // Cancelling jobs after Ctrl-C is exactly when these must still run.
   request.stop_on_interrupt = false;
   // Dates and states in the C locale's words.
   request.environment = {{"LC_ALL", "C"}, {"SLURM_TIME_FORMAT", "standard"}};
+  // squeue and sacct of a sweep of thousands of jobs print megabytes.
+  const CapturedRun captured = run_captured(std::move(request), std::size_t{64} << 20);
   Output output;
-  const ProcessOutcome outcome = run_process(request);
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  output.text = text.str();
-  std::error_code ignored;
-  std::filesystem::remove(path, ignored);
-  output.exit_code = outcome.exited ? outcome.exit_code : -1;
-  if (outcome.timed_out) output.text += fmt::format("\n(no answer within {} s)", timeout_s);
+  output.text = captured.output;
+  output.exit_code = captured.outcome.exited ? captured.outcome.exit_code : -1;
+  if (captured.outcome.timed_out) output.text += fmt::format("\n(no answer within {} s)", timeout_s);
   return output;
 }
 

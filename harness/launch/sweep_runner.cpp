@@ -31,6 +31,13 @@ std::string without_path(const std::string& problem, const std::string& path) {
   return problem.rfind(path + ": ", 0) == 0 ? problem.substr(path.size() + 2) : problem;
 }
 
+// Whether a record's build is the build a point would run now: the same binary, built from the
+// same commit (a rebuilt base must be measured again).
+bool same_build(const std::optional<BuildProvenance>& recorded, const std::optional<BuildProvenance>& now) {
+  if (!recorded || !now) return !recorded && !now;
+  return recorded->path == now->path && recorded->version == now->version && recorded->commit == now->commit;
+}
+
 Json launcher_json(const LauncherSpec& spec) {
   Json json = spec.options.is_object() ? spec.options : Json::object();
   json["name"] = spec.name;
@@ -57,7 +64,7 @@ SweepRunner::SweepRunner(const Experiment& experiment, const std::vector<Point>&
 }
 
 JobSpec SweepRunner::job_for(const Point& point, const ResultsDirectory& directory,
-                             const std::string& rank_program, const std::string& run_id) {
+                             const RankPrograms& rank_programs, const std::string& run_id) {
   JobSpec job;
   job.name = point.id;
   job.key = point.key.hash();
@@ -66,7 +73,8 @@ JobSpec SweepRunner::job_for(const Point& point, const ResultsDirectory& directo
   job.ranks_per_node = point.settings.ranks_per_node;
   job.threads_per_rank = point.settings.threads_per_rank;
   job.time_limit_s = point.settings.timeout_s;
-  job.argv = {rank_program, "worker", "--settings", to_json(point.settings).dump(),
+  job.argv = {rank_programs.path_for(point.settings), "worker", "--settings",
+              rank_programs.worker_settings_for(point.settings).dump(),
               "--output", directory.measurements_path(point.id, run_id)};
   job.log_path = directory.log_path(point.id);
   job.measurements_path = job.argv.back();
@@ -107,9 +115,11 @@ std::optional<PointStatus> SweepRunner::adopt_earlier_record(const Point& point,
   const std::string own_path = directory_.record_path(point.id);
   const StoredRecord* found = nullptr;
   for (const auto& file : stored) {
-    // Only records of this harness version: another version may measure differently.
+    // Only records of this harness version (and of the same build binary): another version may
+    // measure differently.
     if (!file.record || !keeps(*file.record) || file.record->provenance.harness_version != kHarnessVersion ||
-        PointKey(file.record->settings, file.record->repeat) != point.key) {
+        PointKey(file.record->settings, file.record->repeat) != point.key ||
+        !same_build(file.record->build, options_.rank_programs.provenance_for(point.settings))) {
       continue;
     }
     if (found == nullptr || file.path == own_path) found = &file;
@@ -150,7 +160,7 @@ void SweepRunner::adopt_ledger_jobs(const std::vector<const Point*>& candidates)
     if (point == candidates.end()) continue;
     InFlight job;
     job.point = *point;
-    job.job = job_for(**point, directory_, options_.rank_program, run_id_);
+    job.job = job_for(**point, directory_, options_.rank_programs, run_id_);
     job.job.measurements_path = entry.measurements_path;
     job.job.argv.back() = entry.measurements_path;
     job.command = entry.command;
@@ -186,7 +196,8 @@ bool SweepRunner::record_ended(const JobResult& ended, Progress& progress) {
   std::vector<std::string> details;
   const PointRecord record = record_of_ended_job(
       experiment_.name,
-      {job.point, &job.job, job.command, std::string(scheduler_.name()), scheduler_.threads_per_rank(job.job), &ended},
+      {job.point, &job.job, job.command, std::string(scheduler_.name()), scheduler_.threads_per_rank(job.job), &ended,
+       options_.rank_programs.provenance_for(job.point->settings)},
       options_.command_line, remark);
   try {
     write_file_atomically(directory_.record_path(record.id), to_json(record).dump(1));
@@ -248,7 +259,7 @@ SweepOutcome SweepRunner::loop(Submit submit, bool follow) {
   }
   if (!to_run.empty()) {
     std::vector<JobSpec> jobs;
-    for (const Point* point : to_run) jobs.push_back(job_for(*point, directory_, options_.rank_program, run_id_));
+    for (const Point* point : to_run) jobs.push_back(job_for(*point, directory_, options_.rank_programs, run_id_));
     if (const std::string caution = scheduler_.caution(jobs); !caution.empty()) {
       out_ << "harness: warning: " << caution << "\n";
     }
@@ -278,7 +289,7 @@ SweepOutcome SweepRunner::loop(Submit submit, bool follow) {
       while (next < to_run.size() && static_cast<int>(in_flight_.size() + batch.size()) < scheduler_.max_parallel()) {
         InFlight job;
         job.point = to_run[next++];
-        job.job = job_for(*job.point, directory_, options_.rank_program, run_id_);
+        job.job = job_for(*job.point, directory_, options_.rank_programs, run_id_);
         job.job.expected_s = earlier_s.count(job.point) ? earlier_s[job.point] : 0;
         job.command = scheduler_.command_for(job.job);
         job.label = label(*job.point);

@@ -2,7 +2,8 @@
 // keeps up to the scheduler's max_parallel of them in flight, turns each ended job into a record
 // (written atomically to points/<id>.json) and shows the progress.
 //
-// Resuming: a point whose complete record (same PointKey, same harness version) is already in the
+// Resuming: a point whose complete record (same PointKey, same harness version and, for a point of a
+// named build, the same build binary and commit) is already in the
 // directory is kept, not run; a point whose job is still in flight from an earlier harness (the
 // directory's ledger, job_ledger.h; a cluster's jobs outlive the harness) is followed, not
 // submitted again. On Ctrl-C every job in flight is cancelled and the points finished so far are
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "harness/launch/job_ledger.h"
+#include "harness/launch/rank_programs.h"
 #include "harness/launch/scheduler.h"
 #include "harness/results/record.h"
 #include "harness/results/results_directory.h"
@@ -32,7 +34,7 @@ struct SweepOptions {
   bool retry_failed = false;
   bool detach = false;                    // submit, then return without following the jobs
   std::vector<std::string> command_line;  // for the records' provenance
-  std::string rank_program;               // the `harness` binary whose `worker` the ranks run
+  RankPrograms rank_programs;             // the `harness` binary whose `worker` each point's ranks run
   bool live_progress = false;             // redraw progress lines (a terminal)
 };
 
@@ -70,7 +72,7 @@ class SweepRunner {
 
   // The job that runs `point` (for dry runs too: scheduler.command_for(job_for(...))).
   static JobSpec job_for(const Point& point, const ResultsDirectory& directory,
-                         const std::string& rank_program, const std::string& run_id);
+                         const RankPrograms& rank_programs, const std::string& run_id);
 
  private:
   struct InFlight {

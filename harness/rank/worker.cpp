@@ -23,6 +23,7 @@
 #include "harness/common/errors.h"
 #include "harness/common/clock.h"
 #include "harness/common/files.h"
+#include "harness/common/machine.h"
 #include "harness/rank/step_records.h"
 #include "harness/results/record.h"
 #include "backends/device_staging.h"
@@ -295,6 +296,7 @@ void run(const WorkerArguments& arguments, const Communicator& communicator, Pha
   context.mpi_library = mpi_library_version();
   context.torch_version = TORCH_VERSION;
   context.hosts = all_host_names(communicator);  // collective
+  context.machine = this_machine();
   clock.lap(&RankPhases::init_s);
 
   Timeline timeline;

@@ -189,6 +189,7 @@ std::map<std::string, std::string> CommReport::tables(const ResultSet& set) cons
       {"id", [](const SizeRow& row) { return row.run->record.id; }},
       {"status", [](const SizeRow& row) { return std::string(status_name(row.run->record.status)); }},
       {"backend", [](const SizeRow& row) { return row.run->record.settings.backend; }},
+      {"build", [](const SizeRow& row) { return row.run->record.settings.build; }},
       {"ranks", [](const SizeRow& row) { return std::to_string(row.run->record.settings.ranks); }},
       {"bytes", [](const SizeRow& row) { return row.size ? std::to_string(row.size->bytes) : ""; }},
       {"time_us_median", of_size("{:.6g}", &MessageSizeMetrics::time_us_median, "")},
@@ -234,6 +235,9 @@ std::string CommReport::console_table(const ResultSet& set) const {
          return fraction < 0 ? std::string("-") : fmt::format("{:.0f}", 100 * fraction);
        }},
   };
+  if (!set.experiment().builds.empty()) {
+    columns.insert(columns.begin() + 2, {"build", "", 6, false, [](const SizeRow& row) { return row.run->record.settings.build; }});
+  }
   if (any_run_on_several_nodes(set)) {
     // What the transport gives between two ranks, beside what the backend made of it.
     columns.push_back({"intra", "GB/s", 7, false, of_size("{:.2f}", &MessageSizeMetrics::intra_node_gbps, "-")});

@@ -221,6 +221,12 @@ Json to_json(const Measurements& m) {
   json["nodes"] = std::move(nodes);  // derived from hosts: written for readers, not read back
   json["mpi_library"] = m.mpi_library;
   json["torch_version"] = m.torch_version;
+  if (m.machine) {
+    json["machine"] = {{"host", m.machine->host},
+                       {"cpu_model", m.machine->cpu_model},
+                       {"logical_cpus", m.machine->logical_cpus},
+                       {"memory_bytes", m.machine->memory_bytes}};
+  }
   if (m.phases) json["phases"] = to_json(*m.phases);
   if (m.train) write_train(*m.train, json);
   if (m.comm) {
@@ -246,6 +252,11 @@ Measurements measurements_from_json(const Json& json, const std::string& where) 
   m.hosts = fields.list<std::string>("hosts");
   m.mpi_library = fields.text("mpi_library");
   m.torch_version = fields.text("torch_version");
+  if (fields.has("machine")) {
+    const Fields machine = fields.object("machine");
+    m.machine = MachineFacts{machine.text("host"), machine.text("cpu_model"),
+                             static_cast<int>(machine.integer("logical_cpus")), machine.integer("memory_bytes")};
+  }
   if (fields.has("phases")) m.phases = phases_from(fields.object("phases"));
   if (m.kind == Kind::kTrain) {
     m.train = train_from(fields, version);

@@ -21,6 +21,10 @@
 //      one core (`reduce_probe_one_us`, `copy_probe_one_us`) and the point-to-point bandwidth
 //      inside a node and between nodes (`intra_node_gbps`, `inter_node_gbps`). Measurements
 //      only, as version 5.
+//   7  adds the measurements' `machine` (where rank 0 ran: host, CPU model, logical CPUs,
+//      memory; harness check tells runs of different machines apart by it), and the record's
+//      `build` (the harness build whose rank program ran the point, when the experiment names
+//      builds) with the setting `build`. Timings mean what they meant in version 6.
 #pragma once
 
 #include <cstdint>
@@ -30,11 +34,12 @@
 #include <vector>
 
 #include "harness/common/json.h"
+#include "harness/common/machine.h"
 #include "harness/study/settings.h"
 
 namespace harness {
 
-inline constexpr int kRecordSchemaVersion = 6;
+inline constexpr int kRecordSchemaVersion = 7;
 // Records of this version and later time the same things in the same way: `harness check`
 // compares their timings, while a record older than this is compared only with its own version.
 inline constexpr int kTimingsComparableSince = 4;
@@ -175,6 +180,7 @@ struct Measurements {
   std::vector<std::string> hosts;  // per rank; the records also list them as `nodes` (node_layout)
   std::string mpi_library;
   std::string torch_version;
+  std::optional<MachineFacts> machine;  // version 7 (a build older than 0.4.0 leaves it out)
   std::optional<RankPhases> phases;  // version 2
   std::optional<TrainMeasurements> train;  // kind train
   std::optional<CommMeasurements> comm;    // kind comm
@@ -218,6 +224,14 @@ struct Provenance {
   std::string finished_at;
 };
 
+// The harness build whose rank program ran a point (study/builds.h), as it described itself.
+struct BuildProvenance {
+  std::string name;     // the value of the point's `build` setting
+  std::string path;     // absolute
+  std::string version;  // its `--version`: "0.3.0"
+  std::string commit;   // "31f404a0c2b1"
+};
+
 struct PointRecord {
   int schema_version = kRecordSchemaVersion;  // as read (a converted record keeps its own)
   std::string experiment;
@@ -231,6 +245,7 @@ struct PointRecord {
   PointSettings settings;
   LaunchInfo launch;
   Provenance provenance;
+  std::optional<BuildProvenance> build;  // version 7: present when the point ran a named build
   std::optional<PointTiming> timing;
   std::optional<Measurements> measurements;  // present exactly when ok
   // What a point that is not ok had measured before it stopped (a timeout's steps so far).

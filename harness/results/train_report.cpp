@@ -42,6 +42,7 @@ const std::vector<RunColumn>& summary_columns() {
       setting("workload", [](const PointSettings& s) { return s.workload; }),
       setting("engine", [](const PointSettings& s) { return s.engine; }),
       setting("backend", [](const PointSettings& s) { return s.backend; }),
+      setting("build", [](const PointSettings& s) { return s.build; }),
       setting("device", [](const PointSettings& s) { return s.device; }),
       setting("ranks", [](const PointSettings& s) { return s.ranks; }),
       setting("batch_size", [](const PointSettings& s) { return s.batch_size; }),
@@ -134,6 +135,7 @@ const std::vector<ConfigurationColumn>& stats_columns() {
         setting_of("workload", [](const PointSettings& s) { return s.workload; }),
         setting_of("engine", [](const PointSettings& s) { return s.engine; }),
         setting_of("backend", [](const PointSettings& s) { return s.backend; }),
+        setting_of("build", [](const PointSettings& s) { return s.build; }),
         setting_of("device", [](const PointSettings& s) { return s.device; }),
         setting_of("ranks", [](const PointSettings& s) { return s.ranks; }),
         setting_of("batch_size", [](const PointSettings& s) { return s.batch_size; }),
@@ -209,9 +211,10 @@ std::string workload_label(const PointSettings& settings) {
   return settings.engine == "torch" ? settings.workload : settings.workload + "/" + settings.engine;
 }
 
-// The console tables' first columns for a configuration: which one it is.
-std::vector<ConsoleColumn<ConfigurationRow>> configuration_identity_columns() {
-  return std::vector<ConsoleColumn<ConfigurationRow>>{
+// The console tables' first columns for a configuration: which one it is (its build too, when the
+// experiment names builds).
+std::vector<ConsoleColumn<ConfigurationRow>> configuration_identity_columns(const ResultSet& set) {
+  std::vector<ConsoleColumn<ConfigurationRow>> columns{
       {"first id", "", 13, true, [](const ConfigurationRow& row) { return row.first_run().record.id; }},
       {"workload", "", 14, false, [](const ConfigurationRow& row) { return workload_label(row.stats().settings); }},
       {"backend", "", 10, false, [](const ConfigurationRow& row) { return row.stats().settings.backend; }},
@@ -219,6 +222,11 @@ std::vector<ConsoleColumn<ConfigurationRow>> configuration_identity_columns() {
       {"batch", "/rank", 6, false,
        [](const ConfigurationRow& row) { return std::to_string(batch_per_training_rank(row.stats().settings)); }},
   };
+  if (!set.experiment().builds.empty()) {
+    columns.insert(columns.begin() + 3, {"build", "", 6, false,
+                                         [](const ConfigurationRow& row) { return row.stats().settings.build; }});
+  }
+  return columns;
 }
 
 }  // namespace
@@ -263,7 +271,7 @@ std::string efficiency_loss_table(const ResultSet& set) {
       return fmt::format("{:.1f}", 100 * (row.set->efficiency_losses()[row.index].*field));
     };
   };
-  std::vector<Column> columns = configuration_identity_columns();
+  std::vector<Column> columns = configuration_identity_columns(set);
   columns.insert(columns.end(), {
       {"lost", "points", 7, false, points(&EfficiencyLoss::lost)},
       {"compute", "inflation", 9, false, points(&EfficiencyLoss::compute)},
@@ -308,7 +316,7 @@ std::string runs_table(const ResultSet& set) {
   const auto scaled = [](const std::function<std::string(const Scaling&)>& format) {
     return [format](const Run* run) { return run->scaling ? format(*run->scaling) : std::string("-"); };
   };
-  const std::vector<Column> columns = {
+  std::vector<Column> columns = {
       {"id", "", 13, true, [](const Run* run) { return run->record.id; }},
       {"workload", "", 14, false, [](const Run* run) { return workload_label(run->record.settings); }},
       {"backend", "", 10, false, [](const Run* run) { return run->record.settings.backend; }},
@@ -332,6 +340,9 @@ std::string runs_table(const ResultSet& set) {
       {"loss", "", 8, false, ok([](const Run& r) { return fmt::format("{:.4f}", r.metrics->final_loss); })},
       {"acc", "%", 6, false, ok([](const Run& r) { return fmt::format("{:.1f}", 100 * r.metrics->accuracy); })},
   };
+  if (!set.experiment().builds.empty()) {
+    columns.insert(columns.begin() + 3, {"build", "", 6, false, [](const Run* run) { return run->record.settings.build; }});
+  }
   return format_console_table(columns, run_rows(set));
 }
 
@@ -341,7 +352,7 @@ std::string configurations_table(const ResultSet& set) {
     return fmt::format("{:.{}f} [{:.{}f}-{:.{}f}]", scale * value.median, digits, scale * value.low,
                        digits, scale * value.high, digits);
   };
-  std::vector<Column> columns = configuration_identity_columns();
+  std::vector<Column> columns = configuration_identity_columns(set);
   columns.insert(columns.end(), {
       {"ok", "runs", 5, false,
        [](const ConfigurationRow& row) { return fmt::format("{}/{}", row.stats().ok_runs, row.stats().runs.size()); }},

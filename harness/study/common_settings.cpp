@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "harness/common/json_values.h"
+#include "harness/common/text.h"
 #include "harness/study/settings.h"
 
 namespace harness {
@@ -205,6 +206,18 @@ std::vector<SettingRow> common_setting_rows() {
                "write logs/<id>.trace.json: a Chrome trace (Perfetto, chrome://tracing) of every rank "
                "during a sample of steps (the first 10 timed ones and 40 spread over the rest)",
                &PointSettings::timeline),
+      {"build", "a build name (letters, digits, '_', '.', '-'; \"\" = the running harness)",
+       "which harness build's rank program runs the point: a name from the experiment's \"builds\" "
+       "or harness run --build NAME=PATH (\"\" = the running harness); compares builds interleaved",
+       R"({"type": "string", "pattern": "^([A-Za-z0-9_][A-Za-z0-9_.-]{0,99})?$"})",
+       [](PointSettings& s, const Json& v, const std::string& where) {
+         constexpr const char* kExpected = "a build name (letters, digits, '_', '.', '-'; \"\" = the running harness)";
+         if (!v.is_string()) fail_expected(where, kExpected, v);
+         const auto& name = v.get_ref<const std::string&>();
+         if (!name.empty() && !is_plain_name(name)) fail_expected(where, kExpected, v);
+         s.build = name;
+       },
+       [](const PointSettings& s) { return Json(s.build); }},
   };
 }
 

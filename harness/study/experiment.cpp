@@ -10,6 +10,7 @@
 #include "harness/common/errors.h"
 #include "harness/common/files.h"
 #include "harness/common/text.h"
+#include "harness/study/builds.h"
 #include "harness/study/json_document.h"
 
 namespace harness {
@@ -18,7 +19,7 @@ namespace {
 // "$schema" lets editors find experiments/schema.json; the harness ignores its value.
 const std::vector<std::string_view> kTopLevelKeys = {
     "name", "description", "launcher", "settings", "sweep", "exclude", "repeats", "baseline",
-    "check", "convergence", "$schema"};
+    "check", "convergence", "builds", "$schema"};
 constexpr int kMaxRepeats = 1000;
 
 std::string unknown_key_message(const std::string& where, const std::string& key,
@@ -37,15 +38,6 @@ std::string unknown_key_message(const std::string& where, const std::string& key
 constexpr ExpectedFile kExperimentFile{"experiment file", "an experiment file (JSON)", std::size_t{16} << 20};
 
 constexpr std::size_t kMaxNameLength = 100;
-
-bool is_directory_name(const std::string& name) {
-  if (name.empty() || name.size() > kMaxNameLength || name[0] == '.' || name[0] == '-') {
-    return false;
-  }
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '.' || c == '-';
-  });
-}
 
 // "launcher": "local", or {"name": "local", <that scheduler's options>}. The name and options are
 // checked against the scheduler table when the launcher is made (launch/scheduler.h).
@@ -95,7 +87,7 @@ Experiment parse_experiment(const std::string& text, const std::string& source_p
 
   const std::string name_where = source_path + ": name";
   if (!root.contains("name")) throw ConfigError(name_where + ": required key is missing");
-  if (!root["name"].is_string() || !is_directory_name(root["name"].get<std::string>())) {
+  if (!root["name"].is_string() || !is_plain_name(root["name"].get<std::string>(), kMaxNameLength)) {
     throw ConfigError(fmt::format(
         "{}: expected up to {} letters, digits, '_', '.' and '-', not starting with '.' or '-' "
         "(it names a directory), got {}",
@@ -112,6 +104,7 @@ Experiment parse_experiment(const std::string& text, const std::string& source_p
   }
 
   if (root.contains("launcher")) experiment.launcher = read_launcher(root["launcher"], source_path);
+  if (root.contains("builds")) experiment.builds = read_builds(root["builds"], source_path + ": builds");
 
   std::set<std::string> fixed_keys;
   if (root.contains("settings")) {
@@ -214,6 +207,8 @@ Experiment parse_experiment(const std::string& text, const std::string& source_p
       read_axis(key, values, where, -1);
     }
   }
+
+  use_builds(experiment);
 
   if (root.contains("repeats")) {
     const Json& repeats = root["repeats"];

@@ -18,6 +18,7 @@
 //   "baseline": { "backend": "allreduce", "ranks": 1 }   // speedup against this point
 //   "check": { "against": {...}, "metrics": {...} }      // for harness check (check/check_options.h)
 //   "convergence": { "loss_band": 0.05, "accuracy_band": 1 }  // results/convergence.h
+//   "builds": { "base": "build-base/harness", "head": "build/harness" }  // study/builds.h
 // A "baseline" names values for some keys: each point is compared with the point equal to it on
 // every other key and having those values (default: the fewest ranks, otherwise equal).
 #pragma once
@@ -46,6 +47,13 @@ struct LauncherSpec {
   std::string where;  // "exp.json: launcher", for messages; "" when the file has no launcher
 };
 
+// A harness build whose rank program points can run (the `build` setting names it; study/builds.h).
+struct NamedBuild {
+  std::string name;
+  std::string path;   // as written; `harness run` makes it absolute (from the working directory)
+  std::string where;  // "exp.json: builds.base", or "--build base" for one named on the command line
+};
+
 struct Experiment {
   std::string source_path;  // as given on the command line, for error messages
   std::string source_text;  // the file as read, copied into the results
@@ -64,6 +72,8 @@ struct Experiment {
   // "convergence": the bands within which a configuration's final loss (absolute) and accuracy
   // (percentage points) count as its baseline's; absent keys: from the baseline's spread.
   Json convergence = Json::object();
+  // "builds", in file order; empty: every point runs the running harness's rank program.
+  std::vector<NamedBuild> builds;
 };
 
 // Reads and validates an experiment file (bounded: see common/files.h). Throws ConfigError

@@ -16,10 +16,18 @@ uint64_t fnv1a_64(std::string_view text) {
   return hash;
 }
 
+// The settings as the key spells them: without `build` when it is the running harness, so that a
+// point of a one-build study keeps the identity (and id) it had before builds could be named.
+std::string key_settings(const PointSettings& settings) {
+  Json json = to_json(settings);
+  if (settings.build.empty()) json.erase("build");
+  return json.dump();
+}
+
 }  // namespace
 
 PointKey::PointKey(const PointSettings& settings, int repeat)
-    : text_(fmt::format("{}|{}", to_json(settings).dump(), repeat)) {}
+    : text_(fmt::format("{}|{}", key_settings(settings), repeat)) {}
 
 std::string PointKey::hash() const {
   const uint64_t hash = fnv1a_64(text_);

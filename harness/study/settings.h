@@ -62,6 +62,10 @@ struct PointSettings {
   double inject_comm_delay_us = 0;
   // Rank 0 writes a Chrome trace of a bounded sample of steps (harness/rank/timeline.h).
   bool timeline = false;
+  // Which harness build's rank program runs the point: a name of the experiment's "builds"
+  // (study/builds.h); "" = the running harness. Only the orchestrator reads it: the worker is
+  // the build itself.
+  std::string build;
   // The settings that a kind, a backend or a workload owns, by key, as their rows normalised them;
   // a key that was not set takes its row's default.
   Json options = Json::object();

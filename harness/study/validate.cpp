@@ -13,18 +13,6 @@
 namespace harness {
 namespace {
 
-// Where a setting's value for a point came from, for error messages.
-std::string field_of(const Experiment& experiment, const Point& point, const std::string& key) {
-  const Json value = to_json(point.settings)[key];
-  for (const auto& axis : experiment.sweep) {
-    if (axis.key != key) continue;
-    for (std::size_t i = 0; i < axis.values.size(); ++i) {
-      if (axis.values[i] == value) return fmt::format("{}: {}[{}]", experiment.source_path, axis.path, i);
-    }
-  }
-  return fmt::format("{}: settings.{}", experiment.source_path, key);
-}
-
 std::string point_label(const Experiment& experiment, const Point& point) {
   return fmt::format("{}: point {} (ranks={}, batch_size={}, dataset_size={})",
                      experiment.source_path, point.id, point.settings.ranks,
@@ -35,7 +23,7 @@ std::string point_label(const Experiment& experiment, const Point& point) {
                           const SettingProblem& problem) {
   throw ConfigError(fmt::format("{}: {}",
                                 problem.key.empty() ? point_label(experiment, point)
-                                                    : field_of(experiment, point, problem.key),
+                                                    : setting_field(experiment, point, problem.key),
                                 problem.message));
 }
 
@@ -46,7 +34,7 @@ decltype(auto) named(const Experiment& experiment, const Point& point, const std
   try {
     return lookup();
   } catch (const ConfigError& error) {
-    throw ConfigError(fmt::format("{}: {}", field_of(experiment, point, key), error.what()));
+    throw ConfigError(fmt::format("{}: {}", setting_field(experiment, point, key), error.what()));
   }
 }
 
@@ -139,6 +127,21 @@ void validate_training_point(const Experiment& experiment, const Point& point,
 }
 
 }  // namespace
+
+std::string setting_field(const Experiment& experiment, const Point& point, const std::string& key) {
+  const Json value = to_json(point.settings)[key];
+  for (const auto& axis : experiment.sweep) {
+    if (axis.key != key) continue;
+    for (std::size_t i = 0; i < axis.values.size(); ++i) {
+      // The axis that `use_builds` added has no list in the file: its path is "builds".
+      if (axis.values[i] == value) {
+        return axis.path == "builds" ? fmt::format("{}: builds.{}", experiment.source_path, value.get<std::string>())
+                                     : fmt::format("{}: {}[{}]", experiment.source_path, axis.path, i);
+      }
+    }
+  }
+  return fmt::format("{}: settings.{}", experiment.source_path, key);
+}
 
 void validate_points(const Experiment& experiment, const std::vector<Point>& points,
                      const ResourceLimits& limits) {

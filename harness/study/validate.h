@@ -22,6 +22,10 @@ struct ResourceLimits {
   std::string nodes_why;  // "the local launcher runs every rank on this machine"
 };
 
+// Where a setting's value for a point came from, for messages: "exp.json: sweep.ranks[2]", or
+// "exp.json: settings.ranks" when it is not swept.
+std::string setting_field(const Experiment& experiment, const Point& point, const std::string& key);
+
 // Throws ConfigError ("file: sweep.backend[1]: unknown backend ...").
 void validate_points(const Experiment& experiment, const std::vector<Point>& points,
                      const ResourceLimits& limits = {});

@@ -196,6 +196,73 @@ TEST(Comparison, AnotherPatchReleaseOfTheMpiLibraryIsComparableAnotherLibraryIsN
   EXPECT_EQ(report.exit_status(), kCheckMissing);
 }
 
+// The machine every record of `side` ran on.
+void ran_on(ResultsSide& side, const MachineFacts& machine) {
+  for (auto& record : side.records) record.measurements->machine = machine;
+}
+
+TEST(Comparison, ABaselineFromAnotherMachineIsNotComparableUnlessAllowed) {
+  const MachineFacts here{"ci-7", "AMD EPYC 7B13", 2, int64_t{24} << 30};
+  ResultsSide now = side_of("now", {{"ring", 0, 3}, {"ring", 1, 3}, {"ring", 2, 3}}, {"ring"});
+  ResultsSide then = side_of("then", {{"ring", 0, 3}, {"ring", 1, 3}, {"ring", 2, 3}}, {"ring"});
+  ran_on(now, here);
+  ran_on(then, here);
+  EXPECT_EQ(compare_results(now, &then, default_check_options(), true).exit_status(), kCheckPass);
+
+  // The same host name, another CPU: another machine, whatever its name.
+  MachineFacts elsewhere = here;
+  elsewhere.cpu_model = "Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz";
+  ran_on(then, elsewhere);
+  CheckReport report = compare_results(now, &then, default_check_options(), true);
+  ASSERT_EQ(report.rows.size(), 1U);  // one line for the point, not one per metric and size
+  EXPECT_EQ(report.rows[0].verdict, Verdict::kNotComparable);
+  EXPECT_EQ(report.rows[0].note,
+            "another machine: CPU \"AMD EPYC 7B13\" against \"Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz\" "
+            "(p-ring against p-ring); --allow-other-machine compares them anyway");
+  EXPECT_EQ(report.exit_status(), kCheckMissing);
+
+  CheckOptions allowed = default_check_options();
+  allowed.allow_other_machine = true;
+  report = compare_results(now, &then, allowed, true);
+  EXPECT_EQ(report.exit_status(), kCheckPass);
+  ASSERT_EQ(report.notes.size(), 1U);
+  EXPECT_NE(report.notes[0].find("compared across machines (--allow-other-machine): ci-7 (AMD EPYC 7B13, 2 CPUs, 24.0 "
+                                 "GiB) against ci-7 (Intel(R) Xeon(R)"),
+            std::string::npos)
+      << report.notes[0];
+
+  // Another host; memory within 2% is the same machine's.
+  elsewhere = here;
+  elsewhere.memory_bytes = here.memory_bytes - (int64_t{100} << 20);
+  ran_on(then, elsewhere);
+  EXPECT_EQ(compare_results(now, &then, default_check_options(), true).exit_status(), kCheckPass);
+  elsewhere.host = "ci-3";
+  ran_on(then, elsewhere);
+  report = compare_results(now, &then, default_check_options(), true);
+  ASSERT_EQ(report.rows.size(), 1U);
+  EXPECT_NE(report.rows[0].note.find("another machine: host ci-7 against ci-3"), std::string::npos) << report.rows[0].note;
+}
+
+TEST(Comparison, ABaselineThatDoesNotSayWhereItRanIsComparedWithANote) {
+  ResultsSide now = side_of("now", {{"ring", 0, 3}, {"ring", 1, 3}, {"ring", 2, 3}}, {"ring"});
+  const ResultsSide then = side_of("then", {{"ring", 0, 3}, {"ring", 1, 3}, {"ring", 2, 3}}, {"ring"});
+  ran_on(now, {"ci-7", "AMD EPYC 7B13", 2, int64_t{24} << 30});
+  const CheckReport report = compare_results(now, &then, default_check_options(), true);
+  EXPECT_EQ(report.exit_status(), kCheckPass);
+  ASSERT_EQ(report.notes.size(), 1U);
+  EXPECT_EQ(report.notes[0],
+            "the baseline's records do not say which machine they ran on (record schema before 7): compared as if "
+            "they ran on this one");
+  // Configurations of one run need no such note: the reference here has no machine either.
+  ResultsSide one_run = side_of("now", {{"allreduce", 0, 4}, {"allreduce", 1, 4}, {"allreduce", 2, 4}, {"ring", 0, 3},
+                                        {"ring", 1, 3}, {"ring", 2, 3}},
+                                {"allreduce", "ring"});
+  for (auto& record : one_run.records) {
+    if (record.settings.backend == "ring") record.measurements->machine = MachineFacts{"ci-7", "AMD EPYC 7B13", 2, 1};
+  }
+  EXPECT_TRUE(compare_results(one_run, nullptr, against_allreduce(), true).notes.empty());
+}
+
 TEST(Comparison, ADelayedConfigurationMeetsTheUndelayedOneButNeverItself) {
   ResultsSide now = side_of("now", {}, {"allreduce", "ring"});
   now.configurations[1].settings.inject_comm_delay_us = 300;

@@ -90,7 +90,7 @@ TEST(SchedulerSeam, ASchedulerFromTheTableRunsASweepAndItsRecordsSayWhich) {
   const ResultsDirectory directory((dir / "out").string());
   directory.create();
   SweepOptions options;
-  options.rank_program = HARNESS_BINARY;
+  options.rank_programs = RankPrograms(HARNESS_BINARY);
   options.command_line = {"test"};
   std::ostringstream out;
   const SweepOutcome outcome = SweepRunner(experiment, points, *scheduler, directory, options, out).run();

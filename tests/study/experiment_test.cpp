@@ -125,7 +125,9 @@ TEST(PointKey, IsTheSettingsAndTheRepeat) {
   PointSettings settings;
   settings.ranks = 2;
   const PointKey key(settings, 1);
-  EXPECT_EQ(key.text(), to_json(settings).dump() + "|1");
+  Json spelled = to_json(settings);
+  spelled.erase("build");  // the running harness's points keep the keys they had before builds (builds_test.cpp)
+  EXPECT_EQ(key.text(), spelled.dump() + "|1");
   EXPECT_EQ(key.hash().size(), 8U);
   EXPECT_EQ(key, PointKey(settings, 1));
   EXPECT_NE(key, PointKey(settings, 0));

@@ -1,0 +1,76 @@
+#include "harness/common/machine.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include <fmt/format.h>
+
+namespace harness {
+namespace {
+
+std::string trimmed_value(const std::string& line) {
+  const auto colon = line.find(':');
+  if (colon == std::string::npos) return "";
+  const auto start = line.find_first_not_of(" \t", colon + 1);
+  return start == std::string::npos ? "" : line.substr(start);
+}
+
+// The first of `keys` that /proc/cpuinfo has: x86 says "model name"; arm64 has no model name,
+// only "CPU part" numbers, and some kernels a "Hardware" or "cpu model" line.
+std::string cpu_model() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  std::string fallback;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("model name", 0) == 0) return trimmed_value(line);
+    if (fallback.empty() && (line.rfind("Hardware", 0) == 0 || line.rfind("cpu model", 0) == 0 ||
+                             line.rfind("CPU part", 0) == 0)) {
+      fallback = trimmed_value(line);
+    }
+  }
+  return fallback;
+}
+
+}  // namespace
+
+MachineFacts this_machine() {
+  MachineFacts machine;
+  if (const char* physical = std::getenv(kPhysicalHostVariable); physical != nullptr && *physical != '\0') {
+    machine.host = physical;
+  } else {
+    char host[256] = {};
+    ::gethostname(host, sizeof(host) - 1);
+    machine.host = host;
+  }
+  machine.cpu_model = cpu_model();
+  machine.logical_cpus = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page_bytes = ::sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page_bytes > 0) machine.memory_bytes = static_cast<int64_t>(pages) * page_bytes;
+  return machine;
+}
+
+std::string machine_difference(const MachineFacts& a, const MachineFacts& b) {
+  if (a.host != b.host) return fmt::format("host {} against {}", a.host, b.host);
+  if (a.cpu_model != b.cpu_model) return fmt::format("CPU \"{}\" against \"{}\"", a.cpu_model, b.cpu_model);
+  if (a.logical_cpus != b.logical_cpus) return fmt::format("{} CPUs against {}", a.logical_cpus, b.logical_cpus);
+  const double larger = static_cast<double>(std::max(a.memory_bytes, b.memory_bytes));
+  if (std::abs(static_cast<double>(a.memory_bytes - b.memory_bytes)) > 0.02 * larger) {
+    return fmt::format("{:.1f} GiB of memory against {:.1f}", static_cast<double>(a.memory_bytes) / (1 << 30),
+                       static_cast<double>(b.memory_bytes) / (1 << 30));
+  }
+  return "";
+}
+
+std::string describe_machine(const MachineFacts& machine) {
+  return fmt::format("{} ({}, {} CPUs, {:.1f} GiB)", machine.host,
+                     machine.cpu_model.empty() ? "unknown CPU" : machine.cpu_model, machine.logical_cpus,
+                     static_cast<double>(machine.memory_bytes) / (1 << 30));
+}
+
+}  // namespace harness

@@ -1,0 +1,37 @@
+// The machine a process runs on, as far as timings depend on it: its host, CPU model, logical
+// CPUs and memory. Records carry rank 0's (harness/results/record.h), and `harness check` refuses
+// to judge timings of one machine against another's: a backend's small-message times follow the
+// machine's caches, core-to-core latency and MPI's paths there, not only the code.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace harness {
+
+struct MachineFacts {
+  // The host name; on a node simulated in a UTS namespace of this machine (the local launcher's
+  // simulate_hosts), the real host's, which the harness's agent passes in HARNESS_PHYSICAL_HOST.
+  std::string host;
+  std::string cpu_model;   // /proc/cpuinfo's "model name" (or what the architecture calls it)
+  int logical_cpus = 0;    // online
+  int64_t memory_bytes = 0;  // physical memory
+
+  friend bool operator==(const MachineFacts&, const MachineFacts&) = default;
+};
+
+// This machine. Never throws: what cannot be read stays empty or 0.
+MachineFacts this_machine();
+
+// The environment variable through which a simulated node names the machine it runs on.
+inline constexpr const char* kPhysicalHostVariable = "HARNESS_PHYSICAL_HOST";
+
+// "" when `a` and `b` are the same machine, otherwise what differs, for a one-line message:
+// "host ci-7 against ci-3", "CPU \"AMD EPYC 7B13\" against \"Intel(R) Xeon(R) ...\"". Memory
+// counts as the same within 2% (the kernel's reserve moves with its version).
+std::string machine_difference(const MachineFacts& a, const MachineFacts& b);
+
+// "ci-7 (AMD EPYC 7B13, 2 CPUs, 23.5 GiB)".
+std::string describe_machine(const MachineFacts& machine);
+
+}  // namespace harness

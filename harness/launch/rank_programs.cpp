@@ -1,0 +1,114 @@
+#include "harness/launch/rank_programs.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "harness/common/errors.h"
+#include "harness/common/process.h"
+#include "harness/common/text.h"
+
+namespace harness {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A harness prints its version and schema in well under a second; a binary that takes this long
+// is not one (or hangs).
+constexpr double kProbeTimeoutS = 20;
+
+std::string absolute_path(const std::string& path) {
+  std::error_code error;
+  const fs::path absolute = fs::absolute(path, error);
+  return error ? path : absolute.lexically_normal().string();
+}
+
+std::string run_for_probe(const std::string& path, const std::string& argument, const std::string& where) {
+  ProcessRequest request;
+  request.argv = {path, argument};
+  request.timeout_s = kProbeTimeoutS;
+  request.stop_on_interrupt = false;
+  CapturedRun run;
+  try {
+    run = run_captured(std::move(request));
+  } catch (const LaunchError& error) {
+    throw ConfigError(fmt::format("{}: cannot run {}: {}", where, path, error.what()));
+  }
+  if (!run.outcome.ok()) {
+    throw ConfigError(fmt::format("{}: `{} {}` failed ({}): {}; expected a harness binary", where, path, argument,
+                                  run.outcome.describe(), describe_text(shortened(run.output, 200))));
+  }
+  return run.output;
+}
+
+BuildFacts probe_build(const NamedBuild& build, const std::string& path) {
+  std::error_code error;
+  const auto status = fs::status(path, error);
+  if (error || !fs::is_regular_file(status) || ::access(path.c_str(), X_OK) != 0) {
+    throw ConfigError(fmt::format("{}: {}: {}; expected the path of a harness binary (such as build/harness)",
+                                  build.where, describe_text(path),
+                                  error || !fs::exists(status) ? "no such file"
+                                  : !fs::is_regular_file(status) ? "not a regular file"
+                                                                 : "not executable"));
+  }
+  return parse_build_facts(run_for_probe(path, "--version", build.where), run_for_probe(path, "schema", build.where),
+                           build.where);
+}
+
+}  // namespace
+
+RankPrograms RankPrograms::probe(const Experiment& experiment, const std::string& self) {
+  RankPrograms programs(self);
+  for (const NamedBuild& build : experiment.builds) {
+    const std::string path = absolute_path(build.path);
+    programs.builds_[build.name] = Build{path, probe_build(build, path)};
+  }
+  return programs;
+}
+
+RankPrograms RankPrograms::unprobed(const Experiment& experiment, const std::string& self) {
+  RankPrograms programs(self);
+  for (const NamedBuild& build : experiment.builds) programs.builds_[build.name] = Build{absolute_path(build.path), {}};
+  return programs;
+}
+
+const RankPrograms::Build* RankPrograms::build_of(const PointSettings& settings) const {
+  if (settings.build.empty()) return nullptr;
+  const auto found = builds_.find(settings.build);
+  // The experiment's own checks (study/builds.h) refuse a build it does not name.
+  if (found == builds_.end()) throw ConfigError(fmt::format("build {}: not one of the experiment's builds", settings.build));
+  return &found->second;
+}
+
+const std::string& RankPrograms::path_for(const PointSettings& settings) const {
+  const Build* build = build_of(settings);
+  return build != nullptr ? build->path : self_;
+}
+
+Json RankPrograms::worker_settings_for(const PointSettings& settings) const {
+  const Build* build = build_of(settings);
+  return worker_settings(settings, build != nullptr && build->facts ? &*build->facts : nullptr);
+}
+
+std::optional<BuildProvenance> RankPrograms::provenance_for(const PointSettings& settings) const {
+  const Build* build = build_of(settings);
+  if (build == nullptr) return std::nullopt;
+  BuildProvenance provenance{settings.build, build->path, "", ""};
+  if (build->facts) {
+    provenance.version = build->facts->version;
+    provenance.commit = build->facts->commit;
+  }
+  return provenance;
+}
+
+std::map<std::string, BuildFacts> RankPrograms::facts() const {
+  std::map<std::string, BuildFacts> facts;
+  for (const auto& [name, build] : builds_) {
+    if (build.facts) facts[name] = *build.facts;
+  }
+  return facts;
+}
+
+}  // namespace harness

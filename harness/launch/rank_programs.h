@@ -1,0 +1,48 @@
+// The rank program of each point: `<binary> worker`, where the binary is the running harness or
+// the build that the point's `build` setting names (study/builds.h). Builds are probed once, before
+// anything runs: `PATH --version` says which version and commit it is (the records keep them),
+// `PATH schema` which settings, backends and workloads it has (its points get only the settings
+// it knows).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+
+#include "harness/results/record.h"
+#include "harness/study/builds.h"
+
+namespace harness {
+
+class RankPrograms {
+ public:
+  // Every point runs `self` (an experiment without builds).
+  explicit RankPrograms(std::string self = "") : self_(std::move(self)) {}
+
+  // Probes every build of `experiment`. Throws ConfigError naming the build ("exp.json:
+  // builds.base: ..." or "--build base: ...") when its path is not an executable harness binary.
+  static RankPrograms probe(const Experiment& experiment, const std::string& self);
+  // The builds' paths without probing them (harness status and cancel, which must work even when
+  // a build has been deleted since): records then carry a build's name and path only.
+  static RankPrograms unprobed(const Experiment& experiment, const std::string& self);
+
+  const std::string& path_for(const PointSettings& settings) const;
+  // The point worker's --settings (builds.h: worker_settings).
+  Json worker_settings_for(const PointSettings& settings) const;
+  // What the point's record says of its build; nothing for the running harness.
+  std::optional<BuildProvenance> provenance_for(const PointSettings& settings) const;
+  // What every probed build said of itself, by name (for validate_builds).
+  std::map<std::string, BuildFacts> facts() const;
+
+ private:
+  struct Build {
+    std::string path;  // absolute
+    std::optional<BuildFacts> facts;
+  };
+  const Build* build_of(const PointSettings& settings) const;
+
+  std::string self_;
+  std::map<std::string, Build> builds_;
+};
+
+}  // namespace harness

@@ -1,0 +1,177 @@
+#include "harness/study/builds.h"
+
+#include <algorithm>
+#include <regex>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "harness/common/errors.h"
+#include "harness/common/text.h"
+#include "harness/study/validate.h"
+
+namespace harness {
+namespace {
+
+constexpr std::size_t kMaxBuilds = 16;
+constexpr std::size_t kMaxPathBytes = 4096;
+
+std::vector<std::string> build_names(const Experiment& experiment) {
+  std::vector<std::string> names;
+  for (const auto& build : experiment.builds) names.push_back(build.name);
+  return names;
+}
+
+// "one of the builds base, head" / "no builds (name them in ...)": what a value of `build` may be.
+std::string expected_builds(const Experiment& experiment) {
+  if (experiment.builds.empty()) {
+    return "no build name: the experiment names no builds (add \"builds\": {\"NAME\": \"PATH\"} or run "
+           "with --build NAME=PATH)";
+  }
+  return fmt::format("one of the experiment's builds ({}), or \"\" for the running harness",
+                     fmt::join(build_names(experiment), ", "));
+}
+
+void check_build_value(const Experiment& experiment, const Json& value, const std::string& where) {
+  const std::string name = value.get<std::string>();
+  if (name.empty()) return;
+  const auto names = build_names(experiment);
+  if (std::find(names.begin(), names.end(), name) == names.end()) {
+    throw ConfigError(fmt::format("{}: unknown build {}; expected {}", where, describe_text(name),
+                                  expected_builds(experiment)));
+  }
+}
+
+// The set of strings at `pointer` in a schema (an "enum" list), or nothing when absent.
+std::set<std::string> enum_at(const Json& schema, const Json::json_pointer& pointer) {
+  std::set<std::string> values;
+  if (!schema.contains(pointer) || !schema.at(pointer).is_array()) return values;
+  for (const auto& value : schema.at(pointer)) {
+    if (value.is_string()) values.insert(value.get<std::string>());
+  }
+  return values;
+}
+
+}  // namespace
+
+std::vector<NamedBuild> read_builds(const Json& block, const std::string& where) {
+  if (!block.is_object() || block.empty() || block.size() > kMaxBuilds) {
+    throw ConfigError(fmt::format("{}: expected an object of 1 to {} build names and paths, such as "
+                                  "{{\"base\": \"build-base/harness\", \"head\": \"build/harness\"}}, got {}",
+                                  where, kMaxBuilds, describe_json(block)));
+  }
+  std::vector<NamedBuild> builds;
+  for (const auto& [name, path] : block.items()) {
+    const std::string build_where = fmt::format("{}.{}", where, name);
+    if (!is_plain_name(name)) {
+      throw ConfigError(fmt::format("{}: unknown build name {}; expected letters, digits, '_', '.' and '-', "
+                                    "not starting with '.' or '-'",
+                                    where, describe_text(name)));
+    }
+    if (!path.is_string() || path.get_ref<const std::string&>().empty() ||
+        path.get_ref<const std::string&>().size() > kMaxPathBytes ||
+        path.get_ref<const std::string&>().find('\0') != std::string::npos) {
+      throw ConfigError(fmt::format("{}: expected the path of a harness binary (such as build/harness), got {}",
+                                    build_where, describe_json(path)));
+    }
+    builds.push_back({name, path.get<std::string>(), build_where});
+  }
+  return builds;
+}
+
+void use_builds(Experiment& experiment) {
+  const std::string& file = experiment.source_path;
+  check_build_value(experiment, Json(experiment.base.build), file + ": settings.build");
+  bool swept = false;
+  for (const auto& axis : experiment.sweep) {
+    if (axis.key != "build") continue;
+    swept = true;
+    for (std::size_t i = 0; i < axis.values.size(); ++i) {
+      check_build_value(experiment, axis.values[i], fmt::format("{}: {}[{}]", file, axis.path, i));
+    }
+  }
+  if (experiment.builds.empty() || swept || !experiment.base.build.empty()) return;
+  SweepAxis axis;
+  axis.key = "build";
+  axis.path = "builds";
+  for (const auto& build : experiment.builds) axis.values.emplace_back(build.name);
+  experiment.sweep.push_back(std::move(axis));
+}
+
+BuildFacts parse_build_facts(const std::string& version_output, const std::string& schema_output,
+                             const std::string& where) {
+  // `harness --version` prints "harness 0.3.0 (31f404a0c2b1)".
+  static const std::regex version_line(R"(^harness (\S+) \(([^)\s]+)\)\s*$)");
+  std::smatch match;
+  const std::string first_line = version_output.substr(0, version_output.find('\n'));
+  if (!std::regex_match(first_line, match, version_line)) {
+    throw ConfigError(fmt::format("{}: not a harness binary: --version printed {}, expected \"harness VERSION "
+                                  "(COMMIT)\"",
+                                  where, describe_text(shortened(first_line, 120))));
+  }
+  BuildFacts facts;
+  facts.version = match[1].str();
+  facts.commit = match[2].str();
+  Json schema;
+  try {
+    schema = Json::parse(schema_output);
+  } catch (const Json::exception&) {
+    throw ConfigError(fmt::format("{}: harness {} ({}): `schema` printed no JSON Schema, so which settings it "
+                                  "takes is unknown",
+                                  where, facts.version, facts.commit));
+  }
+  const Json::json_pointer settings("/$defs/settings/properties");
+  if (!schema.is_object() || !schema.contains(settings) || !schema.at(settings).is_object()) {
+    throw ConfigError(fmt::format("{}: harness {} ({}): its schema lists no settings ($defs.settings)", where,
+                                  facts.version, facts.commit));
+  }
+  for (const auto& [key, property] : schema.at(settings).items()) facts.settings.insert(key);
+  facts.backends = enum_at(schema, Json::json_pointer("/$defs/settings/properties/backend/enum"));
+  facts.workloads = enum_at(schema, Json::json_pointer("/$defs/settings/properties/workload/enum"));
+  return facts;
+}
+
+Json worker_settings(const PointSettings& settings, const BuildFacts* facts) {
+  Json json = to_json(settings);
+  json.erase("build");
+  if (facts == nullptr) return json;
+  Json known = Json::object();
+  for (auto& [key, value] : json.items()) {
+    if (facts->settings.count(key) != 0) known[key] = std::move(value);
+  }
+  return known;
+}
+
+void validate_builds(const Experiment& experiment, const std::vector<Point>& points,
+                     const std::map<std::string, BuildFacts>& facts) {
+  const Json defaults = to_json(PointSettings{});
+  for (const Point& point : points) {
+    const auto found = facts.find(point.settings.build);
+    if (found == facts.end()) continue;
+    const BuildFacts& build = found->second;
+    const auto about = [&] {
+      return fmt::format("build {} (harness {}, {})", point.settings.build, build.version, build.commit);
+    };
+    const auto list = [](const std::set<std::string>& names) { return fmt::format("{}", fmt::join(names, ", ")); };
+    if (!build.backends.empty() && build.backends.count(point.settings.backend) == 0) {
+      throw ConfigError(fmt::format("{}: {} has no backend \"{}\" (it has {})",
+                                    setting_field(experiment, point, "backend"), about(), point.settings.backend,
+                                    list(build.backends)));
+    }
+    if (point.settings.kind == Kind::kTrain && !build.workloads.empty() &&
+        build.workloads.count(point.settings.workload) == 0) {
+      throw ConfigError(fmt::format("{}: {} has no workload \"{}\" (it has {})",
+                                    setting_field(experiment, point, "workload"), about(), point.settings.workload,
+                                    list(build.workloads)));
+    }
+    const Json values = worker_settings(point.settings, nullptr);
+    for (const auto& [key, value] : values.items()) {
+      if (build.settings.count(key) != 0 || (defaults.contains(key) && defaults[key] == value)) continue;
+      throw ConfigError(fmt::format("{}: {} has no setting {}; its points must leave it at its default ({})",
+                                    setting_field(experiment, point, key), about(), key,
+                                    defaults.contains(key) ? defaults[key].dump() : "none"));
+    }
+  }
+}
+
+}  // namespace harness

@@ -1,0 +1,58 @@
+// Several builds of the harness in one sweep. An experiment names builds ("builds": {"base":
+// "build-base/harness", "head": "build/harness"}, or `harness run --build NAME=PATH`), and the
+// setting `build` says whose rank program runs a point: the orchestrator stays the running
+// harness, each point's ranks run `<that build> worker`. Repeats interleave builds like any other
+// axis, so the two builds of a comparison share the machine, its noise and its mood, which a
+// baseline recorded elsewhere never does (the CI gate compares head with base this way).
+//
+// An experiment that names builds but neither sets nor sweeps `build` sweeps it over all of them,
+// as the last axis (the fastest): the builds of one configuration run back to back.
+//
+// A build may be older than the running harness: it gets only the settings it knows (those it
+// does not know must keep their default there, or the point is refused before launch).
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "harness/study/experiment.h"
+#include "harness/study/sweep.h"
+
+namespace harness {
+
+// Reads "builds": an object of build names (letters, digits, '_', '.', '-') to paths. `where`
+// names it ("exp.json: builds"). Throws ConfigError.
+std::vector<NamedBuild> read_builds(const Json& block, const std::string& where);
+
+// Checks that every value of `build` in the settings and the sweep names one of the experiment's
+// builds, and sweeps `build` over every build when the experiment names builds but does not set
+// or sweep it. Throws ConfigError naming the field.
+void use_builds(Experiment& experiment);
+
+// What a build of the harness says of itself: `PATH --version` and `PATH schema`.
+struct BuildFacts {
+  std::string version;  // "0.3.0"
+  std::string commit;   // "31f404a0c2b1", "...-dirty", "unknown"
+  std::set<std::string> settings;   // the setting keys its experiments (and its worker) take
+  std::set<std::string> backends;   // the backend names it has
+  std::set<std::string> workloads;  // the workload names it has
+};
+
+// Parses what a build printed. Throws ConfigError "<where>: ..." when it is not what a harness
+// prints (so the path is not a harness binary).
+BuildFacts parse_build_facts(const std::string& version_output, const std::string& schema_output,
+                             const std::string& where);
+
+// The settings a point's worker gets (its --settings): every setting but `build`; for a build
+// (`facts` not null), without the settings it does not know (validate_builds has checked that
+// those keep their default).
+Json worker_settings(const PointSettings& settings, const BuildFacts* facts);
+
+// Throws ConfigError, naming the field, for a point whose build lacks its backend or workload or
+// a setting it changes from the default. `facts` holds every build the points name.
+void validate_builds(const Experiment& experiment, const std::vector<Point>& points,
+                     const std::map<std::string, BuildFacts>& facts);
+
+}  // namespace harness

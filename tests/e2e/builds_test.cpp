@@ -1,0 +1,191 @@
+// End to end: two builds of the harness in one sweep (study/builds.h), as the CI gate runs them,
+// and `harness check` telling runs of different machines apart. The two builds are copies of the
+// harness under test, under different names and paths.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "e2e_helpers.h"
+#include "harness/common/files.h"
+
+namespace harness::e2e {
+namespace {
+
+// ring and allreduce at 4 and 16 KiB, 3 repeats: a few seconds.
+constexpr const char* kGate = R"({"name": "gate", "settings": {"kind": "comm", "ranks": 2, "threads_per_rank": 1,
+    "comm_min_bytes": 4096, "comm_max_bytes": 16384, "comm_size_factor": 4, "comm_iterations": 10,
+    "comm_warmup_iterations": 2}, "sweep": {"backend": ["allreduce", "ring"]}, "repeats": 3})";
+
+struct TwoBuilds {
+  fs::path dir;
+  fs::path base;  // copies of the harness under test
+  fs::path head;
+  fs::path experiment;
+};
+
+TwoBuilds two_builds(const std::string& name) {
+  TwoBuilds builds;
+  builds.dir = scratch(name);
+  fs::create_directories(builds.dir / "base" / "build");
+  fs::create_directories(builds.dir / "head" / "build");
+  builds.base = builds.dir / "base" / "build" / "harness";
+  builds.head = builds.dir / "head" / "build" / "harness";
+  fs::copy_file(HARNESS_BINARY, builds.base);
+  fs::copy_file(HARNESS_BINARY, builds.head);
+  builds.experiment = write_experiment(builds.dir, kGate);
+  return builds;
+}
+
+// The records of a results directory, in point order.
+std::vector<Json> records_of(const fs::path& results) {
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(results / "points")) files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  std::vector<Json> records;
+  for (const auto& file : files) records.push_back(read_json_file(file.string()));
+  return records;
+}
+
+TEST(Builds, EachPointRunsItsBuildsBinaryAndCheckComparesHeadWithBaseInOneRun) {
+  const TwoBuilds builds = two_builds("builds_sweep");
+  const fs::path results = builds.dir / "ab";
+  const HarnessRun run = run_harness({"run", builds.experiment.string(), "--out", results.string(), "--build",
+                                      "base=base/build/harness", "--build", "head=" + builds.head.string()},
+                                     builds.dir / "run.log");
+  ASSERT_EQ(run.outcome.exit_code, 0) << joined(run.output);
+  const std::string output = joined(run.output);
+  EXPECT_NE(output.find("[2/12] p001-"), std::string::npos) << output;
+  EXPECT_NE(output.find(" build=\"head\" repeat=1/3 ok"), std::string::npos) << output;
+
+  // The results keep the experiment as it ran: builds by absolute path, swept last.
+  const Json stored = read_json_file((results / "experiment.json").string());
+  EXPECT_EQ(stored["builds"]["base"], builds.base.string());
+  EXPECT_EQ(stored["builds"]["head"], builds.head.string());
+
+  const std::vector<Json> records = records_of(results);
+  ASSERT_EQ(records.size(), 12U);
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const Json& record = records[i];
+    const std::string build = i % 2 == 0 ? "base" : "head";
+    ASSERT_EQ(record["status"], "ok") << record.dump(1);
+    EXPECT_EQ(record["settings"]["build"], build);
+    EXPECT_EQ(record["build"]["name"], build);
+    const std::string binary = (build == "base" ? builds.base : builds.head).string();
+    EXPECT_EQ(record["build"]["path"], binary);
+    EXPECT_EQ(record["build"]["version"], record["provenance"]["harness_version"]);
+    EXPECT_EQ(record["build"]["commit"], record["provenance"]["git_commit"]);
+    // Its ranks ran that binary's worker, which is told nothing of builds.
+    const auto& command = record["launch"]["command"];
+    const auto worker = std::find(command.begin(), command.end(), "worker");
+    ASSERT_NE(worker, command.end()) << command.dump();
+    EXPECT_EQ(*(worker - 1), binary);
+    EXPECT_EQ((worker + 2)->get<std::string>().find("build"), std::string::npos);
+    EXPECT_GT(record["measurements"]["machine"]["logical_cpus"].get<int>(), 0);
+    EXPECT_FALSE(record["measurements"]["machine"]["cpu_model"].get<std::string>().empty());
+  }
+  // The tables tell the builds apart.
+  EXPECT_NE(read_text(results / "summary.csv").find(",backend,build,ranks,"), std::string::npos);
+
+  // Run again into the same directory: the same builds' points are kept, not run again.
+  const HarnessRun again = run_harness({"run", builds.experiment.string(), "--out", results.string(), "--build",
+                                        "base=" + builds.base.string(), "--build", "head=" + builds.head.string()},
+                                       builds.dir / "again.log");
+  EXPECT_EQ(again.outcome.exit_code, 0) << joined(again.output);
+  EXPECT_NE(joined(again.output).find("12 point(s) kept from an earlier run"), std::string::npos) << joined(again.output);
+
+  // Head against base in one run, interleaved: an A/A comparison passes (the threshold leaves the
+  // noise of a shared machine out of this test; the gate's own noise is measured, see README).
+  const HarnessRun check = run_harness({"check", results.string(), "--against", R"({"build": "base"})", "--threshold",
+                                        "busbw=60%", "--threshold", "reduce_time=60%", "--json",
+                                        (builds.dir / "check.json").string()},
+                                       builds.dir / "check.log");
+  EXPECT_EQ(check.outcome.exit_code, 0) << joined(check.output);
+  const Json verdicts = read_json_file((builds.dir / "check.json").string());
+  EXPECT_EQ(verdicts["counts"]["REGRESSION"], 0) << verdicts.dump(1);
+  ASSERT_EQ(verdicts["rows"].size(), 8U);  // head's 2 backends x 2 sizes x 2 metrics
+  for (const auto& row : verdicts["rows"]) {
+    EXPECT_EQ(row["against"], "build=base");
+    EXPECT_NE(row["configuration"].get<std::string>().find("build=head"), std::string::npos) << row.dump();
+    EXPECT_TRUE(row["paired"]);
+  }
+}
+
+TEST(Builds, ADelayInOneBuildFailsTheGateNamingThatBuild) {
+  const TwoBuilds builds = two_builds("builds_delay");
+  const fs::path results = builds.dir / "delayed";
+  // 300 us in head's every reduction (one of 4 KiB takes a few us here), none in base's.
+  const HarnessRun run = run_harness(
+      {"run", builds.experiment.string(), "--out", results.string(), "--build", "base=" + builds.base.string(),
+       "--build", "head=" + builds.head.string(), "--sweep",
+       R"({"zip": {"build": ["base", "head"], "inject_comm_delay_us": [0, 300]}})"},
+      builds.dir / "run.log");
+  ASSERT_EQ(run.outcome.exit_code, 0) << joined(run.output);
+  EXPECT_EQ(records_of(results).size(), 12U);  // no second build axis
+  const HarnessRun check = run_harness({"check", results.string(), "--against", R"({"build": "base"})", "--json",
+                                        (builds.dir / "check.json").string()},
+                                       builds.dir / "check.log");
+  EXPECT_EQ(check.outcome.exit_code, 1) << joined(check.output);
+  const Json verdicts = read_json_file((builds.dir / "check.json").string());
+  EXPECT_GE(verdicts["counts"]["REGRESSION"].get<int>(), 4) << verdicts.dump(1);
+  for (const auto& row : verdicts["rows"]) {
+    if (row["verdict"] != "REGRESSION") continue;
+    EXPECT_NE(row["configuration"].get<std::string>().find("build=head"), std::string::npos) << row.dump();
+  }
+}
+
+TEST(Builds, ABuildThatIsNoHarnessIsRefusedBeforeAnythingRuns) {
+  const TwoBuilds builds = two_builds("builds_bad");
+  int attempt = 0;
+  const auto refused = [&](const std::vector<std::string>& extra, const std::string& message) {
+    std::vector<std::string> arguments = {"run", builds.experiment.string(), "--out", (builds.dir / "out").string()};
+    arguments.insert(arguments.end(), extra.begin(), extra.end());
+    const HarnessRun run = run_harness(arguments, builds.dir / ("refused-" + std::to_string(++attempt) + ".log"));
+    EXPECT_EQ(run.outcome.exit_code, 2) << joined(run.output);
+    ASSERT_EQ(run.output.size(), 1U) << joined(run.output);
+    EXPECT_NE(run.output[0].find(message), std::string::npos) << run.output[0];
+    EXPECT_FALSE(fs::exists(builds.dir / "out"));
+  };
+  refused({"--build", "base=/bin/echo"}, "harness: --build base: not a harness binary: --version printed");
+  refused({"--build", "base=no/such/harness"}, "harness: --build base: \"" + (builds.dir / "no/such/harness").string() +
+                                                   "\": no such file; expected the path of a harness binary");
+  refused({"--build", "base"}, "harness: --build \"base\": expected NAME=PATH");
+  refused({"--build", "base=" + builds.base.string(), "--sweep", R"({"build": ["base", "head"]})"},
+          "sweep.build[1]: unknown build \"head\"; expected one of the experiment's builds (base)");
+  refused({"--sweep", R"({"backend": ["ring"]})"}, "harness: --sweep backend: backend is swept already");
+  refused({"--sweep", "[1]"}, "harness: --sweep \"[1]\": expected a JSON object of lists");
+}
+
+TEST(Builds, ABaselineFromAnotherMachineIsNotComparableWithoutTheFlag) {
+  const fs::path dir = scratch("builds_machine");
+  const fs::path file = write_experiment(dir, kGate);
+  const fs::path results = dir / "now";
+  const HarnessRun run = run_harness({"run", file.string(), "--out", results.string()}, dir / "run.log");
+  ASSERT_EQ(run.outcome.exit_code, 0) << joined(run.output);
+  // The same records, as if from a machine with another CPU.
+  const fs::path other = dir / "other";
+  fs::copy(results, other, fs::copy_options::recursive);
+  for (const auto& entry : fs::directory_iterator(other / "points")) {
+    Json record = read_json_file(entry.path().string());
+    record["measurements"]["machine"]["cpu_model"] = "Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz";
+    write_file_atomically(entry.path().string(), record.dump(1));
+  }
+  const HarnessRun refused =
+      run_harness({"check", results.string(), "--baseline", other.string(), "--strict"}, dir / "check.log");
+  EXPECT_EQ(refused.outcome.exit_code, 4) << joined(refused.output);
+  const std::string text = joined(refused.output);
+  EXPECT_NE(text.find("NOT COMPARABLE"), std::string::npos) << text;
+  EXPECT_NE(text.find("another machine: CPU \""), std::string::npos) << text;
+  EXPECT_NE(text.find("0 regression(s), 0 inconclusive, 0 missing, 0 failing on both sides, 2 not comparable"),
+            std::string::npos)
+      << text;
+  const HarnessRun allowed = run_harness(
+      {"check", results.string(), "--baseline", other.string(), "--allow-other-machine", "--threshold", "busbw=60%",
+       "--threshold", "reduce_time=60%"},
+      dir / "allowed.log");
+  EXPECT_EQ(allowed.outcome.exit_code, 0) << joined(allowed.output);
+  EXPECT_NE(joined(allowed.output).find("note: compared across machines (--allow-other-machine)"), std::string::npos)
+      << joined(allowed.output);
+}
+
+}  // namespace
+}  // namespace harness::e2e

@@ -1,0 +1,156 @@
+// Several builds in one sweep (study/builds.h): the "builds" block, the `build` axis it adds, what
+// a build says of itself, the settings each build's worker gets, and the points refused because a
+// build lacks what they ask for.
+#include "harness/study/builds.h"
+
+#include <gtest/gtest.h>
+
+#include "harness/common/errors.h"
+
+namespace harness {
+namespace {
+
+std::string parse_error(const std::string& text) {
+  try {
+    parse_experiment(text, "exp.json");
+  } catch (const ConfigError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+constexpr const char* kTwoBuilds = R"({"name": "ab", "builds": {"base": "build-base/harness", "head": "build/harness"},
+    "settings": {"kind": "comm", "ranks": 2}, "sweep": {"backend": ["allreduce", "ring"]}, "repeats": 2})";
+
+TEST(Builds, NamedBuildsAreSweptLastSoThatEachConfigurationsBuildsRunBackToBack) {
+  const Experiment experiment = parse_experiment(kTwoBuilds, "exp.json");
+  ASSERT_EQ(experiment.builds.size(), 2U);
+  EXPECT_EQ(experiment.builds[0].name, "base");
+  EXPECT_EQ(experiment.builds[0].path, "build-base/harness");
+  EXPECT_EQ(experiment.builds[0].where, "exp.json: builds.base");
+  ASSERT_EQ(experiment.sweep.size(), 2U);
+  EXPECT_EQ(experiment.sweep.back().key, "build");
+  const std::vector<Point> points = expand(experiment);
+  ASSERT_EQ(points.size(), 8U);
+  const std::vector<std::pair<std::string, std::string>> order = {
+      {"allreduce", "base"}, {"allreduce", "head"}, {"ring", "base"}, {"ring", "head"}};
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    EXPECT_EQ(points[i].settings.backend, order[i % 4].first);
+    EXPECT_EQ(points[i].settings.build, order[i % 4].second);
+    EXPECT_EQ(points[i].repeat, static_cast<int>(i / 4));
+  }
+  EXPECT_NE(points[0].key, points[1].key);
+  EXPECT_EQ(to_json(points[1].settings)["build"], "head");
+}
+
+TEST(Builds, ASweptOrFixedBuildIsKeptAndAPointOfTheRunningHarnessKeepsItsOldKey) {
+  const Experiment zipped = parse_experiment(R"({"name": "ab", "builds": {"base": "b", "head": "h"},
+      "sweep": {"zip": {"build": ["base", "head"], "inject_comm_delay_us": [0, 20]}}})",
+                                             "exp.json");
+  const std::vector<Point> points = expand(zipped);
+  ASSERT_EQ(points.size(), 2U);  // no second build axis
+  EXPECT_EQ(points[1].settings.build, "head");
+  EXPECT_EQ(points[1].settings.inject_comm_delay_us, 20);
+  const Experiment fixed = parse_experiment(R"({"name": "b", "builds": {"base": "b", "head": "h"},
+      "settings": {"build": "base"}})",
+                                            "exp.json");
+  EXPECT_EQ(expand(fixed).size(), 1U);
+
+  // Without builds, a point's key (and so its id, and every results directory written before
+  // builds existed) does not mention them.
+  const PointSettings plain;
+  EXPECT_EQ(PointKey(plain, 0).text().find("build"), std::string::npos);
+  PointSettings built = plain;
+  built.build = "base";
+  EXPECT_NE(PointKey(built, 0).text().find(R"("build":"base")"), std::string::npos);
+}
+
+TEST(Builds, AnUnknownBuildOrABadBlockIsOneLineNamingTheField) {
+  EXPECT_EQ(parse_error(R"({"name": "x", "builds": {"base": "b"}, "sweep": {"build": ["base", "hed"]}})"),
+            "exp.json: sweep.build[1]: unknown build \"hed\"; expected one of the experiment's builds (base), or \"\" "
+            "for the running harness");
+  EXPECT_EQ(parse_error(R"({"name": "x", "settings": {"build": "base"}})"),
+            "exp.json: settings.build: unknown build \"base\"; expected no build name: the experiment names no builds "
+            "(add \"builds\": {\"NAME\": \"PATH\"} or run with --build NAME=PATH)");
+  EXPECT_NE(parse_error(R"({"name": "x", "builds": ["build/harness"]})").find("exp.json: builds: expected an object"),
+            std::string::npos);
+  EXPECT_NE(parse_error(R"({"name": "x", "builds": {}})").find("exp.json: builds: expected an object of 1 to 16"),
+            std::string::npos);
+  EXPECT_NE(parse_error(R"({"name": "x", "builds": {"../up": "h"}})").find("exp.json: builds: unknown build name \"../up\""),
+            std::string::npos);
+  EXPECT_NE(parse_error(R"({"name": "x", "builds": {"base": ""}})").find("exp.json: builds.base: expected the path"),
+            std::string::npos);
+  EXPECT_NE(parse_error(R"({"name": "x", "builds": {"base": "b"}, "settings": {"build": "a b"}})")
+                .find("exp.json: settings.build: expected a build name"),
+            std::string::npos);
+}
+
+// What `harness --version` and `harness schema` print, cut to what a probe reads.
+constexpr const char* kSchema = R"({"$defs": {"settings": {"properties": {
+    "kind": {}, "backend": {"enum": ["allreduce", "ring"]}, "workload": {"enum": ["iris_mlp"]}, "ranks": {},
+    "comm_min_bytes": {}}}}})";
+
+TEST(Builds, ABuildSaysWhatItIsAndWhatItTakes) {
+  const BuildFacts facts = parse_build_facts("harness 0.3.0 (31f404aaadb3)\n", kSchema, "--build base");
+  EXPECT_EQ(facts.version, "0.3.0");
+  EXPECT_EQ(facts.commit, "31f404aaadb3");
+  EXPECT_EQ(facts.settings, (std::set<std::string>{"kind", "backend", "workload", "ranks", "comm_min_bytes"}));
+  EXPECT_EQ(facts.backends, (std::set<std::string>{"allreduce", "ring"}));
+
+  const auto error_of = [](const std::string& version, const std::string& schema) {
+    try {
+      parse_build_facts(version, schema, "--build base");
+    } catch (const ConfigError& error) {
+      return std::string(error.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(error_of("GNU bash, version 5.2.15\n", kSchema),
+            "--build base: not a harness binary: --version printed \"GNU bash, version 5.2.15\", expected \"harness "
+            "VERSION (COMMIT)\"");
+  EXPECT_NE(error_of("harness 0.3.0 (abc)\n", "Usage: ...").find("`schema` printed no JSON Schema"), std::string::npos);
+  EXPECT_NE(error_of("harness 0.3.0 (abc)\n", "{}").find("its schema lists no settings"), std::string::npos);
+}
+
+TEST(Builds, AWorkerGetsOnlyTheSettingsItsBuildKnows) {
+  PointSettings settings;
+  settings.kind = Kind::kComm;
+  settings.ranks = 2;
+  settings.build = "base";
+  const Json own = worker_settings(settings, nullptr);
+  EXPECT_FALSE(own.contains("build"));  // the worker is the build
+  EXPECT_TRUE(own.contains("timeline"));
+  const BuildFacts facts = parse_build_facts("harness 0.3.0 (abc)", kSchema, "b");
+  const Json older = worker_settings(settings, &facts);
+  EXPECT_EQ(older, Json::parse(R"({"kind": "comm", "workload": "iris_mlp", "backend": "allreduce", "ranks": 2,
+                                   "comm_min_bytes": 4})"));
+}
+
+TEST(Builds, APointAskingForWhatItsBuildLacksIsRefusedBeforeLaunch) {
+  const Experiment experiment = parse_experiment(R"({"name": "ab", "builds": {"base": "b", "head": "h"},
+      "settings": {"kind": "comm", "ranks": 2}, "sweep": {"backend": ["allreduce", "shm"]}})",
+                                                 "exp.json");
+  const std::vector<Point> points = expand(experiment);
+  std::map<std::string, BuildFacts> facts = {{"base", parse_build_facts("harness 0.3.0 (abc)", kSchema, "b")}};
+  try {
+    validate_builds(experiment, points, facts);
+    FAIL() << "shm is not a backend of base";
+  } catch (const ConfigError& error) {
+    EXPECT_STREQ(error.what(), "exp.json: sweep.backend[1]: build base (harness 0.3.0, abc) has no backend \"shm\" (it "
+                               "has allreduce, ring)");
+  }
+  // A setting the build does not know may keep its default, not change it.
+  const Experiment delayed = parse_experiment(R"({"name": "ab", "builds": {"base": "b"},
+      "settings": {"kind": "comm", "ranks": 2, "comm_iterations": 30}})",
+                                              "exp.json");
+  try {
+    validate_builds(delayed, expand(delayed), facts);
+    FAIL() << "base has no comm_iterations";
+  } catch (const ConfigError& error) {
+    EXPECT_STREQ(error.what(), "exp.json: settings.comm_iterations: build base (harness 0.3.0, abc) has no setting "
+                               "comm_iterations; its points must leave it at its default (20)");
+  }
+}
+
+}  // namespace
+}  // namespace harness
