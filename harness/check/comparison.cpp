@@ -132,8 +132,9 @@ class CandidateComparison {
   // False when a failure leaves nothing to compare.
   bool judge_statuses(const Counterparts& with) const;
   void compare_metric(const CheckMetric& metric, const Counterparts& with, bool same_run) const;
-  // False when `other` ran on another machine than the candidate and that is not allowed (a row
-  // says so); notes what the report should say about the machines otherwise.
+  // False when `other`, a configuration of the baseline, ran on another machine than the candidate
+  // and that is not allowed (a row says so); otherwise notes what the report should say about
+  // the machines (another machine within the current run is noted, never refused).
   bool same_machine(const Configuration& other, bool baseline_side) const;
   void note(const std::string& line) const;
 
@@ -149,24 +150,29 @@ void CandidateComparison::note(const std::string& line) const {
 }
 
 bool CandidateComparison::same_machine(const Configuration& other, bool baseline_side) const {
-  const PointRecord& mine = *candidate_.ok.begin()->second;
-  const PointRecord& theirs = *other.ok.begin()->second;
-  const auto& my_machine = mine.measurements->machine;
-  const auto& their_machine = theirs.measurements->machine;
-  if (!my_machine || !their_machine) {
-    // Records before schema 7 (and builds older than that) do not say; only a baseline's matters,
-    // since the points of one run share the harness that started them.
+  const auto& mine = candidate_.ok.begin()->second->measurements->machine;
+  const auto& theirs = other.ok.begin()->second->measurements->machine;
+  if (!mine || !theirs) {
+    // Records before schema 7 (and builds older than that) do not say where they ran.
     if (baseline_side) {
-      note("the baseline's records do not say which machine they ran on (record schema before 7): compared as if "
-           "they ran on this one");
+      note(fmt::format("{} records do not say which machine they ran on (record schema before 7): compared as if "
+                       "they ran on the same one",
+                       !theirs ? "the baseline's" : "the current run's"));
     }
     return true;
   }
-  const std::string difference = machine_difference(*my_machine, *their_machine);
+  const std::string difference = machine_difference(*mine, *theirs);
   if (difference.empty()) return true;
+  if (!baseline_side) {
+    // The points of one run may land on different nodes of a cluster: said, not refused.
+    note(fmt::format("configurations of the current run ran on different machines ({} against {}): their "
+                     "comparison includes the difference of the machines",
+                     describe_machine(*mine), describe_machine(*theirs)));
+    return true;
+  }
   if (options_.allow_other_machine) {
-    note(fmt::format("compared across machines (--allow-other-machine): {} against {}", describe_machine(*my_machine),
-                     describe_machine(*their_machine)));
+    note(fmt::format("compared across machines (--allow-other-machine): {} against {}", describe_machine(*mine),
+                     describe_machine(*theirs)));
     return true;
   }
   add(Verdict::kNotComparable, "all",

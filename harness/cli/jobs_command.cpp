@@ -45,16 +45,6 @@ DirectoryStudy load_directory(const std::string& results_dir) {
   return study;
 }
 
-// The experiment's builds for the records of jobs that ended: probed while they can still be asked
-// which version and commit they are; by name and path when a build has gone since the run.
-RankPrograms rank_programs_of(const Experiment& experiment) {
-  try {
-    return RankPrograms::probe(experiment, "");
-  } catch (const ConfigError&) {
-    return RankPrograms::unprobed(experiment, "");
-  }
-}
-
 // The lock, or nothing (and why) when a run holds it.
 std::unique_ptr<DirectoryLock> try_lock(const ResultsDirectory& directory, const std::vector<std::string>& command_line,
                                         std::string& held_by) {
@@ -90,7 +80,8 @@ int status_command(const std::string& results_dir, const std::vector<std::string
   }
   SweepOptions options;
   options.command_line = command_line;
-  options.rank_programs = rank_programs_of(study.experiment);
+  // The jobs' records take their builds from the ledger, as they were when submitted.
+  options.rank_programs = RankPrograms::unprobed(study.experiment, "");
   SweepOutcome outcome;
   try {
     outcome = SweepRunner(study.experiment, study.points, *study.scheduler, directory, options, std::cout).collect();
@@ -148,7 +139,7 @@ int cancel_command(const std::string& results_dir, const std::vector<std::string
     }
     SweepOptions options;
     options.command_line = command_line;
-    options.rank_programs = rank_programs_of(study.experiment);
+    options.rank_programs = RankPrograms::unprobed(study.experiment, "");
     const int cancelled = SweepRunner(study.experiment, study.points, *study.scheduler, *study.directory, options,
                                       std::cout)
                               .cancel_in_flight();

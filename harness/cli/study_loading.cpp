@@ -35,7 +35,11 @@ class ExperimentChanges {
  public:
   explicit ExperimentChanges(const Experiment& experiment)
       : experiment_(experiment), root_(Json::parse(experiment.source_text)) {
-    for (const auto& axis : experiment.sweep) swept_[axis.key] = experiment.source_path + ": " + axis.path;
+    for (const auto& axis : experiment.sweep) {
+      // The axis that use_builds added is no list of the file's: the re-parse adds it again, or
+      // leaves it out when the command line sets or sweeps `build` itself.
+      if (axis.path != "builds") swept_[axis.key] = experiment.source_path + ": " + axis.path;
+    }
   }
 
   // --build NAME=PATH: a build, replacing the file's of that name.
@@ -71,6 +75,8 @@ class ExperimentChanges {
         continue;
       }
       const Json groups = values.is_array() ? values : Json::array({values});
+      if (groups.empty()) throw ConfigError("--sweep zip: expected an object of equally long lists, or a list of them");
+      // The groups join the experiment's own, at their place in its sweep.
       Json& zips = target["zip"];
       if (zips.is_object()) zips = Json::array({zips});
       for (std::size_t g = 0; g < groups.size(); ++g) {
@@ -78,7 +84,15 @@ class ExperimentChanges {
         if (!groups[g].is_object() || groups[g].empty()) {
           throw ConfigError(where + ": expected an object of equally long lists");
         }
-        for (const auto& [zipped, list] : groups[g].items()) add_axis(zipped, list, where + "." + zipped);
+        std::size_t length = 0;
+        for (const auto& [zipped, list] : groups[g].items()) {
+          add_axis(zipped, list, where + "." + zipped, true);
+          if (length != 0 && list.size() != length) {
+            throw ConfigError(fmt::format("{}.{}: expected {} values, as many as the group's first list, got {}",
+                                          where, zipped, length, list.size()));
+          }
+          length = list.size();
+        }
         zips.push_back(groups[g]);
       }
     }
@@ -119,7 +133,15 @@ class ExperimentChanges {
         if (!error) path = absolute.lexically_normal().string();
       }
     }
-    Experiment changed = parse_experiment(root_.dump(2) + "\n", experiment_.source_path);
+    std::string text;
+    try {
+      text = root_.dump(2) + "\n";
+    } catch (const Json::exception&) {
+      // nlohmann refuses to write text that is not UTF-8 (a path of arbitrary bytes).
+      throw ConfigError("--set, --sweep and --build: expected values in UTF-8 (a path or text with other bytes "
+                        "cannot be kept in the results' experiment.json)");
+    }
+    Experiment changed = parse_experiment(text, experiment_.source_path);
     for (auto& build : changed.builds) {
       if (std::find(command_line_builds_.begin(), command_line_builds_.end(), build.name) != command_line_builds_.end()) {
         build.where = "--build " + build.name;
@@ -131,7 +153,8 @@ class ExperimentChanges {
  private:
   // A key swept on the command line: checked, and no longer fixed in "settings" (the command line
   // wins over the file, as --set does).
-  void add_axis(const std::string& key, const Json& values, const std::string& where) {
+  void add_axis(const std::string& key, const Json& values, const std::string& where, bool zipped = false) {
+    if (key == "kind") throw ConfigError(where + ": \"kind\" cannot be swept (an experiment either trains or benchmarks)");
     if (const auto swept = swept_.find(key); swept != swept_.end()) {
       throw ConfigError(fmt::format("{}: {} is swept already ({})", where, key, swept->second));
     }
@@ -139,6 +162,20 @@ class ExperimentChanges {
       throw ConfigError(fmt::format("{}: expected a non-empty list of values, got {}", where, describe_json(values)));
     }
     check_values(key, values, where);
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      // In a zip group a value may repeat (its tuples must differ, which the parse checks).
+      if (!zipped && std::find(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(i), values[i]) !=
+                         values.begin() + static_cast<std::ptrdiff_t>(i)) {
+        throw ConfigError(fmt::format("{}[{}]: duplicate value {}; each value may appear once", where, i,
+                                      describe_json(values[i])));
+      }
+      if (key == "build" && !values[i].get<std::string>().empty() &&
+          !(root_.contains("builds") && root_["builds"].is_object() && root_["builds"].contains(values[i].get<std::string>()))) {
+        throw ConfigError(fmt::format("{}[{}]: unknown build {}; expected a build of the experiment's \"builds\" or "
+                                      "one named with --build NAME=PATH",
+                                      where, i, describe_json(values[i])));
+      }
+    }
     swept_[key] = where;
     if (root_.contains("settings") && root_["settings"].is_object()) root_["settings"].erase(key);
   }

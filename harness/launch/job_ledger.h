@@ -4,10 +4,12 @@
 // finds and follows them. Written atomically whenever a job is submitted or ends.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "harness/common/json.h"
+#include "harness/results/record.h"
 #include "harness/results/results_directory.h"
 
 namespace harness {
@@ -19,6 +21,9 @@ struct LedgerEntry {
   std::string measurements_path;     // where its rank 0 writes
   std::vector<std::string> command;  // what starts its ranks, for the record
   double submitted_at = 0;
+  // The named build its ranks run, as probed when it was submitted: what its record says, even
+  // when the binary has been rebuilt by the time the job ends.
+  std::optional<BuildProvenance> build;
 };
 
 struct JobLedger {

@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <cstdint>
 #include <filesystem>
+#include <fstream>
 
 #include <fmt/format.h>
 
@@ -43,6 +45,21 @@ std::string run_for_probe(const std::string& path, const std::string& argument, 
   return run.output;
 }
 
+// 16 hex digits of 64-bit FNV-1a over the file's bytes ("" when it cannot be read).
+std::string file_fingerprint(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  uint64_t hash = 14695981039346656037ULL;
+  char chunk[65536];
+  while (in.read(chunk, sizeof(chunk)) || in.gcount() > 0) {
+    for (std::streamsize i = 0; i < in.gcount(); ++i) {
+      hash ^= static_cast<unsigned char>(chunk[i]);
+      hash *= 1099511628211ULL;
+    }
+  }
+  return fmt::format("{:016x}", hash);
+}
+
 BuildFacts probe_build(const NamedBuild& build, const std::string& path) {
   std::error_code error;
   const auto status = fs::status(path, error);
@@ -63,14 +80,14 @@ RankPrograms RankPrograms::probe(const Experiment& experiment, const std::string
   RankPrograms programs(self);
   for (const NamedBuild& build : experiment.builds) {
     const std::string path = absolute_path(build.path);
-    programs.builds_[build.name] = Build{path, probe_build(build, path)};
+    programs.builds_[build.name] = Build{path, probe_build(build, path), file_fingerprint(path)};
   }
   return programs;
 }
 
 RankPrograms RankPrograms::unprobed(const Experiment& experiment, const std::string& self) {
   RankPrograms programs(self);
-  for (const NamedBuild& build : experiment.builds) programs.builds_[build.name] = Build{absolute_path(build.path), {}};
+  for (const NamedBuild& build : experiment.builds) programs.builds_[build.name] = Build{absolute_path(build.path), {}, ""};
   return programs;
 }
 
@@ -95,7 +112,7 @@ Json RankPrograms::worker_settings_for(const PointSettings& settings) const {
 std::optional<BuildProvenance> RankPrograms::provenance_for(const PointSettings& settings) const {
   const Build* build = build_of(settings);
   if (build == nullptr) return std::nullopt;
-  BuildProvenance provenance{settings.build, build->path, "", ""};
+  BuildProvenance provenance{settings.build, build->path, "", "", build->fingerprint};
   if (build->facts) {
     provenance.version = build->facts->version;
     provenance.commit = build->facts->commit;

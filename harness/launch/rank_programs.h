@@ -1,8 +1,9 @@
 // The rank program of each point: `<binary> worker`, where the binary is the running harness or
-// the build that the point's `build` setting names (study/builds.h). Builds are probed once, before
-// anything runs: `PATH --version` says which version and commit it is (the records keep them),
-// `PATH schema` which settings, backends and workloads it has (its points get only the settings
-// it knows).
+// the build that the point's `build` setting names (study/builds.h). `harness run` probes every
+// build once, before anything runs: `PATH --version` says which version and commit it is (the
+// records keep them, with a fingerprint of the binary), `PATH schema` which settings, backends and
+// workloads it has (its points get only the settings it knows). `harness status` and `cancel`
+// need only the paths: the jobs they collect carry their builds in the directory's ledger.
 #pragma once
 
 #include <map>
@@ -23,7 +24,7 @@ class RankPrograms {
   // builds.base: ..." or "--build base: ...") when its path is not an executable harness binary.
   static RankPrograms probe(const Experiment& experiment, const std::string& self);
   // The builds' paths without probing them (harness status and cancel, which must work even when
-  // a build has been deleted since): records then carry a build's name and path only.
+  // a build has been deleted or rebuilt since the run).
   static RankPrograms unprobed(const Experiment& experiment, const std::string& self);
 
   const std::string& path_for(const PointSettings& settings) const;
@@ -38,6 +39,7 @@ class RankPrograms {
   struct Build {
     std::string path;  // absolute
     std::optional<BuildFacts> facts;
+    std::string fingerprint;  // BuildProvenance::fingerprint
   };
   const Build* build_of(const PointSettings& settings) const;
 

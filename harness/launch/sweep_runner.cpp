@@ -31,11 +31,12 @@ std::string without_path(const std::string& problem, const std::string& path) {
   return problem.rfind(path + ": ", 0) == 0 ? problem.substr(path.size() + 2) : problem;
 }
 
-// Whether a record's build is the build a point would run now: the same binary, built from the
-// same commit (a rebuilt base must be measured again).
+// Whether a record's build is the build a point would run now: the same binary (its path and
+// bytes), of the same version and commit. A rebuilt base must be measured again.
 bool same_build(const std::optional<BuildProvenance>& recorded, const std::optional<BuildProvenance>& now) {
   if (!recorded || !now) return !recorded && !now;
-  return recorded->path == now->path && recorded->version == now->version && recorded->commit == now->commit;
+  return recorded->path == now->path && recorded->version == now->version && recorded->commit == now->commit &&
+         !now->fingerprint.empty() && recorded->fingerprint == now->fingerprint;
 }
 
 Json launcher_json(const LauncherSpec& spec) {
@@ -166,6 +167,7 @@ void SweepRunner::adopt_ledger_jobs(const std::vector<const Point*>& candidates)
     job.command = entry.command;
     job.label = label(**point);
     job.submitted_at = entry.submitted_at;
+    job.build = entry.build;
     if (const auto id = scheduler_.adopt(job.job, entry.external_id)) in_flight_.emplace(*id, std::move(job));
   }
   save_ledger();  // without the entries of points that have records or left the sweep
@@ -176,7 +178,7 @@ void SweepRunner::save_ledger() {
   ledger_.entries.clear();
   for (const auto& [id, job] : in_flight_) {
     ledger_.entries.push_back({job.point->id, job.point->key.hash(), scheduler_.external_id(id),
-                               job.job.measurements_path, job.command, job.submitted_at});
+                               job.job.measurements_path, job.command, job.submitted_at, job.build});
   }
   write_ledger(directory_, ledger_);
 }
@@ -197,7 +199,7 @@ bool SweepRunner::record_ended(const JobResult& ended, Progress& progress) {
   const PointRecord record = record_of_ended_job(
       experiment_.name,
       {job.point, &job.job, job.command, std::string(scheduler_.name()), scheduler_.threads_per_rank(job.job), &ended,
-       options_.rank_programs.provenance_for(job.point->settings)},
+       job.build},
       options_.command_line, remark);
   try {
     write_file_atomically(directory_.record_path(record.id), to_json(record).dump(1));
@@ -293,6 +295,7 @@ SweepOutcome SweepRunner::loop(Submit submit, bool follow) {
         job.job.expected_s = earlier_s.count(job.point) ? earlier_s[job.point] : 0;
         job.command = scheduler_.command_for(job.job);
         job.label = label(*job.point);
+        job.build = options_.rank_programs.provenance_for(job.point->settings);
         // A record or log left by an earlier run must not pass for this one's.
         remove_quietly(directory_.record_path(job.point->id));
         remove_quietly(job.job.log_path);

@@ -81,6 +81,7 @@ class SweepRunner {
     std::vector<std::string> command;
     std::string label;
     double submitted_at = 0;
+    std::optional<BuildProvenance> build;  // as probed when it was submitted
   };
   enum class Submit { kAll, kNone };
   SweepOutcome loop(Submit submit, bool follow);

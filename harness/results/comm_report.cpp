@@ -212,7 +212,8 @@ std::map<std::string, std::string> CommReport::tables(const ResultSet& set) cons
       {"inter_node_gbps", of_size("{:.6g}", &MessageSizeMetrics::inter_node_gbps, "")},
       {"reason", [](const SizeRow& row) { return row.run->record.reason; }},
   };
-  return {{"summary.csv", format_csv(columns, size_rows(set))}};
+  return {{"summary.csv",
+           format_csv(set.experiment().builds.empty() ? without_column(columns, "build") : columns, size_rows(set))}};
 }
 
 std::string CommReport::console_table(const ResultSet& set) const {

@@ -84,6 +84,16 @@ std::string provenance_rows(const ResultSet& set) {
       {"harness", distinct(set, [](const Run& r) {
          return Values{r.record.provenance.harness_version + " (" + r.record.provenance.git_commit + ")"};
        })},
+      {"builds (rank programs)", distinct(set, [](const Run& r) {
+         if (!r.record.build) return Values{};
+         const BuildProvenance& build = *r.record.build;
+         return Values{fmt::format("{}: {} ({}), {}", build.name, build.version, build.commit, build.path)};
+       })},
+      {"machine", distinct(set, [](const Run& r) {
+         return r.record.measurements && r.record.measurements->machine
+                    ? Values{describe_machine(*r.record.measurements->machine)}
+                    : Values{};
+       })},
       {"MPI library", distinct(set, [](const Run& r) {
          return r.record.measurements ? Values{r.record.measurements->mpi_library} : Values{};
        })},

@@ -54,6 +54,20 @@ bool is_retryable(PointStatus status) {
   return status == PointStatus::kNodeFailure || status == PointStatus::kPreempted;
 }
 
+Json to_json(const BuildProvenance& build) {
+  return {{"name", build.name},
+          {"path", build.path},
+          {"version", build.version},
+          {"commit", build.commit},
+          {"fingerprint", build.fingerprint}};
+}
+
+BuildProvenance build_provenance_from_json(const Json& json, const std::string& where) {
+  const Fields fields(json, where);
+  return {fields.text("name"), fields.text("path"), fields.text("version"), fields.text("commit"),
+          fields.text("fingerprint")};
+}
+
 Json to_json(const PointRecord& record) {
   Json json = Json::object();
   json["schema_version"] = kRecordSchemaVersion;
@@ -82,12 +96,7 @@ Json to_json(const PointRecord& record) {
                         {"working_directory", p.working_directory},
                         {"started_at", p.started_at},
                         {"finished_at", p.finished_at}};
-  if (record.build) {
-    json["build"] = {{"name", record.build->name},
-                     {"path", record.build->path},
-                     {"version", record.build->version},
-                     {"commit", record.build->commit}};
-  }
+  if (record.build) json["build"] = to_json(*record.build);
   json["measurements"] = record.measurements ? to_json(*record.measurements) : Json();
   if (record.partial_measurements) json["partial_measurements"] = to_json(*record.partial_measurements);
   return json;
@@ -141,10 +150,7 @@ PointRecord record_from_json(const Json& json, const std::string& where) {
   p.working_directory = provenance.text("working_directory");
   p.started_at = provenance.text("started_at");
   p.finished_at = provenance.text("finished_at");
-  if (fields.has("build")) {
-    const Fields build = fields.object("build");
-    record.build = BuildProvenance{build.text("name"), build.text("path"), build.text("version"), build.text("commit")};
-  }
+  if (fields.has("build")) record.build = build_provenance_from_json(fields.at("build"), where + ": build");
   if (!record.ok() && fields.has("partial_measurements")) {
     record.partial_measurements =
         measurements_from_json(fields.at("partial_measurements"), where + ": partial_measurements");

@@ -180,7 +180,7 @@ struct Measurements {
   std::vector<std::string> hosts;  // per rank; the records also list them as `nodes` (node_layout)
   std::string mpi_library;
   std::string torch_version;
-  std::optional<MachineFacts> machine;  // version 7 (a build older than 0.4.0 leaves it out)
+  std::optional<MachineFacts> machine;  // version 7 (rank programs of builds before it leave it out)
   std::optional<RankPhases> phases;  // version 2
   std::optional<TrainMeasurements> train;  // kind train
   std::optional<CommMeasurements> comm;    // kind comm
@@ -230,7 +230,13 @@ struct BuildProvenance {
   std::string path;     // absolute
   std::string version;  // its `--version`: "0.3.0"
   std::string commit;   // "31f404a0c2b1"
+  // 16 hex digits of FNV-1a over the binary's bytes: tells two builds of one "-dirty" commit
+  // apart (and a binary rebuilt at the same path). Empty when the build was not probed.
+  std::string fingerprint;
 };
+Json to_json(const BuildProvenance& build);
+// Throws Error "<where>: ..." for a malformed one.
+BuildProvenance build_provenance_from_json(const Json& json, const std::string& where);
 
 struct PointRecord {
   int schema_version = kRecordSchemaVersion;  // as read (a converted record keeps its own)

@@ -31,6 +31,14 @@ std::string csv_field(const std::string& text);
 // A measured number with enough digits to round-trip timings; empty when not measured.
 std::string csv_number(std::optional<double> value);
 
+// `columns` without the one named `name`: a column only some studies have (`build`, when the
+// experiment names builds) leaves the others' files as they were.
+template <typename Row>
+std::vector<CsvColumn<Row>> without_column(std::vector<CsvColumn<Row>> columns, std::string_view name) {
+  std::erase_if(columns, [name](const CsvColumn<Row>& column) { return column.name == name; });
+  return columns;
+}
+
 template <typename Row>
 std::string format_csv(const std::vector<CsvColumn<Row>>& columns, const std::vector<Row>& rows) {
   std::string out;

@@ -248,6 +248,10 @@ std::string TrainReport::remark(const Measurements& measurements) const {
 }
 
 std::map<std::string, std::string> TrainReport::tables(const ResultSet& set) const {
+  if (set.experiment().builds.empty()) {
+    return {{"summary.csv", format_csv(without_column(summary_columns(), "build"), run_rows(set))},
+            {"stats.csv", format_csv(without_column(stats_columns(), "build"), configuration_rows(set))}};
+  }
   return {{"summary.csv", format_csv(summary_columns(), run_rows(set))},
           {"stats.csv", format_csv(stats_columns(), configuration_rows(set))}};
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <regex>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -100,11 +101,16 @@ void use_builds(Experiment& experiment) {
 
 BuildFacts parse_build_facts(const std::string& version_output, const std::string& schema_output,
                              const std::string& where) {
-  // `harness --version` prints "harness 0.3.0 (31f404a0c2b1)".
+  // `harness --version` prints "harness 0.3.0 (31f404a0c2b1)". The output holds stderr too, where
+  // a loader or a library may have warned first: the line is looked for, not assumed first.
   static const std::regex version_line(R"(^harness (\S+) \(([^)\s]+)\)\s*$)");
   std::smatch match;
-  const std::string first_line = version_output.substr(0, version_output.find('\n'));
-  if (!std::regex_match(first_line, match, version_line)) {
+  std::istringstream lines(version_output);
+  std::string line;
+  bool found = false;
+  while (!found && std::getline(lines, line)) found = std::regex_match(line, match, version_line);
+  if (!found) {
+    const std::string first_line = version_output.substr(0, version_output.find('\n'));
     throw ConfigError(fmt::format("{}: not a harness binary: --version printed {}, expected \"harness VERSION "
                                   "(COMMIT)\"",
                                   where, describe_text(shortened(first_line, 120))));
@@ -112,16 +118,20 @@ BuildFacts parse_build_facts(const std::string& version_output, const std::strin
   BuildFacts facts;
   facts.version = match[1].str();
   facts.commit = match[2].str();
+  // From the first '{' to the last '}', for the same reason.
   Json schema;
-  try {
-    schema = Json::parse(schema_output);
-  } catch (const Json::exception&) {
+  const auto open = schema_output.find('{');
+  const auto close = schema_output.rfind('}');
+  if (open != std::string::npos && close != std::string::npos && close > open) {
+    schema = Json::parse(schema_output.substr(open, close - open + 1), nullptr, false);
+  }
+  if (schema.is_discarded() || !schema.is_object()) {
     throw ConfigError(fmt::format("{}: harness {} ({}): `schema` printed no JSON Schema, so which settings it "
                                   "takes is unknown",
                                   where, facts.version, facts.commit));
   }
   const Json::json_pointer settings("/$defs/settings/properties");
-  if (!schema.is_object() || !schema.contains(settings) || !schema.at(settings).is_object()) {
+  if (!schema.contains(settings) || !schema.at(settings).is_object()) {
     throw ConfigError(fmt::format("{}: harness {} ({}): its schema lists no settings ($defs.settings)", where,
                                   facts.version, facts.commit));
   }

@@ -252,8 +252,8 @@ TEST(Comparison, ABaselineThatDoesNotSayWhereItRanIsComparedWithANote) {
   ASSERT_EQ(report.notes.size(), 1U);
   EXPECT_EQ(report.notes[0],
             "the baseline's records do not say which machine they ran on (record schema before 7): compared as if "
-            "they ran on this one");
-  // Configurations of one run need no such note: the reference here has no machine either.
+            "they ran on the same one");
+  // Configurations of one run need no such note (an older build's records have no machine)...
   ResultsSide one_run = side_of("now", {{"allreduce", 0, 4}, {"allreduce", 1, 4}, {"allreduce", 2, 4}, {"ring", 0, 3},
                                         {"ring", 1, 3}, {"ring", 2, 3}},
                                 {"allreduce", "ring"});
@@ -261,6 +261,15 @@ TEST(Comparison, ABaselineThatDoesNotSayWhereItRanIsComparedWithANote) {
     if (record.settings.backend == "ring") record.measurements->machine = MachineFacts{"ci-7", "AMD EPYC 7B13", 2, 1};
   }
   EXPECT_TRUE(compare_results(one_run, nullptr, against_allreduce(), true).notes.empty());
+  // ... and one run's points on two nodes of a cluster are compared, with a note that says so.
+  for (auto& record : one_run.records) {
+    if (record.settings.backend == "allreduce") record.measurements->machine = MachineFacts{"node2", "AMD EPYC 7B13", 2, 1};
+  }
+  const CheckReport across = compare_results(one_run, nullptr, against_allreduce(), true);
+  EXPECT_EQ(across.exit_status(), kCheckPass);
+  ASSERT_EQ(across.notes.size(), 1U);
+  EXPECT_EQ(across.notes[0].rfind("configurations of the current run ran on different machines (ci-7 (", 0), 0U)
+      << across.notes[0];
 }
 
 TEST(Comparison, ADelayedConfigurationMeetsTheUndelayedOneButNeverItself) {

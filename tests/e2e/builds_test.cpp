@@ -112,11 +112,14 @@ TEST(Builds, EachPointRunsItsBuildsBinaryAndCheckComparesHeadWithBaseInOneRun) {
 
 TEST(Builds, ADelayInOneBuildFailsTheGateNamingThatBuild) {
   const TwoBuilds builds = two_builds("builds_delay");
+  // The builds in the experiment file this time (paths from the working directory).
+  std::string text = kGate;
+  text.insert(text.find("\"settings\""), R"("builds": {"base": "base/build/harness", "head": "head/build/harness"}, )");
+  const fs::path file = write_experiment(builds.dir, text);
   const fs::path results = builds.dir / "delayed";
   // 300 us in head's every reduction (one of 4 KiB takes a few us here), none in base's.
   const HarnessRun run = run_harness(
-      {"run", builds.experiment.string(), "--out", results.string(), "--build", "base=" + builds.base.string(),
-       "--build", "head=" + builds.head.string(), "--sweep",
+      {"run", file.string(), "--out", results.string(), "--sweep",
        R"({"zip": {"build": ["base", "head"], "inject_comm_delay_us": [0, 300]}})"},
       builds.dir / "run.log");
   ASSERT_EQ(run.outcome.exit_code, 0) << joined(run.output);
@@ -150,9 +153,23 @@ TEST(Builds, ABuildThatIsNoHarnessIsRefusedBeforeAnythingRuns) {
                                                    "\": no such file; expected the path of a harness binary");
   refused({"--build", "base"}, "harness: --build \"base\": expected NAME=PATH");
   refused({"--build", "base=" + builds.base.string(), "--sweep", R"({"build": ["base", "head"]})"},
-          "sweep.build[1]: unknown build \"head\"; expected one of the experiment's builds (base)");
+          "harness: --sweep build[1]: unknown build \"head\"; expected a build of the experiment's \"builds\" or one "
+          "named with --build NAME=PATH");
   refused({"--sweep", R"({"backend": ["ring"]})"}, "harness: --sweep backend: backend is swept already");
   refused({"--sweep", "[1]"}, "harness: --sweep \"[1]\": expected a JSON object of lists");
+  refused({"--sweep", R"({"zip": {"ranks": [1, 2], "seed": [1]}})"},
+          "harness: --sweep zip[0].seed: expected 2 values, as many as the group's first list, got 1");
+  refused({"--sweep", R"({"seed": [1, 1]})"}, "harness: --sweep seed[1]: duplicate value 1");
+
+  // With builds in the file, the command line may still pick one build for every point.
+  std::string text = kGate;
+  text.insert(text.find("\"settings\""), R"("builds": {"base": "base/build/harness", "head": "head/build/harness"}, )");
+  const fs::path file = write_experiment(builds.dir, text);
+  const HarnessRun plan = run_harness({"run", file.string(), "--dry-run", "--set", "build=base"}, builds.dir / "plan.log");
+  EXPECT_EQ(plan.outcome.exit_code, 0) << joined(plan.output);
+  EXPECT_NE(joined(plan.output).find("total: 6 point(s)"), std::string::npos) << joined(plan.output);
+  EXPECT_NE(joined(plan.output).find(builds.base.string() + " worker"), std::string::npos) << joined(plan.output);
+  EXPECT_EQ(joined(plan.output).find(builds.head.string()), std::string::npos) << joined(plan.output);
 }
 
 TEST(Builds, ABaselineFromAnotherMachineIsNotComparableWithoutTheFlag) {

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -179,6 +180,63 @@ TEST(SlurmFollowUp, DetachReturnsAtOnceAndStatusFollowsToTheEnd) {
   const HarnessRun cancel = run_harness({"cancel", out.string()}, dir / "cancel.log");
   EXPECT_EQ(cancel.outcome.exit_code, 0);
   EXPECT_NE(joined(cancel.output).find("no jobs in flight"), std::string::npos) << joined(cancel.output);
+}
+
+// Two builds through the cluster: the records of a detached sweep say which binary each job ran,
+// as it was when submitted, even when one is rebuilt before `harness status` collects them; a
+// resumed run then measures again only the points of the rebuilt one.
+TEST(SlurmFollowUp, DetachedBuildsAreRecordedAsSubmittedAndARebuiltOneRunsAgain) {
+  const fs::path dir = scratch("slurm_builds");
+  const fs::path base = dir / "base-harness";
+  const fs::path head = dir / "head-harness";
+  fs::copy_file(HARNESS_BINARY, base);
+  fs::copy_file(HARNESS_BINARY, head);
+  std::string experiment_text = four_points("array", "2000");
+  experiment_text.replace(experiment_text.find("[4, 8, 16, 32]"), 14, "[4, 8]");
+  const fs::path experiment = write_experiment(dir, experiment_text);
+  const fs::path out = dir / "out";
+  const std::vector<std::string> builds = {"--build", "base=" + base.string(), "--build", "head=" + head.string()};
+  std::vector<std::string> arguments = {"run", experiment.string(), "--out", out.string(), "--detach"};
+  arguments.insert(arguments.end(), builds.begin(), builds.end());
+  const HarnessRun detached = run_harness(arguments, dir / "detach.log");
+  ASSERT_EQ(detached.outcome.exit_code, 0) << joined(detached.output);
+  const JobLedger ledger = read_ledger(ResultsDirectory(out.string()));
+  ASSERT_EQ(ledger.entries.size(), 4U);
+  std::map<std::string, std::string> submitted;  // build -> fingerprint
+  for (const auto& entry : ledger.entries) {
+    ASSERT_TRUE(entry.build.has_value());
+    EXPECT_EQ(entry.build->fingerprint.size(), 16U);
+    submitted[entry.build->name] = entry.build->fingerprint;
+  }
+  // Head rebuilt: another binary at the same path (running jobs keep the old one).
+  const fs::path rebuilt = dir / "rebuilt";
+  fs::copy_file(HARNESS_BINARY, rebuilt);
+  std::ofstream(rebuilt, std::ios::app) << "rebuilt";
+  fs::rename(rebuilt, head);
+
+  int status = -1;
+  ASSERT_TRUE(wait_until([&] {
+    status = run_harness({"status", out.string()}, dir / "status.log").outcome.exit_code;
+    return status != 3;
+  }, 180)) << read_text(dir / "status.log");
+  EXPECT_EQ(status, 0) << read_text(dir / "status.log");
+  const std::vector<Json> done = records(out);
+  ASSERT_EQ(done.size(), 4U);
+  for (const Json& record : done) {
+    const std::string build = record["build"]["name"];
+    EXPECT_EQ(record["build"]["fingerprint"], submitted[build]) << record["build"].dump();
+    EXPECT_EQ(record["build"]["path"], (build == "base" ? base : head).string());
+  }
+  std::vector<std::string> resume = {"run", experiment.string(), "--out", out.string()};
+  resume.insert(resume.end(), builds.begin(), builds.end());
+  const HarnessRun resumed = run_harness(resume, dir / "resumed.log");
+  EXPECT_EQ(resumed.outcome.exit_code, 0) << joined(resumed.output);
+  EXPECT_NE(joined(resumed.output).find("2 point(s) kept"), std::string::npos) << joined(resumed.output);
+  for (const Json& record : records(out)) {
+    if (record["build"]["name"] == "head") {
+      EXPECT_NE(record["build"]["fingerprint"], submitted["head"]);
+    }
+  }
 }
 
 TEST(SlurmFollowUp, CancelStopsTheJobsInFlightAndTheirPointsRunAgainOnResume) {

@@ -65,6 +65,19 @@ TEST(Builds, ASweptOrFixedBuildIsKeptAndAPointOfTheRunningHarnessKeepsItsOldKey)
   EXPECT_NE(PointKey(built, 0).text().find(R"("build":"base")"), std::string::npos);
 }
 
+TEST(Builds, PointsWithoutBuildsKeepTheIdsTheyHadBeforeBuildsExisted) {
+  // experiments/ci-comm.json as harness 0.3.0 at 31f404a expanded it (its first point's record was
+  // p000-194f1a71.json). A new setting with a default that shows in the key changes every id.
+  const Experiment experiment = parse_experiment(R"({"name": "ci-comm", "settings": {"kind": "comm", "ranks": 2,
+      "threads_per_rank": 1, "comm_min_bytes": 4096, "comm_max_bytes": 4194304, "comm_size_factor": 4,
+      "comm_iterations": 20, "comm_warmup_iterations": 5, "ps_server_trains": true},
+      "sweep": {"backend": ["allreduce", "ring", "ps", "shm", "hier"]}, "repeats": 5})",
+                                                 "ci-comm.json");
+  const std::vector<Point> points = expand(experiment);
+  EXPECT_EQ(points[0].id, "p000-194f1a71");
+  EXPECT_EQ(points[1].id, "p001-ef4e4dce");
+}
+
 TEST(Builds, AnUnknownBuildOrABadBlockIsOneLineNamingTheField) {
   EXPECT_EQ(parse_error(R"({"name": "x", "builds": {"base": "b"}, "sweep": {"build": ["base", "hed"]}})"),
             "exp.json: sweep.build[1]: unknown build \"hed\"; expected one of the experiment's builds (base), or \"\" "
