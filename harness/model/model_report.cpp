@@ -7,6 +7,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "harness/common/errors.h"
 #include "harness/common/files.h"
@@ -118,6 +119,14 @@ CostModel fit_comm_run(const ResultSet& comm, const std::string& comm_dir) {
     throw ConfigError(fmt::format("{}: not a comm benchmark's results (experiment kind train); give the comm run "
                                   "first and the training run with --predict",
                                   comm_dir));
+  }
+  // Two builds' times of one backend are two backends' to a fit: it would average them.
+  std::set<std::string> builds;
+  for (const Run& run : comm.runs()) builds.insert(run.record.settings.build);
+  if (builds.size() > 1) {
+    throw ConfigError(fmt::format("{}: measured {} builds ({}); the cost model fits one: run the comm benchmark with "
+                                  "one build (--set build=NAME)",
+                                  comm_dir, builds.size(), fmt::join(builds, ", ")));
   }
   CostModel model;
   model.comm_dir = comm_dir;

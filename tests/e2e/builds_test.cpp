@@ -86,6 +86,12 @@ TEST(Builds, EachPointRunsItsBuildsBinaryAndCheckComparesHeadWithBaseInOneRun) {
   // The tables tell the builds apart.
   EXPECT_NE(read_text(results / "summary.csv").find(",backend,build,ranks,"), std::string::npos);
 
+  // The cost model fits one build's times, not two averaged.
+  const HarnessRun model = run_harness({"model", results.string()}, builds.dir / "model.log");
+  EXPECT_EQ(model.outcome.exit_code, 2) << joined(model.output);
+  EXPECT_NE(joined(model.output).find("measured 2 builds (base, head); the cost model fits one"), std::string::npos)
+      << joined(model.output);
+
   // Run again into the same directory: the same builds' points are kept, not run again.
   const HarnessRun again = run_harness({"run", builds.experiment.string(), "--out", results.string(), "--build",
                                         "base=" + builds.base.string(), "--build", "head=" + builds.head.string()},
