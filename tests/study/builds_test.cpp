@@ -6,18 +6,11 @@
 #include <gtest/gtest.h>
 
 #include "harness/common/errors.h"
+#include "parse_error.h"
 
 namespace harness {
 namespace {
 
-std::string parse_error(const std::string& text) {
-  try {
-    parse_experiment(text, "exp.json");
-  } catch (const ConfigError& error) {
-    return error.what();
-  }
-  return "";
-}
 
 constexpr const char* kTwoBuilds = R"({"name": "ab", "builds": {"base": "build-base/harness", "head": "build/harness"},
     "settings": {"kind": "comm", "ranks": 2}, "sweep": {"backend": ["allreduce", "ring"]}, "repeats": 2})";

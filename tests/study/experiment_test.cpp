@@ -8,19 +8,11 @@
 #include <set>
 
 #include "harness/common/errors.h"
+#include "parse_error.h"
 
 namespace harness {
 namespace {
 
-// The message of the ConfigError that parsing `text` throws, or "" if it parses.
-std::string parse_error(const std::string& text) {
-  try {
-    parse_experiment(text, "exp.json");
-  } catch (const ConfigError& error) {
-    return error.what();
-  }
-  return "";
-}
 
 TEST(Experiment, SweepExpandsToTheCartesianProductLastAxisFastest) {
   const Experiment experiment = parse_experiment(R"({
