@@ -2,10 +2,14 @@
 // written, links planted where the harness writes, outputs of `harness check` that are special
 // files or the run's own, a refused submission under --fresh, leftovers of killed runs.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
+#include <thread>
 
 #include "e2e_helpers.h"
 #include "harness/common/files.h"
@@ -178,6 +182,31 @@ TEST(Files, FreshRunWhoseSubmissionIsRefusedKeepsTheOldRecord) {
   EXPECT_NE(joined(run.output).find("kept (completed in an earlier run)"), std::string::npos) << joined(run.output);
   EXPECT_EQ(read_text(record), before);
   EXPECT_FALSE(fs::exists(leftover)) << "a killed run's measurements accumulate";
+}
+
+// Ctrl-C while --fresh runs a point again (its mpirun, a fake first on PATH, would never end):
+// the point's old record stays.
+TEST(Files, FreshRunInterruptedKeepsTheOldRecord) {
+  const fs::path dir = scratch("files_fresh_interrupted");
+  const fs::path out = tiny_run(dir);
+  const fs::path record = only_record(out);
+  const std::string before = read_text(record);
+  fs::create_directories(dir / "bin");
+  std::ofstream(dir / "bin" / "mpirun") << "#!/bin/sh\nexec sleep 600\n";
+  fs::permissions(dir / "bin" / "mpirun", fs::perms::owner_all);
+  const fs::path log = dir / "fresh.log";
+  ChildProcess harness(harness_request({"run", (dir / "experiment.json").string(), "--out", out.string(), "--fresh"},
+                                       log, {{"PATH", (dir / "bin").string() + ":" + std::getenv("PATH")}}));
+  std::optional<ProcessOutcome> ended;
+  for (int i = 0; i < 600 && read_text(log).find("[1/1]") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_NE(read_text(log).find("[1/1]"), std::string::npos) << read_text(log);
+  ::kill(harness.pid(), SIGINT);
+  for (int i = 0; i < 600 && !(ended = harness.poll()); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(ended.has_value());
+  EXPECT_EQ(ended->exit_code, 130) << read_text(log);
+  EXPECT_EQ(read_text(record), before) << "the old record went before a new one was written";
 }
 
 TEST(Files, OutThatLooksLikeAnOptionIsRefused) {
