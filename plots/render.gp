@@ -8,13 +8,16 @@ set key outside right top vertical box reverse Left
 set autoscale fix
 set offsets graph 0.04, graph 0.04, graph 0.06, graph 0.06
 set datafile missing "nan"
+# The harness sets OUTDIR (gnuplot -e) to a fresh folder of its own and renames the images into
+# place, so that no file planted under an image's name is written through.
+if (!exists("OUTDIR")) OUTDIR = ""
 do for [format in "pngcairo svg"] {
   if (format eq "pngcairo") {
     set terminal pngcairo size 960,640 font "DejaVu Sans,11" noenhanced
-    set output OUTBASE.".png"
+    set output OUTDIR.OUTBASE.".png"
   } else {
     set terminal svg size 960,640 dynamic font "DejaVu Sans,11" noenhanced
-    set output OUTBASE.".svg"
+    set output OUTDIR.OUTBASE.".svg"
   }
   @PLOT
   unset output

@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -11,6 +13,7 @@
 #include "harness/cli/commands.h"
 #include "harness/common/errors.h"
 #include "harness/common/files.h"
+#include "harness/results/results_directory.h"
 
 namespace harness {
 namespace {
@@ -48,20 +51,40 @@ void write_output(const std::string& path, const std::string& text, const char* 
 }
 
 // An output that cannot be written is bad input, found before anything is compared or printed.
-void check_output_path(const std::string& path, const char* flag) {
+// An output is a new file or a regular one to replace: never a link (/proc/self/fd/1), a device
+// (/dev/null) or a FIFO, which replacing would destroy, nor a file of the results compared.
+void check_output_path(const std::string& path, const char* flag, const std::vector<std::string>& results_dirs) {
   if (path.empty()) return;
-  const std::filesystem::path parent = std::filesystem::absolute(path).parent_path();
+  namespace fs = std::filesystem;
   std::error_code error;
-  if (!std::filesystem::is_directory(parent, error)) {
+  if (fs::is_directory(fs::symlink_status(path, error))) throw ConfigError(fmt::format("{} {}: is a directory", flag, path));
+  try {
+    require_replaceable_file(path, "a new file or a regular file to replace");
+  } catch (const Error& refused) {
+    throw ConfigError(fmt::format("{} {}", flag, refused.what()));
+  }
+  const fs::path parent = fs::absolute(path).parent_path();
+  if (!fs::is_directory(parent, error)) {
     throw ConfigError(fmt::format("{} {}: no directory {} to write it in", flag, path, parent.string()));
   }
-  if (std::filesystem::is_directory(path, error)) throw ConfigError(fmt::format("{} {}: is a directory", flag, path));
+  const fs::path output = fs::canonical(parent, error) / fs::path(path).filename();
+  for (const auto& directory : results_dirs) {
+    if (directory.empty()) continue;
+    const fs::path results = fs::canonical(directory, error);
+    if (error) continue;  // loading it says what is wrong
+    if (ResultsDirectory::written_by_harness(output.lexically_relative(results).string())) {
+      throw ConfigError(fmt::format("{} {}: is a file of the results directory {} that the harness writes; "
+                                    "choose a path outside its own files",
+                                    flag, path, directory));
+    }
+  }
 }
 
 int check(const CheckCommandOptions& command) {
-  check_output_path(command.json_path, "--json");
-  check_output_path(command.junit_path, "--junit");
-  check_output_path(command.markdown_path, "--markdown");
+  const std::vector<std::string> compared = {command.current_dir, command.baseline_dir};
+  check_output_path(command.json_path, "--json", compared);
+  check_output_path(command.junit_path, "--junit", compared);
+  check_output_path(command.markdown_path, "--markdown", compared);
   const ResultsSide current = load_results_side(command.current_dir);
   const CheckOptions options = options_for(current, command);
   std::optional<ResultsSide> baseline;

@@ -45,12 +45,13 @@ DirectoryStudy load_directory(const std::string& results_dir) {
   return study;
 }
 
-// The lock, or nothing (and why) when a run holds it.
+// The lock, or nothing (and why) when a run holds it. Throws ConfigError when it cannot be taken
+// for another reason (a link, a file system without locks).
 std::unique_ptr<DirectoryLock> try_lock(const ResultsDirectory& directory, const std::vector<std::string>& command_line,
                                         std::string& held_by) {
   try {
     return std::make_unique<DirectoryLock>(directory, command_line);
-  } catch (const ConfigError& error) {
+  } catch (const DirectoryInUse& error) {
     held_by = error.what();
     return nullptr;
   }
@@ -69,7 +70,12 @@ int status_command(const std::string& results_dir, const std::vector<std::string
   std::cout << fmt::format("harness: experiment \"{}\" in {}: {} point(s), launcher {}\n", study.experiment.name,
                            directory.path(), study.points.size(), study.scheduler->name());
   std::string held_by;
-  const auto lock = try_lock(directory, command_line, held_by);
+  std::unique_ptr<DirectoryLock> lock;
+  try {
+    lock = try_lock(directory, command_line, held_by);
+  } catch (const Error& error) {
+    return report_error(error);  // not in use, but not lockable either (a link, no locks)
+  }
   if (!lock) {
     // A run is following these jobs and writes their records: show, do not collect.
     std::cout << "harness: " << held_by << "\nharness: showing the records so far; that run collects the rest\n";
@@ -122,7 +128,12 @@ int cancel_command(const std::string& results_dir, const std::vector<std::string
     return kExitOk;
   }
   std::string held_by;
-  const auto lock = try_lock(*study.directory, command_line, held_by);
+  std::unique_ptr<DirectoryLock> lock;
+  try {
+    lock = try_lock(*study.directory, command_line, held_by);
+  } catch (const Error& error) {
+    return report_error(error);
+  }
   try {
     if (!lock) {
       // The run following them records them as cancelled.

@@ -95,9 +95,15 @@ int main(int argc, char** argv) {
                   "completed there before are kept, failed and missing ones run")
       ->check(CLI::Validator(
           [](const std::string& directory) {
-            // Empty would silently mean the default directory.
-            return directory.empty() ? std::string("expected a directory, got an empty string")
-                                     : std::string();
+            // Empty would silently mean the default directory; "--out --fresh" would make a
+            // directory named "--fresh" of what was meant as the next option.
+            if (directory.empty()) return std::string("expected a directory, got an empty string");
+            if (directory[0] == '-') {
+              return fmt::format("expected a directory, got the option-like \"{}\" (write ./{} for a directory "
+                                 "so named)",
+                                 directory, directory);
+            }
+            return std::string();
           },
           "DIR"));
   run->add_flag("--fresh", run_options.fresh, "run every point again, even completed ones");

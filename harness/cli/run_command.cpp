@@ -1,5 +1,6 @@
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 
@@ -30,6 +31,18 @@ void print_reports(const WrittenReports& written, const ResultsDirectory& direct
     std::cout << ")\n";
   }
   if (!written.html.empty()) std::cout << "report:  " << written.html << "\n";
+}
+
+// A point whose record could not be written is lost from every report: say so last, with where
+// its data is.
+void say_records_not_written(const SweepOutcome& outcome, std::size_t missing, std::size_t points,
+                             const ResultsDirectory& directory) {
+  if (outcome.records_not_written == 0) return;
+  std::cout.flush();
+  std::cerr << fmt::format("harness: {} point record(s) could not be written ({} of {} point(s) have none in {}); "
+                           "their measurements stay in {}\n",
+                           outcome.records_not_written,
+                           std::max(missing, static_cast<std::size_t>(outcome.records_not_written)), points, directory.points_dir(), directory.logs_dir());
 }
 
 int run_command(const RunOptions& options) {
@@ -68,6 +81,7 @@ int run_command(const RunOptions& options) {
   sweep.rank_programs = study.rank_programs;
   sweep.live_progress = isatty(STDOUT_FILENO) != 0;
   SweepOutcome outcome;
+  std::size_t missing = 0;
   try {
     outcome = SweepRunner(experiment, study.points, *study.scheduler, *directory, sweep, std::cout).run();
     if (outcome.interrupted) std::cout << "harness: interrupted; keeping the points completed so far\n";
@@ -78,10 +92,13 @@ int run_command(const RunOptions& options) {
     }
     // Unreadable records were set aside by the runner; none is left to refuse.
     const ResultSet set = ResultSet::load(*directory, experiment, study.points, false);
+    missing = set.missing();
     print_reports(write_reports(set, *directory), *directory);
   } catch (const Error& error) {
+    say_records_not_written(outcome, missing, study.points.size(), *directory);
     return report_error(error);
   }
+  say_records_not_written(outcome, missing, study.points.size(), *directory);
   if (outcome.kept > 0) {
     std::cout << fmt::format("{} point(s) kept from an earlier run (--fresh runs them again)\n",
                              outcome.kept);

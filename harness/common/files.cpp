@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include <fmt/format.h>
@@ -37,6 +38,17 @@ struct Descriptor {
     if (fd >= 0) ::close(fd);
   }
 };
+
+// The rename of a file is durable once its directory is: fsync the directory. File systems that
+// cannot (EINVAL) have nothing to flush.
+void sync_directory_of(const std::string& path) {
+  const std::string directory = std::filesystem::path(path).parent_path().string();
+  Descriptor handle{::open(directory.empty() ? "." : directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+  if (handle.fd < 0) throw Error(fmt::format("{}: cannot open its directory: {}", path, std::strerror(errno)));
+  if (::fsync(handle.fd) != 0 && errno != EINVAL && errno != EROFS) {
+    throw Error(fmt::format("{}: cannot flush its directory to disk: {}", path, std::strerror(errno)));
+  }
+}
 
 }  // namespace
 
@@ -112,23 +124,62 @@ std::string read_text_file(const std::string& path, const ExpectedFile& expected
   return text;
 }
 
-void write_file_atomically(const std::string& path, const std::string& content) {
-  const std::string temporary = fmt::format("{}.tmp.{}", path, ::getpid());
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out << content;
-    out.flush();
-    if (!out) {
-      std::remove(temporary.c_str());
-      throw Error(fmt::format("{}: cannot write (no such directory, no permission or disk full)",
-                              temporary));
-    }
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+void require_replaceable_file(const std::string& path, std::string_view with_article) {
+  struct stat info {};
+  if (::lstat(path.c_str(), &info) != 0 || S_ISREG(info.st_mode)) return;
+  throw Error(fmt::format("{}: is {}, expected {}", path,
+                          S_ISLNK(info.st_mode) ? "a symbolic link" : file_type_name(info.st_mode), with_article));
+}
+
+void replace_file(const std::string& temporary, const std::string& path) {
+  const auto fail = [&](const std::string& what) {
     const std::string reason = std::strerror(errno);
-    std::remove(temporary.c_str());
-    throw Error(fmt::format("{}: cannot rename into place: {}", path, reason));
+    ::unlink(temporary.c_str());
+    throw Error(fmt::format("{}: {}: {}", path, what, reason));
+  };
+  {
+    Descriptor file{::open(temporary.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC)};
+    if (file.fd < 0) fail("cannot open its temporary " + temporary);
+    if (::fsync(file.fd) != 0) fail("cannot flush it to disk");
   }
+  try {
+    require_replaceable_file(path, "a file the harness writes");
+  } catch (const Error&) {
+    ::unlink(temporary.c_str());
+    throw;
+  }
+  if (::rename(temporary.c_str(), path.c_str()) != 0) fail("cannot rename into place");
+  sync_directory_of(path);
+}
+
+void write_file_atomically(const std::string& path, const std::string& content) {
+  require_replaceable_file(path, "a file the harness writes");
+  std::string temporary = path + ".tmp.XXXXXX";
+  // mkostemp creates it with O_EXCL: a link planted under the name is an error, not followed.
+  Descriptor file{::mkostemp(temporary.data(), O_CLOEXEC)};
+  if (file.fd < 0) {
+    throw Error(fmt::format("{}: cannot create a temporary file beside it: {}", path, std::strerror(errno)));
+  }
+  const auto fail = [&](const std::string& what) {
+    const std::string reason = std::strerror(errno);
+    ::unlink(temporary.c_str());
+    throw Error(fmt::format("{}: {}: {}", path, what, reason));
+  };
+  if (::fchmod(file.fd, 0644) != 0) fail("cannot set its permissions");
+  std::size_t written = 0;
+  while (written < content.size()) {
+    const ssize_t wrote = ::write(file.fd, content.data() + written, content.size() - written);
+    if (wrote < 0 && errno == EINTR) continue;
+    if (wrote <= 0) fail("cannot write");
+    written += static_cast<std::size_t>(wrote);
+  }
+  // A file renamed into place before its data reaches the disk can be empty after a crash.
+  if (::fsync(file.fd) != 0) fail("cannot flush it to disk");
+  const int fd = file.fd;
+  file.fd = -1;
+  if (::close(fd) != 0) fail("cannot close");
+  if (::rename(temporary.c_str(), path.c_str()) != 0) fail("cannot rename into place");
+  sync_directory_of(path);
 }
 
 Json read_json_file(const std::string& path) {

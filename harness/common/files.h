@@ -30,9 +30,21 @@ std::string read_text_file(const std::string& path, const ExpectedFile& expected
 // passes (opening it says so).
 void require_regular_file(const std::string& path, std::string_view with_article);
 
-// Writes `content` to `path` through a temporary file in the same directory and rename(2).
-// Throws Error naming the path.
+// Writes `content` to `path` durably, the way databases do: a new temporary file beside it
+// (created exclusively, so no link planted under its name is followed), written in full, fsync'd
+// and closed (both checked), renamed over `path`, then the directory fsync'd. Until the rename
+// `path` keeps its old content; after it returns the new content survives a crash. Refuses a
+// `path` that is a symbolic link or anything but a regular file (someone else may have prepared
+// the directory). Throws Error "<path>: ..." naming what went wrong.
 void write_file_atomically(const std::string& path, const std::string& content);
+
+// Throws Error "<path>: is a symbolic link, expected <with_article>" (likewise a directory, a
+// FIFO, a device) unless `path` is missing or a regular file; a link is never followed.
+void require_replaceable_file(const std::string& path, std::string_view with_article);
+
+// Makes a file this process wrote under `temporary` durable as `path`: fsync, rename over `path`
+// (which require_replaceable_file must accept), fsync the directory. Throws Error naming `path`.
+void replace_file(const std::string& temporary, const std::string& path);
 
 // A JSON file the harness wrote (a record, a rank's measurements). Throws Error naming the path.
 Json read_json_file(const std::string& path);

@@ -135,7 +135,8 @@ ChildProcess::ChildProcess(const ProcessRequest& request) : request_(request) {
   }
   int log_fd = -1;
   if (!request_.log_path.empty()) {
-    log_fd = ::open(request_.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    // Not through a link: a results directory may have been prepared by someone else.
+    log_fd = ::open(request_.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (log_fd < 0) {
       throw LaunchError(
           fmt::format("{}: cannot open log file: {}", request_.log_path, std::strerror(errno)));

@@ -1,7 +1,5 @@
 #include "harness/launch/job_record.h"
 
-#include <filesystem>
-
 #include <fmt/format.h>
 
 #include "harness/common/errors.h"
@@ -80,8 +78,6 @@ PointRecord record_of_ended_job(const std::string& experiment_name, const EndedJ
     }
     if (failure.empty()) record.status = PointStatus::kOk;
   }
-  std::error_code ignored;
-  std::filesystem::remove(job.measurements_path, ignored);
   if (!record.ok()) {
     record.reason = failure;
     if (record.measurements && !record.partial_measurements) {

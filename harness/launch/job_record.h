@@ -22,8 +22,9 @@ struct EndedJob {
   std::optional<BuildProvenance> build;  // the named build whose rank program ran it, if any
 };
 
-// Builds the record and removes the measurements file it read. `remark` gets the kind's remark on
-// the measurements (a diverged loss), if any.
+// Builds the record from the job's measurements file, which it leaves in place: the caller removes
+// it once the record is durable. `remark` gets the kind's remark on the measurements (a diverged
+// loss), if any.
 PointRecord record_of_ended_job(const std::string& experiment_name, const EndedJob& ended,
                                 const std::vector<std::string>& command_line, std::string& remark);
 

@@ -188,7 +188,7 @@ bool SweepRunner::record_ended(const JobResult& ended, Progress& progress) {
   if (found == in_flight_.end()) return false;
   const InFlight& job = found->second;
   if (ended.end == JobEnd::kInterrupted) {
-    // No record: a later run into this directory sees the point as missing and runs it.
+    // No new record (an earlier one, if any, stays): a later run decides on that as on any.
     remove_quietly(job.job.measurements_path);
     progress.finished(job.label, " interrupted (not recorded)", ended.outcome.wall_time_s);
     in_flight_.erase(found);
@@ -201,16 +201,23 @@ bool SweepRunner::record_ended(const JobResult& ended, Progress& progress) {
       {job.point, &job.job, job.command, std::string(scheduler_.name()), scheduler_.threads_per_rank(job.job), &ended,
        job.build},
       options_.command_line, remark);
+  std::string outcome_text;
+  bool written = true;
   try {
     write_file_atomically(directory_.record_path(record.id), to_json(record).dump(1));
+    // Its measurements go once the ledger no longer names the job (settle_measurements).
+    settled_.insert(job.point->id);
   } catch (const Error& error) {
-    details.push_back(fmt::format("    cannot write its record: {}", error.what()));
+    // A point without a record is lost, whatever its job did: it fails, and its data stays.
+    written = false;
+    ++records_not_written_;
+    outcome_text = fmt::format(" FAILED: its record cannot be written ({}); rank 0's measurements stay in {}",
+                               error.what(), job.job.measurements_path);
   }
-  std::string outcome_text;
-  if (record.ok()) {
+  if (written && record.ok()) {
     outcome_text = fmt::format(" ok ({}{})", format_duration(ended.outcome.wall_time_s),
                                remark.empty() ? "" : "; " + remark);
-  } else {
+  } else if (written) {
     outcome_text = record.status == PointStatus::kFailed
                        ? " FAILED: " + record.reason
                        : fmt::format(" FAILED ({}): {}", status_name(record.status), record.reason);
@@ -218,21 +225,39 @@ bool SweepRunner::record_ended(const JobResult& ended, Progress& progress) {
   }
   progress.finished(job.label, outcome_text, ended.outcome.wall_time_s, details);
   in_flight_.erase(found);
-  return !record.ok();
+  return !written || !record.ok();
+}
+
+void SweepRunner::settle_measurements() {
+  std::set<std::string> in_use;
+  for (const auto& [id, job] : in_flight_) in_use.insert(job.job.measurements_path);
+  for (const std::string& point_id : settled_) {
+    for (const std::string& file : directory_.measurements_files(point_id)) {
+      if (!in_use.count(file)) remove_quietly(file);
+    }
+  }
+  settled_.clear();
 }
 
 SweepOutcome SweepRunner::loop(Submit submit, bool follow) {
   SweepOutcome result;
   const std::vector<StoredRecord> stored = read_stored_records(directory_);
+  // A job in flight is followed even when an earlier record of its point is still there: records
+  // stay until their replacements are written.
+  std::set<std::pair<std::string, std::string>> submitted;
+  for (const auto& entry : read_ledger(directory_).entries) submitted.insert({entry.point_id, entry.key});
+  const auto in_ledger = [&](const Point& point) { return submitted.count({point.id, point.key.hash()}) > 0; };
   std::vector<const Point*> without_record;
   std::map<const Point*, PointStatus> kept;
   if (submit == Submit::kAll) {
     set_aside_unreadable(stored);
     for (const auto& point : points_) {
-      const auto status = options_.fresh ? std::nullopt : adopt_earlier_record(point, stored);
+      const auto status =
+          options_.fresh || in_ledger(point) ? std::nullopt : adopt_earlier_record(point, stored);
       if (status) {
         kept[&point] = *status;
         ++result.kept;
+        settled_.insert(point.id);  // measurements an interrupted run left of it
       } else {
         without_record.push_back(&point);
       }
@@ -240,10 +265,11 @@ SweepOutcome SweepRunner::loop(Submit submit, bool follow) {
   } else {
     for (const auto& point : points_) {
       std::error_code missing;
-      if (!fs::exists(directory_.record_path(point.id), missing)) without_record.push_back(&point);
+      if (in_ledger(point) || !fs::exists(directory_.record_path(point.id), missing)) without_record.push_back(&point);
     }
   }
   adopt_ledger_jobs(without_record);
+  settle_measurements();
   std::vector<const Point*> to_run;
   // How long each point took before (results/<name>/ under the working directory), for a
   // scheduler that groups short points (SLURM's auto mode).
@@ -296,8 +322,8 @@ SweepOutcome SweepRunner::loop(Submit submit, bool follow) {
         job.command = scheduler_.command_for(job.job);
         job.label = label(*job.point);
         job.build = options_.rank_programs.provenance_for(job.point->settings);
-        // A record or log left by an earlier run must not pass for this one's.
-        remove_quietly(directory_.record_path(job.point->id));
+        // An earlier run's record stays until this one's replaces it (a refused or interrupted
+        // submission must not lose it); its log would mix with this run's.
         remove_quietly(job.job.log_path);
         remove_quietly(job.job.measurements_path);
         specs.push_back(job.job);
@@ -329,9 +355,11 @@ SweepOutcome SweepRunner::loop(Submit submit, bool follow) {
       if (record_ended(ended, progress)) ++result.failed;
     }
     save_ledger();
+    settle_measurements();
     if (!follow) break;
   }
   result.in_flight = static_cast<int>(in_flight_.size());
+  result.records_not_written = records_not_written_;
   result.interrupted = interrupt_requested();
   return result;
 }
@@ -377,6 +405,7 @@ int SweepRunner::cancel_in_flight() {
     for (const JobResult& ended : scheduler_.poll(1.0)) record_ended(ended, progress);
   }
   save_ledger();
+  settle_measurements();
   return static_cast<int>(ids.size());
 }
 

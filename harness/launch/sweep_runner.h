@@ -6,8 +6,12 @@
 // named build, the same build binary and commit) is already in the
 // directory is kept, not run; a point whose job is still in flight from an earlier harness (the
 // directory's ledger, job_ledger.h; a cluster's jobs outlive the harness) is followed, not
-// submitted again. On Ctrl-C every job in flight is cancelled and the points finished so far are
-// kept.
+// submitted again, even when an older record of its point is still there. On Ctrl-C every job in
+// flight is cancelled and the points finished so far are kept.
+//
+// Durability: a point's old record stays until its new one is written (so a refused submission or
+// Ctrl-C leaves it); rank 0's measurements files stay until the record is durable and the saved
+// ledger no longer names the job. A point whose record cannot be written fails.
 //
 // The caller holds the directory's lock (results_directory.h) while a runner writes into it.
 #pragma once
@@ -15,6 +19,7 @@
 #include <iosfwd>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -50,6 +55,9 @@ struct SweepOutcome {
   int ran = 0;
   int failed = 0;
   int in_flight = 0;  // jobs still running when the runner returned (detached, or status)
+  // Points whose job ended but whose record could not be written (counted in failed too); their
+  // measurements stay in logs/.
+  int records_not_written = 0;
   bool interrupted = false;
   std::vector<PointState> states;  // by `collect`
 };
@@ -96,6 +104,9 @@ class SweepRunner {
   // record into in_flight_.
   void adopt_ledger_jobs(const std::vector<const Point*>& candidates);
   void save_ledger();
+  // Removes the measurements files of the points in settled_ (their records are durable and the
+  // saved ledger no longer names their jobs), except those of jobs in flight.
+  void settle_measurements();
   // Records an ended job (or says it was interrupted); true when its point failed.
   bool record_ended(const JobResult& ended, class Progress& progress);
   std::string label(const Point& point) const;
@@ -109,6 +120,8 @@ class SweepRunner {
   std::string run_id_;
   JobLedger ledger_;
   std::map<JobId, InFlight> in_flight_;
+  std::set<std::string> settled_;  // ids of points whose measurements files may go
+  int records_not_written_ = 0;
 };
 
 }  // namespace harness

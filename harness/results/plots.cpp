@@ -1,6 +1,10 @@
 #include "harness/results/plots.h"
 
+#include <stdlib.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <set>
 
@@ -47,6 +51,29 @@ std::string size_tics(const std::set<int64_t>& sizes) {
   return fmt::format("{}", fmt::join(tics, ", "));
 }
 
+// A folder made with mkdtemp (nothing in it can have been planted) and removed with what is
+// left in it when the drawing is done.
+class ScratchFolder {
+ public:
+  explicit ScratchFolder(std::string pattern) : path_(std::move(pattern)) {
+    if (::mkdtemp(path_.data()) == nullptr) {
+      throw Error(fmt::format("{}: cannot create a folder to draw in: {}",
+                              std::filesystem::path(path_).parent_path().string(), std::strerror(errno)));
+    }
+  }
+  ~ScratchFolder() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  ScratchFolder(const ScratchFolder&) = delete;
+  ScratchFolder& operator=(const ScratchFolder&) = delete;
+  const std::string& path() const { return path_; }
+  std::string name() const { return std::filesystem::path(path_).filename().string(); }
+
+ private:
+  std::string path_;
+};
+
 }  // namespace
 
 const std::string& plot_template(const std::string& name) {
@@ -60,6 +87,10 @@ std::vector<std::string> draw_plots(const std::map<std::string, std::string>& da
                                     const ResultSet& set, const std::string& plots_dir,
                                     const std::map<std::string, std::string>& variables) {
   if (data.empty()) return {};
+  std::error_code link_error;
+  if (std::filesystem::is_symlink(plots_dir, link_error)) {
+    throw Error(fmt::format("{}: is a symbolic link, expected the folder the harness draws in", plots_dir));
+  }
   if (find_program("gnuplot").empty()) {
     throw Error("gnuplot not found on PATH; install gnuplot-nox (bash .ci/install-deps), then "
                 "run the experiment again to draw the plots");
@@ -94,8 +125,11 @@ std::vector<std::string> draw_plots(const std::map<std::string, std::string>& da
     const std::string script = header + plot_template(name) + plot_template("render");
     write_file_atomically(base + ".gp", script);
 
+    // gnuplot writes into a folder only this process can have made (mkdtemp), and each image is
+    // renamed into place: an image name planted as a link is refused, never written through.
+    const ScratchFolder drawing(plots_dir + "/.drawing-XXXXXX");
     ProcessRequest gnuplot;
-    gnuplot.argv = {"gnuplot", name + ".gp"};
+    gnuplot.argv = {"gnuplot", "-e", fmt::format("OUTDIR = \"{}/\"", drawing.name()), name + ".gp"};
     gnuplot.working_directory = plots_dir;
     gnuplot.log_path = plots_dir + "/gnuplot.log";
     gnuplot.timeout_s = 60;
@@ -106,11 +140,13 @@ std::vector<std::string> draw_plots(const std::map<std::string, std::string>& da
                               gnuplot.log_path));
     }
     for (const char* extension : {".png", ".svg"}) {
+      const std::string drawn = drawing.path() + "/" + name + extension;
       const std::string image = base + extension;
       std::error_code error;
-      if (std::filesystem::file_size(image, error) == 0 || error) {
+      if (std::filesystem::file_size(drawn, error) == 0 || error) {
         throw Error(fmt::format("gnuplot {}.gp wrote no {}; see {}", name, image, gnuplot.log_path));
       }
+      replace_file(drawn, image);
       images.push_back(image);
     }
   }

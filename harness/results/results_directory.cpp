@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,10 +28,44 @@ void ResultsDirectory::create() const {
     if (error) {
       throw ConfigError(fmt::format("--out: cannot create directory {}: {}", directory, error.message()));
     }
+    // A link here would send records and logs wherever its owner chose.
+    if (directory != path_ && fs::is_symlink(directory, error)) {
+      throw ConfigError(fmt::format("--out: {} is a symbolic link, expected a directory the harness creates; "
+                                    "remove it",
+                                    directory));
+    }
     if (::access(directory.c_str(), W_OK) != 0) {
       throw ConfigError(fmt::format("--out: directory {} is not writable", directory));
     }
   }
+}
+
+bool ResultsDirectory::written_by_harness(const std::string& relative) {
+  const fs::path path = fs::path(relative).lexically_normal();
+  if (path.empty() || path.is_absolute() || *path.begin() == "..") return false;
+  const std::string first = path.begin()->string();
+  if (first == "points" || first == "logs" || first == "plots" || first == "jobs") return true;
+  for (const char* name : {"experiment.json", "summary.csv", "stats.csv", "report.html", "model.json", "model.csv",
+                           "prediction.json", "prediction.csv", ".lock"}) {
+    if (path == name) return true;
+  }
+  return false;
+}
+
+std::vector<std::string> ResultsDirectory::measurements_files(const std::string& id) const {
+  std::vector<std::string> files;
+  const std::string prefix = id + ".";
+  const std::string suffix = ".measurements.json";
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(logs_dir(), error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() > prefix.size() + suffix.size() && name.rfind(prefix, 0) == 0 &&
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      files.push_back(entry.path().string());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  return files;
 }
 
 void ResultsDirectory::check_reusable_for(const std::string& experiment_name) const {
@@ -63,25 +98,53 @@ void ResultsDirectory::check_reusable_for(const std::string& experiment_name) co
   }
 }
 
+std::string lock_failure_message(const std::string& directory, int error, const std::string& holder) {
+  if (error == EWOULDBLOCK) {
+    return fmt::format("--out {}: in use by another harness run ({}); wait for it to finish or choose another "
+                       "directory",
+                       directory, holder.empty() ? "its process did not say which" : shortened(holder, 300));
+  }
+  if (error == ENOLCK || error == ENOSYS || error == EOPNOTSUPP || error == EINVAL) {
+    return fmt::format("--out {}: its file system does not support file locks (flock: {}), so two runs could "
+                       "write into it at once; choose a directory on a local file system",
+                       directory, std::strerror(error));
+  }
+  return fmt::format("--out {}: cannot lock {}/.lock: {}", directory, directory, std::strerror(error));
+}
+
 DirectoryLock::DirectoryLock(const ResultsDirectory& directory,
                              const std::vector<std::string>& command_line) {
   const std::string path = directory.lock_file();
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  // Never through a link (it would truncate the link's target) nor into a FIFO or device.
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+  if (fd_ < 0 && errno == ELOOP) {
+    throw ConfigError(fmt::format("--out {}: {} is a symbolic link, expected the lock file the harness "
+                                  "writes; remove it",
+                                  directory.path(), path));
+  }
   if (fd_ < 0) {
     throw ConfigError(fmt::format("--out {}: cannot create its lock file: {}", directory.path(),
                                   std::strerror(errno)));
   }
+  struct stat info {};
+  if (::fstat(fd_, &info) != 0 || !S_ISREG(info.st_mode)) {
+    ::close(fd_);
+    fd_ = -1;
+    throw ConfigError(fmt::format("--out {}: {} is not a regular file, expected the lock file the harness "
+                                  "writes; remove it",
+                                  directory.path(), path));
+  }
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int error = errno;
     std::string holder(512, '\0');
     const ssize_t got = ::pread(fd_, holder.data(), holder.size(), 0);
     holder.resize(got > 0 ? static_cast<std::size_t>(got) : 0);
     if (const auto newline = holder.find('\n'); newline != std::string::npos) holder.resize(newline);
     ::close(fd_);
     fd_ = -1;
-    throw ConfigError(fmt::format("--out {}: in use by another harness run ({}); wait for it to "
-                                  "finish or choose another directory",
-                                  directory.path(),
-                                  holder.empty() ? "its process did not say which" : shortened(holder, 300)));
+    const std::string message = lock_failure_message(directory.path(), error, holder);
+    if (error == EWOULDBLOCK) throw DirectoryInUse(message);
+    throw ConfigError(message);
   }
   char host[256] = {};
   ::gethostname(host, sizeof(host) - 1);

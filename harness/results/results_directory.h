@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/common/errors.h"
 #include "harness/results/record.h"
 
 namespace harness {
@@ -39,8 +40,15 @@ class ResultsDirectory {
   std::string measurements_path(const std::string& id, const std::string& run_id) const {
     return logs_dir() + "/" + id + "." + run_id + ".measurements.json";
   }
+  // Every run's measurements file of point `id` in logs/ (measurements_path), in name order.
+  std::vector<std::string> measurements_files(const std::string& id) const;
   // The point's timeline (setting "timeline"), from its latest run.
   std::string timeline_path(const std::string& id) const { return logs_dir() + "/" + id + ".trace.json"; }
+
+  // Whether `relative` (a path inside a results directory, as "points/p000-ab.json") names a file
+  // the harness writes there: the experiment copy, the tables and reports, the lock, or anything
+  // in points/, logs/, plots/ or jobs/. Other commands must never write over those.
+  static bool written_by_harness(const std::string& relative);
 
   // Creates the directories. Throws ConfigError naming the directory when it cannot.
   void create() const;
@@ -53,12 +61,25 @@ class ResultsDirectory {
   std::string path_;
 };
 
+// Why the lock of results directory `directory` was not taken, from flock's `error`: another run
+// holds it (EWOULDBLOCK; `holder` is the line that run wrote in it), the file system has no locks
+// (ENOLCK, ENOSYS, ...), or anything else with its errno text.
+std::string lock_failure_message(const std::string& directory, int error, const std::string& holder);
+
+// Another process holds the directory's lock (the message names it). Any other failure to lock is
+// a plain ConfigError.
+class DirectoryInUse : public ConfigError {
+ public:
+  using ConfigError::ConfigError;
+};
+
 // The lock of a results directory, held for as long as this object lives (flock(2): released
 // when the process ends, however it ends). Read-only commands (plot) do not take it.
 class DirectoryLock {
  public:
-  // Throws ConfigError "--out DIR: in use by another harness run (pid P on HOST since TIME:
-  // COMMAND); ..." when another process holds it.
+  // Throws DirectoryInUse "--out DIR: in use by another harness run (pid P on HOST since TIME:
+  // COMMAND); ..." when another process holds it; ConfigError when `.lock` is a link or not a
+  // file, or cannot be locked (lock_failure_message).
   DirectoryLock(const ResultsDirectory& directory, const std::vector<std::string>& command_line);
   ~DirectoryLock();
   DirectoryLock(const DirectoryLock&) = delete;

@@ -1,0 +1,111 @@
+#include "harness/common/files.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "harness/common/errors.h"
+
+namespace harness {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path fresh_directory(const std::string& name) {
+  const fs::path path = fs::temp_directory_path() / ("harness_files_test_" + name);
+  fs::remove_all(path);
+  fs::create_directories(path);
+  return path;
+}
+
+std::string contents(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::size_t entries(const fs::path& directory) {
+  return static_cast<std::size_t>(std::distance(fs::directory_iterator(directory), fs::directory_iterator()));
+}
+
+TEST(Files, WriteReplacesARegularFileAndLeavesNoTemporary) {
+  const fs::path dir = fresh_directory("replace");
+  const fs::path file = dir / "record.json";
+  std::ofstream(file) << "old";
+  write_file_atomically(file.string(), "new");
+  EXPECT_EQ(contents(file), "new");
+  EXPECT_EQ(entries(dir), 1U);
+  struct stat info {};
+  ASSERT_EQ(::stat(file.c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 0777, 0644U);
+}
+
+// Someone who prepared the directory must not be able to make the harness write elsewhere.
+TEST(Files, WriteRefusesALinkAndLeavesItsTargetUntouched) {
+  const fs::path dir = fresh_directory("link");
+  const fs::path target = dir / "precious.txt";
+  std::ofstream(target) << "precious";
+  fs::create_symlink(target, dir / "record.json");
+  try {
+    write_file_atomically((dir / "record.json").string(), "overwritten");
+    FAIL() << "wrote through a symbolic link";
+  } catch (const Error& error) {
+    EXPECT_EQ(std::string(error.what()),
+              (dir / "record.json").string() + ": is a symbolic link, expected a file the harness writes");
+  }
+  EXPECT_EQ(contents(target), "precious");
+  EXPECT_TRUE(fs::is_symlink(dir / "record.json"));
+  EXPECT_EQ(entries(dir), 2U) << "a temporary file was left behind";
+}
+
+TEST(Files, WriteRefusesADirectoryAndADeviceInOneLine) {
+  const fs::path dir = fresh_directory("special");
+  fs::create_directories(dir / "record.json");
+  EXPECT_THROW(write_file_atomically((dir / "record.json").string(), "x"), Error);
+  try {
+    write_file_atomically("/dev/null", "x");
+    FAIL() << "replaced /dev/null";
+  } catch (const Error& error) {
+    EXPECT_EQ(std::string(error.what()), "/dev/null: is a character device, expected a file the harness writes");
+  }
+  struct stat info {};
+  ASSERT_EQ(::stat("/dev/null", &info), 0);
+  EXPECT_TRUE(S_ISCHR(info.st_mode));
+}
+
+TEST(Files, WriteIntoAMissingDirectoryNamesThePathAndWhy) {
+  const fs::path dir = fresh_directory("missing");
+  const std::string path = (dir / "points" / "p000.json").string();
+  try {
+    write_file_atomically(path, "x");
+    FAIL() << "wrote into a missing directory";
+  } catch (const Error& error) {
+    const std::string message = error.what();
+    EXPECT_EQ(message.rfind(path + ": cannot create a temporary file beside it: ", 0), 0U) << message;
+    EXPECT_NE(message.find("No such file or directory"), std::string::npos) << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  }
+}
+
+TEST(Files, ReplaceRenamesATemporaryIntoPlaceButNotOverALink) {
+  const fs::path dir = fresh_directory("replace_file");
+  std::ofstream(dir / "drawn.svg") << "new plot";
+  replace_file((dir / "drawn.svg").string(), (dir / "plot.svg").string());
+  EXPECT_EQ(contents(dir / "plot.svg"), "new plot");
+  EXPECT_FALSE(fs::exists(dir / "drawn.svg"));
+
+  std::ofstream(dir / "target") << "precious";
+  fs::create_symlink(dir / "target", dir / "linked.svg");
+  std::ofstream(dir / "drawn.svg") << "new plot";
+  EXPECT_THROW(replace_file((dir / "drawn.svg").string(), (dir / "linked.svg").string()), Error);
+  EXPECT_EQ(contents(dir / "target"), "precious");
+  EXPECT_TRUE(fs::is_symlink(dir / "linked.svg"));
+  EXPECT_FALSE(fs::exists(dir / "drawn.svg")) << "the refused temporary was left behind";
+}
+
+}  // namespace
+}  // namespace harness

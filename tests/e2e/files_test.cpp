@@ -1,0 +1,223 @@
+// End to end: the files of a results directory under hostile conditions: a record that cannot be
+// written, links planted where the harness writes, outputs of `harness check` that are special
+// files or the run's own, a refused submission under --fresh, leftovers of killed runs.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <optional>
+#include <thread>
+
+#include "e2e_helpers.h"
+#include "harness/common/files.h"
+#include "harness/common/process.h"
+
+namespace harness::e2e {
+namespace {
+
+// One Iris point of one epoch: a second or two.
+const char* kTinyIris = R"({"name": "tiny", "settings": {"workload": "iris_mlp", "engine": "blas", "epochs": 1,
+  "threads_per_rank": 1}})";
+
+// Runs the tiny experiment into DIR/out and returns DIR/out.
+fs::path tiny_run(const fs::path& dir) {
+  const fs::path experiment = write_experiment(dir, kTinyIris);
+  const HarnessRun run = run_harness({"run", experiment.string(), "--out", (dir / "out").string()}, dir / "run.log");
+  EXPECT_EQ(run.outcome.exit_code, 0) << joined(run.output);
+  return dir / "out";
+}
+
+// The one record in OUT/points.
+fs::path only_record(const fs::path& out) {
+  std::vector<fs::path> records;
+  for (const auto& entry : fs::directory_iterator(out / "points")) records.push_back(entry.path());
+  EXPECT_EQ(records.size(), 1U);
+  return records.empty() ? fs::path() : records[0];
+}
+
+fs::path precious_file(const fs::path& dir) {
+  std::ofstream(dir / "precious.txt") << "precious\n";
+  return dir / "precious.txt";
+}
+
+// The record's directory disappears while the point runs: a fake mpirun first on PATH runs the
+// real one, then puts a file where points/ was (root ignores permissions, so nothing less stops
+// a write). The point must fail, its measurements stay, and the run say what is missing.
+TEST(Files, PointWhoseRecordCannotBeWrittenFailsAndKeepsItsMeasurements) {
+  const fs::path dir = scratch("files_unwritable_record");
+  const fs::path out = dir / "out";
+  fs::create_directories(dir / "bin");
+  const std::string real_mpirun = find_program("mpirun");
+  ASSERT_FALSE(real_mpirun.empty());
+  std::ofstream(dir / "bin" / "mpirun") << "#!/bin/sh\n"
+                                        << real_mpirun << " \"$@\"; status=$?\n"
+                                        << "rm -rf " << (out / "points").string() << "\n"
+                                        << "echo 'in the way' > " << (out / "points").string() << "\n"
+                                        << "exit $status\n";
+  fs::permissions(dir / "bin" / "mpirun", fs::perms::owner_all);
+  const fs::path experiment = write_experiment(dir, kTinyIris);
+  const HarnessRun run = run_harness({"run", experiment.string(), "--out", out.string()}, dir / "run.log",
+                                     {{"PATH", (dir / "bin").string() + ":" + std::getenv("PATH")}});
+  const std::string output = joined(run.output);
+  EXPECT_EQ(run.outcome.exit_code, 1) << output;
+  EXPECT_NE(output.find(" FAILED: its record cannot be written ("), std::string::npos) << output;
+  EXPECT_EQ(output.find(" ok ("), std::string::npos) << "a lost record reported as success: " << output;
+  EXPECT_NE(output.find("harness: 1 point record(s) could not be written (1 of 1 point(s) have none in " +
+                        (out / "points").string() + "); their measurements stay in " + (out / "logs").string()),
+            std::string::npos)
+      << output;
+  std::vector<fs::path> measurements;
+  for (const auto& entry : fs::directory_iterator(out / "logs")) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() > 18 && name.substr(name.size() - 18) == ".measurements.json") measurements.push_back(entry.path());
+  }
+  ASSERT_EQ(measurements.size(), 1U) << "rank 0's measurements were deleted with no record holding them";
+  EXPECT_EQ(read_json_file(measurements[0].string())["complete"], true);
+  EXPECT_EQ(read_csv(out / "summary.csv").size(), 0U);
+}
+
+TEST(Files, LockFileThatIsALinkIsRefusedAndItsTargetUntouched) {
+  const fs::path dir = scratch("files_lock_link");
+  const fs::path precious = precious_file(dir);
+  fs::create_directories(dir / "out");
+  fs::create_symlink(precious, dir / "out" / ".lock");
+  const fs::path experiment = write_experiment(dir, kTinyIris);
+  const HarnessRun run = run_harness({"run", experiment.string(), "--out", (dir / "out").string()}, dir / "run.log");
+  EXPECT_EQ(run.outcome.exit_code, 2) << joined(run.output);
+  ASSERT_EQ(run.output.size(), 1U) << joined(run.output);
+  EXPECT_NE(run.output[0].find("/.lock is a symbolic link, expected the lock file the harness writes"),
+            std::string::npos)
+      << run.output[0];
+  EXPECT_EQ(read_text(precious), "precious\n");
+}
+
+TEST(Files, PlotThatIsALinkIsRefusedAndItsTargetUntouched) {
+  const fs::path dir = scratch("files_plot_link");
+  const fs::path out = tiny_run(dir);
+  const fs::path precious = precious_file(dir);
+  ASSERT_TRUE(fs::exists(out / "plots" / "speedup.svg"));
+  fs::remove(out / "plots" / "speedup.svg");
+  fs::create_symlink(precious, out / "plots" / "speedup.svg");
+  const HarnessRun plot = run_harness({"plot", out.string()}, dir / "plot.log");
+  EXPECT_EQ(plot.outcome.exit_code, 1) << joined(plot.output);
+  ASSERT_FALSE(plot.output.empty());
+  EXPECT_NE(plot.output.back().find("speedup.svg: is a symbolic link, expected a file the harness writes"),
+            std::string::npos)
+      << joined(plot.output);
+  EXPECT_EQ(read_text(precious), "precious\n");
+  EXPECT_TRUE(fs::is_symlink(out / "plots" / "speedup.svg"));
+  for (const auto& entry : fs::directory_iterator(out / "plots")) {
+    EXPECT_NE(entry.path().filename().string().rfind(".drawing-", 0), 0U) << "left behind: " << entry.path();
+  }
+}
+
+// A special file would be replaced by a regular one, a link followed, the run's own files lost.
+TEST(Files, CheckRefusesOutputsThatAreSpecialFilesLinksOrTheRunsOwn) {
+  const fs::path dir = scratch("files_check_outputs");
+  const fs::path out = tiny_run(dir);
+  const fs::path precious = precious_file(dir);
+  fs::create_symlink(precious, dir / "link.json");
+  ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0644), 0);
+  const std::string experiment = read_text(out / "experiment.json");
+  const fs::path record = only_record(out);
+  const std::string record_text = read_text(record);
+
+  const std::vector<std::pair<std::vector<std::string>, std::string>> refused = {
+      {{"--json", "/dev/null"}, "--json /dev/null: is a character device, expected a new file or a regular file"},
+      {{"--junit", (dir / "fifo").string()}, "fifo: is a FIFO (named pipe), expected a new file or a regular file"},
+      {{"--markdown", (dir / "link.json").string()}, "link.json: is a symbolic link, expected a new file"},
+      {{"--json", (out / "experiment.json").string()}, "experiment.json: is a file of the results directory "},
+      {{"--junit", record.string()}, ": is a file of the results directory "},
+      {{"--markdown", (out / "summary.csv").string()}, "summary.csv: is a file of the results directory "}};
+  int checks = 0;
+  for (const auto& [arguments, expected] : refused) {
+    std::vector<std::string> command = {"check", out.string(), "--baseline", out.string()};
+    command.insert(command.end(), arguments.begin(), arguments.end());
+    const HarnessRun check = run_harness(command, dir / ("check-" + std::to_string(++checks) + ".log"));
+    EXPECT_EQ(check.outcome.exit_code, 2) << joined(check.output);
+    ASSERT_EQ(check.output.size(), 1U) << joined(check.output);
+    EXPECT_NE(check.output[0].find(expected), std::string::npos) << check.output[0];
+  }
+  struct stat info {};
+  ASSERT_EQ(::stat("/dev/null", &info), 0);
+  EXPECT_TRUE(S_ISCHR(info.st_mode));
+  ASSERT_EQ(::lstat((dir / "fifo").c_str(), &info), 0);
+  EXPECT_TRUE(S_ISFIFO(info.st_mode));
+  EXPECT_EQ(read_text(precious), "precious\n");
+  EXPECT_EQ(read_text(out / "experiment.json"), experiment);
+  EXPECT_EQ(read_text(record), record_text);
+  const HarnessRun plot = run_harness({"plot", out.string()}, dir / "plot.log");
+  EXPECT_EQ(plot.outcome.exit_code, 0) << joined(plot.output);
+}
+
+// --fresh submits every point again; one whose submission is refused (its log cannot be opened:
+// a directory stands in its place) must keep its old record, which a resumed run then keeps.
+TEST(Files, FreshRunWhoseSubmissionIsRefusedKeepsTheOldRecord) {
+  const fs::path dir = scratch("files_fresh_refused");
+  const fs::path out = tiny_run(dir);
+  const fs::path record = only_record(out);
+  const std::string before = read_text(record);
+  const std::string id = record.stem().string();
+  fs::remove(out / "logs" / (id + ".log"));
+  fs::create_directories(out / "logs" / (id + ".log") / "in the way");
+  const fs::path experiment = dir / "experiment.json";
+
+  HarnessRun run = run_harness({"run", experiment.string(), "--out", out.string(), "--fresh"}, dir / "fresh.log");
+  EXPECT_EQ(run.outcome.exit_code, 1) << joined(run.output);
+  EXPECT_NE(joined(run.output).find(" FAILED: " + (out / "logs" / id).string() + ".log: cannot open log file"),
+            std::string::npos)
+      << joined(run.output);
+  EXPECT_EQ(read_text(record), before) << "the old record went before a new one was written";
+
+  // A killed run's measurements of the point are left over; the record that holds the point
+  // settles them.
+  fs::remove_all(out / "logs" / (id + ".log"));
+  const fs::path leftover = out / "logs" / (id + ".20000101T000000Z-1.measurements.json");
+  std::ofstream(leftover) << "{}";
+  run = run_harness({"run", experiment.string(), "--out", out.string()}, dir / "resume.log");
+  EXPECT_EQ(run.outcome.exit_code, 0) << joined(run.output);
+  EXPECT_NE(joined(run.output).find("kept (completed in an earlier run)"), std::string::npos) << joined(run.output);
+  EXPECT_EQ(read_text(record), before);
+  EXPECT_FALSE(fs::exists(leftover)) << "a killed run's measurements accumulate";
+}
+
+// Ctrl-C while --fresh runs a point again (its mpirun, a fake first on PATH, would never end):
+// the point's old record stays.
+TEST(Files, FreshRunInterruptedKeepsTheOldRecord) {
+  const fs::path dir = scratch("files_fresh_interrupted");
+  const fs::path out = tiny_run(dir);
+  const fs::path record = only_record(out);
+  const std::string before = read_text(record);
+  fs::create_directories(dir / "bin");
+  std::ofstream(dir / "bin" / "mpirun") << "#!/bin/sh\nexec sleep 600\n";
+  fs::permissions(dir / "bin" / "mpirun", fs::perms::owner_all);
+  const fs::path log = dir / "fresh.log";
+  ChildProcess harness(harness_request({"run", (dir / "experiment.json").string(), "--out", out.string(), "--fresh"},
+                                       log, {{"PATH", (dir / "bin").string() + ":" + std::getenv("PATH")}}));
+  std::optional<ProcessOutcome> ended;
+  for (int i = 0; i < 600 && read_text(log).find("[1/1]") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_NE(read_text(log).find("[1/1]"), std::string::npos) << read_text(log);
+  ::kill(harness.pid(), SIGINT);
+  for (int i = 0; i < 600 && !(ended = harness.poll()); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(ended.has_value());
+  EXPECT_EQ(ended->exit_code, 130) << read_text(log);
+  EXPECT_EQ(read_text(record), before) << "the old record went before a new one was written";
+}
+
+TEST(Files, OutThatLooksLikeAnOptionIsRefused) {
+  const fs::path dir = scratch("files_out_option");
+  const fs::path experiment = write_experiment(dir, kTinyIris);
+  const HarnessRun run = run_harness({"run", experiment.string(), "--out", "--fresh"}, dir / "run.log");
+  EXPECT_EQ(run.outcome.exit_code, 2) << joined(run.output);
+  ASSERT_EQ(run.output.size(), 1U) << joined(run.output);
+  EXPECT_NE(run.output[0].find("--fresh"), std::string::npos) << run.output[0];
+  EXPECT_FALSE(fs::exists(dir / "--fresh")) << "a directory named --fresh was created";
+}
+
+}  // namespace
+}  // namespace harness::e2e
