@@ -39,9 +39,10 @@ int model_command(const ModelCommandOptions& options) {
     written.push_back(write_html_report(comm, ResultsDirectory(options.comm_dir)));
     if (!options.train_dir.empty()) {
       const ResultSet train = load_results(options.train_dir, "--predict ");
-      std::map<std::string, BackendCostFit> fits;
-      for (const auto& fit : model.fits) fits[fit.backend] = fit;
-      const TrainingPrediction prediction = predict_training(train, fits, ranks, model.hosts, model.max_ranks);
+      std::vector<std::string> notes;
+      const auto fits = prediction_fits(model, notes);
+      TrainingPrediction prediction = predict_training(train, fits, ranks, model.hosts, model.max_ranks);
+      prediction.assumptions.insert(prediction.assumptions.end(), notes.begin(), notes.end());
       std::cout << "\nPredicted for " << options.train_dir << " (speedup against one rank without communication)\n"
                 << prediction_console(prediction);
       const auto more = write_prediction(prediction, model, train, options.train_dir);
