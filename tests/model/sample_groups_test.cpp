@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "harness/common/errors.h"
+#include "harness/model/model_report.h"
 
 namespace harness {
 namespace {
@@ -78,6 +79,27 @@ TEST(SampleGroups, HierAcrossNodesIsRefused) {
   EXPECT_THROW(group_cost_samples({&hier}, "comm"), ConfigError);
   const PointRecord one_node = comm_record("hier", {"a", "a"});
   EXPECT_EQ(group_cost_samples({&one_node}, "comm").groups.size(), 1U);
+}
+
+TEST(SampleGroups, APredictionUsesABackendsFitAcrossNodesAndSaysSo) {
+  CostModel model;
+  BackendCostFit one_node;
+  one_node.backend = "ring";
+  one_node.parameters.beta_s_per_byte = 0.1e-9;
+  BackendCostFit across = one_node;
+  across.across_nodes = true;
+  across.parameters.beta_s_per_byte = 1e-9;
+  BackendCostFit other;
+  other.backend = "allreduce";
+  model.fits = {one_node, across, other};
+  std::vector<std::string> notes;
+  const auto fits = prediction_fits(model, notes);
+  ASSERT_EQ(fits.size(), 2U);
+  EXPECT_TRUE(fits.at("ring").across_nodes);
+  EXPECT_DOUBLE_EQ(fits.at("ring").parameters.beta_s_per_byte, 1e-9);
+  EXPECT_FALSE(fits.at("allreduce").across_nodes);
+  ASSERT_EQ(notes.size(), 1U);
+  EXPECT_EQ(notes[0], "backend ring is predicted with its fit across nodes; its one-node fit is in model.json");
 }
 
 }  // namespace
