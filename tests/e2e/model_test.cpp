@@ -127,7 +127,9 @@ TEST(Model, ARefusedPredictionWritesNothing) {
     EXPECT_FALSE(fs::exists(file)) << file;
   }
   EXPECT_EQ(fs::exists(comm / "report.html"), had_page);
-  if (had_page) EXPECT_EQ(fs::last_write_time(comm / "report.html"), page_time);
+  if (had_page) {
+    EXPECT_EQ(fs::last_write_time(comm / "report.html"), page_time);
+  }
 }
 
 // report.html needs nothing from the network and links only to files that exist.
