@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "harness/check/empty_comparison.h"
+#include "harness/check/failing_repeats.h"
 #include "harness/check/metric_comparison.h"
 #include "harness/common/errors.h"
 #include "harness/results/result_set.h"
@@ -88,6 +90,11 @@ ValuesBySize values_of(const CheckMetric& metric, const Configuration* configura
     }
   }
   return values;
+}
+
+FailureCounts failures_of(const Configuration& configuration) {
+  const int failed = static_cast<int>(configuration.not_ok.size());
+  return {failed, failed + static_cast<int>(configuration.ok.size())};
 }
 
 std::string first_reason(const Configuration& configuration) {
@@ -182,33 +189,48 @@ bool CandidateComparison::same_machine(const Configuration& other, bool baseline
 }
 
 bool CandidateComparison::judge_statuses(const Counterparts& with) const {
-  // The candidate: failing now where what it is held against did not is a regression.
+  // The candidate: failing now where what it is held against did not, or failing more often than
+  // it (a flaky baseline must not excuse a configuration that now always fails), is a regression.
   const Configuration* held = with.baseline_candidate != nullptr ? with.baseline_candidate : with.current_reference;
   if (!candidate_.not_ok.empty()) {
     const std::string failed = fmt::format("{} of {} repeat(s) failed: {}", candidate_.not_ok.size(),
                                            candidate_.not_ok.size() + candidate_.ok.size(), first_reason(candidate_));
+    const std::string more =
+        held == nullptr ? ""
+                        : failing_more(failures_of(candidate_), failures_of(*held),
+                                       with.baseline_candidate != nullptr ? "the baseline" : "its reference");
     if (held != nullptr && held->not_ok.empty()) {
       add(Verdict::kRegression, "status",
           (with.baseline_candidate != nullptr ? "newly failing: " : "failing where its reference does not: ") + failed);
+    } else if (!more.empty()) {
+      add(Verdict::kRegression, "status", fmt::format("failing {}: {}", more, failed));
     } else {
       add(Verdict::kFailed, "status", "failing on both sides: " + failed);
     }
   }
   // The reference of the current run: without records nothing can be compared; failing where the
-  // baseline's reference did not is a regression too (it is checked as nobody's candidate).
+  // baseline's reference did not, or in every repeat where it had an ok one, is a regression too
+  // (it is checked as nobody's candidate).
   if (const Configuration* reference = with.current_reference) {
     if (reference->ok.empty() && reference->not_ok.empty()) {
       add(Verdict::kMissing, "all", fmt::format("the reference {} has no record", reference->first_id));
       return false;
     }
     if (reference->ok.empty()) {
-      const bool newly = with.baseline_reference != nullptr && with.baseline_reference->not_ok.empty();
-      add(newly ? Verdict::kRegression : Verdict::kFailed, "status",
-          fmt::format("the reference {} {}: {}", reference->first_id, newly ? "newly fails" : "failed",
-                      first_reason(*reference)));
+      const Configuration* before = with.baseline_reference;
+      const bool newly = before != nullptr && before->not_ok.empty();
+      const bool always = before != nullptr && !before->ok.empty();
+      const std::string how =
+          newly ? "newly fails"
+                : always ? fmt::format("fails in every repeat where the baseline's {} of {} were ok", before->ok.size(),
+                                       before->ok.size() + before->not_ok.size())
+                         : "failed";
+      add(newly || always ? Verdict::kRegression : Verdict::kFailed, "status",
+          fmt::format("the reference {} {}: {}", reference->first_id, how, first_reason(*reference)));
       return false;
     }
   }
+  if (candidate_.ok.empty()) return false;  // its status row says why
   for (const Configuration* other : {with.baseline_candidate, with.baseline_reference}) {
     if (other != nullptr && other->ok.empty()) {
       add(Verdict::kMissing, "all",
@@ -217,7 +239,7 @@ bool CandidateComparison::judge_statuses(const Counterparts& with) const {
       return false;
     }
   }
-  return !candidate_.ok.empty();
+  return true;
 }
 
 void CandidateComparison::compare(const Counterparts& with, bool same_run) const {
@@ -367,14 +389,20 @@ CheckReport compare_results(const ResultsSide& current, const ResultsSide* basel
       row.note = "in the baseline, not in the current run's experiment";
       report.rows.push_back(std::move(row));
     }
+  }
+  const std::string why = nothing_compared(report.rows, current, baseline, options);
+  if (!why.empty()) {
+    const std::size_t unreadable = current.unreadable.size() + (baseline != nullptr ? baseline->unreadable.size() : 0);
+    throw ConfigError(fmt::format("nothing compared: {}{}", why,
+                                  unreadable == 0 ? ""
+                                                  : fmt::format(" (and {} file(s) in points/ that are no record this "
+                                                                "harness reads)",
+                                                                unreadable)));
+  }
+  if (baseline != nullptr) {
     for (const auto& file : baseline->unreadable) report.rows.push_back(unreadable_row("baseline", file));
   }
   for (const auto& file : current.unreadable) report.rows.push_back(unreadable_row("current run", file));
-  if (report.rows.empty()) {
-    throw ConfigError(fmt::format("nothing was compared: no metric{} applies to the points of {}",
-                                  options.metrics.empty() ? "" : " of --metrics " + fmt::format("{}", fmt::join(options.metrics, ",")),
-                                  current.dir));
-  }
   sort_rows(report.rows);
   return report;
 }

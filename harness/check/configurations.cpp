@@ -1,10 +1,12 @@
 #include "harness/check/configurations.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 #include <fmt/format.h>
 
+#include "harness/check/check_metrics.h"
 #include "harness/check/check_statistics.h"
 #include "harness/common/errors.h"
 #include "harness/results/result_set.h"
@@ -51,6 +53,36 @@ std::string configuration_identity(const PointSettings& settings, bool ignore_in
   return to_json(compared).dump();
 }
 
+namespace {
+
+// "damaged record: step_time is -1000 ms (expected a finite number >= 0)"; "" when every metric
+// of the record is one.
+std::string damaged_metric(const Measurements& measurements) {
+  for (const CheckMetric& metric : check_metric_table()) {
+    for (const MetricValue& value : metric_values(metric, measurements)) {
+      if (std::isfinite(value.value) && value.value >= 0) continue;
+      return fmt::format("damaged record: {}{} is {} {} (expected a finite number >= 0)", metric.name,
+                         value.size.empty() ? "" : " at " + value.size, value.value, metric.unit);
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+void add_record(Configuration& configuration, int repeat, PointRecord& record) {
+  if (record.ok() && record.measurements) {
+    const std::string damage = damaged_metric(*record.measurements);
+    if (damage.empty()) {
+      configuration.ok[repeat] = &record;
+      return;
+    }
+    record.status = PointStatus::kFailed;
+    record.reason = damage;
+  }
+  configuration.not_ok[repeat] = &record;
+}
+
 ResultsSide load_results_side(const std::string& dir) {
   ResultsSide side;
   side.dir = dir;
@@ -84,8 +116,7 @@ ResultsSide load_results_side(const std::string& dir) {
     const StoredRecord* file = record_of(point, stored);
     if (file == nullptr) continue;
     side.records.push_back(*file->record);
-    const PointRecord* record = &side.records.back();
-    (record->ok() && record->measurements ? found->ok : found->not_ok)[point.repeat] = record;
+    add_record(*found, point.repeat, side.records.back());
   }
   return side;
 }

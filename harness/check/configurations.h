@@ -45,6 +45,11 @@ struct ResultsSide {
 // observed); with `ignore_injection`, inject_comm_delay_us does not count either.
 std::string configuration_identity(const PointSettings& settings, bool ignore_injection = false);
 
+// Files `record`, the record of `repeat` of `configuration`, as ok or not. A record whose metric
+// is not a finite number >= 0 (a NaN, a negative time: a damaged or hand-edited record) is a
+// failed repeat, never a missing value: `record` then becomes failed, its reason naming the metric.
+void add_record(Configuration& configuration, int repeat, PointRecord& record);
+
 // Reads a results directory (its experiment.json and points/). Throws ConfigError when `dir` is
 // not one.
 ResultsSide load_results_side(const std::string& dir);

@@ -1,4 +1,5 @@
 #include <iostream>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -34,19 +35,26 @@ int model_command(const ModelCommandOptions& options) {
     }
     const ResultSet comm = load_results(options.comm_dir, "");
     const CostModel model = fit_comm_run(comm, options.comm_dir);
+    // Everything is validated and computed before anything is written: a refused --predict leaves
+    // the comm run's directory as it was.
+    std::optional<ResultSet> train;
+    std::optional<TrainingPrediction> prediction;
+    if (!options.train_dir.empty()) {
+      train = load_results(options.train_dir, "--predict ");
+      std::vector<std::string> notes;
+      const auto fits = prediction_fits(model, notes);
+      prediction = predict_training(*train, fits, ranks, model.hosts, model.max_ranks);
+      prediction->assumptions.insert(prediction->assumptions.end(), notes.begin(), notes.end());
+    }
     std::cout << cost_model_console(model);
     std::vector<std::string> written = write_cost_model(model, comm);
     written.push_back(write_html_report(comm, ResultsDirectory(options.comm_dir)));
-    if (!options.train_dir.empty()) {
-      const ResultSet train = load_results(options.train_dir, "--predict ");
-      std::map<std::string, BackendCostFit> fits;
-      for (const auto& fit : model.fits) fits[fit.backend] = fit;
-      const TrainingPrediction prediction = predict_training(train, fits, ranks, model.hosts, model.max_ranks);
+    if (prediction) {
       std::cout << "\nPredicted for " << options.train_dir << " (speedup against one rank without communication)\n"
-                << prediction_console(prediction);
-      const auto more = write_prediction(prediction, model, train, options.train_dir);
+                << prediction_console(*prediction);
+      const auto more = write_prediction(*prediction, model, *train, options.train_dir);
       written.insert(written.end(), more.begin(), more.end());
-      written.push_back(write_html_report(train, ResultsDirectory(options.train_dir)));
+      written.push_back(write_html_report(*train, ResultsDirectory(options.train_dir)));
     }
     std::cout << "\nWrote:\n";
     for (const auto& file : written) std::cout << "  " << file << "\n";

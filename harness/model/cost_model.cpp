@@ -211,6 +211,7 @@ Json to_json(const BackendCostFit& fit) {
                          {"relative", r.relative}});
   }
   return {{"backend", fit.backend},
+          {"across_nodes", fit.across_nodes},
           {"form", form_entry(fit.form).name},
           {"formula", cost_formula(fit.form)},
           {"alpha_us", 1e6 * fit.parameters.alpha_s},

@@ -55,6 +55,7 @@ struct CostResidual {
 
 struct BackendCostFit {
   std::string backend;
+  bool across_nodes = false;  // fitted to records that ran on more than one host (sample_groups.h)
   CostForm form = CostForm::kRing;
   CostParameters parameters;
   std::vector<CostResidual> residuals;  // by ranks, then size

@@ -11,6 +11,7 @@
 
 #include "harness/common/errors.h"
 #include "harness/common/files.h"
+#include "harness/model/sample_groups.h"
 #include "harness/results/plot_data.h"
 #include "harness/results/plots.h"
 #include "harness/results/results_directory.h"
@@ -32,7 +33,7 @@ std::string rate(double seconds_per_byte) {
 std::string fit_table(const CostModel& model) {
   using Row = const BackendCostFit*;
   const std::vector<ConsoleColumn<Row>> columns = {
-      {"backend", "", 10, true, [](Row f) { return f->backend; }},
+      {"backend", "", 10, true, [](Row f) { return group_label(f->backend, f->across_nodes); }},
       {"alpha", "us", 8, false, [](Row f) { return fmt::format("{:.2f}", 1e6 * f->parameters.alpha_s); }},
       {"beta", "ns/B", 8, false, [](Row f) { return fmt::format("{:.4f}", 1e9 * f->parameters.beta_s_per_byte); }},
       {"1/beta", "GB/s", 7, false, [](Row f) { return rate(f->parameters.beta_s_per_byte); }},
@@ -54,21 +55,23 @@ std::string residual_table(const CostModel& model) {
   std::set<int64_t> sizes;
   for (const auto& fit : model.fits) {
     for (const auto& r : fit.residuals) {
-      const std::string name = fmt::format("{} p={}", fit.backend, r.sample.ranks);
+      const std::string name = fmt::format("{} p={}", group_label(fit.backend, fit.across_nodes), r.sample.ranks);
       auto found = std::find_if(series.begin(), series.end(), [&](const auto& s) { return s.first == name; });
       if (found == series.end()) found = series.insert(series.end(), {name, {}});
       found->second[r.sample.bytes] = r.relative;
       sizes.insert(r.sample.bytes);
     }
   }
+  std::size_t width = 14;
+  for (const auto& [name, values] : series) width = std::max(width, name.size());
   std::string out = fmt::format("{:>10}", "bytes");
-  for (const auto& [name, values] : series) out += fmt::format(" {:>14}", name);
+  for (const auto& [name, values] : series) out += fmt::format(" {:>{}}", name, width);
   out += "\n";
   for (const int64_t bytes : sizes) {
     out += fmt::format("{:>10}", bytes);
     for (const auto& [name, values] : series) {
       const auto found = values.find(bytes);
-      out += fmt::format(" {:>14}", found == values.end() ? "" : percent(found->second));
+      out += fmt::format(" {:>{}}", found == values.end() ? "" : percent(found->second), width);
     }
     out += "\n";
   }
@@ -83,7 +86,7 @@ std::string fit_plot_data(const CostModel& model) {
       if (r.sample.ranks != ranks) {
         if (ranks != -1) data += "\n\n";
         ranks = r.sample.ranks;
-        data += block_title(fmt::format("{} ranks={}", fit.backend, ranks));
+        data += block_title(fmt::format("{} ranks={}", group_label(fit.backend, fit.across_nodes), ranks));
       }
       data += fmt::format("{} {:.6g} {:.6g}\n", r.sample.bytes, 1e6 * r.sample.time_s, 1e6 * r.fitted_s);
     }
@@ -128,45 +131,45 @@ CostModel fit_comm_run(const ResultSet& comm, const std::string& comm_dir) {
                                   "one build (--set build=NAME)",
                                   comm_dir, builds.size(), fmt::join(builds, ", ")));
   }
+  std::vector<const PointRecord*> records;
+  for (const Run& run : comm.runs()) records.push_back(&run.record);
+  const SampleGroups groups = group_cost_samples(records, comm_dir);
   CostModel model;
   model.comm_dir = comm_dir;
-  std::vector<std::string> backends;
-  std::map<std::string, std::vector<CostSample>> samples;
-  std::set<std::string> hosts;
-  for (const Run& run : comm.runs()) {
-    if (!run.record.ok() || !run.record.measurements) continue;
-    if (run.record.settings.device != "cpu") continue;  // staging copies are not the backend's cost
-    const std::string& backend = run.record.settings.backend;
-    const std::set<std::string> record_hosts(run.record.measurements->hosts.begin(),
-                                             run.record.measurements->hosts.end());
-    if (backend == "hier" && record_hosts.size() > 1) {
-      // Its two levels (shared memory, then a ring between nodes on 1/m of the bytes) move bytes
-      // over links of two speeds; one α, β, γ cannot describe it.
-      throw ConfigError(fmt::format("{}: backend \"hier\" ran on {} nodes; the cost model has its form on one node "
-                                    "only (leave its multi-node points out of the comm run)",
-                                    comm_dir, record_hosts.size()));
-    }
-    if (std::find(backends.begin(), backends.end(), backend) == backends.end()) backends.push_back(backend);
-    const auto more = cost_samples(run.record);
-    samples[backend].insert(samples[backend].end(), more.begin(), more.end());
-    hosts.insert(run.record.measurements->hosts.begin(), run.record.measurements->hosts.end());
-    model.max_ranks = std::max(model.max_ranks, run.record.settings.ranks);
-  }
-  if (backends.empty()) throw ConfigError(fmt::format("{}: no ok comm record on device cpu to fit", comm_dir));
-  for (const auto& backend : backends) {
+  model.left_out = groups.left_out;
+  for (const SampleGroup& group : groups.groups) {
     try {
-      model.fits.push_back(fit_cost_model(backend, samples[backend]));
+      BackendCostFit fit = fit_cost_model(group.backend, group.samples);
+      fit.across_nodes = group.across_nodes;
+      model.fits.push_back(std::move(fit));
     } catch (const Error& error) {
-      throw Error(fmt::format("{}: {}", comm_dir, error.what()));
+      throw Error(fmt::format("{}: {}{}", comm_dir, group.across_nodes ? "across nodes: " : "", error.what()));
     }
   }
-  model.hosts = static_cast<int>(hosts.size());
+  model.hosts = static_cast<int>(groups.hosts.size());
+  model.max_ranks = groups.max_ranks;
   return model;
+}
+
+std::map<std::string, BackendCostFit> prediction_fits(const CostModel& model, std::vector<std::string>& notes) {
+  std::map<std::string, BackendCostFit> fits;
+  for (const auto& fit : model.fits) {
+    const auto found = fits.find(fit.backend);
+    if (found == fits.end()) {
+      fits[fit.backend] = fit;
+      continue;
+    }
+    if (fit.across_nodes) found->second = fit;
+    notes.push_back(fmt::format("backend {} is predicted with its fit across nodes; its one-node fit is in model.json",
+                                fit.backend));
+  }
+  return fits;
 }
 
 std::string cost_model_console(const CostModel& model) {
   std::string out = fmt::format("Cost model of {} (p ranks, n bytes; residual = fitted / measured - 1)\n", model.comm_dir);
   out += fit_table(model);
+  for (const auto& line : model.left_out) out += "Left out: " + line + "\n";
   out += "\nResiduals by message size:\n" + residual_table(model);
   return out;
 }
@@ -213,16 +216,17 @@ std::vector<std::string> write_cost_model(const CostModel& model, const ResultSe
                      {"comm_run", model.comm_dir},
                      {"hosts", model.hosts},
                      {"max_ranks", model.max_ranks},
+                     {"left_out", model.left_out},
                      {"units", {{"alpha_us", "microseconds per message"},
                                 {"beta_ns_per_byte", "nanoseconds per byte moved"},
                                 {"gamma_ns_per_byte", "nanoseconds per byte reduced"}}},
                      {"backends", fits}};
   std::vector<std::string> written = {model.comm_dir + "/model.json", model.comm_dir + "/model.csv"};
   write_file_atomically(written[0], json.dump(2) + "\n");
-  std::string csv = "backend,ranks,bytes,measured_s,fitted_s,relative_residual\n";
+  std::string csv = "backend,across_nodes,ranks,bytes,measured_s,fitted_s,relative_residual\n";
   for (const auto& fit : model.fits) {
     for (const auto& r : fit.residuals) {
-      csv += fmt::format("{},{},{},{},{},{}\n", fit.backend, r.sample.ranks, r.sample.bytes, csv_number(r.sample.time_s),
+      csv += fmt::format("{},{},{},{},{},{},{}\n", fit.backend, fit.across_nodes, r.sample.ranks, r.sample.bytes, csv_number(r.sample.time_s),
                          csv_number(r.fitted_s), csv_number(r.relative));
     }
   }

@@ -4,6 +4,7 @@
 // from stored records, so it can be made again at any time.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -16,7 +17,9 @@ namespace harness {
 // The fits of one comm run, with what the prediction must say about where they were measured.
 struct CostModel {
   std::string comm_dir;
-  std::vector<BackendCostFit> fits;  // in the experiment's backend order
+  std::vector<BackendCostFit> fits;  // in the experiment's backend order; a backend that ran on
+                                     // one node and across nodes has one fit of each
+  std::vector<std::string> left_out;  // records not fitted, one line per reason
   int hosts = 1;                     // distinct hosts its records ran on
   int max_ranks = 0;
 };
@@ -24,6 +27,11 @@ struct CostModel {
 // Fits every backend of `comm` (a comm benchmark's result set). Throws ConfigError when it is not
 // one, Error when a backend has nothing to fit.
 CostModel fit_comm_run(const ResultSet& comm, const std::string& comm_dir);
+
+// The fit each backend's training configurations are predicted with: its fit across nodes where
+// the comm run has one (predictions reach rank counts that clusters run across nodes), else its
+// one-node fit. A line in `notes` for each backend that had both.
+std::map<std::string, BackendCostFit> prediction_fits(const CostModel& model, std::vector<std::string>& notes);
 
 std::string cost_model_console(const CostModel& model);
 std::string prediction_console(const TrainingPrediction& prediction);

@@ -17,6 +17,7 @@
 #include "harness/common/errors.h"
 #include "harness/common/files.h"
 #include "harness/common/text.h"
+#include "harness/results/record_damage.h"
 
 namespace harness {
 namespace fs = std::filesystem;
@@ -176,6 +177,8 @@ std::vector<StoredRecord> read_stored_records(const ResultsDirectory& directory)
     record.path = file.string();
     try {
       record.record = record_from_json(read_json_file(record.path), record.path);
+      // A negative or non-finite time is no measurement: a failed repeat, never a table's value.
+      mark_damaged_record(*record.record);
     } catch (const Error& bad) {
       record.problem = bad.what();
     }

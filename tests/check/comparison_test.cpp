@@ -121,7 +121,8 @@ PointRecord comm_record(const std::string& backend, int repeat, double time_us, 
 }
 
 // A results side with one configuration per backend and these records (backend, repeat, time;
-// a negative time: failed; a backend listed without records: none).
+// a negative time: failed; NaN: an ok record that measured NaN; a backend listed without
+// records: none).
 ResultsSide side_of(const std::string& dir, const std::vector<std::tuple<std::string, int, double>>& records,
                     const std::vector<std::string>& backends) {
   ResultsSide side;
@@ -139,10 +140,9 @@ ResultsSide side_of(const std::string& dir, const std::vector<std::tuple<std::st
     side.configurations.push_back(configuration);
   }
   for (const auto& [backend, repeat, time] : records) {
-    side.records.push_back(comm_record(backend, repeat, time, time > 0));
+    side.records.push_back(comm_record(backend, repeat, time, !(time < 0)));
     for (auto& configuration : side.configurations) {
-      if (configuration.settings.backend != backend) continue;
-      (time > 0 ? configuration.ok : configuration.not_ok)[repeat] = &side.records.back();
+      if (configuration.settings.backend == backend) add_record(configuration, repeat, side.records.back());
     }
   }
   return side;
@@ -155,17 +155,25 @@ CheckOptions against_allreduce() {
   return options;
 }
 
-TEST(Comparison, AReferenceWithoutRecordsIsMissingAndOneNewlyFailingIsARegression) {
+// compare_results refuses with `message`: a check that compared nothing is bad input (exit 2).
+void expect_nothing_compared(const ResultsSide& current, const ResultsSide* baseline, const CheckOptions& options,
+                             const std::string& message) {
+  try {
+    compare_results(current, baseline, options, false);
+    ADD_FAILURE() << "compared something; expected: " << message;
+  } catch (const ConfigError& error) {
+    EXPECT_EQ(std::string(error.what()), message);
+  }
+}
+
+TEST(Comparison, AReferenceWithoutRecordsComparesNothingAndOneNewlyFailingIsARegression) {
   const ResultsSide no_reference = side_of("now", {{"ring", 0, 3}, {"ring", 1, 3}, {"ring", 2, 3}}, {"allreduce", "ring"});
-  CheckReport report = compare_results(no_reference, nullptr, against_allreduce(), true);
-  ASSERT_EQ(report.rows.size(), 1U);
-  EXPECT_EQ(report.rows[0].verdict, Verdict::kMissing);
-  EXPECT_EQ(report.rows[0].note, "the reference p-allreduce has no record");
-  EXPECT_EQ(report.exit_status(), kCheckMissing);
+  expect_nothing_compared(no_reference, nullptr, against_allreduce(),
+                          "nothing compared: every configuration lacks the records of a side (1 missing row(s))");
 
   const ResultsSide failing = side_of("now", {{"allreduce", 0, -1}, {"ring", 0, 3}}, {"allreduce", "ring"});
   const ResultsSide before = side_of("then", {{"allreduce", 0, 4}, {"ring", 0, 3}}, {"allreduce", "ring"});
-  report = compare_results(failing, &before, against_allreduce(), false);
+  CheckReport report = compare_results(failing, &before, against_allreduce(), false);
   ASSERT_EQ(report.rows.size(), 1U);
   EXPECT_EQ(report.rows[0].verdict, Verdict::kRegression);
   EXPECT_EQ(report.rows[0].note, "the reference p-allreduce newly fails: failed (rank 1: Killed)");
@@ -177,8 +185,100 @@ TEST(Comparison, NothingToCompareIsAnErrorNotAPass) {
   EXPECT_THROW(compare_results(only_reference, nullptr, against_allreduce(), false), ConfigError);
   CheckOptions training_metric = default_check_options();
   select_metrics(training_metric, "step_time");
-  EXPECT_THROW(compare_results(only_reference, &only_reference, training_metric, false), ConfigError);
+  expect_nothing_compared(only_reference, &only_reference, training_metric,
+                          "nothing compared: no metric of --metrics step_time applies to the points of now");
   EXPECT_THROW(compare_results(only_reference, nullptr, default_check_options(), false), ConfigError);
+}
+
+TEST(Comparison, NothingComparedOnEveryPathSaysWhy) {
+  const ResultsSide comm = side_of("comm-run", {{"ring", 0, 3}, {"ring", 1, 3}, {"ring", 2, 3}}, {"ring"});
+  // Another kind of run: no configuration of one is in the other.
+  ResultsSide training = side_of("training-run", {}, {"ring"});
+  training.configurations[0].settings.kind = Kind::kTrain;
+  training.configurations[0].settings.workload = "iris_mlp";
+  training.configurations[0].identity = configuration_identity(training.configurations[0].settings);
+  training.configurations[0].match_identity = configuration_identity(training.configurations[0].settings, true);
+  expect_nothing_compared(comm, &training, default_check_options(),
+                          "nothing compared: comm-run holds comm points and training-run training points");
+  // Every point failed, checked against itself.
+  const ResultsSide all_failed = side_of("failed-run", {{"ring", 0, -1}, {"ring", 1, -1}}, {"ring"});
+  expect_nothing_compared(all_failed, &all_failed, default_check_options(),
+                          "nothing compared: every configuration failed on both sides (1 failing row(s)); none has "
+                          "a measurement to compare");
+  // No record of the current run (not run yet), and the baseline has what it lacks.
+  const ResultsSide not_run = side_of("empty-run", {}, {"ring"});
+  expect_nothing_compared(not_run, &comm, default_check_options(),
+                          "nothing compared: every configuration lacks the records of a side (1 missing row(s))");
+  // A baseline whose configuration has no ok record, and one failing repeat here too.
+  const ResultsSide flaky = side_of("flaky-run", {{"ring", 0, -1}, {"ring", 1, 3}, {"ring", 2, 3}}, {"ring"});
+  expect_nothing_compared(flaky, &all_failed, default_check_options(),
+                          "nothing compared: every configuration is missing or failing (1 missing, 1 failing on "
+                          "both sides)");
+}
+
+TEST(Comparison, AConfigurationThatNowAlwaysFailsIsARegressionWhateverTheBaselineFailed) {
+  // The baseline: 4 ok repeats of 5. Now: 0 of 5.
+  const ResultsSide flaky = side_of(
+      "then", {{"ring", 0, 3}, {"ring", 1, 3}, {"ring", 2, -1}, {"ring", 3, 3}, {"ring", 4, 3}}, {"ring"});
+  const ResultsSide broken = side_of(
+      "now", {{"ring", 0, -1}, {"ring", 1, -1}, {"ring", 2, -1}, {"ring", 3, -1}, {"ring", 4, -1}}, {"ring"});
+  const CheckReport report = compare_results(broken, &flaky, default_check_options(), false);
+  ASSERT_EQ(report.rows.size(), 1U);
+  EXPECT_EQ(report.rows[0].verdict, Verdict::kRegression);
+  EXPECT_EQ(report.rows[0].metric, "status");
+  EXPECT_EQ(report.rows[0].note,
+            "failing in every repeat where the baseline's 4 of 5 were ok: 5 of 5 repeat(s) failed: failed (rank 1: "
+            "Killed)");
+  EXPECT_EQ(report.exit_status(), kCheckRegression);
+}
+
+// `failed` of `repeats` repeats of ring failing (the first ones), the others at 3 us.
+ResultsSide ring_failing(const std::string& dir, int failed, int repeats) {
+  std::vector<std::tuple<std::string, int, double>> records;
+  for (int repeat = 0; repeat < repeats; ++repeat) records.emplace_back("ring", repeat, repeat < failed ? -1 : 3);
+  return side_of(dir, records, {"ring"});
+}
+
+TEST(Comparison, FailingSignificantlyMoreOftenThanTheBaselineIsARegression) {
+  // 8 of 10 failing against 1 of 10: p = 506/184756 (one-sided Fisher exact).
+  const ResultsSide then = ring_failing("then", 1, 10);
+  CheckReport report = compare_results(ring_failing("now", 8, 10), &then, default_check_options(), false);
+  ASSERT_FALSE(report.rows.empty());
+  EXPECT_EQ(report.rows[0].verdict, Verdict::kRegression);
+  EXPECT_EQ(report.rows[0].note,
+            "failing more often than the baseline (1 of 10 failed there; one-sided Fisher exact p = 0.003): 8 of 10 "
+            "repeat(s) failed: failed (rank 1: Killed)");
+  EXPECT_EQ(report.exit_status(), kCheckRegression);
+  // 2 of 10 against 1 of 10 is within what chance gives: failing on both sides, the metrics compared.
+  report = compare_results(ring_failing("now", 2, 10), &then, default_check_options(), false);
+  EXPECT_EQ(report.count(Verdict::kRegression), 0);
+  EXPECT_EQ(report.count(Verdict::kFailed), 1);
+  EXPECT_EQ(report.count(Verdict::kPass), 2);  // busbw and reduce_time at 4 KiB
+  EXPECT_EQ(report.exit_status(), kCheckPass);
+}
+
+TEST(Comparison, ARepeatWithANanOrNegativeMetricIsAFailedRepeatNotAMissingValue) {
+  const ResultsSide nan_now = side_of(
+      "now", {{"ring", 0, 3}, {"ring", 1, 3}, {"ring", 2, 3}, {"ring", 3, std::nan("")}}, {"ring"});
+  ASSERT_EQ(nan_now.configurations[0].ok.size(), 3U);
+  ASSERT_EQ(nan_now.configurations[0].not_ok.count(3), 1U);
+  const ResultsSide then = ring_failing("then", 0, 4);
+  const CheckReport report = compare_results(nan_now, &then, default_check_options(), false);
+  ASSERT_FALSE(report.rows.empty());
+  EXPECT_EQ(report.rows[0].verdict, Verdict::kRegression);
+  EXPECT_EQ(report.rows[0].note,
+            "newly failing: 1 of 4 repeat(s) failed: failed (damaged record: busbw at 4 KiB is nan GB/s (expected a "
+            "finite number >= 0))");
+
+  // A negative time, as a hand-edited record may hold.
+  Configuration configuration;
+  PointRecord negative = comm_record("ring", 0, 3);
+  negative.measurements->comm->sizes[0].time_us_median = -1000;
+  add_record(configuration, 0, negative);
+  EXPECT_TRUE(configuration.ok.empty());
+  ASSERT_EQ(configuration.not_ok.count(0), 1U);
+  EXPECT_EQ(negative.status, PointStatus::kFailed);
+  EXPECT_EQ(negative.reason, "damaged record: reduce_time at 4 KiB is -1000 us (expected a finite number >= 0)");
 }
 
 TEST(Comparison, AnotherPatchReleaseOfTheMpiLibraryIsComparableAnotherLibraryIsNot) {

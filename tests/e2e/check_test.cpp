@@ -234,6 +234,37 @@ TEST(Check, BadInputIsOneLineAndExitsTwo) {
   expect_refused({results, "--baseline", results, "--json", (dir / "no" / "such" / "dir.json").string()}, "--json");
 }
 
+TEST(Check, NothingComparedExitsTwoInOneLineSayingWhy) {
+  const fs::path dir = scratch("check_nothing");
+  const std::string fixtures = std::string(HARNESS_SOURCE_DIR) + "/tests/fixtures/";
+  const std::string comm = fixtures + "results_v1_comm";
+  const std::string train = fixtures + "results_v1_train";
+  const auto expect_nothing = [&](const std::vector<std::string>& arguments, const std::string& message) {
+    const HarnessRun run = check(dir, arguments);
+    EXPECT_EQ(run.outcome.exit_code, 2) << joined(run.output);
+    ASSERT_EQ(run.output.size(), 1U) << joined(run.output);
+    EXPECT_EQ(run.output[0], "harness: nothing compared: " + message);
+  };
+  // A comm run against a training run: no configuration meets another (was "0 regression(s)", exit 0).
+  expect_nothing({comm, "--baseline", train, "--strict"},
+                 comm + " holds comm points and " + train + " training points");
+  expect_nothing({comm, "--baseline", comm, "--metrics", "comm_time"},
+                 "no metric of --metrics comm_time applies to the points of " + comm);
+
+  // Every point failed, checked against itself.
+  const fs::path failed = dir / "failed";
+  fs::copy(comm, failed, fs::copy_options::recursive);
+  for (const auto& entry : fs::directory_iterator(failed / "points")) {
+    Json record = read_json_file(entry.path().string());
+    record["status"] = "failed";
+    record["reason"] = "rank 1 on vm: Killed";
+    record.erase("measurements");
+    write_file_atomically(entry.path().string(), record.dump(2));
+  }
+  expect_nothing({failed.string(), "--baseline", failed.string()},
+                 "every configuration failed on both sides (4 failing row(s)); none has a measurement to compare");
+}
+
 TEST(Check, RunSetRefusesASweptSetting) {
   const fs::path dir = scratch("check_set");
   const fs::path file = dir / "gate.json";

@@ -109,6 +109,29 @@ TEST(Model, TheWrongRunsAreRefusedWithAOneLineReason) {
   EXPECT_EQ(run.outcome.exit_code, 2);
 }
 
+TEST(Model, ARefusedPredictionWritesNothing) {
+  // A copy of the comm run without the model's files: a --predict of the wrong kind must leave it so.
+  const fs::path comm = runs().dir / "predict_refused";
+  fs::remove_all(comm);
+  fs::copy(runs().comm, comm, fs::copy_options::recursive);
+  for (const fs::path& file : {comm / "model.json", comm / "model.csv", comm / "plots" / "model_fit.svg",
+                               comm / "plots" / "model_fit.png"}) {
+    fs::remove(file);
+  }
+  const bool had_page = fs::exists(comm / "report.html");
+  const auto page_time = had_page ? fs::last_write_time(comm / "report.html") : fs::file_time_type{};
+  const HarnessRun run = run_harness({"model", comm.string(), "--predict", comm.string()}, runs().dir / "refused.log");
+  EXPECT_EQ(run.outcome.exit_code, 2) << joined(run.output);
+  EXPECT_NE(joined(run.output).find("not a training run"), std::string::npos) << joined(run.output);
+  for (const fs::path& file : {comm / "model.json", comm / "model.csv", comm / "plots" / "model_fit.svg"}) {
+    EXPECT_FALSE(fs::exists(file)) << file;
+  }
+  EXPECT_EQ(fs::exists(comm / "report.html"), had_page);
+  if (had_page) {
+    EXPECT_EQ(fs::last_write_time(comm / "report.html"), page_time);
+  }
+}
+
 // report.html needs nothing from the network and links only to files that exist.
 TEST(Report, EveryResultsDirectoryHasASelfContainedPage) {
   for (const fs::path& dir : {runs().comm, runs().train}) {

@@ -201,6 +201,26 @@ TEST(Robustness, ResultsOfThePreviousReleasePlot) {
   }
 }
 
+TEST(Robustness, ANegativeStepTimeIsADamagedRecordNeverATableValue) {
+  const fs::path dir = scratch("negative_step");
+  fs::copy(fs::path(HARNESS_SOURCE_DIR) / "tests" / "fixtures" / "results_v1_train", dir / "results",
+           fs::copy_options::recursive);
+  const fs::path edited = dir / "results" / "points" / "p000-1ff54276.json";
+  Json record = read_json_file(edited.string());
+  record["measurements"]["steps"]["step_s"][0] = -1.0;  // a hand edit: "step -1000.000 ms" before
+  write_file_atomically(edited.string(), record.dump(2));
+  const HarnessRun plot = run_harness({"plot", (dir / "results").string()}, dir / "plot.log");
+  EXPECT_EQ(plot.outcome.exit_code, 0) << joined(plot.output);
+  EXPECT_EQ(joined(plot.output).find("-1000"), std::string::npos) << joined(plot.output);
+  const auto rows = read_csv(dir / "results" / "summary.csv");
+  ASSERT_FALSE(rows.empty());
+  EXPECT_EQ(rows[0].at("id"), "p000-1ff54276");
+  EXPECT_EQ(rows[0].at("status"), "failed");
+  EXPECT_EQ(rows[0].at("reason"),
+            "damaged record: measurements.train.steps.step_s[0] is -1 (expected a finite time >= 0)");
+  EXPECT_EQ(rows[1].at("status"), "ok");
+}
+
 TEST(Robustness, RecordOfANewerSchemaIsRefusedInOneLine) {
   const fs::path dir = scratch("newer");
   fs::copy(fs::path(HARNESS_SOURCE_DIR) / "tests" / "fixtures" / "results_v1_train", dir / "results",

@@ -1,0 +1,56 @@
+#include "harness/model/sample_groups.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "harness/common/errors.h"
+
+namespace harness {
+
+std::string group_label(const std::string& backend, bool across_nodes) {
+  return across_nodes ? backend + " across nodes" : backend;
+}
+
+SampleGroups group_cost_samples(const std::vector<const PointRecord*>& records, const std::string& comm_dir) {
+  SampleGroups out;
+  int delayed = 0;
+  for (const PointRecord* record : records) {
+    if (!record->ok() || !record->measurements) continue;
+    if (record->settings.device != "cpu") continue;  // staging copies are not the backend's cost
+    if (record->settings.inject_comm_delay_us > 0) {
+      ++delayed;
+      continue;
+    }
+    const std::string& backend = record->settings.backend;
+    const std::set<std::string> hosts(record->measurements->hosts.begin(), record->measurements->hosts.end());
+    const bool across_nodes = hosts.size() > 1;
+    if (backend == "hier" && across_nodes) {
+      // Its two levels (shared memory, then a ring between nodes on 1/m of the bytes) move bytes
+      // over links of two speeds; one α, β, γ cannot describe it.
+      throw ConfigError(fmt::format("{}: backend \"hier\" ran on {} nodes; the cost model has its form on one node "
+                                    "only (leave its multi-node points out of the comm run)",
+                                    comm_dir, hosts.size()));
+    }
+    auto group = std::find_if(out.groups.begin(), out.groups.end(), [&](const SampleGroup& g) {
+      return g.backend == backend && g.across_nodes == across_nodes;
+    });
+    if (group == out.groups.end()) group = out.groups.insert(out.groups.end(), SampleGroup{backend, across_nodes, {}});
+    const auto more = cost_samples(*record);
+    group->samples.insert(group->samples.end(), more.begin(), more.end());
+    out.hosts.insert(hosts.begin(), hosts.end());
+    out.max_ranks = std::max(out.max_ranks, record->settings.ranks);
+  }
+  if (delayed > 0) {
+    out.left_out.push_back(fmt::format("{} record(s) with inject_comm_delay_us left out: an injected delay is no cost "
+                                       "of the backend (it would be fitted as alpha)",
+                                       delayed));
+  }
+  if (out.groups.empty()) {
+    throw ConfigError(fmt::format("{}: no ok comm record on device cpu{} to fit", comm_dir,
+                                  delayed > 0 ? " without an injected delay" : ""));
+  }
+  return out;
+}
+
+}  // namespace harness

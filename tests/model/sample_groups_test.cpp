@@ -1,0 +1,106 @@
+// What one fit of the cost model may pool: records with an injected delay are left out (and
+// said to be), and a backend's one-node and multi-node records are fitted apart.
+#include "harness/model/sample_groups.h"
+
+#include <gtest/gtest.h>
+
+#include "harness/common/errors.h"
+#include "harness/model/model_report.h"
+
+namespace harness {
+namespace {
+
+// An ok comm record of `backend` at 2 ranks on `hosts`, 4 KiB and 64 KiB.
+PointRecord comm_record(const std::string& backend, const std::vector<std::string>& hosts, int delay_us = 0) {
+  PointRecord record;
+  record.status = PointStatus::kOk;
+  record.settings.kind = Kind::kComm;
+  record.settings.ranks = static_cast<int>(hosts.size());
+  record.settings.backend = backend;
+  record.settings.inject_comm_delay_us = delay_us;
+  Measurements measurements;
+  measurements.kind = Kind::kComm;
+  measurements.hosts = hosts;
+  CommMeasurements comm;
+  for (const int64_t bytes : {int64_t{4096}, int64_t{65536}}) {
+    MessageSizeMetrics size;
+    size.bytes = bytes;
+    size.time_us_median = 10 + 1e-3 * static_cast<double>(bytes) + delay_us;
+    size.reduce_probe_us = 1e-4 * static_cast<double>(bytes);
+    comm.sizes.push_back(size);
+  }
+  measurements.comm = comm;
+  record.measurements = measurements;
+  return record;
+}
+
+TEST(SampleGroups, OneNodeAndMultiNodeRecordsOfABackendAreFittedApart) {
+  const PointRecord one_node = comm_record("ring", {"a", "a"});
+  const PointRecord two_nodes = comm_record("ring", {"a", "b"});
+  const PointRecord other = comm_record("allreduce", {"a", "a"});
+  const SampleGroups groups = group_cost_samples({&one_node, &two_nodes, &other}, "comm");
+  ASSERT_EQ(groups.groups.size(), 3U);
+  EXPECT_EQ(groups.groups[0].backend, "ring");
+  EXPECT_FALSE(groups.groups[0].across_nodes);
+  EXPECT_EQ(groups.groups[1].backend, "ring");
+  EXPECT_TRUE(groups.groups[1].across_nodes);
+  EXPECT_EQ(groups.groups[2].backend, "allreduce");
+  for (const SampleGroup& group : groups.groups) EXPECT_EQ(group.samples.size(), 2U) << group.backend;
+  // The one-node fit holds the one-node times only.
+  EXPECT_DOUBLE_EQ(groups.groups[0].samples[0].time_s, 1e-6 * (10 + 4.096));
+  EXPECT_EQ(group_label("ring", true), "ring across nodes");
+  EXPECT_EQ(group_label("ring", false), "ring");
+  EXPECT_TRUE(groups.left_out.empty());
+  EXPECT_EQ(groups.hosts.size(), 2U);
+}
+
+TEST(SampleGroups, RecordsWithAnInjectedDelayAreLeftOutAndSaidToBe) {
+  const PointRecord plain = comm_record("ring", {"a", "a"});
+  const PointRecord delayed = comm_record("ring", {"a", "a"}, 300);
+  const SampleGroups groups = group_cost_samples({&plain, &delayed, &delayed}, "comm");
+  ASSERT_EQ(groups.groups.size(), 1U);
+  ASSERT_EQ(groups.groups[0].samples.size(), 2U);  // the plain record's two sizes only
+  for (const CostSample& sample : groups.groups[0].samples) EXPECT_LT(sample.time_s, 100e-6);
+  ASSERT_EQ(groups.left_out.size(), 1U);
+  EXPECT_EQ(groups.left_out[0],
+            "2 record(s) with inject_comm_delay_us left out: an injected delay is no cost of the backend (it would be "
+            "fitted as alpha)");
+  // Only delayed records: nothing to fit, said in one line.
+  try {
+    group_cost_samples({&delayed}, "comm");
+    ADD_FAILURE() << "fitted delayed records";
+  } catch (const ConfigError& error) {
+    EXPECT_EQ(std::string(error.what()), "comm: no ok comm record on device cpu without an injected delay to fit");
+  }
+}
+
+TEST(SampleGroups, HierAcrossNodesIsRefused) {
+  const PointRecord hier = comm_record("hier", {"a", "b"});
+  EXPECT_THROW(group_cost_samples({&hier}, "comm"), ConfigError);
+  const PointRecord one_node = comm_record("hier", {"a", "a"});
+  EXPECT_EQ(group_cost_samples({&one_node}, "comm").groups.size(), 1U);
+}
+
+TEST(SampleGroups, APredictionUsesABackendsFitAcrossNodesAndSaysSo) {
+  CostModel model;
+  BackendCostFit one_node;
+  one_node.backend = "ring";
+  one_node.parameters.beta_s_per_byte = 0.1e-9;
+  BackendCostFit across = one_node;
+  across.across_nodes = true;
+  across.parameters.beta_s_per_byte = 1e-9;
+  BackendCostFit other;
+  other.backend = "allreduce";
+  model.fits = {one_node, across, other};
+  std::vector<std::string> notes;
+  const auto fits = prediction_fits(model, notes);
+  ASSERT_EQ(fits.size(), 2U);
+  EXPECT_TRUE(fits.at("ring").across_nodes);
+  EXPECT_DOUBLE_EQ(fits.at("ring").parameters.beta_s_per_byte, 1e-9);
+  EXPECT_FALSE(fits.at("allreduce").across_nodes);
+  ASSERT_EQ(notes.size(), 1U);
+  EXPECT_EQ(notes[0], "backend ring is predicted with its fit across nodes; its one-node fit is in model.json");
+}
+
+}  // namespace
+}  // namespace harness
