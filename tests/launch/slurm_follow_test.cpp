@@ -117,6 +117,28 @@ TEST(SlurmFollow, AJobThatDiedWithoutAWordIsJudgedAfterTwoQueries) {
   EXPECT_EQ(judge_job(waiting, {}, &timeout, true)->end, JobEnd::kLost);
 }
 
+TEST(SlurmFollow, ACancelledPackCancelsItsRunningPointAndLosesTheOthers) {
+  // scancel of a pack: the running point's trap writes 143 while the allocation completes.
+  FollowedJob running = job(true);
+  const SchedulerJob completing = seen("COMPLETING");
+  EXPECT_FALSE(judge_job(running, finished(143), &completing, true));
+  const SchedulerJob cancelled = seen("CANCELLED");
+  const auto stopped = judge_job(running, finished(143), &cancelled, true);
+  ASSERT_TRUE(stopped);
+  EXPECT_EQ(stopped->end, JobEnd::kCancelled);
+  // Its points that never started are lost (--retry-failed runs them), not cancelled (kept).
+  FollowedJob waiting = job(true);
+  EXPECT_FALSE(judge_job(waiting, {}, &cancelled, true));
+  const auto lost = judge_job(waiting, {}, &cancelled, true);
+  ASSERT_TRUE(lost);
+  EXPECT_EQ(lost->end, JobEnd::kLost);
+  EXPECT_EQ(lost->reason, "allocation 12 ended (CANCELLED) before this point started");
+  // A job of its own that was cancelled before it started stays cancelled.
+  FollowedJob alone = job();
+  judge_job(alone, {}, &cancelled, true);
+  EXPECT_EQ(judge_job(alone, {}, &cancelled, true)->end, JobEnd::kCancelled);
+}
+
 TEST(SlurmFollow, QueriesBackOffWithJitterUnderTheCapAndResetOnNews) {
   QueryBackoff backoff(query_cap_s(60));  // MinJobAge 60 s: at most every 15 s
   EXPECT_TRUE(backoff.due(0));
