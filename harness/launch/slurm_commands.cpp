@@ -100,6 +100,37 @@ std::vector<SchedulerJob> parse_sacct(const std::string& text) {
   return jobs;
 }
 
+double parse_slurm_time_s(const std::string& text) {
+  static const std::regex time(R"((?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?)");
+  std::smatch match;
+  const std::string value = trimmed(text);
+  if (!std::regex_match(value, match, time)) return 0;
+  const auto number = [&](int group) { return match[group].matched ? std::stod(match[group].str()) : 0.0; };
+  const double days = number(1);
+  // "M", "M:S", "H:M:S", and with days "D-H", "D-H:M", "D-H:M:S".
+  if (match[1].matched) return days * 86400 + number(2) * 3600 + number(3) * 60 + number(4);
+  if (match[4].matched) return number(2) * 3600 + number(3) * 60 + number(4);
+  if (match[3].matched) return number(2) * 60 + number(3);
+  return number(2) * 60;
+}
+
+void parse_sinfo(const std::string& text, const std::string& partition, ClusterConfig& config) {
+  for (const auto& line : split(text, '\n')) {
+    const auto fields = split(trimmed(line), '|');
+    if (fields.size() < 3) continue;
+    // Without --partition sinfo lists them all; the default one ends in "*".
+    if (partition.empty() && (fields[2].empty() || fields[2].back() != '*')) continue;
+    try {
+      // "2", or "2+" when the nodes differ (the fewest, then a plus).
+      config.cpus_per_node = std::stoi(fields[0]);
+    } catch (const std::exception&) {
+      // Unknown: no automatic --overcommit.
+    }
+    config.max_time_s = parse_slurm_time_s(fields[1]);
+    return;
+  }
+}
+
 ClusterConfig parse_config(const std::string& text) {
   ClusterConfig config;
   for (const auto& line : split(text, '\n')) {
@@ -151,17 +182,10 @@ ClusterConfig SlurmCommands::read_config(const std::string& partition) const {
   if (config.accounting) {
     config.accounting = run({"sacct", "--noheader", "--parsable2", "--allocations", "--jobs=1"}).exit_code == 0;
   }
-  // "%c": CPUs per node, "2" or "2+" when the nodes differ (the fewest, then a plus).
-  std::vector<std::string> sinfo = {"sinfo", "--noheader", "--format=%c"};
+  std::vector<std::string> sinfo = {"sinfo", "--noheader", "--format=%c|%l|%P"};
   if (!partition.empty()) sinfo.push_back("--partition=" + partition);
-  const Output cpus = run(sinfo);
-  if (cpus.exit_code == 0) {
-    try {
-      config.cpus_per_node = std::stoi(trimmed(cpus.text));
-    } catch (const std::exception&) {
-      // Unknown: no automatic --overcommit.
-    }
-  }
+  const Output partitions = run(sinfo);
+  if (partitions.exit_code == 0) parse_sinfo(partitions.text, partition, config);
   return config;
 }
 

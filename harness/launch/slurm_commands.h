@@ -17,6 +17,7 @@ struct ClusterConfig {
   double min_job_age_s = 300;    // how long a finished job stays visible without accounting
   bool accounting = false;       // sacct works (an accounting storage is configured and answers)
   int cpus_per_node = 0;         // the fewest CPUs of a node of the partition (sinfo); 0: unknown
+  double max_time_s = 0;         // the partition's MaxTime (sinfo); 0: unlimited or unknown
 };
 
 // A job (or array task) as the scheduler reports it.
@@ -64,6 +65,12 @@ class SlurmCommands {
 std::vector<SchedulerJob> parse_squeue(const std::string& text);
 // Parses `sacct --noheader --parsable2 --format=JobID,State,NodeList` output.
 std::vector<SchedulerJob> parse_sacct(const std::string& text);
+// Reads `sinfo --noheader --format=%c|%l|%P` output into `config`: the CPUs per node and the
+// time limit of `partition`, or of the default one (marked "*") when `partition` is "".
+void parse_sinfo(const std::string& text, const std::string& partition, ClusterConfig& config);
+// SLURM's time ("30", "30:00", "1:00:00", "2-00:00:00") in seconds; 0 for "UNLIMITED", "infinite"
+// or what it cannot read.
+double parse_slurm_time_s(const std::string& text);
 // Reads the values the launcher uses from `scontrol show config` output.
 ClusterConfig parse_config(const std::string& text);
 

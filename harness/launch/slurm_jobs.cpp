@@ -3,12 +3,14 @@
 // the dry run's account of all of it (slurm_scheduler.h).
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "harness/common/text.h"
 #include "harness/launch/slurm_scheduler.h"
+#include "harness/study/settings.h"
 
 namespace harness {
 namespace {
@@ -19,7 +21,10 @@ constexpr double kPackStepMarginS = 30;
 // A point without a limit of its own or the launcher's.
 constexpr double kDefaultPointLimitS = 3600;
 
-int minutes_for(double seconds) { return std::max(1, static_cast<int>(std::ceil(seconds / 60))); }
+// In 64 bits: a limit near the bound (365 days), or a pack of many, overflows no int on the way.
+int64_t minutes_for(double seconds) {
+  return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(std::min(seconds, 4 * kMaxTimeLimitS) / 60)));
+}
 
 int ranks_on_node(const JobSpec& job) {
   if (job.ranks_per_node > 0) return job.ranks_per_node;
@@ -32,6 +37,13 @@ bool SlurmScheduler::overcommits(const JobSpec& job) const {
   if (options_.overcommit) return true;
   const int cpus = config().cpus_per_node;
   return cpus > 0 && ranks_on_node(job) * std::max(1, job.threads_per_rank) > cpus;
+}
+
+double SlurmScheduler::max_job_time_s() const {
+  double most_s = kMaxTimeLimitS;
+  if (options_.max_time_per_job_s > 0) most_s = std::min(most_s, options_.max_time_per_job_s);
+  if (config().max_time_s > 0) most_s = std::min(most_s, config().max_time_s);
+  return most_s;
 }
 
 double SlurmScheduler::point_limit_s(const JobSpec& job) const {
@@ -99,7 +111,21 @@ std::vector<SlurmScheduler::Batch> SlurmScheduler::batches(const std::vector<Job
       mode = all_short ? SlurmMode::kPack : SlurmMode::kArray;
     }
     if (mode == SlurmMode::kPack) {
-      result.push_back({SlurmMode::kPack, members});
+      // Split where the next point would make the allocation ask for more than one job may.
+      const double most_s = max_job_time_s();
+      Batch pack{SlurmMode::kPack, {}};
+      double pack_s = kJobMarginS;
+      for (const std::size_t i : members) {
+        const double step_s = point_limit_s(jobs[i]) + kPackStepMarginS;
+        if (!pack.jobs.empty() && pack_s + step_s > most_s) {
+          result.push_back(std::move(pack));
+          pack = {SlurmMode::kPack, {}};
+          pack_s = kJobMarginS;
+        }
+        pack.jobs.push_back(i);
+        pack_s += step_s;
+      }
+      result.push_back(std::move(pack));
       continue;
     }
     if (mode == SlurmMode::kPerPoint || members.size() == 1) {
@@ -185,9 +211,9 @@ JobScript SlurmScheduler::script_for(const Batch& batch, const std::vector<JobSp
 
 double SlurmScheduler::requested_node_hours(const Batch& batch, const std::vector<JobSpec>& jobs) const {
   const JobScript script = script_for(batch, jobs);
-  int minutes = 0;
+  int64_t minutes = 0;
   for (const auto& option : script.sbatch) {
-    if (option.rfind("--time=", 0) == 0) minutes = std::stoi(option.substr(7));
+    if (option.rfind("--time=", 0) == 0) minutes = std::stoll(option.substr(7));
   }
   const double tasks = batch.mode == SlurmMode::kArray ? static_cast<double>(batch.jobs.size()) : 1.0;
   return tasks * jobs[batch.jobs.front()].nodes * minutes / 60.0;

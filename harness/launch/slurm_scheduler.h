@@ -79,6 +79,8 @@ class SlurmScheduler final : public Scheduler {
   bool overcommits(const JobSpec& job) const;
   RankStarter starter() const;
   double point_limit_s(const JobSpec& job) const;
+  // The most one job may ask for: max_time_per_job_s, the partition's MaxTime, 365 days.
+  double max_job_time_s() const;
   std::vector<Batch> batches(const std::vector<JobSpec>& jobs) const;
   JobScript script_for(const Batch& batch, const std::vector<JobSpec>& jobs) const;
   std::string job_name() const { return "harness-" + context_.sweep_id; }

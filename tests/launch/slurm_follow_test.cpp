@@ -182,6 +182,17 @@ TEST(SlurmCommands, SqueueSacctAndScontrolOutputIsParsed) {
   EXPECT_DOUBLE_EQ(config.min_job_age_s, 60);
   EXPECT_FALSE(config.accounting);
   EXPECT_TRUE(parse_config("AccountingStorageType = accounting_storage/slurmdbd\n").accounting);
+  ClusterConfig partition;
+  parse_sinfo("2|UNLIMITED|debug\n4+|1-12:00:00|batch*\n", "", partition);
+  EXPECT_EQ(partition.cpus_per_node, 4);
+  EXPECT_DOUBLE_EQ(partition.max_time_s, 36 * 3600);
+  parse_sinfo("2|UNLIMITED|debug\n", "debug", partition);
+  EXPECT_DOUBLE_EQ(partition.max_time_s, 0);
+  EXPECT_DOUBLE_EQ(parse_slurm_time_s("30"), 1800);
+  EXPECT_DOUBLE_EQ(parse_slurm_time_s("30:15"), 1815);
+  EXPECT_DOUBLE_EQ(parse_slurm_time_s("2:00:00"), 7200);
+  EXPECT_DOUBLE_EQ(parse_slurm_time_s("2-3"), 2 * 86400 + 3 * 3600);
+  EXPECT_DOUBLE_EQ(parse_slurm_time_s("infinite"), 0);
   EXPECT_TRUE(is_final_state("TIMEOUT"));
   EXPECT_FALSE(is_final_state("COMPLETING"));
   EXPECT_FALSE(is_final_state(""));
