@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "harness/common/errors.h"
+
 namespace harness {
 
 // What the launcher needs to know of the cluster (scontrol show config).
@@ -28,6 +30,15 @@ struct SchedulerJob {
   std::string nodes;   // where it runs or ran, "" when pending
 };
 
+// sbatch gave no answer in time: the controller may have queued the job all the same.
+class SbatchTimedOut : public LaunchError {
+ public:
+  using LaunchError::LaunchError;
+};
+
+// How long sbatch may take: HARNESS_SBATCH_TIMEOUT_S (a positive number), or 60 s.
+double sbatch_timeout_s();
+
 // States after which a job runs no more.
 bool is_final_state(const std::string& state);
 
@@ -40,13 +51,22 @@ class SlurmCommands {
   ClusterConfig read_config(const std::string& partition) const;
   // Whether `srun --mpi=list` offers pmix (what Open MPI's ranks need under srun).
   bool srun_offers_pmix() const;
-  // sbatch --parsable ARGS SCRIPT; the job id. Throws LaunchError with sbatch's own words.
+  // sbatch --parsable ARGS SCRIPT; the job id. Throws LaunchError with sbatch's own words, and
+  // SbatchTimedOut when sbatch gave no answer within sbatch_timeout_s() (the job may be queued).
   std::string submit(const std::vector<std::string>& arguments, const std::string& script) const;
+  // The job of this user named `job_name` whose comment is `comment` (squeue --name), or "" when
+  // none is listed. Throws LaunchError when squeue fails.
+  std::string find_by_comment(const std::string& job_name, const std::string& comment) const;
   // Every job named `job_name` of this user: squeue --states=all, or sacct with accounting (jobs
   // started since `since`, a Unix time). One scheduler query. Throws LaunchError.
   std::vector<SchedulerJob> query(const std::string& job_name, bool accounting, double since);
-  // scancel, all ids in one call; ids already gone are no error.
-  void cancel(const std::vector<std::string>& ids) const;
+  // scancel, all ids in one call; ids already gone are no error. The ids it could not cancel
+  // (all of them when scancel gave no answer), with its words, or nothing.
+  struct CancelFailure {
+    std::vector<std::string> ids;
+    std::string error;
+  };
+  CancelFailure cancel(const std::vector<std::string>& ids) const;
 
   int queries_made() const { return queries_; }
 
@@ -54,6 +74,7 @@ class SlurmCommands {
   struct Output {
     int exit_code = -1;
     std::string text;
+    bool timed_out = false;
   };
   Output run(const std::vector<std::string>& argv, double timeout_s = 60) const;
 

@@ -39,6 +39,14 @@ bool SlurmScheduler::overcommits(const JobSpec& job) const {
   return cpus > 0 && ranks_on_node(job) * std::max(1, job.threads_per_rank) > cpus;
 }
 
+std::string SlurmScheduler::status_stem(const JobSpec& job) {
+  return job.attempt.empty() ? job.name : job.name + "." + job.attempt;
+}
+
+std::string SlurmScheduler::status_path(const JobSpec& job) const {
+  return context_.jobs_dir + "/status/" + status_stem(job) + ".status";
+}
+
 double SlurmScheduler::max_job_time_s() const {
   double most_s = kMaxTimeLimitS;
   if (options_.max_time_per_job_s > 0) most_s = std::min(most_s, options_.max_time_per_job_s);
@@ -156,6 +164,15 @@ std::vector<SlurmScheduler::Batch> SlurmScheduler::batches(const std::vector<Job
   return result;
 }
 
+std::string SlurmScheduler::comment_for(const Batch& batch, const std::vector<JobSpec>& jobs) {
+  std::vector<std::string> keys;
+  for (const std::size_t i : batch.jobs) keys.push_back(jobs[i].key);
+  const std::string points = keys.size() <= 100 ? fmt::format("{}", fmt::join(keys, ","))
+                                                : fmt::format("{}-and-{}-more", keys.front(), keys.size() - 1);
+  const std::string& attempt = jobs[batch.jobs.front()].attempt;
+  return attempt.empty() ? points : attempt + ":" + points;
+}
+
 JobScript SlurmScheduler::script_for(const Batch& batch, const std::vector<JobSpec>& jobs) const {
   JobScript script;
   script.mode = batch.mode;
@@ -166,7 +183,6 @@ JobScript SlurmScheduler::script_for(const Batch& batch, const std::vector<JobSp
   int most_per_node = 0;
   bool overcommit = false;
   double time_s = kJobMarginS;
-  std::vector<std::string> keys;
   for (const std::size_t i : batch.jobs) {
     const JobSpec& job = jobs[i];
     most_ranks = std::max(most_ranks, job.ranks);
@@ -174,16 +190,14 @@ JobScript SlurmScheduler::script_for(const Batch& batch, const std::vector<JobSp
     overcommit = overcommit || overcommits(job);
     const double limit = point_limit_s(job);
     time_s = batch.mode == SlurmMode::kPack ? time_s + limit + kPackStepMarginS : limit + kJobMarginS;
-    keys.push_back(job.key);
-    script.points.push_back({job.name, job.threads_per_rank, ranks_on_node(job), limit,
+    script.points.push_back({status_stem(job), job.threads_per_rank, ranks_on_node(job), limit,
                              job.measurements_path, job.log_path, command_for(job)});
   }
   // The job's name tags every job of the sweep (one query finds them all); the comment says which
-  // points it runs.
+  // points it runs, and in which attempt: a job whose sbatch gave no answer is found by it.
   std::vector<std::string>& sbatch = script.sbatch;
   sbatch.push_back("--job-name=" + job_name());
-  sbatch.push_back("--comment=" + (keys.size() <= 100 ? fmt::format("{}", fmt::join(keys, ","))
-                                                      : fmt::format("{}-and-{}-more", keys.front(), keys.size() - 1)));
+  sbatch.push_back("--comment=" + comment_for(batch, jobs));
   sbatch.push_back(fmt::format("--nodes={}", first.nodes));
   sbatch.push_back(most_per_node > 0 ? fmt::format("--ntasks-per-node={}", most_per_node)
                                      : fmt::format("--ntasks={}", most_ranks));

@@ -15,6 +15,7 @@
 #include <iosfwd>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -67,7 +68,8 @@ class SweepRunner {
   // points whose jobs ended, and says where every point stands.
   SweepOutcome collect();
   // `harness cancel`: records what has ended, then cancels every job in flight (their points
-  // leave no record and run again on resume). Returns how many jobs it cancelled.
+  // leave no record and run again on resume). Returns how many jobs it cancelled; throws
+  // LaunchError when some could not be cancelled (they stay in the ledger).
   int cancel_in_flight();
 
   // The job that runs `point` (for dry runs too: scheduler.command_for(job_for(...))).
@@ -96,6 +98,8 @@ class SweepRunner {
   // record into in_flight_.
   void adopt_ledger_jobs(const std::vector<const Point*>& candidates);
   void save_ledger();
+  // Cancels every job in flight; those the scheduler could not stop go into not_cancelled_.
+  void cancel_all_in_flight();
   // Records an ended job (or says it was interrupted); true when its point failed.
   bool record_ended(const JobResult& ended, class Progress& progress);
   std::string label(const Point& point) const;
@@ -109,6 +113,7 @@ class SweepRunner {
   std::string run_id_;
   JobLedger ledger_;
   std::map<JobId, InFlight> in_flight_;
+  std::set<JobId> not_cancelled_;  // asked to cancel, still running: kept in the ledger
 };
 
 }  // namespace harness

@@ -176,6 +176,31 @@ TEST(SlurmScript, TimeLimitsAreBoundedAndNeverWrapAround) {
   EXPECT_EQ(option_error(R"({"name": "slurm", "time_limit_s": 31536000, "max_time_per_job_s": 3600})"), "");
 }
 
+TEST(SlurmScheduler, AJobReadsOnlyItsOwnSubmissionsStatusFile) {
+  const fs::path dir = scratch("attempts");
+  // No SLURM command on PATH: the scheduler's queries fail, and the files alone speak.
+  const std::string path = std::getenv("PATH") != nullptr ? std::getenv("PATH") : "";
+  ::setenv("PATH", dir.c_str(), 1);
+  SlurmScheduler scheduler(SlurmOptions{}, "launcher", ClusterConfig{}, RankStarter::kSrun);
+  scheduler.prepare({(dir / "jobs").string(), "5eed0001", dir.string()});
+  JobSpec job = sweep_jobs()[0];
+  job.attempt = "20261126T000002Z-2";
+  // Its script names the status file after the point and the submission.
+  EXPECT_NE(scheduler.plan({job}).find("run_point '" + job.name + ".20261126T000002Z-2' "), std::string::npos);
+  ASSERT_TRUE(scheduler.adopt(job, "per-point:12"));
+  fs::create_directories(dir / "jobs" / "status");
+  // An earlier job of the same point, still running when it was submitted again, finished ok:
+  // that is not this job's end.
+  std::ofstream(dir / "jobs" / "status" / (job.name + ".20261126T000001Z-1.status")) << "started 1 h 11\nfinished 2 0\n";
+  const auto before = scheduler.poll(0);
+  std::ofstream(dir / "jobs" / "status" / (job.name + ".20261126T000002Z-2.status")) << "started 1 h 12\nfinished 2 0\n";
+  const auto after = scheduler.poll(0);
+  ::setenv("PATH", path.c_str(), 1);
+  EXPECT_TRUE(before.empty());
+  ASSERT_EQ(after.size(), 1U);
+  EXPECT_EQ(after[0].end, JobEnd::kCompleted);
+}
+
 // What an experiment may carry into a script: a data path with command substitution, backticks,
 // a semicolon and quotes of both kinds.
 const std::string kHostile = "/data/x$(touch MARKER1)`touch MARKER2`;touch MARKER3;'\"$HOME";
