@@ -160,9 +160,9 @@ const std::vector<OptionRow<SlurmOptions>>& slurm_option_rows() {
          o.constraint = matching_string(v, where, kConstraint, kConstraintExpected);
        },
        [](const SlurmOptions& o) { return Json(o.constraint); }},
-      {"time_limit_s", "a positive number of seconds",
+      {"time_limit_s", kTimeLimitExpected,
        "each point's time limit (default: its timeout_s); jobs ask SLURM for that plus a minute",
-       R"({"type": "number", "exclusiveMinimum": 0})",
+       R"({"type": "number", "exclusiveMinimum": 0, "maximum": 31536000})",
        [](SlurmOptions& o, const Json& v, const std::string& where) { o.time_limit_s = time_limit(v, where); },
        [](const SlurmOptions& o) { return Json(o.time_limit_s); }},
       {"max_time_per_job_s", kTimeLimitExpected,
