@@ -176,7 +176,7 @@ TEST(SlurmScript, TimeLimitsAreBoundedAndNeverWrapAround) {
   EXPECT_EQ(option_error(R"({"name": "slurm", "time_limit_s": 31536000, "max_time_per_job_s": 3600})"), "");
 }
 
-TEST(SlurmScheduler, AJobReadsOnlyItsOwnSubmissionsStatusFile) {
+TEST(SlurmScheduler, AJobReadsAndWritesOnlyItsOwnSubmissionsStatusFileAndLog) {
   const fs::path dir = scratch("attempts");
   // No SLURM command on PATH: the scheduler's queries fail, and the files alone speak.
   const std::string path = std::getenv("PATH") != nullptr ? std::getenv("PATH") : "";
@@ -185,20 +185,27 @@ TEST(SlurmScheduler, AJobReadsOnlyItsOwnSubmissionsStatusFile) {
   scheduler.prepare({(dir / "jobs").string(), "5eed0001", dir.string()});
   JobSpec job = sweep_jobs()[0];
   job.attempt = "20261126T000002Z-2";
-  // Its script names the status file after the point and the submission.
-  EXPECT_NE(scheduler.plan({job}).find("run_point '" + job.name + ".20261126T000002Z-2' "), std::string::npos);
+  job.log_path = (dir / "p000.log").string();
+  // Its script names the status file and the log after the point and the submission.
+  const std::string plan = scheduler.plan({job});
+  EXPECT_NE(plan.find("run_point '" + job.name + ".20261126T000002Z-2' "), std::string::npos) << plan;
+  EXPECT_NE(plan.find("'" + (dir / "p000.20261126T000002Z-2.log").string() + "'"), std::string::npos) << plan;
   ASSERT_TRUE(scheduler.adopt(job, "per-point:12"));
   fs::create_directories(dir / "jobs" / "status");
-  // An earlier job of the same point, still running when it was submitted again, finished ok:
-  // that is not this job's end.
+  // An earlier job of the same point, still running when it was submitted again, finished ok and
+  // wrote the point's log: that is not this job's end, nor its log.
   std::ofstream(dir / "jobs" / "status" / (job.name + ".20261126T000001Z-1.status")) << "started 1 h 11\nfinished 2 0\n";
+  std::ofstream(dir / "p000.log") << "the earlier job's\n";
   const auto before = scheduler.poll(0);
+  std::ofstream(dir / "p000.20261126T000002Z-2.log") << "this job's\n";
   std::ofstream(dir / "jobs" / "status" / (job.name + ".20261126T000002Z-2.status")) << "started 1 h 12\nfinished 2 0\n";
   const auto after = scheduler.poll(0);
   ::setenv("PATH", path.c_str(), 1);
   EXPECT_TRUE(before.empty());
   ASSERT_EQ(after.size(), 1U);
   EXPECT_EQ(after[0].end, JobEnd::kCompleted);
+  // Ended, its log is the point's.
+  EXPECT_EQ(read_text(dir / "p000.log"), "this job's\n");
 }
 
 // What an experiment may carry into a script: a data path with command substitution, backticks,
