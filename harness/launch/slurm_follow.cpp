@@ -102,6 +102,9 @@ std::optional<JobVerdict> judge_job(FollowedJob& job, const PointStatusFile& sta
       return verdict.end == JobEnd::kFailed ? ranks_failed : verdict;
     }
     if (job.packed) {
+      // A signal: only a state read after it says whether the allocation was stopped (the last
+      // query's RUNNING may be from before the scancel).
+      if (is_signal_status(code) && !queried) return std::nullopt;
       if (seen != nullptr && is_final_state(seen->state) && is_signal_status(code)) {
         return from_final_state(*seen, true, job.packed);
       }

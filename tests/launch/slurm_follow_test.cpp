@@ -118,8 +118,11 @@ TEST(SlurmFollow, AJobThatDiedWithoutAWordIsJudgedAfterTwoQueries) {
 }
 
 TEST(SlurmFollow, ACancelledPackCancelsItsRunningPointAndLosesTheOthers) {
-  // scancel of a pack: the running point's trap writes 143 while the allocation completes.
+  // scancel of a pack: the running point's trap writes 143 while the allocation completes. The
+  // last query's RUNNING, from before the scancel, does not make it a failure of its ranks.
   FollowedJob running = job(true);
+  const SchedulerJob before = seen("RUNNING");
+  EXPECT_FALSE(judge_job(running, finished(143), &before, false));
   const SchedulerJob completing = seen("COMPLETING");
   EXPECT_FALSE(judge_job(running, finished(143), &completing, true));
   const SchedulerJob cancelled = seen("CANCELLED");
