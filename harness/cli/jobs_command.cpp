@@ -143,7 +143,12 @@ int cancel_command(const std::string& results_dir, const std::vector<std::string
         job.name = entry.point_id;
         if (const auto id = study.scheduler->adopt(job, entry.external_id)) ids.push_back(*id);
       }
-      study.scheduler->cancel_all(ids);
+      const CancelOutcome outcome = study.scheduler->cancel_all(ids);
+      if (!outcome.not_cancelled.empty()) {
+        throw LaunchError(fmt::format("{} of {} job(s) could not be cancelled ({}); they stay in {}",
+                                      outcome.not_cancelled.size(), ids.size(), outcome.error,
+                                      study.directory->ledger_path()));
+      }
       std::cout << fmt::format("harness: cancelled {} job(s); the run following them ({}) records them\n",
                                ids.size(), held_by);
       return kExitOk;

@@ -308,6 +308,9 @@ void install_interrupt_handlers() {
   sigemptyset(&action.sa_mask);
   ::sigaction(SIGINT, &action, nullptr);
   ::sigaction(SIGTERM, &action, nullptr);
+  // A dropped SSH session hangs up: stop like Ctrl-C (cancel what is in flight, keep the ledger)
+  // rather than die between an sbatch and the ledger line that remembers its job.
+  ::sigaction(SIGHUP, &action, nullptr);
 }
 
 bool interrupt_requested() { return g_interrupted != 0; }

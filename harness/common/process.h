@@ -85,8 +85,8 @@ struct CapturedRun {
 // a temporary file), which is read and removed afterwards. Throws LaunchError when it cannot start.
 CapturedRun run_captured(ProcessRequest request, std::size_t max_bytes = std::size_t{1} << 20);
 
-// Installs SIGINT/SIGTERM handlers that make children stop and interrupt_requested() return
-// true, instead of killing the harness and leaving mpirun behind.
+// Installs SIGINT/SIGTERM/SIGHUP handlers that make children stop and interrupt_requested()
+// return true, instead of killing the harness and leaving mpirun or untracked jobs behind.
 void install_interrupt_handlers();
 bool interrupt_requested();
 

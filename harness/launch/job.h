@@ -24,6 +24,10 @@ struct JobSpec {
   std::string log_path;             // everything the job prints
   std::string measurements_path;    // what rank 0 writes (the last argument of argv)
   std::string working_directory;    // "" = the harness's
+  // Which submission of the point this is (the run's id): a cluster job's status file is its own,
+  // so that an earlier job of the point still running cannot speak for this one. "" for jobs of a
+  // ledger written before attempts were kept.
+  std::string attempt;
 };
 
 using JobId = int64_t;

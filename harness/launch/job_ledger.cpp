@@ -33,7 +33,8 @@ JobLedger read_ledger(const ResultsDirectory& directory) {
     const Fields entry(entries[i], fmt::format("{}: jobs[{}]", path, i));
     ledger.entries.push_back({entry.text("point"), entry.text("key"), entry.text("job"),
                               entry.text("measurements"), entry.list<std::string>("command"),
-                              entry.number("submitted_at"), std::nullopt});
+                              entry.number("submitted_at"), std::nullopt, ""});
+    if (entry.has("attempt")) ledger.entries.back().attempt = entry.text("attempt");
     if (entry.has("build")) {
       ledger.entries.back().build = build_provenance_from_json(entry.at("build"), fmt::format("{}: jobs[{}]: build", path, i));
     }
@@ -51,6 +52,7 @@ void write_ledger(const ResultsDirectory& directory, const JobLedger& ledger) {
                        {"command", entry.command},
                        {"submitted_at", entry.submitted_at}});
     if (entry.build) entries.back()["build"] = to_json(*entry.build);
+    if (!entry.attempt.empty()) entries.back()["attempt"] = entry.attempt;
   }
   const Json json = {{"schema_version", kLedgerSchemaVersion},
                      {"sweep_id", ledger.sweep_id},

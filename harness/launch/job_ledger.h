@@ -24,6 +24,7 @@ struct LedgerEntry {
   // The named build its ranks run, as probed when it was submitted: what its record says, even
   // when the binary has been rebuilt by the time the job ends.
   std::optional<BuildProvenance> build;
+  std::string attempt;  // the job's JobSpec::attempt ("" in ledgers of older harnesses)
 };
 
 struct JobLedger {

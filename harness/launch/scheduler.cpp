@@ -66,12 +66,13 @@ std::unique_ptr<Scheduler> make_scheduler(const LauncherSpec& spec,
                                     : fmt::format("did you mean \"{}\"?", suggestion)));
 }
 
-std::vector<Submission> Scheduler::submit_all(const std::vector<JobSpec>& jobs) {
+std::vector<Submission> Scheduler::submit_all(const std::vector<JobSpec>& jobs, const OnSubmitted& submitted) {
   std::vector<Submission> submissions;
   for (const auto& job : jobs) {
     Submission submission;
     try {
       submission.id = submit(job);
+      if (submitted) submitted(submissions.size(), submission.id);
     } catch (const Error& error) {
       submission.error = error.what();
     }

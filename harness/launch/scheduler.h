@@ -7,6 +7,7 @@
 // Adding a scheduler = a file pair in this folder + a line in scheduler.cpp + a CMake line + a test.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -24,6 +25,17 @@ namespace harness {
 struct Submission {
   JobId id = 0;       // 0: not started
   std::string error;  // why not
+};
+
+// Told of each job of submit_all as soon as it is submitted (its index in the list, its id),
+// before the next is: the caller remembers it (the ledger) so that a harness that dies halfway
+// through a batch leaves no job it submitted unaccounted for.
+using OnSubmitted = std::function<void(std::size_t index, JobId id)>;
+
+// The jobs that cancel_all could not stop, and the scheduler's words on why.
+struct CancelOutcome {
+  std::vector<JobId> not_cancelled;
+  std::string error;
 };
 
 // What a scheduler is told once before a sweep's first job.
@@ -55,8 +67,9 @@ class Scheduler {
   // Starts `job` without waiting for it. Throws LaunchError when it cannot be started.
   virtual JobId submit(const JobSpec& job) = 0;
   // Starts several jobs; a scheduler that can group them (job arrays, packed allocations) does.
-  // One submission per job, in the order of `jobs` (the default submits one after another).
-  virtual std::vector<Submission> submit_all(const std::vector<JobSpec>& jobs);
+  // One submission per job, in the order of `jobs` (the default submits one after another);
+  // `submitted` (may be empty) hears of each as it starts.
+  virtual std::vector<Submission> submit_all(const std::vector<JobSpec>& jobs, const OnSubmitted& submitted);
   // Whether jobs go on when the harness ends (a cluster's): then a run may detach, and a later
   // `harness status` or a resumed run follows the jobs through adopt().
   virtual bool jobs_outlive_harness() const { return false; }
@@ -77,9 +90,11 @@ class Scheduler {
   virtual std::vector<JobResult> poll(double wait_s) = 0;
   // Stops a job in flight; poll() reports it as interrupted.
   virtual void cancel(JobId job) = 0;
-  // Stops several (a cluster scheduler in one call).
-  virtual void cancel_all(const std::vector<JobId>& jobs) {
+  // Stops several (a cluster scheduler in one call). The jobs it could not stop go on as before
+  // (poll() follows them), so that they stay remembered.
+  virtual CancelOutcome cancel_all(const std::vector<JobId>& jobs) {
     for (const JobId job : jobs) cancel(job);
+    return {};
   }
 };
 

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <atomic>
 #include <fstream>
 #include <regex>
@@ -67,6 +68,14 @@ std::vector<std::string> unfold_array_ids(const std::string& id) {
 
 }  // namespace
 
+double sbatch_timeout_s() {
+  const char* text = std::getenv("HARNESS_SBATCH_TIMEOUT_S");
+  if (text == nullptr) return 60;
+  char* end = nullptr;
+  const double seconds = std::strtod(text, &end);
+  return end != text && *end == '\0' && seconds > 0 && seconds <= 3600 ? seconds : 60;
+}
+
 bool is_final_state(const std::string& state) {
   static const std::vector<std::string> running = {
       "PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED", "REQUEUE_FED",
@@ -98,6 +107,37 @@ std::vector<SchedulerJob> parse_sacct(const std::string& text) {
     }
   }
   return jobs;
+}
+
+double parse_slurm_time_s(const std::string& text) {
+  static const std::regex time(R"((?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?)");
+  std::smatch match;
+  const std::string value = trimmed(text);
+  if (!std::regex_match(value, match, time)) return 0;
+  const auto number = [&](int group) { return match[group].matched ? std::stod(match[group].str()) : 0.0; };
+  const double days = number(1);
+  // "M", "M:S", "H:M:S", and with days "D-H", "D-H:M", "D-H:M:S".
+  if (match[1].matched) return days * 86400 + number(2) * 3600 + number(3) * 60 + number(4);
+  if (match[4].matched) return number(2) * 3600 + number(3) * 60 + number(4);
+  if (match[3].matched) return number(2) * 60 + number(3);
+  return number(2) * 60;
+}
+
+void parse_sinfo(const std::string& text, const std::string& partition, ClusterConfig& config) {
+  for (const auto& line : split(text, '\n')) {
+    const auto fields = split(trimmed(line), '|');
+    if (fields.size() < 3) continue;
+    // Without --partition sinfo lists them all; the default one ends in "*".
+    if (partition.empty() && (fields[2].empty() || fields[2].back() != '*')) continue;
+    try {
+      // "2", or "2+" when the nodes differ (the fewest, then a plus).
+      config.cpus_per_node = std::stoi(fields[0]);
+    } catch (const std::exception&) {
+      // Unknown: no automatic --overcommit.
+    }
+    config.max_time_s = parse_slurm_time_s(fields[1]);
+    return;
+  }
 }
 
 ClusterConfig parse_config(const std::string& text) {
@@ -136,6 +176,7 @@ SlurmCommands::Output SlurmCommands::run(const std::vector<std::string>& argv, d
   Output output;
   output.text = captured.output;
   output.exit_code = captured.outcome.exited ? captured.outcome.exit_code : -1;
+  output.timed_out = captured.outcome.timed_out;
   if (captured.outcome.timed_out) output.text += fmt::format("\n(no answer within {} s)", timeout_s);
   return output;
 }
@@ -151,17 +192,10 @@ ClusterConfig SlurmCommands::read_config(const std::string& partition) const {
   if (config.accounting) {
     config.accounting = run({"sacct", "--noheader", "--parsable2", "--allocations", "--jobs=1"}).exit_code == 0;
   }
-  // "%c": CPUs per node, "2" or "2+" when the nodes differ (the fewest, then a plus).
-  std::vector<std::string> sinfo = {"sinfo", "--noheader", "--format=%c"};
+  std::vector<std::string> sinfo = {"sinfo", "--noheader", "--format=%c|%l|%P"};
   if (!partition.empty()) sinfo.push_back("--partition=" + partition);
-  const Output cpus = run(sinfo);
-  if (cpus.exit_code == 0) {
-    try {
-      config.cpus_per_node = std::stoi(trimmed(cpus.text));
-    } catch (const std::exception&) {
-      // Unknown: no automatic --overcommit.
-    }
-  }
+  const Output partitions = run(sinfo);
+  if (partitions.exit_code == 0) parse_sinfo(partitions.text, partition, config);
   return config;
 }
 
@@ -174,7 +208,12 @@ std::string SlurmCommands::submit(const std::vector<std::string>& arguments, con
   std::vector<std::string> argv = {"sbatch", "--parsable"};
   argv.insert(argv.end(), arguments.begin(), arguments.end());
   argv.push_back(script);
-  const Output output = run(argv);
+  const double timeout_s = sbatch_timeout_s();
+  const Output output = run(argv, timeout_s);
+  if (output.timed_out) {
+    throw SbatchTimedOut(fmt::format("sbatch {} gave no answer within {:g} s (HARNESS_SBATCH_TIMEOUT_S)", script,
+                                     timeout_s));
+  }
   // "1234" or "1234;cluster"; sbatch may print warnings on lines before it.
   static const std::regex job_id(R"((^|\n)(\d+)(;\S*)?\s*$)");
   std::smatch match;
@@ -204,11 +243,43 @@ std::vector<SchedulerJob> SlurmCommands::query(const std::string& job_name, bool
   return parse_squeue(output.text);
 }
 
-void SlurmCommands::cancel(const std::vector<std::string>& ids) const {
-  if (ids.empty()) return;
+std::string SlurmCommands::find_by_comment(const std::string& job_name, const std::string& comment) const {
+  const Output output =
+      run({"squeue", "--noheader", "--me", "--states=all", "--name=" + job_name, "--format=%i|%k"});
+  if (output.exit_code != 0) {
+    throw LaunchError(fmt::format("squeue failed: {}", shortened(one_line(trimmed(output.text)), 300)));
+  }
+  for (const auto& line : split(output.text, '\n')) {
+    const auto bar = line.find('|');
+    if (bar != std::string::npos && trimmed(line.substr(bar + 1)) == comment) return trimmed(line.substr(0, bar));
+  }
+  return "";
+}
+
+SlurmCommands::CancelFailure SlurmCommands::cancel(const std::vector<std::string>& ids) const {
+  if (ids.empty()) return {};
   std::vector<std::string> argv = {"scancel"};
   argv.insert(argv.end(), ids.begin(), ids.end());
-  run(argv);
+  const Output output = run(argv);
+  if (output.exit_code == 0) return {};
+  const std::string words = trimmed(output.text).empty() ? "no output" : shortened(one_line(trimmed(output.text)), 300);
+  // scancel names each job it failed on ("Kill job error on job id 12: ..."); a job that is
+  // already gone or ending needs no cancelling. Anything else (no controller, no answer) fails all.
+  static const std::regex per_job(R"(job id (\S+): ([^\n]*))");
+  CancelFailure failure;
+  bool named = false;
+  for (std::sregex_iterator it(output.text.begin(), output.text.end(), per_job), end; it != end; ++it) {
+    named = true;
+    const std::string id = (*it)[1].str();
+    const std::string why = (*it)[2].str();
+    if (why.find("Invalid job id") != std::string::npos || why.find("already completing or completed") != std::string::npos) {
+      continue;
+    }
+    if (std::find(ids.begin(), ids.end(), id) != ids.end()) failure.ids.push_back(id);
+  }
+  if (!named || output.timed_out) failure.ids = ids;
+  if (!failure.ids.empty()) failure.error = "scancel failed: " + words;
+  return failure;
 }
 
 }  // namespace harness

@@ -20,15 +20,16 @@ JobVerdict from_final_state(const SchedulerJob& seen, bool point_started, bool p
     return {JobEnd::kNodeFailure, fmt::format("job {} ended {}: a node failed{}", seen.id, state, where)};
   }
   if (state == "PREEMPTED") return {JobEnd::kPreempted, fmt::format("job {} was preempted", seen.id)};
+  // A pack that ended before it came to this point: nothing is known of the point itself, and
+  // running it again is all there is to do (a cancelled pack's running point is the cancelled one).
+  if (packed && !point_started) {
+    return {JobEnd::kLost, fmt::format("allocation {} ended ({}) before this point started", seen.id, state)};
+  }
   if (state == "CANCELLED") {
     return {JobEnd::kCancelled, fmt::format("job {} was cancelled (scancel, or an administrator)", seen.id)};
   }
   if (state == "OUT_OF_MEMORY") {
     return {JobEnd::kOutOfMemory, fmt::format("job {} ran out of memory{}", seen.id, where)};
-  }
-  // A pack that ended before it came to this point: nothing is known of the point itself.
-  if (packed && !point_started) {
-    return {JobEnd::kLost, fmt::format("allocation {} ended ({}) before this point started", seen.id, state)};
   }
   if (state == "TIMEOUT" || state == "DEADLINE") {
     return {JobEnd::kTimeout, fmt::format("job {} reached its SLURM time limit ({})", seen.id, state)};
@@ -101,9 +102,15 @@ std::optional<JobVerdict> judge_job(FollowedJob& job, const PointStatusFile& sta
       return verdict.end == JobEnd::kFailed ? ranks_failed : verdict;
     }
     if (job.packed) {
+      // A signal: only a state read after it says whether the allocation was stopped (the last
+      // query's RUNNING may be from before the scancel).
+      if (is_signal_status(code) && !queried) return std::nullopt;
       if (seen != nullptr && is_final_state(seen->state) && is_signal_status(code)) {
         return from_final_state(*seen, true, job.packed);
       }
+      // A signal while the allocation completes: it was stopped (scancel, its time limit), and
+      // its final state will say which; the point's ranks did not fail on their own.
+      if (seen != nullptr && seen->state == "COMPLETING" && is_signal_status(code)) return std::nullopt;
       if (!is_signal_status(code) || seen != nullptr) return ranks_failed;
     }
     if (!queried) return std::nullopt;

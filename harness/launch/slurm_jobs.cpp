@@ -3,12 +3,14 @@
 // the dry run's account of all of it (slurm_scheduler.h).
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "harness/common/text.h"
 #include "harness/launch/slurm_scheduler.h"
+#include "harness/study/settings.h"
 
 namespace harness {
 namespace {
@@ -19,7 +21,10 @@ constexpr double kPackStepMarginS = 30;
 // A point without a limit of its own or the launcher's.
 constexpr double kDefaultPointLimitS = 3600;
 
-int minutes_for(double seconds) { return std::max(1, static_cast<int>(std::ceil(seconds / 60))); }
+// In 64 bits: a limit near the bound (365 days), or a pack of many, overflows no int on the way.
+int64_t minutes_for(double seconds) {
+  return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(std::min(seconds, 4 * kMaxTimeLimitS) / 60)));
+}
 
 int ranks_on_node(const JobSpec& job) {
   if (job.ranks_per_node > 0) return job.ranks_per_node;
@@ -32,6 +37,29 @@ bool SlurmScheduler::overcommits(const JobSpec& job) const {
   if (options_.overcommit) return true;
   const int cpus = config().cpus_per_node;
   return cpus > 0 && ranks_on_node(job) * std::max(1, job.threads_per_rank) > cpus;
+}
+
+std::string SlurmScheduler::status_stem(const JobSpec& job) {
+  return job.attempt.empty() ? job.name : job.name + "." + job.attempt;
+}
+
+std::string SlurmScheduler::status_path(const JobSpec& job) const {
+  return context_.jobs_dir + "/status/" + status_stem(job) + ".status";
+}
+
+std::string SlurmScheduler::job_log_path(const JobSpec& job) {
+  if (job.attempt.empty()) return job.log_path;
+  const std::string::size_type dot = job.log_path.rfind(".log");
+  return dot == std::string::npos || dot + 4 != job.log_path.size()
+             ? job.log_path + "." + job.attempt
+             : job.log_path.substr(0, dot) + "." + job.attempt + ".log";
+}
+
+double SlurmScheduler::max_job_time_s() const {
+  double most_s = kMaxTimeLimitS;
+  if (options_.max_time_per_job_s > 0) most_s = std::min(most_s, options_.max_time_per_job_s);
+  if (config().max_time_s > 0) most_s = std::min(most_s, config().max_time_s);
+  return most_s;
 }
 
 double SlurmScheduler::point_limit_s(const JobSpec& job) const {
@@ -99,7 +127,21 @@ std::vector<SlurmScheduler::Batch> SlurmScheduler::batches(const std::vector<Job
       mode = all_short ? SlurmMode::kPack : SlurmMode::kArray;
     }
     if (mode == SlurmMode::kPack) {
-      result.push_back({SlurmMode::kPack, members});
+      // Split where the next point would make the allocation ask for more than one job may.
+      const double most_s = max_job_time_s();
+      Batch pack{SlurmMode::kPack, {}};
+      double pack_s = kJobMarginS;
+      for (const std::size_t i : members) {
+        const double step_s = point_limit_s(jobs[i]) + kPackStepMarginS;
+        if (!pack.jobs.empty() && pack_s + step_s > most_s) {
+          result.push_back(std::move(pack));
+          pack = {SlurmMode::kPack, {}};
+          pack_s = kJobMarginS;
+        }
+        pack.jobs.push_back(i);
+        pack_s += step_s;
+      }
+      result.push_back(std::move(pack));
       continue;
     }
     if (mode == SlurmMode::kPerPoint || members.size() == 1) {
@@ -130,6 +172,15 @@ std::vector<SlurmScheduler::Batch> SlurmScheduler::batches(const std::vector<Job
   return result;
 }
 
+std::string SlurmScheduler::comment_for(const Batch& batch, const std::vector<JobSpec>& jobs) {
+  std::vector<std::string> keys;
+  for (const std::size_t i : batch.jobs) keys.push_back(jobs[i].key);
+  const std::string points = keys.size() <= 100 ? fmt::format("{}", fmt::join(keys, ","))
+                                                : fmt::format("{}-and-{}-more", keys.front(), keys.size() - 1);
+  const std::string& attempt = jobs[batch.jobs.front()].attempt;
+  return attempt.empty() ? points : attempt + ":" + points;
+}
+
 JobScript SlurmScheduler::script_for(const Batch& batch, const std::vector<JobSpec>& jobs) const {
   JobScript script;
   script.mode = batch.mode;
@@ -140,7 +191,6 @@ JobScript SlurmScheduler::script_for(const Batch& batch, const std::vector<JobSp
   int most_per_node = 0;
   bool overcommit = false;
   double time_s = kJobMarginS;
-  std::vector<std::string> keys;
   for (const std::size_t i : batch.jobs) {
     const JobSpec& job = jobs[i];
     most_ranks = std::max(most_ranks, job.ranks);
@@ -148,16 +198,14 @@ JobScript SlurmScheduler::script_for(const Batch& batch, const std::vector<JobSp
     overcommit = overcommit || overcommits(job);
     const double limit = point_limit_s(job);
     time_s = batch.mode == SlurmMode::kPack ? time_s + limit + kPackStepMarginS : limit + kJobMarginS;
-    keys.push_back(job.key);
-    script.points.push_back({job.name, job.threads_per_rank, ranks_on_node(job), limit,
-                             job.measurements_path, job.log_path, command_for(job)});
+    script.points.push_back({status_stem(job), job.threads_per_rank, ranks_on_node(job), limit,
+                             job.measurements_path, job_log_path(job), command_for(job)});
   }
   // The job's name tags every job of the sweep (one query finds them all); the comment says which
-  // points it runs.
+  // points it runs, and in which attempt: a job whose sbatch gave no answer is found by it.
   std::vector<std::string>& sbatch = script.sbatch;
   sbatch.push_back("--job-name=" + job_name());
-  sbatch.push_back("--comment=" + (keys.size() <= 100 ? fmt::format("{}", fmt::join(keys, ","))
-                                                      : fmt::format("{}-and-{}-more", keys.front(), keys.size() - 1)));
+  sbatch.push_back("--comment=" + comment_for(batch, jobs));
   sbatch.push_back(fmt::format("--nodes={}", first.nodes));
   sbatch.push_back(most_per_node > 0 ? fmt::format("--ntasks-per-node={}", most_per_node)
                                      : fmt::format("--ntasks={}", most_ranks));
@@ -185,9 +233,9 @@ JobScript SlurmScheduler::script_for(const Batch& batch, const std::vector<JobSp
 
 double SlurmScheduler::requested_node_hours(const Batch& batch, const std::vector<JobSpec>& jobs) const {
   const JobScript script = script_for(batch, jobs);
-  int minutes = 0;
+  int64_t minutes = 0;
   for (const auto& option : script.sbatch) {
-    if (option.rfind("--time=", 0) == 0) minutes = std::stoi(option.substr(7));
+    if (option.rfind("--time=", 0) == 0) minutes = std::stoll(option.substr(7));
   }
   const double tasks = batch.mode == SlurmMode::kArray ? static_cast<double>(batch.jobs.size()) : 1.0;
   return tasks * jobs[batch.jobs.front()].nodes * minutes / 60.0;

@@ -5,7 +5,9 @@
 
 #include <fmt/format.h>
 
+#include "harness/common/errors.h"
 #include "harness/common/json_values.h"
+#include "harness/study/settings.h"
 
 namespace harness {
 namespace {
@@ -22,6 +24,47 @@ constexpr const char* kSbatchExpected =
     "an sbatch option such as \"--mail-type=END\" (--name[=value]; the value letters, digits and "
     "_ . , : = @ / + % -)";
 const std::regex kSbatchOption(R"(--[a-z][a-z0-9\-]*(=[A-Za-z0-9_.,:=@/+%\-]+)?)");
+
+// Options the harness sets on every job itself, and why a user's copy would break it: sbatch
+// keeps the last of two, so an extra "--job-name" would hide the job from the sweep's query.
+struct OwnedOption {
+  std::string_view name;
+  char short_name;  // 0: none
+  std::string_view why;
+};
+constexpr OwnedOption kOwnedOptions[] = {
+    {"job-name", 'J', "the harness names every job harness-<sweep id> and finds them by that name"},
+    {"comment", 0, "the harness lists each job's points in its comment"},
+    {"array", 'a', "the harness makes the job arrays itself (option \"mode\")"},
+    {"time", 't', "the harness asks for each job's time from its points' limits (option \"time_limit_s\")"},
+    {"output", 'o', "the harness keeps each job's output in DIR/jobs/batch"},
+    {"error", 'e', "the harness keeps each job's output in DIR/jobs/batch"},
+    {"parsable", 0, "the harness reads the job id that sbatch prints"},
+    {"dependency", 'd', "the harness decides when points run"},
+    {"nodes", 'N', "each point's nodes come from its settings (nodes)"},
+    {"ntasks", 'n', "each point's ranks come from its settings (ranks)"},
+    {"ntasks-per-node", 0, "each point's ranks per node come from its settings (ranks_per_node)"},
+};
+
+// Why `option` ("--time=5", "--time 5", "-t5", "-t 5", or an abbreviation sbatch would accept such
+// as "--tim=5") is the harness's own, or "".
+std::string_view owned_option_reason(const std::string& option) {
+  if (option.rfind("--", 0) == 0) {
+    const std::string name = option.substr(2, option.find_first_of("= \t", 2) - 2);
+    if (name.empty()) return "";
+    for (const auto& owned : kOwnedOptions) {
+      // getopt_long takes any unambiguous prefix of a long option.
+      if (owned.name.substr(0, name.size()) == name) return owned.why;
+    }
+    return "";
+  }
+  if (option.size() >= 2 && option[0] == '-') {
+    for (const auto& owned : kOwnedOptions) {
+      if (owned.short_name != 0 && option[1] == owned.short_name) return owned.why;
+    }
+  }
+  return "";
+}
 
 std::string matching_string(const Json& value, const std::string& where, const std::regex& pattern,
                             std::string_view expected) {
@@ -55,6 +98,25 @@ std::string shell_line(const Json& value, const std::string& where) {
     fail_expected(where, kExpected, value);
   }
   return line;
+}
+
+// One of the user's sbatch options: not one the harness sets itself, and safe on an #SBATCH line.
+std::string sbatch_option(const Json& value, const std::string& where) {
+  if (value.is_string()) {
+    const std::string_view why = owned_option_reason(value.get<std::string>());
+    if (!why.empty()) {
+      throw ConfigError(fmt::format("{}: {} is set by the harness on every job and cannot be overridden: {}", where,
+                                    Json(value).dump(), why));
+    }
+  }
+  return matching_string(value, where, kSbatchOption, kSbatchExpected);
+}
+
+// A time limit in seconds, bounded so that minutes always fit SLURM's 32-bit fields.
+double time_limit(const Json& value, const std::string& where) {
+  const double seconds = read_positive_number(value, where);
+  if (seconds > kMaxTimeLimitS) fail_expected(where, kTimeLimitExpected, value);
+  return seconds;
 }
 
 template <typename Field>
@@ -98,13 +160,18 @@ const std::vector<OptionRow<SlurmOptions>>& slurm_option_rows() {
          o.constraint = matching_string(v, where, kConstraint, kConstraintExpected);
        },
        [](const SlurmOptions& o) { return Json(o.constraint); }},
-      {"time_limit_s", "a positive number of seconds",
+      {"time_limit_s", kTimeLimitExpected,
        "each point's time limit (default: its timeout_s); jobs ask SLURM for that plus a minute",
-       R"({"type": "number", "exclusiveMinimum": 0})",
-       [](SlurmOptions& o, const Json& v, const std::string& where) {
-         o.time_limit_s = read_positive_number(v, where);
-       },
+       R"({"type": "number", "exclusiveMinimum": 0, "maximum": 31536000})",
+       [](SlurmOptions& o, const Json& v, const std::string& where) { o.time_limit_s = time_limit(v, where); },
        [](const SlurmOptions& o) { return Json(o.time_limit_s); }},
+      {"max_time_per_job_s", kTimeLimitExpected,
+       "the longest time one job may ask for (default: the partition's MaxTime); packs are split to fit",
+       R"({"type": "number", "exclusiveMinimum": 0, "maximum": 31536000})",
+       [](SlurmOptions& o, const Json& v, const std::string& where) {
+         o.max_time_per_job_s = time_limit(v, where);
+       },
+       [](const SlurmOptions& o) { return Json(o.max_time_per_job_s); }},
       {"exclusive", "true or false", "sbatch --exclusive: whole nodes, shared with no other job",
        R"({"type": "boolean"})",
        [](SlurmOptions& o, const Json& v, const std::string& where) { o.exclusive = read_boolean(v, where); },
@@ -124,7 +191,7 @@ const std::vector<OptionRow<SlurmOptions>>& slurm_option_rows() {
        R"({"type": "array", "items": {"type": "string", "pattern": "^--[a-z][a-z0-9-]*(=[A-Za-z0-9_.,:=@/+%-]+)?$"}})",
        [](SlurmOptions& o, const Json& v, const std::string& where) {
          o.sbatch = string_list(v, where, [](const Json& item, const std::string& at) {
-           return matching_string(item, at, kSbatchOption, kSbatchExpected);
+           return sbatch_option(item, at);
          });
        },
        [](const SlurmOptions& o) { return Json(o.sbatch); }},

@@ -35,12 +35,17 @@ struct SlurmOptions {
   std::string qos;
   std::string constraint;
   double time_limit_s = 0;  // per point; 0: the point's timeout_s
+  // The longest time a job may ask for; 0: the partition's MaxTime (365 days when unlimited).
+  // Packs are split so that none asks for more.
+  double max_time_per_job_s = 0;
   bool exclusive = false;
   int gpus_per_node = 0;
   // More ranks on a node than it has CPUs (sbatch --overcommit), as the local launcher
   // oversubscribes: for functional sweeps and small test clusters, never for measurements.
   bool overcommit = false;
-  std::vector<std::string> sbatch;  // more "#SBATCH" options: "--mail-type=END"
+  // More "#SBATCH" options: "--mail-type=END"; none that the harness sets itself (--job-name,
+  // --time, --array, ...), which are refused with the reason.
+  std::vector<std::string> sbatch;
   std::vector<std::string> setup;   // shell lines before the ranks start: "module load openmpi"
   SlurmMode mode = SlurmMode::kAuto;
   RankStarter start_ranks_with = RankStarter::kAuto;

@@ -111,12 +111,36 @@ JobId SlurmScheduler::track(const JobSpec& job, SlurmMode mode, const std::strin
 }
 
 JobId SlurmScheduler::submit(const JobSpec& job) {
-  const Submission submission = submit_all({job}).front();
+  const Submission submission = submit_all({job}, {}).front();
   if (submission.id == 0) throw LaunchError(submission.error);
   return submission.id;
 }
 
-std::vector<Submission> SlurmScheduler::submit_all(const std::vector<JobSpec>& jobs) {
+std::string SlurmScheduler::submit_script(const std::string& script_path, const std::string& comment) {
+  const std::vector<std::string> arguments = {"--chdir=" + context_.working_directory,
+                                              "--output=" + context_.jobs_dir + "/batch/%j.out"};
+  try {
+    return commands().submit(arguments, script_path);
+  } catch (const SbatchTimedOut& timed_out) {
+    // The controller may have queued it before sbatch stalled: a second sbatch would run the
+    // points twice, both jobs writing the same measurements.
+    std::string found;
+    try {
+      found = commands().find_by_comment(job_name(), comment);
+    } catch (const LaunchError& error) {
+      throw LaunchError(fmt::format("{}, and looking for the job it may have queued failed ({}): not submitted "
+                                    "again; `harness status` shows whether it runs",
+                                    timed_out.what(), error.what()));
+    }
+    if (found.empty()) {
+      throw LaunchError(fmt::format("{}, and squeue --name={} lists no job of it: not submitted", timed_out.what(),
+                                    job_name()));
+    }
+    return found;
+  }
+}
+
+std::vector<Submission> SlurmScheduler::submit_all(const std::vector<JobSpec>& jobs, const OnSubmitted& submitted) {
   std::vector<Submission> submissions(jobs.size());
   if (jobs.empty()) return submissions;
   for (const char* folder : {"/scripts", "/status", "/batch"}) {
@@ -135,15 +159,18 @@ std::vector<Submission> SlurmScheduler::submit_all(const std::vector<JobSpec>& j
     try {
       for (const std::size_t i : batch.jobs) {
         std::error_code ignored;
-        fs::remove(context_.jobs_dir + "/status/" + jobs[i].name + ".status", ignored);
+        fs::remove(status_path(jobs[i]), ignored);
       }
       write_file_atomically(script_path, render_job_script(template_text_, script_for(batch, jobs)));
-      const std::string slurm_id = commands().submit(
-          {"--chdir=" + context_.working_directory, "--output=" + context_.jobs_dir + "/batch/%j.out"}, script_path);
+      const std::string slurm_id = submit_script(script_path, comment_for(batch, jobs));
       for (std::size_t task = 0; task < batch.jobs.size(); ++task) {
         const JobSpec& job = jobs[batch.jobs[task]];
         const std::string id = batch.mode == SlurmMode::kArray ? fmt::format("{}_{}", slurm_id, task) : slurm_id;
         submissions[batch.jobs[task]].id = track(job, batch.mode, id, id);
+      }
+      // Remembered (the ledger) before the next sbatch.
+      if (submitted) {
+        for (const std::size_t i : batch.jobs) submitted(i, submissions[i].id);
       }
     } catch (const Error& error) {
       for (const std::size_t i : batch.jobs) submissions[i].error = error.what();
@@ -177,7 +204,7 @@ std::string SlurmScheduler::describe(JobId job) const {
   const auto found = tracked_.find(job);
   if (found == tracked_.end()) return "unknown";
   const Tracked& tracked = found->second;
-  const PointStatusFile status = read_status_file(context_.jobs_dir + "/status/" + tracked.spec.name + ".status");
+  const PointStatusFile status = read_status_file(status_path(tracked.spec));
   if (status.started && !status.finished) {
     return fmt::format("running on {} (job {}, {})", status.host, tracked.follow.slurm_id,
                        format_duration(wall_clock_s() - status.started_at));
@@ -215,7 +242,7 @@ std::vector<JobResult> SlurmScheduler::collect(bool may_query) {
   std::vector<JobResult> ended;
   for (auto it = tracked_.begin(); it != tracked_.end();) {
     Tracked& tracked = it->second;
-    const PointStatusFile status = read_status_file(context_.jobs_dir + "/status/" + tracked.spec.name + ".status");
+    const PointStatusFile status = read_status_file(status_path(tracked.spec));
     std::optional<JobVerdict> verdict;
     if (tracked.cancelled) {
       // Cancelled by this harness: a point that finished before keeps its result.
@@ -228,6 +255,11 @@ std::vector<JobResult> SlurmScheduler::collect(bool may_query) {
     if (!verdict) {
       ++it;
       continue;
+    }
+    // The point's log is this job's own: an earlier job of the point writes elsewhere.
+    if (job_log_path(tracked.spec) != tracked.spec.log_path) {
+      std::error_code ignored;
+      fs::rename(job_log_path(tracked.spec), tracked.spec.log_path, ignored);
     }
     JobResult result;
     result.id = it->first;
@@ -263,15 +295,28 @@ std::vector<JobResult> SlurmScheduler::poll(double wait_s) {
   return ended;
 }
 
-void SlurmScheduler::cancel_all(const std::vector<JobId>& jobs) {
+CancelOutcome SlurmScheduler::cancel_all(const std::vector<JobId>& jobs) {
   std::vector<std::string> ids;
+  std::vector<JobId> asked;
   for (const JobId job : jobs) {
     const auto found = tracked_.find(job);
     if (found == tracked_.end() || found->second.cancelled) continue;
-    found->second.cancelled = true;
+    asked.push_back(job);
     if (std::find(ids.begin(), ids.end(), found->second.cancel_id) == ids.end()) ids.push_back(found->second.cancel_id);
   }
-  commands().cancel(ids);
+  const SlurmCommands::CancelFailure failure = commands().cancel(ids);
+  CancelOutcome outcome;
+  outcome.error = failure.error;
+  for (const JobId job : asked) {
+    Tracked& tracked = tracked_.at(job);
+    // A job scancel could not stop still runs: followed as before, so that it stays in the ledger.
+    if (std::find(failure.ids.begin(), failure.ids.end(), tracked.cancel_id) != failure.ids.end()) {
+      outcome.not_cancelled.push_back(job);
+    } else {
+      tracked.cancelled = true;
+    }
+  }
+  return outcome;
 }
 
 std::unique_ptr<Scheduler> make_slurm_scheduler(const LauncherSpec& spec) {

@@ -46,7 +46,7 @@ class SlurmScheduler final : public Scheduler {
   std::vector<std::string> command_for(const JobSpec& job) const override;
   void prepare(const SweepContext& context) override;
   JobId submit(const JobSpec& job) override;
-  std::vector<Submission> submit_all(const std::vector<JobSpec>& jobs) override;
+  std::vector<Submission> submit_all(const std::vector<JobSpec>& jobs, const OnSubmitted& submitted) override;
   bool jobs_outlive_harness() const override { return true; }
   std::string external_id(JobId job) const override;
   std::optional<JobId> adopt(const JobSpec& job, const std::string& external_id) override;
@@ -54,7 +54,7 @@ class SlurmScheduler final : public Scheduler {
   std::string plan(const std::vector<JobSpec>& jobs) override;
   std::vector<JobResult> poll(double wait_s) override;
   void cancel(JobId job) override { cancel_all({job}); }
-  void cancel_all(const std::vector<JobId>& jobs) override;
+  CancelOutcome cancel_all(const std::vector<JobId>& jobs) override;
 
   int queries_made() const { return commands_ ? commands_->queries_made() : 0; }
 
@@ -79,11 +79,24 @@ class SlurmScheduler final : public Scheduler {
   bool overcommits(const JobSpec& job) const;
   RankStarter starter() const;
   double point_limit_s(const JobSpec& job) const;
+  // The most one job may ask for: max_time_per_job_s, the partition's MaxTime, 365 days.
+  double max_job_time_s() const;
   std::vector<Batch> batches(const std::vector<JobSpec>& jobs) const;
   JobScript script_for(const Batch& batch, const std::vector<JobSpec>& jobs) const;
+  // "<attempt>:<key>,<key>...": which points the job runs, in which attempt.
+  static std::string comment_for(const Batch& batch, const std::vector<JobSpec>& jobs);
   std::string job_name() const { return "harness-" + context_.sweep_id; }
+  // What names a point's status file in its job script: "<point id>.<attempt>".
+  static std::string status_stem(const JobSpec& job);
+  std::string status_path(const JobSpec& job) const;
+  // Where the job writes the point's log: "<id>.<attempt>.log", its own as the status file is;
+  // moved to the point's log (JobSpec::log_path) when the job ends.
+  static std::string job_log_path(const JobSpec& job);
   double requested_node_hours(const Batch& batch, const std::vector<JobSpec>& jobs) const;
   JobId track(const JobSpec& job, SlurmMode mode, const std::string& slurm_id, const std::string& cancel_id);
+  // sbatch of `script_path`; when sbatch gives no answer in time, the job it may have queued all
+  // the same, found by its comment (never submitted twice). Throws LaunchError.
+  std::string submit_script(const std::string& script_path, const std::string& comment);
   std::vector<JobResult> collect(bool may_query);
 
   SlurmOptions options_;

@@ -79,6 +79,7 @@ JobSpec SweepRunner::job_for(const Point& point, const ResultsDirectory& directo
               "--output", directory.measurements_path(point.id, run_id)};
   job.log_path = directory.log_path(point.id);
   job.measurements_path = job.argv.back();
+  job.attempt = run_id;
   if (point.settings.timeline) {
     job.argv.push_back("--timeline");
     job.argv.push_back(directory.timeline_path(point.id));
@@ -164,6 +165,7 @@ void SweepRunner::adopt_ledger_jobs(const std::vector<const Point*>& candidates)
     job.job = job_for(**point, directory_, options_.rank_programs, run_id_);
     job.job.measurements_path = entry.measurements_path;
     job.job.argv.back() = entry.measurements_path;
+    job.job.attempt = entry.attempt;
     job.command = entry.command;
     job.label = label(**point);
     job.submitted_at = entry.submitted_at;
@@ -178,7 +180,8 @@ void SweepRunner::save_ledger() {
   ledger_.entries.clear();
   for (const auto& [id, job] : in_flight_) {
     ledger_.entries.push_back({job.point->id, job.point->key.hash(), scheduler_.external_id(id),
-                               job.job.measurements_path, job.command, job.submitted_at, job.build});
+                               job.job.measurements_path, job.command, job.submitted_at, job.build,
+                               job.job.attempt});
   }
   write_ledger(directory_, ledger_);
 }
@@ -186,6 +189,7 @@ void SweepRunner::save_ledger() {
 bool SweepRunner::record_ended(const JobResult& ended, Progress& progress) {
   const auto found = in_flight_.find(ended.id);
   if (found == in_flight_.end()) return false;
+  not_cancelled_.erase(ended.id);
   const InFlight& job = found->second;
   if (ended.end == JobEnd::kInterrupted) {
     // No new record (an earlier one, if any, stays): a later run decides on that as on any.
@@ -329,13 +333,20 @@ SweepOutcome SweepRunner::loop(Submit submit, bool follow) {
         specs.push_back(job.job);
         batch.push_back(std::move(job));
       }
-      const std::vector<Submission> submissions = scheduler_.submit_all(specs);
+      // Each job enters the ledger as it is submitted, before the next sbatch: a harness killed
+      // halfway through leaves none of its jobs unknown.
+      const auto remember = [&](std::size_t i, JobId id) {
+        if (id == 0 || in_flight_.count(id) != 0) return;
+        batch[i].submitted_at = wall_clock_s();
+        in_flight_.emplace(id, batch[i]);
+        save_ledger();
+      };
+      const std::vector<Submission> submissions = scheduler_.submit_all(specs, remember);
       for (std::size_t i = 0; i < batch.size(); ++i) {
         progress.started(batch[i].label);
         ++result.ran;
         if (submissions[i].id != 0) {
-          batch[i].submitted_at = wall_clock_s();
-          in_flight_.emplace(submissions[i].id, std::move(batch[i]));
+          remember(i, submissions[i].id);
         } else {
           ++result.failed;
           progress.finished(batch[i].label, " FAILED: " + submissions[i].error, 0);
@@ -345,12 +356,11 @@ SweepOutcome SweepRunner::loop(Submit submit, bool follow) {
       continue;  // fill up to max_parallel before waiting
     }
     if (interrupt_requested() && !cancelled) {
-      std::vector<JobId> ids;
-      for (const auto& [id, job] : in_flight_) ids.push_back(id);
-      scheduler_.cancel_all(ids);
+      cancel_all_in_flight();
       cancelled = true;
     }
-    if (in_flight_.empty() || (options_.detach && submit == Submit::kAll)) break;
+    // Jobs that could not be cancelled run on, in the ledger: a later run or `harness cancel` finds them.
+    if (in_flight_.size() == not_cancelled_.size() || (options_.detach && submit == Submit::kAll)) break;
     for (const JobResult& ended : scheduler_.poll(follow ? 1.0 : 0.0)) {
       if (record_ended(ended, progress)) ++result.failed;
     }
@@ -393,20 +403,36 @@ SweepOutcome SweepRunner::collect() {
   return result;
 }
 
-int SweepRunner::cancel_in_flight() {
-  loop(Submit::kNone, false);
+void SweepRunner::cancel_all_in_flight() {
   std::vector<JobId> ids;
   for (const auto& [id, job] : in_flight_) ids.push_back(id);
-  if (ids.empty()) return 0;
-  scheduler_.cancel_all(ids);
+  if (ids.empty()) return;
+  const CancelOutcome outcome = scheduler_.cancel_all(ids);
+  not_cancelled_.insert(outcome.not_cancelled.begin(), outcome.not_cancelled.end());
+  if (!outcome.not_cancelled.empty()) {
+    out_ << fmt::format("harness: {} job(s) could not be cancelled ({}); they stay in {}: `harness cancel {}` "
+                        "tries again\n",
+                        outcome.not_cancelled.size(), outcome.error, directory_.ledger_path(), directory_.path());
+  }
+}
+
+int SweepRunner::cancel_in_flight() {
+  loop(Submit::kNone, false);
+  const std::size_t asked = in_flight_.size();
+  if (asked == 0) return 0;
+  cancel_all_in_flight();
   Progress progress(0, false, scheduler_.max_parallel(), out_);
   // The scheduler reports jobs it cancelled as interrupted (or completed, if they finished first).
-  for (int round = 0; round < 30 && !in_flight_.empty(); ++round) {
+  for (int round = 0; round < 30 && in_flight_.size() > not_cancelled_.size(); ++round) {
     for (const JobResult& ended : scheduler_.poll(1.0)) record_ended(ended, progress);
   }
   save_ledger();
   settle_measurements();
-  return static_cast<int>(ids.size());
+  if (!not_cancelled_.empty()) {
+    throw LaunchError(fmt::format("{} of {} job(s) could not be cancelled; they stay in {}", not_cancelled_.size(),
+                                  asked, directory_.ledger_path()));
+  }
+  return static_cast<int>(asked);
 }
 
 }  // namespace harness

@@ -75,7 +75,8 @@ class SweepRunner {
   // points whose jobs ended, and says where every point stands.
   SweepOutcome collect();
   // `harness cancel`: records what has ended, then cancels every job in flight (their points
-  // leave no record and run again on resume). Returns how many jobs it cancelled.
+  // leave no record and run again on resume). Returns how many jobs it cancelled; throws
+  // LaunchError when some could not be cancelled (they stay in the ledger).
   int cancel_in_flight();
 
   // The job that runs `point` (for dry runs too: scheduler.command_for(job_for(...))).
@@ -107,6 +108,8 @@ class SweepRunner {
   // Removes the measurements files of the points in settled_ (their records are durable and the
   // saved ledger no longer names their jobs), except those of jobs in flight.
   void settle_measurements();
+  // Cancels every job in flight; those the scheduler could not stop go into not_cancelled_.
+  void cancel_all_in_flight();
   // Records an ended job (or says it was interrupted); true when its point failed.
   bool record_ended(const JobResult& ended, class Progress& progress);
   std::string label(const Point& point) const;
@@ -122,6 +125,7 @@ class SweepRunner {
   std::map<JobId, InFlight> in_flight_;
   std::set<std::string> settled_;  // ids of points whose measurements files may go
   int records_not_written_ = 0;
+  std::set<JobId> not_cancelled_;  // asked to cancel, still running: kept in the ledger
 };
 
 }  // namespace harness

@@ -168,8 +168,14 @@ std::vector<SettingRow> common_setting_rows() {
               "LibTorch and OpenBLAS threads per rank (0 = cores / ranks)",
               R"({"type": "integer", "minimum": 0, "maximum": 1024})", 0, 1024,
               &PointSettings::threads_per_rank),
-      positive_number_row("timeout_s", "wall-clock limit of the point, in seconds", 0,
-                          &PointSettings::timeout_s),
+      {"timeout_s", kTimeLimitExpected, "wall-clock limit of the point, in seconds",
+       R"({"type": "number", "exclusiveMinimum": 0, "maximum": 31536000})",
+       [](PointSettings& s, const Json& v, const std::string& where) {
+         const double value = read_positive_number(v, where);
+         if (value > kMaxTimeLimitS) fail_expected(where, kTimeLimitExpected, v);
+         s.timeout_s = value;
+       },
+       [](const PointSettings& s) { return Json(s.timeout_s); }},
       {"data_path", "a path (at most 4096 bytes, no control characters)",
        "training data: a CSV file for iris_mlp, a directory of IDX files for mnist_cnn (empty = "
        "the workload's own)",

@@ -19,6 +19,11 @@
 
 namespace harness {
 
+// The longest time limit a point may have, 365 days: SLURM counts limits in 32-bit minutes and
+// a cluster's longest partition is far below this, so anything above is a typo (2e11), not a plan.
+inline constexpr double kMaxTimeLimitS = 365.0 * 24 * 3600;
+inline constexpr const char* kTimeLimitExpected = "a positive number of seconds up to 31536000 (365 days)";
+
 struct PointSettings {
   Kind kind = Kind::kTrain;
   std::string workload = "iris_mlp";
@@ -52,7 +57,7 @@ struct PointSettings {
   // one-epoch study has a loss curve; 0 = about kLossValuesPerPoint values per point.
   int loss_every = 0;
   int threads_per_rank = 0;   // LibTorch/OpenBLAS threads per rank; 0 = cores / ranks (at least 1)
-  double timeout_s = 600;     // wall-clock limit of the point's whole job
+  double timeout_s = 600;     // wall-clock limit of the point's whole job; at most kMaxTimeLimitS
   std::string data_path;      // "" = the workload's default data
   double bucket_mb = 25;      // gradients are reduced in buckets of about this many MiB (as DDP)
   bool overlap = false;       // reduce each bucket during backward, as soon as it is complete

@@ -117,6 +117,31 @@ TEST(SlurmFollow, AJobThatDiedWithoutAWordIsJudgedAfterTwoQueries) {
   EXPECT_EQ(judge_job(waiting, {}, &timeout, true)->end, JobEnd::kLost);
 }
 
+TEST(SlurmFollow, ACancelledPackCancelsItsRunningPointAndLosesTheOthers) {
+  // scancel of a pack: the running point's trap writes 143 while the allocation completes. The
+  // last query's RUNNING, from before the scancel, does not make it a failure of its ranks.
+  FollowedJob running = job(true);
+  const SchedulerJob before = seen("RUNNING");
+  EXPECT_FALSE(judge_job(running, finished(143), &before, false));
+  const SchedulerJob completing = seen("COMPLETING");
+  EXPECT_FALSE(judge_job(running, finished(143), &completing, true));
+  const SchedulerJob cancelled = seen("CANCELLED");
+  const auto stopped = judge_job(running, finished(143), &cancelled, true);
+  ASSERT_TRUE(stopped);
+  EXPECT_EQ(stopped->end, JobEnd::kCancelled);
+  // Its points that never started are lost (--retry-failed runs them), not cancelled (kept).
+  FollowedJob waiting = job(true);
+  EXPECT_FALSE(judge_job(waiting, {}, &cancelled, true));
+  const auto lost = judge_job(waiting, {}, &cancelled, true);
+  ASSERT_TRUE(lost);
+  EXPECT_EQ(lost->end, JobEnd::kLost);
+  EXPECT_EQ(lost->reason, "allocation 12 ended (CANCELLED) before this point started");
+  // A job of its own that was cancelled before it started stays cancelled.
+  FollowedJob alone = job();
+  judge_job(alone, {}, &cancelled, true);
+  EXPECT_EQ(judge_job(alone, {}, &cancelled, true)->end, JobEnd::kCancelled);
+}
+
 TEST(SlurmFollow, QueriesBackOffWithJitterUnderTheCapAndResetOnNews) {
   QueryBackoff backoff(query_cap_s(60));  // MinJobAge 60 s: at most every 15 s
   EXPECT_TRUE(backoff.due(0));
@@ -160,6 +185,17 @@ TEST(SlurmCommands, SqueueSacctAndScontrolOutputIsParsed) {
   EXPECT_DOUBLE_EQ(config.min_job_age_s, 60);
   EXPECT_FALSE(config.accounting);
   EXPECT_TRUE(parse_config("AccountingStorageType = accounting_storage/slurmdbd\n").accounting);
+  ClusterConfig partition;
+  parse_sinfo("2|UNLIMITED|debug\n4+|1-12:00:00|batch*\n", "", partition);
+  EXPECT_EQ(partition.cpus_per_node, 4);
+  EXPECT_DOUBLE_EQ(partition.max_time_s, 36 * 3600);
+  parse_sinfo("2|UNLIMITED|debug\n", "debug", partition);
+  EXPECT_DOUBLE_EQ(partition.max_time_s, 0);
+  EXPECT_DOUBLE_EQ(parse_slurm_time_s("30"), 1800);
+  EXPECT_DOUBLE_EQ(parse_slurm_time_s("30:15"), 1815);
+  EXPECT_DOUBLE_EQ(parse_slurm_time_s("2:00:00"), 7200);
+  EXPECT_DOUBLE_EQ(parse_slurm_time_s("2-3"), 2 * 86400 + 3 * 3600);
+  EXPECT_DOUBLE_EQ(parse_slurm_time_s("infinite"), 0);
   EXPECT_TRUE(is_final_state("TIMEOUT"));
   EXPECT_FALSE(is_final_state("COMPLETING"));
   EXPECT_FALSE(is_final_state(""));

@@ -18,6 +18,7 @@
 #include "harness/launch/scheduler.h"
 #include "harness/launch/slurm_follow.h"
 #include "harness/launch/slurm_scheduler.h"
+#include "harness/study/settings.h"
 
 namespace harness {
 namespace {
@@ -104,6 +105,107 @@ TEST(SlurmScript, NodeHoursCountEveryArrayTaskAndAPackOnce) {
   // Arrays: 6 tasks of 11 minutes on one node. Pack: one allocation of 6 × (600 + 30) + 60 s.
   EXPECT_NE(plan_of(SlurmMode::kArray).find("at most 1.10 node-hour(s)"), std::string::npos);
   EXPECT_NE(plan_of(SlurmMode::kPack).find("at most 1.07 node-hour(s)"), std::string::npos);
+}
+
+std::string option_error(const std::string& launcher_json);
+
+// The --time=N line of every job in a plan, in minutes.
+std::vector<int64_t> job_minutes(const std::string& plan) {
+  std::vector<int64_t> minutes;
+  for (std::size_t at = plan.find("#SBATCH --time="); at != std::string::npos;
+       at = plan.find("#SBATCH --time=", at + 1)) {
+    minutes.push_back(std::stoll(plan.substr(at + 15)));
+  }
+  return minutes;
+}
+
+TEST(SlurmScript, APackIsSplitSoThatNoJobAsksForMoreThanAJobMay) {
+  std::vector<JobSpec> jobs = sweep_jobs();  // six points of 600 s: one pack of 6 × 630 + 60 s
+  for (const bool from_partition : {false, true}) {
+    SlurmOptions options;
+    options.mode = SlurmMode::kPack;
+    ClusterConfig cluster;
+    // 1500 s holds two points (60 + 2 × 630 = 1320 s), not three (1950 s).
+    if (from_partition) {
+      cluster.max_time_s = 1500;
+    } else {
+      options.max_time_per_job_s = 1500;
+    }
+    SlurmScheduler scheduler(options, "launcher", cluster, RankStarter::kSrun);
+    scheduler.prepare({"/results/jobs", "5eed0001", "/work"});
+    const std::string plan = scheduler.plan(jobs);
+    EXPECT_NE(plan.find("slurm: 3 job(s) for 6 point(s)"), std::string::npos) << plan;
+    EXPECT_EQ(job_minutes(plan), (std::vector<int64_t>{22, 22, 22})) << plan;
+  }
+  // 200 points at the default 600 s would ask for 2101 minutes (35 h) in one job; a partition of
+  // one day takes them in two, neither over the day.
+  std::vector<JobSpec> many;
+  for (int i = 0; i < 200; ++i) {
+    JobSpec job = jobs[0];
+    job.name = "p" + std::to_string(1000 + i);
+    many.push_back(job);
+  }
+  SlurmOptions options;
+  options.mode = SlurmMode::kPack;
+  ClusterConfig cluster;
+  cluster.max_time_s = 24 * 3600;
+  SlurmScheduler scheduler(options, "launcher", cluster, RankStarter::kSrun);
+  scheduler.prepare({"/results/jobs", "5eed0001", "/work"});
+  const std::string plan = scheduler.plan(many);
+  EXPECT_NE(plan.find("slurm: 2 job(s) for 200 point(s)"), std::string::npos) << plan.substr(plan.size() - 200);
+  for (const int64_t minutes : job_minutes(plan)) EXPECT_LE(minutes, 24 * 60);
+}
+
+TEST(SlurmScript, TimeLimitsAreBoundedAndNeverWrapAround) {
+  // The longest a point may ask for (365 days) is written as it is, not wrapped by an int.
+  SlurmOptions options;
+  options.mode = SlurmMode::kPerPoint;
+  SlurmScheduler scheduler(options, "launcher", ClusterConfig{}, RankStarter::kSrun);
+  scheduler.prepare({"/results/jobs", "5eed0001", "/work"});
+  std::vector<JobSpec> jobs = {sweep_jobs()[0]};
+  jobs[0].time_limit_s = kMaxTimeLimitS;
+  const std::string plan = scheduler.plan(jobs);
+  EXPECT_EQ(job_minutes(plan), (std::vector<int64_t>{365 * 24 * 60 + 1})) << plan;
+  EXPECT_NE(plan.find("at most 8760.02 node-hour(s)"), std::string::npos) << plan;
+  // More is refused where it is read, with the bound.
+  EXPECT_EQ(option_error(R"({"name": "slurm", "time_limit_s": 1e12})"),
+            "exp.json: launcher.time_limit_s: expected a positive number of seconds up to 31536000 (365 days), "
+            "got 1000000000000.0");
+  EXPECT_NE(option_error(R"({"name": "slurm", "max_time_per_job_s": 2e11})").find("launcher.max_time_per_job_s"),
+            std::string::npos);
+  EXPECT_EQ(option_error(R"({"name": "slurm", "time_limit_s": 31536000, "max_time_per_job_s": 3600})"), "");
+}
+
+TEST(SlurmScheduler, AJobReadsAndWritesOnlyItsOwnSubmissionsStatusFileAndLog) {
+  const fs::path dir = scratch("attempts");
+  // No SLURM command on PATH: the scheduler's queries fail, and the files alone speak.
+  const std::string path = std::getenv("PATH") != nullptr ? std::getenv("PATH") : "";
+  ::setenv("PATH", dir.c_str(), 1);
+  SlurmScheduler scheduler(SlurmOptions{}, "launcher", ClusterConfig{}, RankStarter::kSrun);
+  scheduler.prepare({(dir / "jobs").string(), "5eed0001", dir.string()});
+  JobSpec job = sweep_jobs()[0];
+  job.attempt = "20261126T000002Z-2";
+  job.log_path = (dir / "p000.log").string();
+  // Its script names the status file and the log after the point and the submission.
+  const std::string plan = scheduler.plan({job});
+  EXPECT_NE(plan.find("run_point '" + job.name + ".20261126T000002Z-2' "), std::string::npos) << plan;
+  EXPECT_NE(plan.find("'" + (dir / "p000.20261126T000002Z-2.log").string() + "'"), std::string::npos) << plan;
+  ASSERT_TRUE(scheduler.adopt(job, "per-point:12"));
+  fs::create_directories(dir / "jobs" / "status");
+  // An earlier job of the same point, still running when it was submitted again, finished ok and
+  // wrote the point's log: that is not this job's end, nor its log.
+  std::ofstream(dir / "jobs" / "status" / (job.name + ".20261126T000001Z-1.status")) << "started 1 h 11\nfinished 2 0\n";
+  std::ofstream(dir / "p000.log") << "the earlier job's\n";
+  const auto before = scheduler.poll(0);
+  std::ofstream(dir / "p000.20261126T000002Z-2.log") << "this job's\n";
+  std::ofstream(dir / "jobs" / "status" / (job.name + ".20261126T000002Z-2.status")) << "started 1 h 12\nfinished 2 0\n";
+  const auto after = scheduler.poll(0);
+  ::setenv("PATH", path.c_str(), 1);
+  EXPECT_TRUE(before.empty());
+  ASSERT_EQ(after.size(), 1U);
+  EXPECT_EQ(after[0].end, JobEnd::kCompleted);
+  // Ended, its log is the point's.
+  EXPECT_EQ(read_text(dir / "p000.log"), "this job's\n");
 }
 
 // What an experiment may carry into a script: a data path with command substitution, backticks,
@@ -216,6 +318,27 @@ TEST(SlurmOptions, ValuesThatWouldReachAShellAreRefusedInOneLine) {
             std::string::npos);
   EXPECT_EQ(option_error(R"({"name": "slurm", "partitoin": "x"})"),
             "exp.json: launcher.partitoin: unknown option \"partitoin\" (did you mean \"partition\"?)");
+}
+
+TEST(SlurmOptions, OptionsTheHarnessSetsOnEveryJobAreRefusedWithTheReason) {
+  EXPECT_EQ(option_error(R"({"name": "slurm", "sbatch": ["--job-name=mine"]})"),
+            "exp.json: launcher.sbatch[0]: \"--job-name=mine\" is set by the harness on every job and cannot be "
+            "overridden: the harness names every job harness-<sweep id> and finds them by that name");
+  for (const char* owned :
+       {"--job-name=mine", "--job-name mine", "-J", "-Jmine", "-J mine", "--job=mine", "--comment=x", "--array=0-3",
+        "-a", "-a0-3", "--time=1", "--time 1", "-t", "-t1", "--tim=1", "--output=x", "-o", "--error=x", "-e",
+        "--parsable", "--dependency=afterok:1", "-d", "--nodes=2", "-N2", "--ntasks=2", "-n 2",
+        "--ntasks-per-node=2"}) {
+    const std::string error =
+        option_error(R"({"name": "slurm", "sbatch": ["--mail-type=END", )" + Json(owned).dump() + "]}");
+    EXPECT_EQ(error.find("exp.json: launcher.sbatch[1]: " + Json(owned).dump() + " is set by the harness"), 0U)
+        << owned << ": " << error;
+    EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+  }
+  // Options of their own, even those that start like one of the harness's, pass.
+  EXPECT_EQ(option_error(R"({"name": "slurm", "sbatch": ["--time-min=5", "--nodelist=a", "--requeue",
+                                                          "--ntasks-per-core=1", "--mail-type=END"]})"),
+            "");
 }
 
 TEST(SlurmOptions, ATemplateMustHoldEveryPlaceholderOnce) {

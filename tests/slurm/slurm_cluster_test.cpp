@@ -201,6 +201,35 @@ TEST(SlurmCluster, FailedTimedOutAndCancelledPointsAreRecordedAsSuchWhileTheOthe
   EXPECT_TRUE(read_ledger(ResultsDirectory(out.string())).entries.empty());
 }
 
+// scancel of a pack while its first point runs: that point is cancelled, the two that never
+// started are lost, and --retry-failed runs those two again (and keeps the cancelled one).
+TEST(SlurmCluster, AScancelledPacksUnstartedPointsAreLostAndRunAgainWithRetryFailed) {
+  const fs::path dir = scratch("slurm_pack_cancel");
+  const fs::path experiment = write_experiment(dir, R"({"name": "packcancel",
+    "launcher": {"name": "slurm", "mode": "pack"},
+    "settings": {"workload": "iris_mlp", "threads_per_rank": 1, "timeout_s": 120},
+    "sweep": {"zip": {"epochs": [60000, 2, 2], "seed": [1, 2, 3]}}})");
+  const fs::path out = dir / "out";
+  ChildProcess harness(harness_request({"run", experiment.string(), "--out", out.string()}, dir / "run.log"));
+  ASSERT_TRUE(wait_until([&] { return point_status(out, "p000").started; })) << read_text(dir / "run.log");
+  EXPECT_EQ(run_command({"scancel", job_of(out, "p000")}, dir / "scancel.log"), 0) << read_text(dir / "scancel.log");
+  std::optional<ProcessOutcome> ended;
+  ASSERT_TRUE(wait_until([&] { return (ended = harness.poll()).has_value(); }, 120)) << read_text(dir / "run.log");
+  const auto all = records(out);
+  ASSERT_EQ(all.size(), 3U) << read_text(dir / "run.log");
+  EXPECT_EQ(all[0]["status"], "cancelled") << all[0]["reason"];
+  EXPECT_EQ(all[1]["status"], "lost") << all[1]["reason"];
+  EXPECT_EQ(all[2]["status"], "lost") << all[2]["reason"];
+  const HarnessRun retry = run_harness({"run", experiment.string(), "--out", out.string(), "--retry-failed"},
+                                       dir / "retry.log");
+  EXPECT_EQ(retry.outcome.exit_code, 0) << joined(retry.output);
+  EXPECT_NE(joined(retry.output).find("kept (cancelled in an earlier run"), std::string::npos) << joined(retry.output);
+  const auto again = records(out);
+  ASSERT_EQ(again.size(), 3U);
+  EXPECT_EQ(again[1]["status"], "ok") << again[1]["reason"];
+  EXPECT_EQ(again[2]["status"], "ok") << again[2]["reason"];
+}
+
 TEST(SlurmCluster, AJobOnANodeThatStopsIsANodeFailureOrLostNeverOk) {
   const fs::path dir = scratch("slurm_node_failure");
   const fs::path experiment = write_experiment(dir, R"({"name": "node_failure", "launcher": "slurm",

@@ -1,0 +1,249 @@
+// End to end: the SLURM jobs a harness submits stay its own and stay tracked, against fake SLURM
+// commands first on PATH (bash scripts keeping their jobs in files), so that each hostile moment
+// can be staged exactly: an sbatch that kills the harness after queueing, one that queues and
+// then hangs, a scancel that fails, a hang-up, a pack cancelled halfway.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "e2e_helpers.h"
+#include "harness/common/clock.h"
+#include "harness/common/files.h"
+#include "harness/common/json.h"
+#include "harness/common/process.h"
+
+namespace harness::e2e {
+namespace {
+
+// Jobs live in STATE/jobs as "id|state|comment" lines; sbatch's N-th call does what STATE/mode_N
+// says (kill: kill the harness after queueing; hang: queue, then hang; hang-unqueued: hang without
+// queueing) and copies the ledger (path in STATE/ledger) to STATE/ledger_at_call_N.json first.
+constexpr const char* kSbatch = R"sh(#!/bin/bash
+state=$FAKE_SLURM
+script="${@: -1}"
+n=$(( $(cat "$state/calls" 2>/dev/null || echo 0) + 1 )); echo $n > "$state/calls"
+cp "$(cat "$state/ledger")" "$state/ledger_at_call_$n.json" 2>/dev/null
+mode=$(cat "$state/mode_$n" 2>/dev/null)
+if [[ $mode == hang-unqueued ]]; then sleep 60; exit 1; fi
+id=$((1000 + n))
+echo "$id|PENDING|$(sed -n 's/^#SBATCH --comment=//p' "$script")" >> "$state/jobs"
+cp "$script" "$state/script_$id.sh"
+if [[ $mode == kill ]]; then kill -KILL $PPID; sleep 5; fi
+if [[ $mode == hang ]]; then sleep 60; fi
+echo $id
+)sh";
+constexpr const char* kSqueue = R"sh(#!/bin/bash
+state=$FAKE_SLURM
+format="%i|%T|%r|%N"
+for a in "$@"; do case $a in --format=*) format=${a#--format=};; esac; done
+[[ -f $state/jobs ]] || exit 0
+while IFS='|' read -r id st comment; do
+  if grep -qx "$id" "$state/cancelled" 2>/dev/null; then st=CANCELLED; fi
+  if [[ $format == "%i|%k" ]]; then echo "$id|$comment"; else echo "$id|$st|None|"; fi
+done < "$state/jobs"
+)sh";
+constexpr const char* kScancel = R"sh(#!/bin/bash
+state=$FAKE_SLURM
+echo "$*" >> "$state/scancel_calls"
+if [[ -f $state/scancel_fails ]]; then
+  echo "scancel: error: Unable to contact slurm controller (connect failure)" >&2; exit 1
+fi
+for id in "$@"; do echo "$id" >> "$state/cancelled"; done
+)sh";
+constexpr const char* kScontrol = R"sh(#!/bin/bash
+echo "MaxArraySize = 1001"
+echo "MinJobAge = 300 sec"
+echo "AccountingStorageType = accounting_storage/none"
+)sh";
+constexpr const char* kSinfo = "#!/bin/bash\necho '2|UNLIMITED|debug*'\n";
+
+struct FakeCluster {
+  fs::path dir;
+  fs::path state;
+  fs::path out;
+  fs::path experiment;
+  std::vector<std::pair<std::string, std::string>> environment;
+
+  std::string text(const std::string& name) const { return read_text(state / name); }
+  int sbatch_calls() const {
+    const std::string calls = text("calls");
+    return calls.empty() ? 0 : std::stoi(calls);
+  }
+  Json ledger() const { return read_json_file((out / "jobs" / "ledger.json").string()); }
+  std::vector<std::string> ledger_jobs() const {
+    std::vector<std::string> jobs;
+    const Json json = ledger();
+    for (const auto& entry : json["jobs"]) jobs.push_back(entry["job"]);
+    return jobs;
+  }
+  HarnessRun harness(std::vector<std::string> arguments, const std::string& log) const {
+    return run_harness(arguments, dir / log, environment);
+  }
+};
+
+FakeCluster fake_cluster(const std::string& name, const std::string& launcher, int points = 3) {
+  FakeCluster cluster;
+  cluster.dir = scratch("slurm_own_" + name);
+  cluster.state = cluster.dir / "state";
+  cluster.out = cluster.dir / "out";
+  const fs::path bin = cluster.dir / "bin";
+  fs::create_directories(cluster.state);
+  fs::create_directories(bin);
+  for (const auto& [program, text] : std::vector<std::pair<std::string, std::string>>{
+           {"sbatch", kSbatch}, {"squeue", kSqueue}, {"scancel", kScancel}, {"scontrol", kScontrol},
+           {"sinfo", kSinfo}}) {
+    std::ofstream(bin / program) << text;
+    fs::permissions(bin / program, fs::perms::owner_all);
+  }
+  std::ofstream(cluster.state / "ledger") << (cluster.out / "jobs" / "ledger.json").string();
+  std::string sizes;
+  for (int i = 0; i < points; ++i) sizes += (i == 0 ? "" : ", ") + std::to_string(4 << i);
+  cluster.experiment = write_experiment(cluster.dir, R"({"name": "own", "launcher": )" + launcher + R"(,
+    "settings": {"workload": "iris_mlp", "epochs": 1, "timeout_s": 60}, "sweep": {"batch_size": [)" + sizes + "]}}");
+  const char* path = std::getenv("PATH");
+  cluster.environment = {{"PATH", bin.string() + ":" + (path != nullptr ? path : "/usr/bin:/bin")},
+                         {"FAKE_SLURM", cluster.state.string()}};
+  return cluster;
+}
+
+constexpr const char* kPerPoint = R"({"name": "slurm", "mode": "per-point", "start_ranks_with": "mpirun"})";
+
+TEST(SlurmOwnership, OptionsTheHarnessOwnsAndUnboundedLimitsAreRefusedBeforeAnySbatch) {
+  FakeCluster cluster = fake_cluster(
+      "owned", R"({"name": "slurm", "mode": "per-point", "start_ranks_with": "mpirun", "sbatch": ["--job-name=mine"]})");
+  const HarnessRun owned = cluster.harness({"run", cluster.experiment.string(), "--out", cluster.out.string()}, "1.log");
+  EXPECT_EQ(owned.outcome.exit_code, 2) << joined(owned.output);
+  ASSERT_EQ(owned.output.size(), 1U) << joined(owned.output);
+  EXPECT_NE(owned.output[0].find("launcher.sbatch[0]: \"--job-name=mine\" is set by the harness on every job"),
+            std::string::npos) << owned.output[0];
+  EXPECT_EQ(cluster.sbatch_calls(), 0);
+
+  FakeCluster plain = fake_cluster("time", kPerPoint);
+  const HarnessRun huge = plain.harness(
+      {"run", plain.experiment.string(), "--out", plain.out.string(), "--set", "timeout_s=2e11"}, "2.log");
+  EXPECT_EQ(huge.outcome.exit_code, 2) << joined(huge.output);
+  ASSERT_EQ(huge.output.size(), 1U) << joined(huge.output);
+  EXPECT_NE(huge.output[0].find("timeout_s: expected a positive number of seconds up to 31536000 (365 days)"),
+            std::string::npos) << huge.output[0];
+  EXPECT_EQ(plain.sbatch_calls(), 0);
+}
+
+TEST(SlurmOwnership, EachJobIsInTheLedgerBeforeTheNextSbatch) {
+  FakeCluster cluster = fake_cluster("ledger", kPerPoint);
+  // The second sbatch queues its job and kills the harness before it hears the id.
+  std::ofstream(cluster.state / "mode_2") << "kill";
+  const HarnessRun killed = cluster.harness({"run", cluster.experiment.string(), "--out", cluster.out.string()},
+                                            "1.log");
+  EXPECT_FALSE(killed.outcome.exited) << joined(killed.output);
+  EXPECT_EQ(cluster.sbatch_calls(), 2);
+  // The first job was in the ledger when the second sbatch ran, and still is.
+  EXPECT_NE(cluster.text("ledger_at_call_2.json").find("\"per-point:1001\""), std::string::npos)
+      << cluster.text("ledger_at_call_2.json");
+  EXPECT_EQ(cluster.ledger_jobs(), (std::vector<std::string>{"per-point:1001"}));
+  // A resumed run follows it instead of submitting its point again.
+  const HarnessRun resumed = cluster.harness(
+      {"run", cluster.experiment.string(), "--out", cluster.out.string(), "--detach"}, "2.log");
+  EXPECT_NE(joined(resumed.output).find("submitted earlier"), std::string::npos) << joined(resumed.output);
+  EXPECT_EQ(cluster.sbatch_calls(), 4);
+  EXPECT_EQ(cluster.ledger_jobs().size(), 3U) << cluster.ledger().dump(1);
+  // The point submitted twice (its first job unknown to the harness) has two status files of its own.
+  const std::string first = cluster.text("script_1002.sh");
+  const std::string again = cluster.text("script_1003.sh");
+  const auto status_id = [](const std::string& script) {
+    const auto at = script.find("run_point '");
+    return at == std::string::npos ? "" : script.substr(at + 11, script.find('\'', at + 11) - at - 11);
+  };
+  EXPECT_EQ(status_id(first).rfind("p001-", 0), 0U) << first;
+  EXPECT_EQ(status_id(again).rfind("p001-", 0), 0U) << again;
+  EXPECT_NE(status_id(first), status_id(again));
+}
+
+TEST(SlurmOwnership, AnSbatchThatGivesNoAnswerIsLookedUpByNameAndNotSubmittedTwice) {
+  FakeCluster cluster = fake_cluster("timeout", kPerPoint, 2);
+  cluster.environment.emplace_back("HARNESS_SBATCH_TIMEOUT_S", "1");
+  std::ofstream(cluster.state / "mode_1") << "hang";           // queued, then no answer
+  std::ofstream(cluster.state / "mode_2") << "hang-unqueued";  // no answer, nothing queued
+  const HarnessRun run = cluster.harness(
+      {"run", cluster.experiment.string(), "--out", cluster.out.string(), "--detach"}, "1.log");
+  const std::string text = joined(run.output);
+  EXPECT_EQ(cluster.sbatch_calls(), 2) << text;
+  EXPECT_EQ(cluster.ledger_jobs(), (std::vector<std::string>{"per-point:1001"})) << text;
+  EXPECT_NE(text.find("gave no answer within 1 s (HARNESS_SBATCH_TIMEOUT_S), and squeue --name=harness-"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("lists no job of it: not submitted"), std::string::npos) << text;
+}
+
+TEST(SlurmOwnership, AJobScancelCouldNotStopStaysInTheLedger) {
+  FakeCluster cluster = fake_cluster("scancel", kPerPoint, 2);
+  ASSERT_EQ(cluster.harness({"run", cluster.experiment.string(), "--out", cluster.out.string(), "--detach"}, "1.log")
+                .outcome.exited,
+            true);
+  ASSERT_EQ(cluster.ledger_jobs().size(), 2U);
+  std::ofstream(cluster.state / "scancel_fails") << "";
+  const HarnessRun failed = cluster.harness({"cancel", cluster.out.string()}, "2.log");
+  EXPECT_NE(failed.outcome.exit_code, 0) << joined(failed.output);
+  EXPECT_NE(joined(failed.output).find("Unable to contact slurm controller"), std::string::npos)
+      << joined(failed.output);
+  EXPECT_NE(joined(failed.output).find("2 of 2 job(s) could not be cancelled"), std::string::npos)
+      << joined(failed.output);
+  EXPECT_EQ(cluster.ledger_jobs().size(), 2U);
+  fs::remove(cluster.state / "scancel_fails");
+  const HarnessRun cancelled = cluster.harness({"cancel", cluster.out.string()}, "3.log");
+  EXPECT_EQ(cancelled.outcome.exit_code, 0) << joined(cancelled.output);
+  EXPECT_TRUE(cluster.ledger_jobs().empty());
+  EXPECT_EQ(cluster.text("cancelled"), "1001\n1002\n");
+}
+
+TEST(SlurmOwnership, AHangUpCancelsTheJobsInFlightLikeCtrlC) {
+  FakeCluster cluster = fake_cluster("hangup", kPerPoint, 2);
+  ChildProcess harness(harness_request({"run", cluster.experiment.string(), "--out", cluster.out.string()},
+                                       cluster.dir / "run.log", cluster.environment));
+  const auto start = Clock::now();
+  while (cluster.sbatch_calls() < 2 || read_text(cluster.out / "jobs" / "ledger.json").find("1002") == std::string::npos) {
+    ASSERT_LT(seconds_since(start), 60) << read_text(cluster.dir / "run.log");
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ::kill(harness.pid(), SIGHUP);
+  std::optional<ProcessOutcome> ended;
+  while (!(ended = harness.poll())) {
+    ASSERT_LT(seconds_since(start), 60) << read_text(cluster.dir / "run.log");
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(ended->exit_code, 130) << read_text(cluster.dir / "run.log");
+  EXPECT_EQ(cluster.text("scancel_calls"), "1001 1002\n");
+  EXPECT_TRUE(cluster.ledger_jobs().empty());
+}
+
+TEST(SlurmOwnership, ACancelledPacksUnstartedPointsAreLostAndRunAgainWithRetryFailed) {
+  FakeCluster cluster = fake_cluster("pack", R"({"name": "slurm", "mode": "pack", "start_ranks_with": "mpirun"})");
+  ASSERT_TRUE(cluster.harness({"run", cluster.experiment.string(), "--out", cluster.out.string(), "--detach"}, "1.log")
+                  .outcome.exited);
+  ASSERT_EQ(cluster.ledger_jobs().size(), 3U);
+  // The pack ran its first point when someone scancelled it: the trap wrote 143.
+  const std::string script = cluster.text("script_1001.sh");
+  const auto at = script.find("run_point '");
+  ASSERT_NE(at, std::string::npos) << script;
+  const std::string first = script.substr(at + 11, script.find('\'', at + 11) - at - 11);
+  std::ofstream(cluster.out / "jobs" / "status" / (first + ".status"))
+      << "started 100.0 hnode1 1001\nfinished 101.0 143\n";
+  std::ofstream(cluster.state / "cancelled") << "1001\n";
+  const HarnessRun follow = cluster.harness(
+      {"run", cluster.experiment.string(), "--out", cluster.out.string(), "--retry-failed"}, "2.log");
+  const std::string text = joined(follow.output);
+  EXPECT_NE(text.find("FAILED (cancelled): job 1001 was cancelled"), std::string::npos) << text;
+  EXPECT_NE(text.find("FAILED (lost): allocation 1001 ended (CANCELLED) before this point started"),
+            std::string::npos) << text;
+  // --retry-failed keeps the cancelled point and runs the two lost ones again, in a new pack.
+  const HarnessRun retry = cluster.harness(
+      {"run", cluster.experiment.string(), "--out", cluster.out.string(), "--retry-failed", "--detach"}, "3.log");
+  EXPECT_NE(joined(retry.output).find("kept (cancelled in an earlier run"), std::string::npos)
+      << joined(retry.output);
+  EXPECT_EQ(cluster.sbatch_calls(), 2);
+  EXPECT_EQ(cluster.ledger_jobs(), (std::vector<std::string>{"pack:1002", "pack:1002"})) << cluster.ledger().dump(1);
+}
+
+}  // namespace
+}  // namespace harness::e2e
