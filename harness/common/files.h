@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "harness/common/bounded_json.h"
 #include "harness/common/json.h"
 
 namespace harness {
@@ -34,7 +35,9 @@ void require_regular_file(const std::string& path, std::string_view with_article
 // Throws Error naming the path.
 void write_file_atomically(const std::string& path, const std::string& content);
 
-// A JSON file the harness wrote (a record, a rank's measurements). Throws Error naming the path.
-Json read_json_file(const std::string& path);
+// A JSON file the harness wrote (a record, a rank's measurements, the job ledger), read within
+// the bounds of bounded_json.h: a file over `max_bytes` is refused before it is read. Throws Error
+// "<path>: ..." in one line naming the bound or the syntax error.
+Json read_json_file(const std::string& path, std::size_t max_bytes = kMaxRecordBytes);
 
 }  // namespace harness
