@@ -31,6 +31,12 @@ std::string read_text_file(const std::string& path, const ExpectedFile& expected
 // passes (opening it says so).
 void require_regular_file(const std::string& path, std::string_view with_article);
 
+// Part of a user's file for an error message: `text` escaped (as describe_text) and cut to a short
+// prefix; or "" when the file may be private (not readable by everyone, or named like a password,
+// key or credentials file), whose contents must not reach a terminal or a CI log. Callers say
+// what kind of file they expected instead.
+std::string excerpt_for_message(const std::string& path, std::string_view text);
+
 // Writes `content` to `path` through a temporary file in the same directory and rename(2).
 // Throws Error naming the path.
 void write_file_atomically(const std::string& path, const std::string& content);
