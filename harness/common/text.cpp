@@ -79,6 +79,24 @@ bool is_plain_name(std::string_view name, std::size_t max_length) {
   });
 }
 
+bool is_host_name(std::string_view name) {
+  constexpr std::size_t kMaxNameLength = 253;
+  constexpr std::size_t kMaxLabelLength = 63;
+  if (name.empty() || name.size() > kMaxNameLength) return false;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t dot = name.find('.', start);
+    const std::string_view label = name.substr(start, dot == std::string_view::npos ? dot : dot - start);
+    const bool valid = !label.empty() && label.size() <= kMaxLabelLength && label.front() != '-' &&
+                       label.back() != '-' && std::all_of(label.begin(), label.end(), [](char c) {
+                         return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
+                       });
+    if (!valid) return false;
+    if (dot == std::string_view::npos) return true;
+    start = dot + 1;
+  }
+}
+
 std::string format_duration(double seconds) {
   if (seconds < 9.95) return fmt::format("{:.1f} s", std::max(0.0, seconds));
   const auto total = static_cast<int64_t>(std::llround(seconds));
