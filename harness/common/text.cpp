@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "harness/common/errors.h"
+
 namespace harness {
 namespace {
 
@@ -94,6 +96,21 @@ bool is_host_name(std::string_view name) {
     if (!valid) return false;
     if (dot == std::string_view::npos) return true;
     start = dot + 1;
+  }
+}
+
+std::vector<std::string> split_comma_list(std::string_view list, std::string_view option) {
+  std::vector<std::string> items;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = list.find(',', start);
+    items.emplace_back(list.substr(start, comma == std::string_view::npos ? comma : comma - start));
+    if (items.back().empty()) {
+      throw ConfigError(fmt::format("{} {}: expected items separated by single commas, got an empty item {}", option,
+                                    describe_text(list), items.size()));
+    }
+    if (comma == std::string_view::npos) return items;
+    start = comma + 1;
   }
 }
 

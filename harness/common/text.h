@@ -32,6 +32,11 @@ bool is_plain_name(std::string_view name, std::size_t max_length = 100);
 // host must be one: anything else ("a;b", "-oProxyCommand=...") is a shell word or an option.
 bool is_host_name(std::string_view name);
 
+// The items of a comma-separated command-line value ("--metrics busbw,comm_time"). Throws
+// ConfigError "<option> \"1,,2\": expected items separated by single commas, got an empty item 2"
+// for an empty list or item: "1,,2" is a typo, not the list 1,2.
+std::vector<std::string> split_comma_list(std::string_view list, std::string_view option);
+
 // "45 s", "3 min 20 s", "2 h 05 min".
 std::string format_duration(double seconds);
 

@@ -1,9 +1,12 @@
-// Checks of user text: host names as mpirun and ssh must get them.
+// Checks of user text: host names as mpirun and ssh must get them, comma-separated options.
 #include "harness/common/text.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
+
+#include "harness/common/errors.h"
 
 namespace harness {
 namespace {
@@ -25,6 +28,25 @@ TEST(HostName, LettersDigitsAndInnerHyphensInLabelsOfUpTo63) {
   name += std::string(253 - name.size(), 'b');
   EXPECT_TRUE(is_host_name(name));
   EXPECT_FALSE(is_host_name(name + "b"));
+}
+
+std::string list_error(const std::string& list) {
+  try {
+    split_comma_list(list, "--ranks");
+  } catch (const ConfigError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(CommaList, EmptyItemsAreTyposNotSkipped) {
+  EXPECT_EQ(split_comma_list("1,2,8", "--ranks"), (std::vector<std::string>{"1", "2", "8"}));
+  EXPECT_EQ(split_comma_list("busbw", "--metrics"), (std::vector<std::string>{"busbw"}));
+  EXPECT_EQ(list_error("1,,2"), "--ranks \"1,,2\": expected items separated by single commas, got an empty item 2");
+  EXPECT_NE(list_error(",1"), "");
+  EXPECT_NE(list_error("1,"), "");
+  EXPECT_NE(list_error(""), "");
+  EXPECT_NE(list_error(","), "");
 }
 
 }  // namespace

@@ -218,6 +218,16 @@ TEST(Robustness, RecordOfANewerSchemaIsRefusedInOneLine) {
             std::string::npos) << plot.output[0];
 }
 
+// `--ranks 1,,2` was read as 1,2: an empty item is a typo, refused in one line before any work.
+TEST(Robustness, CommaListWithAnEmptyItemIsRefusedInOneLine) {
+  const fs::path dir = scratch("empty_item");
+  const HarnessRun run = run_harness({"model", (dir / "no_results").string(), "--ranks", "1,,2"}, dir / "model.log");
+  EXPECT_EQ(run.outcome.exit_code, 2) << joined(run.output);
+  ASSERT_EQ(run.output.size(), 1U) << joined(run.output);
+  EXPECT_NE(run.output[0].find("--ranks \"1,,2\": expected items separated by single commas, got an empty item 2"),
+            std::string::npos) << run.output[0];
+}
+
 // `--set data_path=/etc/shadow` once printed the file's first line, a password hash, into the
 // error and so into CI logs.
 TEST(Robustness, PrivateDataFileIsNeverQuotedInTheError) {
