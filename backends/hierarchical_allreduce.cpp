@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "backends/mpi_allreduce.h"
 #include "backends/ring_allreduce.h"
 #include "backends/shared_memory_allreduce.h"
 
@@ -65,9 +66,8 @@ void HierarchicalAllreduce::allreduce_sum(std::span<float> buffer) {
     return;
   }
   if (buffer.size_bytes() < mpi_below_bytes_) {
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, buffer.data(), static_cast<int>(buffer.size()),
-                            MPI_FLOAT, MPI_SUM, world_.handle()),
-              "hier MPI_Allreduce");
+    // hier_allreduce_below_bytes may exceed 8 GiB: an int count would wrap.
+    allreduce_sum_in_pieces(buffer, world_, "hier MPI_Allreduce");
     return;
   }
   memory_.reduce(buffer, [this](const std::vector<float*>& segments, std::size_t offset,

@@ -1,19 +1,29 @@
 #include "backends/mpi_allreduce.h"
 
 #include <algorithm>
-#include <climits>
 
 namespace harness {
 
-void MpiAllreduce::allreduce_sum(std::span<float> buffer) {
-  // MPI counts are int: reduce buffers above 2^31 - 1 elements in pieces.
-  constexpr std::size_t kMaxCount = INT_MAX;
-  for (std::size_t offset = 0; offset < buffer.size(); offset += kMaxCount) {
-    const auto count = static_cast<int>(std::min(kMaxCount, buffer.size() - offset));
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, buffer.data() + offset, count, MPI_FLOAT, MPI_SUM,
-                            communicator_.handle()),
-              "MPI_Allreduce");
+std::vector<MpiPiece> mpi_pieces(std::size_t elements, std::size_t max_count) {
+  max_count = std::clamp<std::size_t>(max_count, 1, INT_MAX);
+  std::vector<MpiPiece> pieces;
+  for (std::size_t offset = 0; offset < elements; offset += max_count) {
+    pieces.push_back({offset, static_cast<int>(std::min(max_count, elements - offset))});
   }
+  return pieces;
+}
+
+void allreduce_sum_in_pieces(std::span<float> buffer, const Communicator& communicator, const char* what,
+                             std::size_t max_count) {
+  for (const MpiPiece& piece : mpi_pieces(buffer.size(), max_count)) {
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, buffer.data() + piece.offset, piece.count, MPI_FLOAT, MPI_SUM,
+                            communicator.handle()),
+              what);
+  }
+}
+
+void MpiAllreduce::allreduce_sum(std::span<float> buffer) {
+  allreduce_sum_in_pieces(buffer, communicator_, "MPI_Allreduce");
 }
 
 }  // namespace harness

@@ -31,6 +31,12 @@ IrisData load_iris_csv(const std::string& path) {
   // data_path (a device, a binary file) from filling memory or the terminal.
   constexpr ExpectedFile kIrisCsv{"Iris CSV file", "an Iris CSV file", 1 << 20, 1024};
   std::istringstream in(read_text_file(path, kIrisCsv));
+  // What was found, in a message: a short excerpt, never any of a file that may be private
+  // (`--set data_path=/etc/shadow` must not print a password hash into a CI log).
+  const auto found = [&](const std::string& text) {
+    const std::string excerpt = excerpt_for_message(path, text);
+    return excerpt.empty() ? std::string("something else (not shown: the file may be private)") : excerpt;
+  };
   IrisData data;
   std::string line;
   int line_number = 0;
@@ -39,8 +45,8 @@ IrisData load_iris_csv(const std::string& path) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line_number == 1) {
       if (line != kHeader) {
-        throw ConfigError(fmt::format("{}:1: expected the header \"{}\", got {}", path, kHeader,
-                                      describe_text(line)));
+        throw ConfigError(fmt::format("{}:1: expected the header \"{}\" of an Iris CSV file, got {}", path,
+                                      kHeader, found(line)));
       }
       continue;
     }
@@ -58,7 +64,7 @@ IrisData load_iris_csv(const std::string& path) {
       const float value = std::strtof(fields[i].c_str(), &end);
       if (fields[i].empty() || *end != '\0' || !std::isfinite(value)) {
         throw ConfigError(fmt::format("{}:{}: field {}: expected a number, got {}", path,
-                                      line_number, i + 1, describe_text(fields[i])));
+                                      line_number, i + 1, found(fields[i])));
       }
       data.features.push_back(value);
     }
@@ -69,7 +75,7 @@ IrisData load_iris_csv(const std::string& path) {
     if (label < 0) {
       throw ConfigError(fmt::format(
           "{}:{}: field 5: expected setosa, versicolor or virginica, got {}", path,
-          line_number, describe_text(fields[4])));
+          line_number, found(fields[4])));
     }
     data.labels.push_back(label);
   }

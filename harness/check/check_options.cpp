@@ -129,14 +129,8 @@ void apply_floor_argument(CheckOptions& options, const std::string& argument) {
 }
 
 void select_metrics(CheckOptions& options, const std::string& list) {
-  std::istringstream names(list);
-  std::string name;
-  while (std::getline(names, name, ',')) {
-    if (name.empty()) continue;
+  for (const std::string& name : split_comma_list(list, "--metrics")) {
     options.metrics.emplace_back(find_check_metric(name, "--metrics").name);
-  }
-  if (options.metrics.empty()) {
-    throw ConfigError(fmt::format("--metrics {}: expected metric names separated by commas", describe_text(list)));
   }
 }
 

@@ -76,7 +76,7 @@ int check_command(const CheckCommandOptions& options);
 struct ModelCommandOptions {
   std::string comm_dir;
   std::string train_dir;   // "" = fit only
-  std::vector<int> ranks;  // empty = 1, 2, 4, ..., 1024
+  std::string ranks;  // comma-separated rank counts; "" = 1, 2, 4, ..., 1024
 };
 int model_command(const ModelCommandOptions& options);
 

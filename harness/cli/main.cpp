@@ -190,8 +190,7 @@ int main(int argc, char** argv) {
                "with --predict, predict a training run's communication, speedup and efficiency at any ranks");
   model->add_option("COMM_RUN", model_options.comm_dir, "results directory of a comm benchmark")->required();
   model->add_option("--predict", model_options.train_dir, "results directory of a training run to predict");
-  model->add_option("--ranks", model_options.ranks, "rank counts to predict, comma-separated (default 1,2,4,...,1024)")
-      ->delimiter(',');
+  model->add_option("--ranks", model_options.ranks, "rank counts to predict, comma-separated (default 1,2,4,...,1024)");
 
   app.add_subcommand("schema", "Print the JSON Schema of experiment files (experiments/schema.json)");
 

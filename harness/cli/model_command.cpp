@@ -1,4 +1,5 @@
 #include <iostream>
+#include <limits>
 #include <optional>
 
 #include <fmt/format.h>
@@ -6,6 +7,8 @@
 #include "harness/cli/commands.h"
 #include "harness/cli/study_loading.h"
 #include "harness/common/errors.h"
+#include "harness/common/json_values.h"
+#include "harness/common/text.h"
 #include "harness/model/model_report.h"
 #include "harness/results/html_report.h"
 #include "harness/results/result_set.h"
@@ -26,12 +29,15 @@ ResultSet load_results(const std::string& dir, const std::string& option) {
 
 int model_command(const ModelCommandOptions& options) {
   try {
-    std::vector<int> ranks = options.ranks;
-    if (ranks.empty()) {
+    std::vector<int> ranks;
+    if (options.ranks.empty()) {
       for (int p = 1; p <= 1024; p *= 2) ranks.push_back(p);
     }
-    for (const int p : ranks) {
-      if (p < 1) throw ConfigError(fmt::format("--ranks: expected positive integers, got {}", p));
+    for (const std::string& item : options.ranks.empty() ? std::vector<std::string>{}
+                                                          : split_comma_list(options.ranks, "--ranks")) {
+      const Json value = Json::parse(item, nullptr, false);
+      ranks.push_back(static_cast<int>(read_integer(value.is_discarded() ? Json(item) : value, "--ranks", 1,
+                                                    std::numeric_limits<int>::max(), "positive integers")));
     }
     const ResultSet comm = load_results(options.comm_dir, "");
     const CostModel model = fit_comm_run(comm, options.comm_dir);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -13,8 +14,10 @@
 
 #include <fmt/format.h>
 
+#include "harness/common/bounded_json.h"
 #include "harness/common/clock.h"
 #include "harness/common/errors.h"
+#include "harness/common/text.h"
 
 namespace harness {
 namespace {
@@ -29,6 +32,13 @@ std::string_view file_type_name(mode_t mode) {
   if (S_ISBLK(mode)) return "a block device";
   if (S_ISSOCK(mode)) return "a socket";
   return "not a regular file";
+}
+
+// "64 MiB" for whole mebibytes from one up, "1000 bytes" otherwise.
+std::string size_text(std::size_t bytes) {
+  constexpr std::size_t kMebibyte = std::size_t{1} << 20;
+  return bytes >= kMebibyte && bytes % kMebibyte == 0 ? fmt::format("{} MiB", bytes / kMebibyte)
+                                                      : fmt::format("{} bytes", bytes);
 }
 
 // Closes the descriptor however the read ends.
@@ -95,10 +105,7 @@ std::string read_text_file(const std::string& path, const ExpectedFile& expected
     const std::size_t old_size = text.size();
     if (old_size + static_cast<std::size_t>(got) > expected.max_bytes) {
       throw ConfigError(fmt::format("{}: expected {} of at most {}, got more", path,
-                                    expected.with_article,
-                                    expected.max_bytes >= (1U << 20)
-                                        ? fmt::format("{} MiB", expected.max_bytes >> 20)
-                                        : fmt::format("{} bytes", expected.max_bytes)));
+                                    expected.with_article, size_text(expected.max_bytes)));
     }
     text.append(buffer, static_cast<std::size_t>(got));
     for (std::size_t i = old_size; i < text.size(); ++i) {
@@ -122,6 +129,22 @@ std::string read_text_file(const std::string& path, const ExpectedFile& expected
                                   path, expected.with_article));
   }
   return text;
+}
+
+std::string excerpt_for_message(const std::string& path, std::string_view text) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0 || (info.st_mode & S_IROTH) == 0) return "";
+  std::string name = path;
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  // World-readable copies of secrets happen (a backup of /etc/shadow, a key under /tmp).
+  constexpr std::string_view kPrivateNames[] = {"shadow", "passwd", "password", "secret", "token",
+                                                "credential", ".ssh/", "id_rsa", "id_ed25519", ".pem",
+                                                ".key", ".netrc", "/proc/"};
+  for (const std::string_view part : kPrivateNames) {
+    if (name.find(part) != std::string::npos) return "";
+  }
+  constexpr std::size_t kMaxExcerptBytes = 40;
+  return describe_text(shortened(text, kMaxExcerptBytes));
 }
 
 void require_replaceable_file(const std::string& path, std::string_view with_article) {
@@ -182,18 +205,35 @@ void write_file_atomically(const std::string& path, const std::string& content) 
   sync_directory_of(path);
 }
 
-Json read_json_file(const std::string& path) {
+Json read_json_file(const std::string& path, std::size_t max_bytes) {
   struct stat info {};
   if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {
     throw Error(fmt::format("{}: is {}, expected a JSON file", path, file_type_name(info.st_mode)));
   }
-  std::ifstream in(path);
-  if (!in) throw Error(fmt::format("{}: cannot open", path));
-  try {
-    return Json::parse(in);
-  } catch (const Json::exception& error) {
-    throw Error(fmt::format("{}: invalid JSON: {}", path, error.what()));
+  // Refused before a byte is read: reading is what would take the memory.
+  const auto too_large = [&] {
+    return Error(fmt::format("{}: expected a JSON file of at most {}, got {} bytes", path, size_text(max_bytes),
+                             info.st_size));
+  };
+  if (static_cast<std::size_t>(info.st_size) > max_bytes) throw too_large();
+  Descriptor file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (file.fd < 0) throw Error(fmt::format("{}: cannot open", path));
+  std::string text;
+  text.reserve(static_cast<std::size_t>(info.st_size));
+  char buffer[64 * 1024];
+  while (true) {
+    const ssize_t got = ::read(file.fd, buffer, sizeof(buffer));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) throw Error(fmt::format("{}: cannot read: {}", path, std::strerror(errno)));
+    if (got == 0) break;
+    // The file may have grown since stat.
+    if (text.size() + static_cast<std::size_t>(got) > max_bytes) {
+      ::fstat(file.fd, &info);
+      throw too_large();
+    }
+    text.append(buffer, static_cast<std::size_t>(got));
   }
+  return parse_bounded_json(text, path);
 }
 
 }  // namespace harness

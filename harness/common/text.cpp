@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "harness/common/errors.h"
+
 namespace harness {
 namespace {
 
@@ -77,6 +79,39 @@ bool is_plain_name(std::string_view name, std::size_t max_length) {
   return std::all_of(name.begin(), name.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '.' || c == '-';
   });
+}
+
+bool is_host_name(std::string_view name) {
+  constexpr std::size_t kMaxNameLength = 253;
+  constexpr std::size_t kMaxLabelLength = 63;
+  if (name.empty() || name.size() > kMaxNameLength) return false;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t dot = name.find('.', start);
+    const std::string_view label = name.substr(start, dot == std::string_view::npos ? dot : dot - start);
+    const bool valid = !label.empty() && label.size() <= kMaxLabelLength && label.front() != '-' &&
+                       label.back() != '-' && std::all_of(label.begin(), label.end(), [](char c) {
+                         return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
+                       });
+    if (!valid) return false;
+    if (dot == std::string_view::npos) return true;
+    start = dot + 1;
+  }
+}
+
+std::vector<std::string> split_comma_list(std::string_view list, std::string_view option) {
+  std::vector<std::string> items;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = list.find(',', start);
+    items.emplace_back(list.substr(start, comma == std::string_view::npos ? comma : comma - start));
+    if (items.back().empty()) {
+      throw ConfigError(fmt::format("{} {}: expected items separated by single commas, got an empty item {}", option,
+                                    describe_text(list), items.size()));
+    }
+    if (comma == std::string_view::npos) return items;
+    start = comma + 1;
+  }
 }
 
 std::string format_duration(double seconds) {

@@ -27,6 +27,16 @@ std::string shortened(std::string_view text, std::size_t max_bytes);
 // name that is safe as a file name and in a command line (experiment and build names).
 bool is_plain_name(std::string_view name, std::size_t max_length = 100);
 
+// A host name as RFC 1123 has it: dot-separated labels of 1 to 63 letters, digits and '-', none
+// starting or ending with '-', at most 253 characters in all. What mpirun and ssh are given as a
+// host must be one: anything else ("a;b", "-oProxyCommand=...") is a shell word or an option.
+bool is_host_name(std::string_view name);
+
+// The items of a comma-separated command-line value ("--metrics busbw,comm_time"). Throws
+// ConfigError "<option> \"1,,2\": expected items separated by single commas, got an empty item 2"
+// for an empty list or item: "1,,2" is a typo, not the list 1,2.
+std::vector<std::string> split_comma_list(std::string_view list, std::string_view option);
+
 // "45 s", "3 min 20 s", "2 h 05 min".
 std::string format_duration(double seconds);
 

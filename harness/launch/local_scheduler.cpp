@@ -10,6 +10,7 @@
 
 #include "harness/common/errors.h"
 #include "harness/common/json_values.h"
+#include "harness/common/text.h"
 #include "harness/launch/slurm_commands.h"
 
 namespace harness {
@@ -42,7 +43,10 @@ const std::vector<OptionRow<LocalOptions>>& local_option_rows() {
          for (std::size_t i = 0; i < v.size(); ++i) {
            const std::string item = fmt::format("{}[{}]", where, i);
            std::string host = read_nonempty_string(v[i], item, "a host name");
-           if (host.find_first_of(" \t,:") != std::string::npos) fail_expected(item, "a host name", v[i]);
+           if (!is_host_name(host)) {
+             fail_expected(item, "a host name (dot-separated labels of letters, digits and '-', at most 253 characters)",
+                           v[i]);
+           }
            if (std::find(o.hosts.begin(), o.hosts.end(), host) != o.hosts.end()) {
              fail_expected(item, "a host not listed before", v[i]);
            }
@@ -81,6 +85,11 @@ LocalScheduler::LocalScheduler(LocalOptions options)
     : LocalScheduler(std::move(options), available_cores(), ::geteuid() == 0, current_allocation()) {}
 
 void LocalScheduler::check_available() const {
+  // Otherwise every point's mpirun fails with exit code 2 and the reason is only in its log.
+  if (options_.simulate_hosts && !is_root_) {
+    throw LaunchError("launcher.simulate_hosts: simulated hosts need root (each is a UTS namespace, "
+                      "unshare(CLONE_NEWUTS)); run as root or list real hosts without \"simulate_hosts\"");
+  }
   if (allocation_.inside()) return;  // srun, found when the allocation was read
   if (find_program("mpirun").empty()) {
     throw LaunchError("mpirun not found on PATH (install openmpi-bin: bash .ci/install-deps)");

@@ -2,13 +2,14 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <set>
 
 #include <fmt/format.h>
 
+#include "harness/common/errors.h"
+#include "harness/common/files.h"
 #include "harness/common/json.h"
 #include "harness/results/plot_data.h"
 
@@ -36,21 +37,28 @@ struct Event {
 };
 
 std::optional<std::vector<Event>> read_trace(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  const Json trace = Json::parse(in, nullptr, false);
-  if (trace.is_discarded() || !trace.contains("traceEvents") || !trace["traceEvents"].is_array()) return std::nullopt;
+  Json trace;
+  try {
+    trace = read_json_file(path);
+  } catch (const Error&) {
+    return std::nullopt;  // no trace, or a damaged one: no timeline plot, as before
+  }
+  if (!trace.is_object() || !trace.contains("traceEvents") || !trace["traceEvents"].is_array()) return std::nullopt;
   std::vector<Event> events;
-  for (const Json& e : trace["traceEvents"]) {
-    if (e.value("ph", "") != "X" || !e.contains("ts") || !e.contains("dur") || !e.contains("args")) continue;
-    Event event;
-    event.name = e.value("name", "");
-    event.rank = e.value("pid", 0);
-    event.thread = e.value("tid", 0);
-    event.begin_us = e["ts"].get<double>();
-    event.end_us = event.begin_us + e["dur"].get<double>();
-    event.step = e["args"].value("step", int64_t{0});
-    events.push_back(std::move(event));
+  try {
+    for (const Json& e : trace["traceEvents"]) {
+      if (e.value("ph", "") != "X" || !e.contains("ts") || !e.contains("dur") || !e.contains("args")) continue;
+      Event event;
+      event.name = e.value("name", "");
+      event.rank = e.value("pid", 0);
+      event.thread = e.value("tid", 0);
+      event.begin_us = e["ts"].get<double>();
+      event.end_us = event.begin_us + e["dur"].get<double>();
+      event.step = e["args"].value("step", int64_t{0});
+      events.push_back(std::move(event));
+    }
+  } catch (const Json::exception&) {
+    return std::nullopt;  // a field of the wrong type: a damaged trace
   }
   return events;
 }

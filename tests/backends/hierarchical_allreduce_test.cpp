@@ -13,6 +13,7 @@
 #include <span>
 #include <vector>
 
+#include "backends/mpi_allreduce.h"
 #include "backends/ring_allreduce.h"
 #include "backends/shared_memory_allreduce.h"
 #include "tests/backends/in_place_spans.h"
@@ -87,6 +88,17 @@ TEST(HierarchicalAllreduce, SumsEverySizeAroundItsCrossoverAndPiecesToTheSameBit
       EXPECT_TRUE(same_bits_on_every_rank(sums)) << count << " elements";
     }
   }
+}
+
+// hier's MPI path (buffers below hier_allreduce_below_bytes) reduces in pieces of at most INT_MAX
+// elements, as `allreduce` does; with a limit of 3 every piece, the last short one too, is summed.
+TEST(HierarchicalAllreduce, MpiPathSumsEveryPieceOfABufferAboveTheCountLimit) {
+  const World world;
+  std::vector<float> values(10);
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>((world.rank + 1) * (i + 1));
+  allreduce_sum_in_pieces(values, Communicator(MPI_COMM_WORLD), "test MPI_Allreduce", 3);
+  const float ranks_sum = static_cast<float>(world.size * (world.size + 1) / 2);
+  for (std::size_t i = 0; i < values.size(); ++i) EXPECT_EQ(values[i], ranks_sum * (i + 1)) << "element " << i;
 }
 
 // On one node `hier` must be `shm`: the same sums, bit for bit.

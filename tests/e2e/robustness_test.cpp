@@ -238,6 +238,39 @@ TEST(Robustness, RecordOfANewerSchemaIsRefusedInOneLine) {
             std::string::npos) << plot.output[0];
 }
 
+// `--ranks 1,,2` was read as 1,2: an empty item is a typo, refused in one line before any work.
+TEST(Robustness, CommaListWithAnEmptyItemIsRefusedInOneLine) {
+  const fs::path dir = scratch("empty_item");
+  const HarnessRun run = run_harness({"model", (dir / "no_results").string(), "--ranks", "1,,2"}, dir / "model.log");
+  EXPECT_EQ(run.outcome.exit_code, 2) << joined(run.output);
+  ASSERT_EQ(run.output.size(), 1U) << joined(run.output);
+  EXPECT_NE(run.output[0].find("--ranks \"1,,2\": expected items separated by single commas, got an empty item 2"),
+            std::string::npos) << run.output[0];
+}
+
+// `--set data_path=/etc/shadow` once printed the file's first line, a password hash, into the
+// error and so into CI logs.
+TEST(Robustness, PrivateDataFileIsNeverQuotedInTheError) {
+  const fs::path dir = scratch("private_data");
+  const fs::path secret = dir / "secret.csv";
+  std::ofstream(secret) << "root:$6$saltsalt$hashhashhash:20228:0:99999:7:::\n";
+  fs::permissions(secret, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace);
+  const fs::path experiment = write_experiment(dir, R"({"name": "x", "settings": {"workload": "iris_mlp"}})");
+  std::vector<fs::path> files = {secret};
+  if (fs::exists("/etc/shadow")) files.emplace_back("/etc/shadow");
+  for (const fs::path& file : files) {
+    const HarnessRun run = run_harness(
+        {"run", experiment.string(), "--set", "data_path=" + file.string(), "--out", (dir / "out").string()},
+        dir / "run.log");
+    EXPECT_EQ(run.outcome.exit_code, 2) << joined(run.output);
+    ASSERT_EQ(run.output.size(), 1U) << joined(run.output);
+    EXPECT_NE(run.output[0].find(file.string() + ":1: expected the header"), std::string::npos) << run.output[0];
+    EXPECT_EQ(run.output[0].find("root"), std::string::npos) << run.output[0];
+    EXPECT_EQ(run.output[0].find("20228"), std::string::npos) << run.output[0];
+    fs::remove(dir / "run.log");
+  }
+}
+
 // A fake mpirun first on PATH would leave a marker if anything started it.
 TEST(Robustness, DryRunOfTheSpeedupStudyPrintsEveryCommandAndStartsNothing) {
   const fs::path dir = scratch("dry_run");

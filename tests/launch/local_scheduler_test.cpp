@@ -179,6 +179,47 @@ TEST(SchedulerTable, LauncherIsANameOrAnObjectWithOptions) {
   EXPECT_NE(launcher_error(R"({"name": "local", "hosts": []})").find("expected a non-empty list"), std::string::npos);
 }
 
+// Hosts go to mpirun --host and on to ssh: anything but a host name is refused before launch
+// (once only space, tab, comma and colon were, and each point failed with mpirun's exit code 255).
+TEST(SchedulerTable, HostsMustBeHostNames) {
+  for (const std::string& bad : {std::string("a;b"), std::string("a\\nb"), std::string("n\u00f6de"),
+                                 std::string(300, 'a'), std::string("-oProxyCommand=touch /tmp/x"), std::string("-a"),
+                                 std::string("a-"), std::string("a..b"), std::string(".a"), std::string("a b"),
+                                 std::string("a:2"), std::string(64, 'a'), std::string("$(id)")}) {
+    const std::string text = launcher_error(R"({"name": "local", "hosts": ["ok", ")" + bad + R"("]})");
+    EXPECT_EQ(text.rfind("exp.json: launcher.hosts[1]: expected a host name", 0), 0U) << bad << ": " << text;
+    EXPECT_EQ(text.find('\n'), std::string::npos) << text;
+    EXPECT_LT(text.size(), 300U) << text;
+  }
+  EXPECT_NE(launcher_error(R"({"name": "local", "hosts": ["a\nb"]})").find(R"(got "a\nb")"), std::string::npos);
+  for (const std::string& good : {std::string("node-1"), std::string("10.0.0.1"), std::string("a.example.org"),
+                                  std::string("A1"), std::string(63, 'a') + ".b"}) {
+    EXPECT_EQ(launcher_error(R"({"name": "local", "hosts": [")" + good + R"("]})"), "") << good;
+  }
+  std::string longest;
+  while (longest.size() + 64 <= 253) longest += std::string(63, 'a') + ".";
+  longest += std::string(253 - longest.size(), 'b');
+  EXPECT_EQ(launcher_error(R"({"name": "local", "hosts": [")" + longest + R"("]})"), "");
+}
+
+// Simulated hosts are UTS namespaces: without root, `harness run` stops before the first point
+// instead of every point failing with mpirun's exit code 2 (the reason only in its log).
+TEST(LocalScheduler, SimulatedHostsWithoutRootAreRefusedBeforeLaunch) {
+  LocalOptions options;
+  options.hosts = {"nodea", "nodeb"};
+  options.simulate_hosts = true;
+  std::string text;
+  try {
+    LocalScheduler(options, 2, /*is_root=*/false).check_available();
+  } catch (const LaunchError& error) {
+    text = error.what();
+  }
+  EXPECT_NE(text.find("launcher.simulate_hosts: simulated hosts need root"), std::string::npos) << text;
+  EXPECT_EQ(text.find('\n'), std::string::npos) << text;
+  options.simulate_hosts = false;  // real hosts need no root
+  EXPECT_NO_THROW(LocalScheduler(options, 2, false).check_available());
+}
+
 }  // namespace
 }  // namespace harness
 

@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "harness/common/errors.h"
 
@@ -17,6 +19,8 @@ namespace {
 std::string write_csv(const std::string& name, const std::string& text) {
   const auto path = std::filesystem::temp_directory_path() / ("harness_iris_" + name + ".csv");
   std::ofstream(path) << text;
+  // Readable by everyone whatever the umask: messages quote only such files (below).
+  std::filesystem::permissions(path, std::filesystem::perms::others_read, std::filesystem::perm_options::add);
   return path.string();
 }
 
@@ -105,6 +109,29 @@ TEST(IrisData, WrongKindsOfFilesAreRefusedQuicklyInOneShortLine) {
     EXPECT_EQ(text.find("\xff"), std::string::npos) << "raw bytes echoed: " << text;
   }
   std::filesystem::remove(fifo);
+}
+
+// `--set data_path=/etc/shadow` once printed the file's first line ("root:*:20228:...") into
+// the error, and so into CI logs: no part of a file that may be private is quoted.
+TEST(IrisData, PrivateFilesAreNeverQuotedOthersOnlyAShortPrefix) {
+  const std::string secret = "root:$6$saltsalt$hashhashhash:20228:0:99999:7:::";
+  const std::string private_copy = write_csv("private", secret + "\n");
+  std::filesystem::permissions(private_copy, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write,
+                               std::filesystem::perm_options::replace);
+  const std::string named_like_a_secret = write_csv("shadow", secret + "\n");  // world-readable
+  std::vector<std::string> paths = {private_copy, named_like_a_secret};
+  if (std::filesystem::exists("/etc/shadow")) paths.emplace_back("/etc/shadow");
+  for (const std::string& path : paths) {
+    const std::string text = message(path);
+    EXPECT_EQ(text.rfind(path + ":1: expected the header", 0), 0U) << text;
+    EXPECT_NE(text.find("not shown: the file may be private"), std::string::npos) << text;
+    EXPECT_EQ(text.find("root"), std::string::npos) << text;
+    EXPECT_EQ(text.find("hash"), std::string::npos) << text;
+  }
+  // An ordinary file: enough of its first line to recognise it, no more.
+  const std::string text = message(write_csv("long_header", std::string(500, 'a') + "\n"));
+  EXPECT_NE(text.find("got \"aaaa"), std::string::npos) << text;
+  EXPECT_EQ(text.find(std::string(41, 'a')), std::string::npos) << text;
 }
 
 }  // namespace
