@@ -159,8 +159,8 @@ int cancel_command(const std::string& results_dir, const std::vector<std::string
     const int cancelled = SweepRunner(study.experiment, study.points, *study.scheduler, *study.directory, options,
                                       std::cout)
                               .cancel_in_flight();
-    std::cout << fmt::format("harness: cancelled {} job(s); their points have no record and run again when "
-                             "the experiment runs into {} again\n",
+    std::cout << fmt::format("harness: cancelled {} job(s); a point without an ok record from this harness runs "
+                             "again when the experiment runs into {} again (--fresh: every point)\n",
                              cancelled, results_dir);
   } catch (const Error& error) {
     return report_error(error);

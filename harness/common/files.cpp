@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 
 #include <fmt/format.h>
 
@@ -49,15 +50,31 @@ struct Descriptor {
   }
 };
 
-// The rename of a file is durable once its directory is: fsync the directory. File systems that
-// cannot (EINVAL) have nothing to flush.
+// The rename of a file is durable once its directory is: fsync the directory. Called after the rename: the file is in place whatever happens here, so a failure is a warning
+// (on stderr, once), never an error that would call a written file unwritten. Some file systems
+// cannot fsync a directory (EINVAL, ENOTSUP, ENOSYS) or open one for reading (EACCES).
 void sync_directory_of(const std::string& path) {
   const std::string directory = std::filesystem::path(path).parent_path().string();
   Descriptor handle{::open(directory.empty() ? "." : directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
-  if (handle.fd < 0) throw Error(fmt::format("{}: cannot open its directory: {}", path, std::strerror(errno)));
-  if (::fsync(handle.fd) != 0 && errno != EINVAL && errno != EROFS) {
-    throw Error(fmt::format("{}: cannot flush its directory to disk: {}", path, std::strerror(errno)));
+  const bool synced = handle.fd >= 0 && ::fsync(handle.fd) == 0;
+  const int error = errno;
+  if (synced || error == EINVAL || error == EROFS || error == ENOTSUP || error == ENOSYS || error == EACCES) return;
+  static bool warned = false;
+  if (!warned) {
+    warned = true;
+    std::cerr << fmt::format("harness: warning: {}: written, but its directory could not be flushed to disk: {}\n",
+                             path, std::strerror(error));
   }
+}
+
+// What a new file's permissions would be through open(..., 0666): mkostemp creates 0600.
+mode_t new_file_mode() {
+  static const mode_t mode = [] {
+    const mode_t mask = ::umask(022);
+    ::umask(mask);
+    return static_cast<mode_t>(0666 & ~mask);
+  }();
+  return mode;
 }
 
 }  // namespace
@@ -175,7 +192,12 @@ void replace_file(const std::string& temporary, const std::string& path) {
   sync_directory_of(path);
 }
 
-void write_file_atomically(const std::string& path, const std::string& content) {
+void remove_if_present(const std::string& path) {
+  std::error_code ignored;
+  std::filesystem::remove(path, ignored);
+}
+
+void write_file_atomically(const std::string& path, const std::string& content, Durability durability) {
   require_replaceable_file(path, "a file the harness writes");
   std::string temporary = path + ".tmp.XXXXXX";
   // mkostemp creates it with O_EXCL: a link planted under the name is an error, not followed.
@@ -188,7 +210,7 @@ void write_file_atomically(const std::string& path, const std::string& content) 
     ::unlink(temporary.c_str());
     throw Error(fmt::format("{}: {}: {}", path, what, reason));
   };
-  if (::fchmod(file.fd, 0644) != 0) fail("cannot set its permissions");
+  if (::fchmod(file.fd, new_file_mode()) != 0) fail("cannot set its permissions");
   std::size_t written = 0;
   while (written < content.size()) {
     const ssize_t wrote = ::write(file.fd, content.data() + written, content.size() - written);
@@ -197,12 +219,13 @@ void write_file_atomically(const std::string& path, const std::string& content) 
     written += static_cast<std::size_t>(wrote);
   }
   // A file renamed into place before its data reaches the disk can be empty after a crash.
-  if (::fsync(file.fd) != 0) fail("cannot flush it to disk");
+  const bool durable = durability == Durability::kDurable;
+  if (durable && ::fsync(file.fd) != 0) fail("cannot flush it to disk");
   const int fd = file.fd;
   file.fd = -1;
   if (::close(fd) != 0) fail("cannot close");
   if (::rename(temporary.c_str(), path.c_str()) != 0) fail("cannot rename into place");
-  sync_directory_of(path);
+  if (durable) sync_directory_of(path);
 }
 
 Json read_json_file(const std::string& path, std::size_t max_bytes) {

@@ -43,7 +43,14 @@ std::string excerpt_for_message(const std::string& path, std::string_view text);
 // `path` keeps its old content; after it returns the new content survives a crash. Refuses a
 // `path` that is a symbolic link or anything but a regular file (someone else may have prepared
 // the directory). Throws Error "<path>: ..." naming what went wrong.
-void write_file_atomically(const std::string& path, const std::string& content);
+// Removes the file at `path` if there is one; a file already gone or not removable is left as is.
+void remove_if_present(const std::string& path);
+
+// kReplaceable skips the two fsyncs, for a file that a later write replaces anyway (a rank's
+// measurements so far while its loop runs): still never half written, not necessarily on disk.
+enum class Durability { kDurable, kReplaceable };
+void write_file_atomically(const std::string& path, const std::string& content,
+                           Durability durability = Durability::kDurable);
 
 // Throws Error "<path>: is a symbolic link, expected <with_article>" (likewise a directory, a
 // FIFO, a device) unless `path` is missing or a regular file; a link is never followed.

@@ -306,11 +306,15 @@ void install_interrupt_handlers() {
   struct sigaction action {};
   action.sa_handler = on_interrupt;
   sigemptyset(&action.sa_mask);
+  // A dropped SSH session hangs up: stop like Ctrl-C (cancel what is in flight, keep the ledger)
+  // rather than die between an sbatch and the ledger line that remembers its job. Unless the
+  // caller ignores it: `nohup harness run ...` must outlive the session.
   ::sigaction(SIGINT, &action, nullptr);
   ::sigaction(SIGTERM, &action, nullptr);
-  // A dropped SSH session hangs up: stop like Ctrl-C (cancel what is in flight, keep the ledger)
-  // rather than die between an sbatch and the ledger line that remembers its job.
-  ::sigaction(SIGHUP, &action, nullptr);
+  struct sigaction hang_up {};
+  if (::sigaction(SIGHUP, nullptr, &hang_up) != 0 || hang_up.sa_handler != SIG_IGN) {
+    ::sigaction(SIGHUP, &action, nullptr);
+  }
 }
 
 bool interrupt_requested() { return g_interrupted != 0; }

@@ -28,7 +28,8 @@ std::string shortened(std::string_view text, std::size_t max_bytes);
 bool is_plain_name(std::string_view name, std::size_t max_length = 100);
 
 // A host name as RFC 1123 has it: dot-separated labels of 1 to 63 letters, digits and '-', none
-// starting or ending with '-', at most 253 characters in all. What mpirun and ssh are given as a
+// starting or ending with '-', at most 253 characters in all; and '_', which RFC 1123 does not
+// allow but clusters use in node names (node_01) and no shell or ssh gives a meaning. What mpirun and ssh are given as a
 // host must be one: anything else ("a;b", "-oProxyCommand=...") is a shell word or an option.
 bool is_host_name(std::string_view name);
 

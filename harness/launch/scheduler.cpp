@@ -72,10 +72,10 @@ std::vector<Submission> Scheduler::submit_all(const std::vector<JobSpec>& jobs, 
     Submission submission;
     try {
       submission.id = submit(job);
-      if (submitted) submitted(submissions.size(), submission.id);
     } catch (const Error& error) {
       submission.error = error.what();
     }
+    if (submitted && submission.id != 0) submitted({{submissions.size(), submission.id}});
     submissions.push_back(std::move(submission));
   }
   return submissions;

@@ -27,10 +27,11 @@ struct Submission {
   std::string error;  // why not
 };
 
-// Told of each job of submit_all as soon as it is submitted (its index in the list, its id),
-// before the next is: the caller remembers it (the ledger) so that a harness that dies halfway
-// through a batch leaves no job it submitted unaccounted for.
-using OnSubmitted = std::function<void(std::size_t index, JobId id)>;
+// Told of the jobs of each submission of submit_all (one sbatch: a job, an array or a pack) as
+// soon as it is made, before the next: (index in the list, id) of each. The caller remembers them
+// (the ledger) so that a harness that dies halfway through leaves no job it submitted unknown. An
+// error it throws stops submit_all: jobs that cannot be remembered must not be submitted.
+using OnSubmitted = std::function<void(const std::vector<std::pair<std::size_t, JobId>>& submitted)>;
 
 // The jobs that cancel_all could not stop, and the scheduler's words on why.
 struct CancelOutcome {

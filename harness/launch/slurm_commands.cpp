@@ -245,7 +245,8 @@ std::vector<SchedulerJob> SlurmCommands::query(const std::string& job_name, bool
 
 std::string SlurmCommands::find_by_comment(const std::string& job_name, const std::string& comment) const {
   const Output output =
-      run({"squeue", "--noheader", "--me", "--states=all", "--name=" + job_name, "--format=%i|%k"});
+      // %F: an array's own id (%i would say 12_[0-3] or 12_0, which the caller extends by task).
+      run({"squeue", "--noheader", "--me", "--states=all", "--name=" + job_name, "--format=%F|%k"});
   if (output.exit_code != 0) {
     throw LaunchError(fmt::format("squeue failed: {}", shortened(one_line(trimmed(output.text)), 300)));
   }

@@ -156,6 +156,7 @@ std::vector<Submission> SlurmScheduler::submit_all(const std::vector<JobSpec>& j
   for (const Batch& batch : batches(jobs)) {
     const JobSpec& first = jobs[batch.jobs.front()];
     const std::string script_path = fmt::format("{}/scripts/{}-{}.sh", context_.jobs_dir, first.name, mode_name(batch.mode));
+    std::vector<std::pair<std::size_t, JobId>> made;
     try {
       for (const std::size_t i : batch.jobs) {
         std::error_code ignored;
@@ -167,14 +168,14 @@ std::vector<Submission> SlurmScheduler::submit_all(const std::vector<JobSpec>& j
         const JobSpec& job = jobs[batch.jobs[task]];
         const std::string id = batch.mode == SlurmMode::kArray ? fmt::format("{}_{}", slurm_id, task) : slurm_id;
         submissions[batch.jobs[task]].id = track(job, batch.mode, id, id);
-      }
-      // Remembered (the ledger) before the next sbatch.
-      if (submitted) {
-        for (const std::size_t i : batch.jobs) submitted(i, submissions[i].id);
+        made.emplace_back(batch.jobs[task], submissions[batch.jobs[task]].id);
       }
     } catch (const Error& error) {
       for (const std::size_t i : batch.jobs) submissions[i].error = error.what();
     }
+    // Remembered (the ledger) before the next sbatch, once per sbatch; outside the try, so that a
+    // ledger that cannot be written stops the submitting.
+    if (submitted && !made.empty()) submitted(made);
   }
   backoff_.reset(wall_clock_s());
   return submissions;

@@ -1,7 +1,10 @@
 #include "harness/launch/sweep_runner.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <filesystem>
+#include <iterator>
 #include <ostream>
 #include <set>
 
@@ -20,11 +23,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-void remove_quietly(const std::string& path) {
-  std::error_code ignored;
-  fs::remove(path, ignored);
-}
-
 // "<path>: <problem>" read errors name the file first; a message that names it already says so
 // once.
 std::string without_path(const std::string& problem, const std::string& path) {
@@ -37,12 +35,6 @@ bool same_build(const std::optional<BuildProvenance>& recorded, const std::optio
   if (!recorded || !now) return !recorded && !now;
   return recorded->path == now->path && recorded->version == now->version && recorded->commit == now->commit &&
          !now->fingerprint.empty() && recorded->fingerprint == now->fingerprint;
-}
-
-Json launcher_json(const LauncherSpec& spec) {
-  Json json = spec.options.is_object() ? spec.options : Json::object();
-  json["name"] = spec.name;
-  return json;
 }
 
 }  // namespace
@@ -138,52 +130,10 @@ std::optional<PointStatus> SweepRunner::adopt_earlier_record(const Point& point,
   } catch (const Error&) {
     return std::nullopt;  // cannot move it: run the point again
   }
-  remove_quietly(found->path);
+  remove_if_present(found->path);
   std::error_code ignored;
   fs::rename(directory_.log_path(old_id), directory_.log_path(point.id), ignored);
   return record.status;
-}
-
-void SweepRunner::adopt_ledger_jobs(const std::vector<const Point*>& candidates) {
-  ledger_ = read_ledger(directory_);
-  if (!ledger_.entries.empty() && ledger_.launcher.value("name", "") != scheduler_.name()) {
-    throw ConfigError(fmt::format(
-        "{}: {} point(s) have jobs in flight through the {} launcher ({}); follow them with --launcher "
-        "{}, see them with `harness status {}` or stop them with `harness cancel {}`",
-        directory_.path(), ledger_.entries.size(), ledger_.launcher.value("name", "?"),
-        directory_.ledger_path(), ledger_.launcher.value("name", "?"), directory_.path(), directory_.path()));
-  }
-  if (ledger_.entries.empty()) ledger_.launcher = launcher_json(experiment_.launcher);
-  scheduler_.prepare({directory_.jobs_dir(), ledger_.sweep_id, fs::current_path().string()});
-  for (const auto& entry : ledger_.entries) {
-    const auto point = std::find_if(candidates.begin(), candidates.end(), [&](const Point* candidate) {
-      return candidate->id == entry.point_id && candidate->key.hash() == entry.key;
-    });
-    if (point == candidates.end()) continue;
-    InFlight job;
-    job.point = *point;
-    job.job = job_for(**point, directory_, options_.rank_programs, run_id_);
-    job.job.measurements_path = entry.measurements_path;
-    job.job.argv.back() = entry.measurements_path;
-    job.job.attempt = entry.attempt;
-    job.command = entry.command;
-    job.label = label(**point);
-    job.submitted_at = entry.submitted_at;
-    job.build = entry.build;
-    if (const auto id = scheduler_.adopt(job.job, entry.external_id)) in_flight_.emplace(*id, std::move(job));
-  }
-  save_ledger();  // without the entries of points that have records or left the sweep
-}
-
-void SweepRunner::save_ledger() {
-  if (!scheduler_.jobs_outlive_harness()) return;
-  ledger_.entries.clear();
-  for (const auto& [id, job] : in_flight_) {
-    ledger_.entries.push_back({job.point->id, job.point->key.hash(), scheduler_.external_id(id),
-                               job.job.measurements_path, job.command, job.submitted_at, job.build,
-                               job.job.attempt});
-  }
-  write_ledger(directory_, ledger_);
 }
 
 bool SweepRunner::record_ended(const JobResult& ended, Progress& progress) {
@@ -193,7 +143,7 @@ bool SweepRunner::record_ended(const JobResult& ended, Progress& progress) {
   const InFlight& job = found->second;
   if (ended.end == JobEnd::kInterrupted) {
     // No new record (an earlier one, if any, stays): a later run decides on that as on any.
-    remove_quietly(job.job.measurements_path);
+    remove_if_present(job.job.measurements_path);
     progress.finished(job.label, " interrupted (not recorded)", ended.outcome.wall_time_s);
     in_flight_.erase(found);
     return false;
@@ -212,9 +162,15 @@ bool SweepRunner::record_ended(const JobResult& ended, Progress& progress) {
     // Its measurements go once the ledger no longer names the job (settle_measurements).
     settled_.insert(job.point->id);
   } catch (const Error& error) {
-    // A point without a record is lost, whatever its job did: it fails, and its data stays.
+    // A point without a record is lost, whatever its job did: it fails, and its data stays. An
+    // earlier record of it goes aside (.superseded), so that neither this run's report nor a
+    // later run takes it for this run's result.
     written = false;
     ++records_not_written_;
+    const std::string earlier = directory_.record_path(record.id);
+    if (::rename(earlier.c_str(), (earlier + ".superseded").c_str()) != 0 && errno != ENOENT) {
+      remove_if_present(earlier);
+    }
     outcome_text = fmt::format(" FAILED: its record cannot be written ({}); rank 0's measurements stay in {}",
                                error.what(), job.job.measurements_path);
   }
@@ -230,17 +186,6 @@ bool SweepRunner::record_ended(const JobResult& ended, Progress& progress) {
   progress.finished(job.label, outcome_text, ended.outcome.wall_time_s, details);
   in_flight_.erase(found);
   return !written || !record.ok();
-}
-
-void SweepRunner::settle_measurements() {
-  std::set<std::string> in_use;
-  for (const auto& [id, job] : in_flight_) in_use.insert(job.job.measurements_path);
-  for (const std::string& point_id : settled_) {
-    for (const std::string& file : directory_.measurements_files(point_id)) {
-      if (!in_use.count(file)) remove_quietly(file);
-    }
-  }
-  settled_.clear();
 }
 
 SweepOutcome SweepRunner::loop(Submit submit, bool follow) {
@@ -328,8 +273,8 @@ SweepOutcome SweepRunner::loop(Submit submit, bool follow) {
         job.build = options_.rank_programs.provenance_for(job.point->settings);
         // An earlier run's record stays until this one's replaces it (a refused or interrupted
         // submission must not lose it); its log would mix with this run's.
-        remove_quietly(job.job.log_path);
-        remove_quietly(job.job.measurements_path);
+        remove_if_present(job.job.log_path);
+        remove_if_present(job.job.measurements_path);
         specs.push_back(job.job);
         batch.push_back(std::move(job));
       }
@@ -339,9 +284,12 @@ SweepOutcome SweepRunner::loop(Submit submit, bool follow) {
         if (id == 0 || in_flight_.count(id) != 0) return;
         batch[i].submitted_at = wall_clock_s();
         in_flight_.emplace(id, batch[i]);
-        save_ledger();
       };
-      const std::vector<Submission> submissions = scheduler_.submit_all(specs, remember);
+      const std::vector<Submission> submissions =
+          scheduler_.submit_all(specs, [&](const std::vector<std::pair<std::size_t, JobId>>& submitted) {
+            for (const auto& [i, id] : submitted) remember(i, id);
+            save_ledger();
+          });
       for (std::size_t i = 0; i < batch.size(); ++i) {
         progress.started(batch[i].label);
         ++result.ran;
@@ -401,38 +349,6 @@ SweepOutcome SweepRunner::collect() {
     result.states.push_back(std::move(state));
   }
   return result;
-}
-
-void SweepRunner::cancel_all_in_flight() {
-  std::vector<JobId> ids;
-  for (const auto& [id, job] : in_flight_) ids.push_back(id);
-  if (ids.empty()) return;
-  const CancelOutcome outcome = scheduler_.cancel_all(ids);
-  not_cancelled_.insert(outcome.not_cancelled.begin(), outcome.not_cancelled.end());
-  if (!outcome.not_cancelled.empty()) {
-    out_ << fmt::format("harness: {} job(s) could not be cancelled ({}); they stay in {}: `harness cancel {}` "
-                        "tries again\n",
-                        outcome.not_cancelled.size(), outcome.error, directory_.ledger_path(), directory_.path());
-  }
-}
-
-int SweepRunner::cancel_in_flight() {
-  loop(Submit::kNone, false);
-  const std::size_t asked = in_flight_.size();
-  if (asked == 0) return 0;
-  cancel_all_in_flight();
-  Progress progress(0, false, scheduler_.max_parallel(), out_);
-  // The scheduler reports jobs it cancelled as interrupted (or completed, if they finished first).
-  for (int round = 0; round < 30 && in_flight_.size() > not_cancelled_.size(); ++round) {
-    for (const JobResult& ended : scheduler_.poll(1.0)) record_ended(ended, progress);
-  }
-  save_ledger();
-  settle_measurements();
-  if (!not_cancelled_.empty()) {
-    throw LaunchError(fmt::format("{} of {} job(s) could not be cancelled; they stay in {}", not_cancelled_.size(),
-                                  asked, directory_.ledger_path()));
-  }
-  return static_cast<int>(asked);
 }
 
 }  // namespace harness

@@ -126,6 +126,7 @@ class SweepRunner {
   std::set<std::string> settled_;  // ids of points whose measurements files may go
   int records_not_written_ = 0;
   std::set<JobId> not_cancelled_;  // asked to cancel, still running: kept in the ledger
+  std::optional<std::set<JobId>> saved_ledger_ids_;  // the jobs the ledger on disk names
 };
 
 }  // namespace harness

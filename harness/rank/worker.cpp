@@ -150,7 +150,9 @@ class OutputFile {
   void write(Measurements measurements, const RankPhases& phases, bool complete) const {
     measurements.complete = complete;
     measurements.phases = phases;
-    write_file_atomically(path_, to_json(measurements).dump(1));
+    // Partial writes need not reach the disk: the final one replaces them and is durable.
+    write_file_atomically(path_, to_json(measurements).dump(1),
+                          complete ? Durability::kDurable : Durability::kReplaceable);
   }
 
   std::string path_;

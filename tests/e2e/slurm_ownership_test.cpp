@@ -42,7 +42,7 @@ for a in "$@"; do case $a in --format=*) format=${a#--format=};; esac; done
 [[ -f $state/jobs ]] || exit 0
 while IFS='|' read -r id st comment; do
   if grep -qx "$id" "$state/cancelled" 2>/dev/null; then st=CANCELLED; fi
-  if [[ $format == "%i|%k" ]]; then echo "$id|$comment"; else echo "$id|$st|None|"; fi
+  if [[ $format == "%F|%k" ]]; then echo "$id|$comment"; else echo "$id|$st|None|"; fi
 done < "$state/jobs"
 )sh";
 constexpr const char* kScancel = R"sh(#!/bin/bash
@@ -215,6 +215,25 @@ TEST(SlurmOwnership, AHangUpCancelsTheJobsInFlightLikeCtrlC) {
   EXPECT_EQ(ended->exit_code, 130) << read_text(cluster.dir / "run.log");
   EXPECT_EQ(cluster.text("scancel_calls"), "1001 1002\n");
   EXPECT_TRUE(cluster.ledger_jobs().empty());
+}
+
+// `nohup harness run ...`: a hang-up the caller ignores stays ignored, and the jobs go on.
+TEST(SlurmOwnership, AHangUpUnderNohupIsIgnored) {
+  FakeCluster cluster = fake_cluster("nohup", kPerPoint, 2);
+  ProcessRequest request = harness_request({"run", cluster.experiment.string(), "--out", cluster.out.string()},
+                                           cluster.dir / "run.log", cluster.environment);
+  request.argv.insert(request.argv.begin(), {"bash", "-c", "trap '' HUP; exec \"$@\"", "nohup-like"});
+  ChildProcess harness(request);
+  const auto start = Clock::now();
+  while (cluster.sbatch_calls() < 2 || read_text(cluster.out / "jobs" / "ledger.json").find("1002") == std::string::npos) {
+    ASSERT_LT(seconds_since(start), 60) << read_text(cluster.dir / "run.log");
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ::kill(harness.pid(), SIGHUP);
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  EXPECT_FALSE(harness.poll()) << read_text(cluster.dir / "run.log");
+  EXPECT_EQ(cluster.text("scancel_calls"), "");
+  EXPECT_EQ(cluster.ledger_jobs().size(), 2U) << cluster.ledger().dump(1);
 }
 
 TEST(SlurmOwnership, ACancelledPacksUnstartedPointsAreLostAndRunAgainWithRetryFailed) {

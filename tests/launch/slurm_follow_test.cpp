@@ -209,7 +209,7 @@ TEST(JobLedger, RoundTripsAndANewOneHasASweepId) {
   EXPECT_EQ(ledger.sweep_id.size(), 8U);
   EXPECT_TRUE(ledger.entries.empty());
   ledger.launcher = {{"name", "slurm"}, {"mode", "pack"}};
-  ledger.entries.push_back({"p000-1", "0000abcd", "pack:12", "/m.json", {"srun", "x"}, 1.5, std::nullopt});
+  ledger.entries.push_back({"p000-1", "0000abcd", "pack:12", "/m.json", {"srun", "x"}, 1.5, std::nullopt, ""});
   write_ledger(directory, ledger);
   const JobLedger read = read_ledger(directory);
   EXPECT_EQ(read.sweep_id, ledger.sweep_id);

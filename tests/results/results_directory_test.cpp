@@ -67,9 +67,9 @@ TEST(ResultsDirectory, ListsEveryRunsMeasurementsOfAPoint) {
   const fs::path dir = fresh_directory("measurements");
   const ResultsDirectory directory(dir.string());
   fs::create_directories(directory.logs_dir());
-  for (const std::string& name : {"p000-ab.1-1.measurements.json", "p000-ab.2-2.measurements.json", "p000-ab.log",
+  for (const std::string_view name : {"p000-ab.1-1.measurements.json", "p000-ab.2-2.measurements.json", "p000-ab.log",
                                   "p000-ab.trace.json", "p001-cd.1-1.measurements.json"}) {
-    std::ofstream(directory.logs_dir() + "/" + name) << "{}";
+    std::ofstream(directory.logs_dir() + "/" + std::string(name)) << "{}";
   }
   EXPECT_EQ(directory.measurements_files("p000-ab"),
             (std::vector<std::string>{directory.measurements_path("p000-ab", "1-1"),

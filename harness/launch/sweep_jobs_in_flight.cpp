@@ -1,0 +1,121 @@
+// SweepRunner's jobs in flight: the ledger that remembers them for a later run, adopting the jobs
+// an earlier run left, and cancelling them.
+#include <algorithm>
+#include <iterator>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "harness/common/errors.h"
+#include "harness/common/files.h"
+#include "harness/launch/progress.h"
+#include "harness/launch/sweep_runner.h"
+
+namespace harness {
+namespace fs = std::filesystem;
+
+namespace {
+
+Json launcher_json(const LauncherSpec& spec) {
+  Json json = spec.options.is_object() ? spec.options : Json::object();
+  json["name"] = spec.name;
+  return json;
+}
+
+}  // namespace
+
+void SweepRunner::adopt_ledger_jobs(const std::vector<const Point*>& candidates) {
+  ledger_ = read_ledger(directory_);
+  if (!ledger_.entries.empty() && ledger_.launcher.value("name", "") != scheduler_.name()) {
+    throw ConfigError(fmt::format(
+        "{}: {} point(s) have jobs in flight through the {} launcher ({}); follow them with --launcher "
+        "{}, see them with `harness status {}` or stop them with `harness cancel {}`",
+        directory_.path(), ledger_.entries.size(), ledger_.launcher.value("name", "?"),
+        directory_.ledger_path(), ledger_.launcher.value("name", "?"), directory_.path(), directory_.path()));
+  }
+  if (ledger_.entries.empty()) ledger_.launcher = launcher_json(experiment_.launcher);
+  scheduler_.prepare({directory_.jobs_dir(), ledger_.sweep_id, fs::current_path().string()});
+  for (const auto& entry : ledger_.entries) {
+    const auto point = std::find_if(candidates.begin(), candidates.end(), [&](const Point* candidate) {
+      return candidate->id == entry.point_id && candidate->key.hash() == entry.key;
+    });
+    if (point == candidates.end()) continue;
+    InFlight job;
+    job.point = *point;
+    job.job = job_for(**point, directory_, options_.rank_programs, run_id_);
+    job.job.measurements_path = entry.measurements_path;
+    // The submitted job's output path (the argument after --output; --timeline may follow it).
+    const auto output = std::find(job.job.argv.begin(), job.job.argv.end(), "--output");
+    if (output != job.job.argv.end() && std::next(output) != job.job.argv.end()) {
+      *std::next(output) = entry.measurements_path;
+    }
+    job.job.attempt = entry.attempt;
+    job.command = entry.command;
+    job.label = label(**point);
+    job.submitted_at = entry.submitted_at;
+    job.build = entry.build;
+    if (const auto id = scheduler_.adopt(job.job, entry.external_id)) in_flight_.emplace(*id, std::move(job));
+  }
+  save_ledger();  // without the entries of points that have records or left the sweep
+}
+
+void SweepRunner::save_ledger() {
+  if (!scheduler_.jobs_outlive_harness()) return;
+  // Called after every poll: rewritten (and fsync'd) only when the jobs in flight changed.
+  std::set<JobId> ids;
+  for (const auto& [id, job] : in_flight_) ids.insert(id);
+  if (saved_ledger_ids_ == ids) return;
+  ledger_.entries.clear();
+  for (const auto& [id, job] : in_flight_) {
+    ledger_.entries.push_back({job.point->id, job.point->key.hash(), scheduler_.external_id(id),
+                               job.job.measurements_path, job.command, job.submitted_at, job.build,
+                               job.job.attempt});
+  }
+  write_ledger(directory_, ledger_);
+  saved_ledger_ids_ = std::move(ids);
+}
+
+void SweepRunner::settle_measurements() {
+  std::set<std::string> in_use;
+  for (const auto& [id, job] : in_flight_) in_use.insert(job.job.measurements_path);
+  for (const std::string& point_id : settled_) {
+    for (const std::string& file : directory_.measurements_files(point_id)) {
+      if (!in_use.count(file)) remove_if_present(file);
+    }
+  }
+  settled_.clear();
+}
+
+void SweepRunner::cancel_all_in_flight() {
+  std::vector<JobId> ids;
+  for (const auto& [id, job] : in_flight_) ids.push_back(id);
+  if (ids.empty()) return;
+  const CancelOutcome outcome = scheduler_.cancel_all(ids);
+  not_cancelled_.insert(outcome.not_cancelled.begin(), outcome.not_cancelled.end());
+  if (!outcome.not_cancelled.empty()) {
+    out_ << fmt::format("harness: {} job(s) could not be cancelled ({}); they stay in {}: `harness cancel {}` "
+                        "tries again\n",
+                        outcome.not_cancelled.size(), outcome.error, directory_.ledger_path(), directory_.path());
+  }
+}
+
+int SweepRunner::cancel_in_flight() {
+  loop(Submit::kNone, false);
+  const std::size_t asked = in_flight_.size();
+  if (asked == 0) return 0;
+  cancel_all_in_flight();
+  Progress progress(0, false, scheduler_.max_parallel(), out_);
+  // The scheduler reports jobs it cancelled as interrupted (or completed, if they finished first).
+  for (int round = 0; round < 30 && in_flight_.size() > not_cancelled_.size(); ++round) {
+    for (const JobResult& ended : scheduler_.poll(1.0)) record_ended(ended, progress);
+  }
+  save_ledger();
+  settle_measurements();
+  if (!not_cancelled_.empty()) {
+    throw LaunchError(fmt::format("{} of {} job(s) could not be cancelled; they stay in {}", not_cancelled_.size(),
+                                  asked, directory_.ledger_path()));
+  }
+  return static_cast<int>(asked);
+}
+
+}  // namespace harness
