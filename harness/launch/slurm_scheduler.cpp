@@ -158,10 +158,7 @@ std::vector<Submission> SlurmScheduler::submit_all(const std::vector<JobSpec>& j
     const std::string script_path = fmt::format("{}/scripts/{}-{}.sh", context_.jobs_dir, first.name, mode_name(batch.mode));
     std::vector<std::pair<std::size_t, JobId>> made;
     try {
-      for (const std::size_t i : batch.jobs) {
-        std::error_code ignored;
-        fs::remove(status_path(jobs[i]), ignored);
-      }
+      for (const std::size_t i : batch.jobs) remove_if_present(status_path(jobs[i]));
       write_file_atomically(script_path, render_job_script(template_text_, script_for(batch, jobs)));
       const std::string slurm_id = submit_script(script_path, comment_for(batch, jobs));
       for (std::size_t task = 0; task < batch.jobs.size(); ++task) {
