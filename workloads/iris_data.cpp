@@ -8,6 +8,7 @@
 
 #include "harness/common/errors.h"
 #include "harness/common/files.h"
+#include "harness/common/resources.h"
 #include "harness/common/text.h"
 #include "harness/common/shuffle.h"
 
@@ -23,7 +24,7 @@ std::string default_iris_path() {
   if (const char* directory = std::getenv("HARNESS_DATA_DIR"); directory != nullptr) {
     return std::string(directory) + "/iris.csv";
   }
-  return std::string(HARNESS_SOURCE_DATA_DIR) + "/iris.csv";
+  return (resource_directory().path / "data" / "iris.csv").string();
 }
 
 IrisData load_iris_csv(const std::string& path) {

@@ -16,7 +16,8 @@ struct IrisData {
   int64_t rows() const { return static_cast<int64_t>(labels.size()); }
 };
 
-// The CSV shipped with the harness: $HARNESS_DATA_DIR/iris.csv, else <source tree>/data/iris.csv.
+// The CSV shipped with the harness: $HARNESS_DATA_DIR/iris.csv, else data/iris.csv of the
+// harness's resources (PREFIX/share/harness when installed, the source tree otherwise).
 std::string default_iris_path();
 
 // Reads "sepal_length,sepal_width,petal_length,petal_width,species" rows (header first).

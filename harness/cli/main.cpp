@@ -19,6 +19,7 @@
 #include "harness/study/schema.h"
 #include "harness/study/settings.h"
 #include "harness/common/text.h"
+#include "harness/common/resources.h"
 #include "harness/common/version.h"
 #include "harness/rank/worker.h"
 #include "workloads/registry.h"
@@ -81,8 +82,10 @@ int main(int argc, char** argv) {
   }
 
   CLI::App app{"harness: scaling studies of data-parallel training over MPI"};
-  app.set_version_flag("--version", fmt::format("harness {} ({})", harness::kHarnessVersion,
-                                                harness::git_commit()));
+  // The first line is what `builds` probes parse; the second says where run-time files are read.
+  app.set_version_flag("--version", fmt::format("harness {} ({})\n{}", harness::kHarnessVersion,
+                                                harness::git_commit(),
+                                                harness::describe_resources(harness::resource_directory())));
   app.require_subcommand(1);
   app.footer(names_help());
 

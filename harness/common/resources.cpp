@@ -1,0 +1,33 @@
+#include "harness/common/resources.h"
+
+#include <system_error>
+
+#include <fmt/format.h>
+
+namespace harness {
+
+ResourceDirectory resource_directory_for(const std::filesystem::path& executable,
+                                         const std::filesystem::path& source_tree) {
+  const std::filesystem::path bin = executable.parent_path();
+  if (bin.filename() == "bin") {
+    const std::filesystem::path shared = bin.parent_path() / "share" / "harness";
+    std::error_code error;
+    // The experiments folder marks an install: a build tree's bin/ (or a user's ~/bin holding a
+    // copied binary) has none beside it, and then the source tree it was built from is used.
+    if (std::filesystem::is_directory(shared / "experiments", error)) return {shared, true};
+  }
+  return {source_tree, false};
+}
+
+ResourceDirectory resource_directory() {
+  std::error_code error;
+  const std::filesystem::path executable = std::filesystem::read_symlink("/proc/self/exe", error);
+  return resource_directory_for(error ? std::filesystem::path() : executable, HARNESS_SOURCE_DIR);
+}
+
+std::string describe_resources(const ResourceDirectory& resources) {
+  return fmt::format("resources: {} ({})", resources.path.string(),
+                     resources.installed ? "installed" : "source tree");
+}
+
+}  // namespace harness
