@@ -28,7 +28,10 @@ int plot_command(const std::string& results_dir) {
       throw Error(fmt::format("{}: no records of this experiment's points in {}", results_dir,
                               directory.points_dir()));
     }
-    print_reports(write_reports(set, directory), directory);
+    const WrittenReports written = write_reports(set, directory);
+    print_reports(written, directory);
+    // Drawing is what was asked for here: without gnuplot the command has not done it.
+    if (!written.plots_not_drawn.empty()) return kExitFailure;
   } catch (const Error& error) {
     return report_error(error);
   }

@@ -31,6 +31,12 @@ void print_reports(const WrittenReports& written, const ResultsDirectory& direct
     std::cout << ")\n";
   }
   if (!written.html.empty()) std::cout << "report:  " << written.html << "\n";
+  if (!written.plots_not_drawn.empty()) {
+    std::cout.flush();
+    std::cerr << fmt::format("harness: warning: no plots drawn ({}); install gnuplot-nox (bash .ci/install-deps), "
+                             "then draw them with: harness plot {}\n",
+                             written.plots_not_drawn, directory.path());
+  }
 }
 
 // A point whose record could not be written is lost from every report: say so last, with where

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "harness/common/files.h"
+#include "harness/common/process.h"
 #include "harness/results/comm_report.h"
 #include "harness/results/html_report.h"
 #include "harness/results/plots.h"
@@ -33,11 +34,15 @@ WrittenReports write_reports(const ResultSet& set, const ResultsDirectory& direc
   }
   written.console = report.console_table(set);
   std::filesystem::create_directories(directory.plots_dir());  // plots/ may have been deleted
-  written.images = draw_plots(report.plot_data(set), set, directory.plots_dir());
-  if (const auto timeline = timeline_plot(set, directory)) {
-    for (auto& image : draw_plots({{"timeline", timeline->data}}, set, directory.plots_dir(),
-                                  {{"TIMELINE_POINT", timeline->description}})) {
-      written.images.push_back(std::move(image));
+  if (find_program("gnuplot").empty()) {
+    written.plots_not_drawn = "gnuplot not found on PATH";
+  } else {
+    written.images = draw_plots(report.plot_data(set), set, directory.plots_dir());
+    if (const auto timeline = timeline_plot(set, directory)) {
+      for (auto& image : draw_plots({{"timeline", timeline->data}}, set, directory.plots_dir(),
+                                    {{"TIMELINE_POINT", timeline->description}})) {
+        written.images.push_back(std::move(image));
+      }
     }
   }
   written.html = write_html_report(set, directory);

@@ -33,11 +33,14 @@ struct WrittenReports {
   std::vector<std::string> images;  // paths
   std::string console;              // the table, to print
   std::string html;                 // report.html (html_report.h)
+  // Why no plot was drawn ("" when they were): gnuplot is not on PATH. The records, tables and
+  // report stand without plots, so a run is not failed for it; `harness plot DIR` draws them later.
+  std::string plots_not_drawn;
 };
 
 // Writes the tables, draws the plots (with the timeline of a traced point) and writes report.html
-// of `set` into `directory`. Throws Error when a file
-// cannot be written or gnuplot is missing or fails.
+// of `set` into `directory`; without gnuplot on PATH, all but the plots (plots_not_drawn says so).
+// Throws Error when a file cannot be written or gnuplot fails.
 WrittenReports write_reports(const ResultSet& set, const ResultsDirectory& directory);
 
 }  // namespace harness

@@ -52,7 +52,7 @@ TEST(Builds, EachPointRunsItsBuildsBinaryAndCheckComparesHeadWithBaseInOneRun) {
   const HarnessRun run = run_harness({"run", builds.experiment.string(), "--out", results.string(), "--build",
                                       "base=base/build/harness", "--build", "head=" + builds.head.string()},
                                      builds.dir / "run.log");
-  ASSERT_EQ(run.outcome.exit_code, 0) << joined(run.output);
+  ASSERT_EQ(run.outcome.exit_code, 0) << explained(run);
   const std::string output = joined(run.output);
   EXPECT_NE(output.find("[2/12] p001-"), std::string::npos) << output;
   EXPECT_NE(output.find(" build=\"head\" repeat=1/3 ok"), std::string::npos) << output;
@@ -96,7 +96,7 @@ TEST(Builds, EachPointRunsItsBuildsBinaryAndCheckComparesHeadWithBaseInOneRun) {
   const HarnessRun again = run_harness({"run", builds.experiment.string(), "--out", results.string(), "--build",
                                         "base=" + builds.base.string(), "--build", "head=" + builds.head.string()},
                                        builds.dir / "again.log");
-  EXPECT_EQ(again.outcome.exit_code, 0) << joined(again.output);
+  EXPECT_EQ(again.outcome.exit_code, 0) << explained(again);
   EXPECT_NE(joined(again.output).find("12 point(s) kept from an earlier run"), std::string::npos) << joined(again.output);
 
   // Head against base in one run, interleaved: an A/A comparison passes (the threshold leaves the
@@ -105,7 +105,7 @@ TEST(Builds, EachPointRunsItsBuildsBinaryAndCheckComparesHeadWithBaseInOneRun) {
                                         "busbw=60%", "--threshold", "reduce_time=60%", "--json",
                                         (builds.dir / "check.json").string()},
                                        builds.dir / "check.log");
-  EXPECT_EQ(check.outcome.exit_code, 0) << joined(check.output);
+  EXPECT_EQ(check.outcome.exit_code, 0) << explained(check);
   const Json verdicts = read_json_file((builds.dir / "check.json").string());
   EXPECT_EQ(verdicts["counts"]["REGRESSION"], 0) << verdicts.dump(1);
   ASSERT_EQ(verdicts["rows"].size(), 8U);  // head's 2 backends x 2 sizes x 2 metrics
@@ -128,7 +128,7 @@ TEST(Builds, ADelayInOneBuildFailsTheGateNamingThatBuild) {
       {"run", file.string(), "--out", results.string(), "--sweep",
        R"({"zip": {"build": ["base", "head"], "inject_comm_delay_us": [0, 300]}})"},
       builds.dir / "run.log");
-  ASSERT_EQ(run.outcome.exit_code, 0) << joined(run.output);
+  ASSERT_EQ(run.outcome.exit_code, 0) << explained(run);
   EXPECT_EQ(records_of(results).size(), 12U);  // no second build axis
   const HarnessRun check = run_harness({"check", results.string(), "--against", R"({"build": "base"})", "--json",
                                         (builds.dir / "check.json").string()},
@@ -172,7 +172,7 @@ TEST(Builds, ABuildThatIsNoHarnessIsRefusedBeforeAnythingRuns) {
   text.insert(text.find("\"settings\""), R"("builds": {"base": "base/build/harness", "head": "head/build/harness"}, )");
   const fs::path file = write_experiment(builds.dir, text);
   const HarnessRun plan = run_harness({"run", file.string(), "--dry-run", "--set", "build=base"}, builds.dir / "plan.log");
-  EXPECT_EQ(plan.outcome.exit_code, 0) << joined(plan.output);
+  EXPECT_EQ(plan.outcome.exit_code, 0) << explained(plan);
   EXPECT_NE(joined(plan.output).find("total: 6 point(s)"), std::string::npos) << joined(plan.output);
   EXPECT_NE(joined(plan.output).find(builds.base.string() + " worker"), std::string::npos) << joined(plan.output);
   EXPECT_EQ(joined(plan.output).find(builds.head.string()), std::string::npos) << joined(plan.output);
@@ -183,7 +183,7 @@ TEST(Builds, ABaselineFromAnotherMachineIsNotComparableWithoutTheFlag) {
   const fs::path file = write_experiment(dir, kGate);
   const fs::path results = dir / "now";
   const HarnessRun run = run_harness({"run", file.string(), "--out", results.string()}, dir / "run.log");
-  ASSERT_EQ(run.outcome.exit_code, 0) << joined(run.output);
+  ASSERT_EQ(run.outcome.exit_code, 0) << explained(run);
   // The same records, as if from a machine with another CPU.
   const fs::path other = dir / "other";
   fs::copy(results, other, fs::copy_options::recursive);
@@ -205,7 +205,7 @@ TEST(Builds, ABaselineFromAnotherMachineIsNotComparableWithoutTheFlag) {
       {"check", results.string(), "--baseline", other.string(), "--allow-other-machine", "--threshold", "busbw=60%",
        "--threshold", "reduce_time=60%"},
       dir / "allowed.log");
-  EXPECT_EQ(allowed.outcome.exit_code, 0) << joined(allowed.output);
+  EXPECT_EQ(allowed.outcome.exit_code, 0) << explained(allowed);
   EXPECT_NE(joined(allowed.output).find("note: compared across machines (--allow-other-machine)"), std::string::npos)
       << joined(allowed.output);
 }

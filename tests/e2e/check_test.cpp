@@ -30,7 +30,7 @@ fs::path run_into(const fs::path& dir, const std::string& name, const std::strin
   std::vector<std::string> arguments = {"run", file.string(), "--out", (dir / name).string()};
   for (const auto& set : sets) arguments.insert(arguments.end(), {"--set", set});
   const HarnessRun run = run_harness(arguments, dir / (name + ".log"));
-  EXPECT_EQ(run.outcome.exit_code, 0) << joined(run.output);
+  EXPECT_EQ(run.outcome.exit_code, 0) << explained(run);
   return dir / name;
 }
 
@@ -56,7 +56,7 @@ TEST(Check, ARunAgainstItselfPassesAndAnInjectedDelayIsARegressionInEveryOutput)
   EXPECT_EQ(read_json_file((delayed / "experiment.json").string())["settings"]["inject_comm_delay_us"], 300);
 
   const HarnessRun self = check(dir, {plain.string(), "--baseline", plain.string(), "--strict"});
-  EXPECT_EQ(self.outcome.exit_code, 0) << joined(self.output);
+  EXPECT_EQ(self.outcome.exit_code, 0) << explained(self);
   EXPECT_NE(joined(self.output).find("0 regression(s), 0 inconclusive, 0 missing"), std::string::npos)
       << joined(self.output);
 
@@ -148,7 +148,7 @@ TEST(Check, AgainstAReferenceOfTheSameRunAndAgainstABaselinesRatio) {
   // The plain run checked the same way against itself: nothing moved.
   const HarnessRun steady =
       check(dir, {plain.string(), "--against", R"({"backend": "allreduce"})", "--baseline", plain.string()});
-  EXPECT_EQ(steady.outcome.exit_code, 0) << joined(steady.output);
+  EXPECT_EQ(steady.outcome.exit_code, 0) << explained(steady);
 }
 
 TEST(Check, TwoRepeatsAreInconclusiveAndSayHowManyAreNeeded) {
@@ -159,7 +159,7 @@ TEST(Check, TwoRepeatsAreInconclusiveAndSayHowManyAreNeeded) {
   const std::vector<std::string> arguments = {second.string(), "--baseline", first.string(), "--floor", "busbw=0",
                                               "--floor", "reduce_time=0"};
   const HarnessRun lenient = check(dir, arguments);
-  EXPECT_EQ(lenient.outcome.exit_code, 0) << joined(lenient.output);
+  EXPECT_EQ(lenient.outcome.exit_code, 0) << explained(lenient);
   EXPECT_NE(joined(lenient.output).find("(--strict would exit 3)"), std::string::npos) << joined(lenient.output);
   std::vector<std::string> strict = arguments;
   strict.push_back("--strict");
@@ -181,7 +181,7 @@ TEST(Check, MissingAndNewlyFailingPointsAreListedNeverDropped) {
   ASSERT_EQ(ring_records.size(), 3U);
   for (const auto& path : ring_records) fs::remove(path);
   const HarnessRun missing = check(dir, {partial.string(), "--baseline", baseline.string()});
-  EXPECT_EQ(missing.outcome.exit_code, 0) << joined(missing.output);
+  EXPECT_EQ(missing.outcome.exit_code, 0) << explained(missing);
   EXPECT_NE(joined(missing.output).find("MISSING        p001-"), std::string::npos) << joined(missing.output);
   EXPECT_NE(joined(missing.output).find("no record in the current run"), std::string::npos);
   EXPECT_EQ(check(dir, {partial.string(), "--baseline", baseline.string(), "--strict"}).outcome.exit_code, 4);
@@ -207,7 +207,7 @@ TEST(Check, MissingAndNewlyFailingPointsAreListedNeverDropped) {
       << joined(failed.output);
   // Failing on both sides is no new regression.
   const HarnessRun both = check(dir, {failing.string(), "--baseline", failing.string()});
-  EXPECT_EQ(both.outcome.exit_code, 0) << joined(both.output);
+  EXPECT_EQ(both.outcome.exit_code, 0) << explained(both);
   EXPECT_NE(joined(both.output).find("failing on both sides"), std::string::npos) << joined(both.output);
 }
 

@@ -79,6 +79,24 @@ std::string joined(const std::vector<std::string>& lines) {
   return text;
 }
 
+std::string explained(const HarnessRun& run) {
+  constexpr std::size_t kLogTailLines = 60;
+  std::string text = joined(run.output);
+  const std::string marker = "log: ";
+  for (const auto& line : run.output) {
+    const std::size_t at = line.find(marker);
+    if (at == std::string::npos || line.find_first_not_of(' ') != at) continue;
+    const fs::path log = line.substr(at + marker.size());
+    std::vector<std::string> lines;
+    std::ifstream in(log);
+    for (std::string log_line; std::getline(in, log_line);) lines.push_back(log_line);
+    const std::size_t first = lines.size() > kLogTailLines ? lines.size() - kLogTailLines : 0;
+    text += "--- last lines of " + log.string() + " ---\n";
+    for (std::size_t i = first; i < lines.size(); ++i) text += lines[i] + "\n";
+  }
+  return text;
+}
+
 std::string read_text(const fs::path& path) {
   std::ifstream in(path);
   return std::string(std::istreambuf_iterator<char>(in), {});

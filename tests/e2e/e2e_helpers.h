@@ -42,6 +42,11 @@ std::vector<std::map<std::string, std::string>> read_csv(const fs::path& path);
 
 std::string joined(const std::vector<std::string>& lines);
 
+// What a failed assertion on a run should show: its output, then the last lines of every point
+// log the output names ("    log: PATH" under a FAILED point), where a rank's own error and
+// Open MPI's backtrace are. A crash seen once in CI is then diagnosable from CI's output alone.
+std::string explained(const HarnessRun& run);
+
 // A whole file as text ("" when it cannot be read).
 std::string read_text(const fs::path& path);
 

@@ -26,7 +26,7 @@ const char* kTinyIris = R"({"name": "tiny", "settings": {"workload": "iris_mlp",
 fs::path tiny_run(const fs::path& dir) {
   const fs::path experiment = write_experiment(dir, kTinyIris);
   const HarnessRun run = run_harness({"run", experiment.string(), "--out", (dir / "out").string()}, dir / "run.log");
-  EXPECT_EQ(run.outcome.exit_code, 0) << joined(run.output);
+  EXPECT_EQ(run.outcome.exit_code, 0) << explained(run);
   return dir / "out";
 }
 
@@ -150,7 +150,7 @@ TEST(Files, CheckRefusesOutputsThatAreSpecialFilesLinksOrTheRunsOwn) {
   EXPECT_EQ(read_text(out / "experiment.json"), experiment);
   EXPECT_EQ(read_text(record), record_text);
   const HarnessRun plot = run_harness({"plot", out.string()}, dir / "plot.log");
-  EXPECT_EQ(plot.outcome.exit_code, 0) << joined(plot.output);
+  EXPECT_EQ(plot.outcome.exit_code, 0) << explained(plot);
 }
 
 // --fresh submits every point again; one whose submission is refused (its log cannot be opened:
@@ -178,7 +178,7 @@ TEST(Files, FreshRunWhoseSubmissionIsRefusedKeepsTheOldRecord) {
   const fs::path leftover = out / "logs" / (id + ".20000101T000000Z-1.measurements.json");
   std::ofstream(leftover) << "{}";
   run = run_harness({"run", experiment.string(), "--out", out.string()}, dir / "resume.log");
-  EXPECT_EQ(run.outcome.exit_code, 0) << joined(run.output);
+  EXPECT_EQ(run.outcome.exit_code, 0) << explained(run);
   EXPECT_NE(joined(run.output).find("kept (completed in an earlier run)"), std::string::npos) << joined(run.output);
   EXPECT_EQ(read_text(record), before);
   EXPECT_FALSE(fs::exists(leftover)) << "a killed run's measurements accumulate";

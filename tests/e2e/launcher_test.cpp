@@ -54,7 +54,7 @@ TEST(Launchers, SimulatedHostsRunPointsAcrossNodesAndRecordsListThem) {
              "sweep": {"backend": ["hier", "allreduce"]}, )" + launcher + "}");
   const fs::path out = dir / "out";
   const HarnessRun run = run_harness({"run", experiment.string(), "--out", out.string()}, dir / "run.log");
-  ASSERT_EQ(run.outcome.exit_code, 0) << joined(run.output);
+  ASSERT_EQ(run.outcome.exit_code, 0) << explained(run);
   EXPECT_NE(joined(run.output).find("inter"), std::string::npos) << joined(run.output);
   int records = 0;
   for (const auto& entry : fs::directory_iterator(out / "points")) {
@@ -96,7 +96,7 @@ TEST(Launchers, RetryFailedRunsOnlyFailedLostRetryableAndMissingPoints) {
   // records[5] stays ok.
   const HarnessRun retry = run_harness({"run", experiment.string(), "--out", out.string(), "--retry-failed"},
                                        dir / "2.log");
-  ASSERT_EQ(retry.outcome.exit_code, 0) << joined(retry.output);
+  ASSERT_EQ(retry.outcome.exit_code, 0) << explained(retry);
   EXPECT_NE(line_of(retry, "[1/6]").find("kept (timeout in an earlier run; --retry-failed keeps it)"),
             std::string::npos) << joined(retry.output);
   EXPECT_NE(line_of(retry, "[5/6]").find("kept (oom in an earlier run"), std::string::npos) << joined(retry.output);
@@ -107,13 +107,13 @@ TEST(Launchers, RetryFailedRunsOnlyFailedLostRetryableAndMissingPoints) {
   EXPECT_EQ(read_json_file(records[0].string())["status"], "timeout");
   // Without the flag, everything not ok runs again.
   const HarnessRun resume = run_harness({"run", experiment.string(), "--out", out.string()}, dir / "3.log");
-  ASSERT_EQ(resume.outcome.exit_code, 0) << joined(resume.output);
+  ASSERT_EQ(resume.outcome.exit_code, 0) << explained(resume);
   EXPECT_NE(line_of(resume, "[1/6]").find(" ok ("), std::string::npos) << joined(resume.output);
   EXPECT_NE(line_of(resume, "[5/6]").find(" ok ("), std::string::npos) << joined(resume.output);
   for (const auto& row : read_csv(out / "summary.csv")) EXPECT_EQ(row.at("status"), "ok");
   // `status` of a finished local run: every point done.
   const HarnessRun status = run_harness({"status", out.string()}, dir / "4.log");
-  EXPECT_EQ(status.outcome.exit_code, 0) << joined(status.output);
+  EXPECT_EQ(status.outcome.exit_code, 0) << explained(status);
   EXPECT_NE(joined(status.output).find("6 of 6 point(s) done (6 ok), 0 in flight, 0 not submitted"),
             std::string::npos) << joined(status.output);
 }
@@ -126,7 +126,7 @@ TEST(Launchers, SlurmDryRunRendersEveryScriptAndSaysWhatItWouldAskForAndCreatesN
   const fs::path out = dir / "out";
   // No SLURM_CONF: no cluster answers, so SLURM's defaults (and it says so).
   const HarnessRun run = run_harness({"run", experiment.string(), "--out", out.string(), "--dry-run"}, dir / "log");
-  ASSERT_EQ(run.outcome.exit_code, 0) << joined(run.output);
+  ASSERT_EQ(run.outcome.exit_code, 0) << explained(run);
   const std::string text = joined(run.output);
   EXPECT_NE(text.find("--- job 1 of 2: array of 3 point(s)"), std::string::npos) << text;
   EXPECT_NE(text.find("sbatch --parsable --chdir="), std::string::npos) << text;

@@ -60,7 +60,7 @@ TEST(Robustness, SecondRunIntoADirectoryInUseIsToldWhoHoldsItAndPlotStillWorks) 
   EXPECT_NE(second.output[0].find("run " + experiment.string()), std::string::npos) << second.output[0];
   // Reading does not need the lock.
   const HarnessRun plot = run_harness({"plot", out.string()}, dir / "plot.log");
-  EXPECT_EQ(plot.outcome.exit_code, 0) << joined(plot.output);
+  EXPECT_EQ(plot.outcome.exit_code, 0) << explained(plot);
 
   std::optional<ProcessOutcome> ended;
   ASSERT_TRUE(wait_until([&] { return (ended = first.poll()).has_value(); }));
@@ -84,7 +84,7 @@ TEST(Robustness, IncompleteRecordIsSetAsideWithAWarningAndItsPointRunsAgain) {
   std::ofstream(record) << json.dump();
 
   const HarnessRun again = run_harness({"run", experiment.string(), "--out", out.string()}, dir / "2.log");
-  EXPECT_EQ(again.outcome.exit_code, 0) << joined(again.output);
+  EXPECT_EQ(again.outcome.exit_code, 0) << explained(again);
   const std::string text = joined(again.output);
   EXPECT_NE(text.find("is not a complete record (status \"ok\" without measurements); its point runs again"),
             std::string::npos) << text;
@@ -210,7 +210,7 @@ TEST(Robustness, ANegativeStepTimeIsADamagedRecordNeverATableValue) {
   record["measurements"]["steps"]["step_s"][0] = -1.0;  // a hand edit: "step -1000.000 ms" before
   write_file_atomically(edited.string(), record.dump(2));
   const HarnessRun plot = run_harness({"plot", (dir / "results").string()}, dir / "plot.log");
-  EXPECT_EQ(plot.outcome.exit_code, 0) << joined(plot.output);
+  EXPECT_EQ(plot.outcome.exit_code, 0) << explained(plot);
   EXPECT_EQ(joined(plot.output).find("-1000"), std::string::npos) << joined(plot.output);
   const auto rows = read_csv(dir / "results" / "summary.csv");
   ASSERT_FALSE(rows.empty());
@@ -281,7 +281,7 @@ TEST(Robustness, DryRunOfTheSpeedupStudyPrintsEveryCommandAndStartsNothing) {
   const std::string path = (dir / "bin").string() + ":" + std::getenv("PATH");
   const fs::path experiment = fs::path(HARNESS_SOURCE_DIR) / "experiments" / "speedup.json";
   const HarnessRun run = run_harness({"run", experiment.string(), "--dry-run"}, dir / "dry.log", {{"PATH", path}});
-  EXPECT_EQ(run.outcome.exit_code, 0) << joined(run.output);
+  EXPECT_EQ(run.outcome.exit_code, 0) << explained(run);
   const std::string text = joined(run.output);
   int commands = 0;
   for (const auto& line : run.output) commands += line.rfind("    mpirun -n ", 0) == 0 ? 1 : 0;
@@ -291,6 +291,37 @@ TEST(Robustness, DryRunOfTheSpeedupStudyPrintsEveryCommandAndStartsNothing) {
   EXPECT_NE(text.find("estimated time: "), std::string::npos) << text;
   EXPECT_FALSE(fs::exists(dir / "results")) << "a dry run created a results directory";
   EXPECT_FALSE(fs::exists(marker)) << "a dry run started mpirun";
+}
+
+// Plots are an extra: a machine without gnuplot keeps the records, tables and report of a run, is
+// told how to draw them later, and `harness plot` (whose whole job is drawing) fails there.
+TEST(Robustness, WithoutGnuplotARunKeepsEverythingButThePlotsAndOnlyWarns) {
+  const fs::path dir = scratch("no_gnuplot");
+  // PATH: every program of /usr/bin (/bin is the same folder on Debian 12) but gnuplot's.
+  const fs::path bin = dir / "bin";
+  fs::create_directories(bin);
+  for (const auto& entry : fs::directory_iterator("/usr/bin")) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("gnuplot", 0) != 0) fs::create_symlink(entry.path(), bin / name);
+  }
+  const std::vector<std::pair<std::string, std::string>> no_gnuplot = {{"PATH", bin.string()}};
+  const fs::path experiment = write_experiment(dir, R"({"name": "no_gnuplot", "settings": {"workload": "iris_mlp",
+    "epochs": 2, "threads_per_rank": 1}, "sweep": {"ranks": [1, 2]}})");
+  const fs::path out = dir / "out";
+  const HarnessRun run = run_harness({"run", experiment.string(), "--out", out.string()}, dir / "run.log", no_gnuplot);
+  ASSERT_EQ(run.outcome.exit_code, 0) << explained(run);
+  EXPECT_NE(joined(run.output).find("harness: warning: no plots drawn (gnuplot not found on PATH); install gnuplot-nox "
+                                    "(bash .ci/install-deps), then draw them with: harness plot " + out.string()),
+            std::string::npos) << joined(run.output);
+  EXPECT_EQ(read_csv(out / "summary.csv").size(), 2U);
+  EXPECT_TRUE(fs::exists(out / "report.html"));
+  EXPECT_FALSE(fs::exists(out / "plots" / "speedup.svg"));
+
+  const HarnessRun plot_without = run_harness({"plot", out.string()}, dir / "plot.log", no_gnuplot);
+  EXPECT_EQ(plot_without.outcome.exit_code, 1) << joined(plot_without.output);
+  const HarnessRun plot = run_harness({"plot", out.string()}, dir / "plot.log");
+  EXPECT_EQ(plot.outcome.exit_code, 0) << joined(plot.output);
+  EXPECT_TRUE(fs::exists(out / "plots" / "speedup.svg"));
 }
 
 }  // namespace

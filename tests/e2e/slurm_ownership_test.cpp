@@ -184,7 +184,7 @@ TEST(SlurmOwnership, AJobScancelCouldNotStopStaysInTheLedger) {
   ASSERT_EQ(cluster.ledger_jobs().size(), 2U);
   std::ofstream(cluster.state / "scancel_fails") << "";
   const HarnessRun failed = cluster.harness({"cancel", cluster.out.string()}, "2.log");
-  EXPECT_NE(failed.outcome.exit_code, 0) << joined(failed.output);
+  EXPECT_NE(failed.outcome.exit_code, 0) << explained(failed);
   EXPECT_NE(joined(failed.output).find("Unable to contact slurm controller"), std::string::npos)
       << joined(failed.output);
   EXPECT_NE(joined(failed.output).find("2 of 2 job(s) could not be cancelled"), std::string::npos)
@@ -192,7 +192,7 @@ TEST(SlurmOwnership, AJobScancelCouldNotStopStaysInTheLedger) {
   EXPECT_EQ(cluster.ledger_jobs().size(), 2U);
   fs::remove(cluster.state / "scancel_fails");
   const HarnessRun cancelled = cluster.harness({"cancel", cluster.out.string()}, "3.log");
-  EXPECT_EQ(cancelled.outcome.exit_code, 0) << joined(cancelled.output);
+  EXPECT_EQ(cancelled.outcome.exit_code, 0) << explained(cancelled);
   EXPECT_TRUE(cluster.ledger_jobs().empty());
   EXPECT_EQ(cluster.text("cancelled"), "1001\n1002\n");
 }

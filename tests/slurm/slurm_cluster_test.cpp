@@ -56,7 +56,7 @@ TEST(SlurmCluster, EveryModeGivesTheRecordsTheLocalLauncherGives) {
   const fs::path local_experiment = write_experiment(dir, with_mode(kTwoRankSweep, "auto"));
   const HarnessRun local = run_harness({"run", local_experiment.string(), "--launcher", "local", "--out",
                                         (dir / "local").string()}, dir / "local.log");
-  ASSERT_EQ(local.outcome.exit_code, 0) << joined(local.output);
+  ASSERT_EQ(local.outcome.exit_code, 0) << explained(local);
   const auto local_rows = read_csv(dir / "local" / "summary.csv");
   for (const std::string mode : {"per-point", "array", "pack"}) {
     const fs::path experiment = write_experiment(dir, with_mode(kTwoRankSweep, mode));
@@ -102,7 +102,7 @@ TEST(SlurmCluster, AutoPacksPointsThatRanShortBefore) {
   // The default results directory, results/modes/<time>, under the directory of the log.
   ASSERT_EQ(run_harness({"run", experiment.string(), "--launcher", "local"}, dir / "local.log").outcome.exit_code, 0);
   const HarnessRun run = run_harness({"run", experiment.string(), "--out", (dir / "out").string()}, dir / "run.log");
-  ASSERT_EQ(run.outcome.exit_code, 0) << joined(run.output);
+  ASSERT_EQ(run.outcome.exit_code, 0) << explained(run);
   std::set<std::string> jobs;
   for (const Json& record : records(dir / "out")) jobs.insert(record["launch"]["job_id"].get<std::string>());
   EXPECT_EQ(jobs.size(), 1U) << "not one pack";
@@ -115,7 +115,7 @@ TEST(SlurmCluster, APointOnTwoNodesRunsOnBoth) {
     "settings": {"workload": "iris_mlp", "epochs": 5, "ranks": 2, "nodes": 2, "ranks_per_node": 1,
                  "timeout_s": 120}})");
   const HarnessRun run = run_harness({"run", experiment.string(), "--out", (dir / "out").string()}, dir / "run.log");
-  ASSERT_EQ(run.outcome.exit_code, 0) << joined(run.output);
+  ASSERT_EQ(run.outcome.exit_code, 0) << explained(run);
   const Json record = records(dir / "out").at(0);
   EXPECT_EQ(record["measurements"]["hosts"], Json::array({"hnode1", "hnode2"})) << record["measurements"]["hosts"];
 }
@@ -133,7 +133,7 @@ TEST(SlurmCluster, EveryMultiNodeBackendReducesExactlyAcrossTwoNodes) {
                "comm_warmup_iterations": 1},
              "sweep": {"backend": ["allreduce", "ring", "ps", "hier", "gloo"]}, )" + launcher + "}");
   const HarnessRun run = run_harness({"run", comm.string(), "--out", (dir / "comm").string()}, dir / "comm.log");
-  ASSERT_EQ(run.outcome.exit_code, 0) << joined(run.output);
+  ASSERT_EQ(run.outcome.exit_code, 0) << explained(run);
   const Json two_nodes = Json::parse(R"([{"host": "hnode1", "ranks": [0, 1]}, {"host": "hnode2", "ranks": [2, 3]}])");
   std::set<std::string> backends;
   for (const Json& record : records(dir / "comm")) {
@@ -154,7 +154,7 @@ TEST(SlurmCluster, EveryMultiNodeBackendReducesExactlyAcrossTwoNodes) {
                          launcher + "}");
   const HarnessRun training = run_harness({"run", train.string(), "--out", (dir / "train" / "out").string()},
                                           dir / "train.log");
-  ASSERT_EQ(training.outcome.exit_code, 0) << joined(training.output);
+  ASSERT_EQ(training.outcome.exit_code, 0) << explained(training);
   const std::vector<Json> trained = records(dir / "train" / "out");
   ASSERT_EQ(trained.size(), 2U);
   for (const Json& record : trained) EXPECT_EQ(record["measurements"]["nodes"], two_nodes);
@@ -222,7 +222,7 @@ TEST(SlurmCluster, AScancelledPacksUnstartedPointsAreLostAndRunAgainWithRetryFai
   EXPECT_EQ(all[2]["status"], "lost") << all[2]["reason"];
   const HarnessRun retry = run_harness({"run", experiment.string(), "--out", out.string(), "--retry-failed"},
                                        dir / "retry.log");
-  EXPECT_EQ(retry.outcome.exit_code, 0) << joined(retry.output);
+  EXPECT_EQ(retry.outcome.exit_code, 0) << explained(retry);
   EXPECT_NE(joined(retry.output).find("kept (cancelled in an earlier run"), std::string::npos) << joined(retry.output);
   const auto again = records(out);
   ASSERT_EQ(again.size(), 3U);

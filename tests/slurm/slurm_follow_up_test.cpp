@@ -71,7 +71,7 @@ TEST(SlurmFollowUp, QueriesAreOnePerPollForTheWholeSweep) {
   const HarnessRun run = run_harness({"run", experiment.string(), "--out", (dir / "out").string()}, dir / "run.log",
                                      with_path(bin));
   const double elapsed_s = seconds_since(start);
-  ASSERT_EQ(run.outcome.exit_code, 0) << joined(run.output);
+  ASSERT_EQ(run.outcome.exit_code, 0) << explained(run);
   EXPECT_EQ(calls(log, "sbatch").size(), 4U) << read_text(log);
   const std::string name = "--name=harness-" + read_ledger(ResultsDirectory((dir / "out").string())).sweep_id;
   const auto queries = calls(log, "squeue");
@@ -106,7 +106,7 @@ TEST(SlurmFollowUp, WithAccountingTheSweepIsFollowedThroughSacct) {
   const fs::path experiment = write_experiment(dir, four_points("array", "300"));
   const HarnessRun run = run_harness({"run", experiment.string(), "--out", (dir / "out").string()}, dir / "run.log",
                                      with_path(bin));
-  ASSERT_EQ(run.outcome.exit_code, 0) << joined(run.output);
+  ASSERT_EQ(run.outcome.exit_code, 0) << explained(run);
   EXPECT_EQ(read_csv(dir / "out" / "summary.csv").size(), 4U);
   EXPECT_GE(calls(log, "sacct").size(), 2U) << read_text(log);  // the probe, then the polls
   EXPECT_TRUE(calls(log, "squeue").empty()) << read_text(log);
@@ -148,7 +148,7 @@ TEST(SlurmFollowUp, AfterAKilledHarnessStatusCollectsAndAResumedRunSubmitsOnlyWh
   fs::remove(removed);
   const HarnessRun resumed = run_harness({"run", experiment.string(), "--out", out.string()}, dir / "resumed.log",
                                          with_path(bin));
-  EXPECT_EQ(resumed.outcome.exit_code, 0) << joined(resumed.output);
+  EXPECT_EQ(resumed.outcome.exit_code, 0) << explained(resumed);
   EXPECT_EQ(calls(log, "sbatch").size(), 2U) << read_text(log);
   EXPECT_TRUE(fs::exists(removed));
   EXPECT_NE(joined(resumed.output).find("3 point(s) kept"), std::string::npos) << joined(resumed.output);
@@ -161,7 +161,7 @@ TEST(SlurmFollowUp, DetachReturnsAtOnceAndStatusFollowsToTheEnd) {
   const auto start = Clock::now();
   const HarnessRun detached = run_harness({"run", experiment.string(), "--out", out.string(), "--detach"},
                                           dir / "detach.log");
-  EXPECT_EQ(detached.outcome.exit_code, 0) << joined(detached.output);
+  EXPECT_EQ(detached.outcome.exit_code, 0) << explained(detached);
   EXPECT_LT(seconds_since(start), 15);
   EXPECT_NE(joined(detached.output).find("4 point(s) submitted; follow them with: harness status"),
             std::string::npos) << joined(detached.output);
@@ -200,7 +200,7 @@ TEST(SlurmFollowUp, DetachedBuildsAreRecordedAsSubmittedAndARebuiltOneRunsAgain)
   std::vector<std::string> arguments = {"run", experiment.string(), "--out", out.string(), "--detach"};
   arguments.insert(arguments.end(), builds.begin(), builds.end());
   const HarnessRun detached = run_harness(arguments, dir / "detach.log");
-  ASSERT_EQ(detached.outcome.exit_code, 0) << joined(detached.output);
+  ASSERT_EQ(detached.outcome.exit_code, 0) << explained(detached);
   const JobLedger ledger = read_ledger(ResultsDirectory(out.string()));
   ASSERT_EQ(ledger.entries.size(), 4U);
   std::map<std::string, std::string> submitted;  // build -> fingerprint
@@ -231,7 +231,7 @@ TEST(SlurmFollowUp, DetachedBuildsAreRecordedAsSubmittedAndARebuiltOneRunsAgain)
   std::vector<std::string> resume = {"run", experiment.string(), "--out", out.string()};
   resume.insert(resume.end(), builds.begin(), builds.end());
   const HarnessRun resumed = run_harness(resume, dir / "resumed.log");
-  EXPECT_EQ(resumed.outcome.exit_code, 0) << joined(resumed.output);
+  EXPECT_EQ(resumed.outcome.exit_code, 0) << explained(resumed);
   EXPECT_NE(joined(resumed.output).find("2 point(s) kept"), std::string::npos) << joined(resumed.output);
   for (const Json& record : records(out)) {
     if (record["build"]["name"] == "head") {
@@ -246,9 +246,9 @@ TEST(SlurmFollowUp, CancelStopsTheJobsInFlightAndTheirPointsRunAgainOnResume) {
   const fs::path out = dir / "out";
   const HarnessRun detached = run_harness({"run", experiment.string(), "--out", out.string(), "--detach"},
                                           dir / "detach.log");
-  ASSERT_EQ(detached.outcome.exit_code, 0) << joined(detached.output);
+  ASSERT_EQ(detached.outcome.exit_code, 0) << explained(detached);
   const HarnessRun cancel = run_harness({"cancel", out.string()}, dir / "cancel.log");
-  EXPECT_EQ(cancel.outcome.exit_code, 0) << joined(cancel.output);
+  EXPECT_EQ(cancel.outcome.exit_code, 0) << explained(cancel);
   EXPECT_NE(joined(cancel.output).find("cancelled 4 job(s)"), std::string::npos) << joined(cancel.output);
   EXPECT_TRUE(read_ledger(ResultsDirectory(out.string())).entries.empty());
   EXPECT_FALSE(fs::exists(out / "points") && !fs::is_empty(out / "points"));
@@ -269,7 +269,7 @@ TEST(SlurmFollowUp, ExperimentValuesThatAreShellCodeAreQuotedOrRefusedAndNeverRu
   experiment["settings"]["data_path"] = data.string();
   const fs::path path = write_experiment(dir, experiment.dump());
   const HarnessRun run = run_harness({"run", path.string(), "--out", (dir / "out").string()}, dir / "run.log");
-  EXPECT_EQ(run.outcome.exit_code, 0) << joined(run.output);
+  EXPECT_EQ(run.outcome.exit_code, 0) << explained(run);
   EXPECT_EQ(read_csv(dir / "out" / "summary.csv").at(0).at("status"), "ok");
   for (const char* marker : {"MARKER1", "MARKER2", "MARKER3"}) {
     EXPECT_FALSE(fs::exists(dir / marker)) << marker;
