@@ -35,9 +35,10 @@ class GradientSync {
 // The backend named `name` (registry.h) over `communicator`, with its settings' defaults.
 // Collective. Throws ConfigError for an unknown name.
 std::unique_ptr<GradientSync> make_gradient_sync(std::string_view name, const Communicator& communicator);
-// The point's backend with the point's settings, waiting inject_comm_delay_us inside every call
-// when that is set (injected_delay.h).
-struct PointSettings;
-std::unique_ptr<GradientSync> make_gradient_sync(const PointSettings& settings, const Communicator& communicator);
+// The backend named `name` with a point's options (backend_options.h), waiting
+// inject_comm_delay_us inside every call when that is set (injected_delay.h).
+struct BackendOptions;
+std::unique_ptr<GradientSync> make_gradient_sync(std::string_view name, const BackendOptions& options,
+                                                 const Communicator& communicator);
 
 }  // namespace harness

@@ -14,13 +14,12 @@
 #include "backends/shared_memory_allreduce.h"
 #include "harness/common/json_values.h"
 #include "harness/common/name_table.h"
-#include "harness/study/settings.h"
 
 namespace harness {
 namespace {
 
 template <typename Backend>
-std::unique_ptr<GradientSync> make(const Communicator& communicator, const PointSettings& /*settings*/) {
+std::unique_ptr<GradientSync> make(const Communicator& communicator, const BackendOptions& /*options*/) {
   return std::make_unique<Backend>(communicator);
 }
 
@@ -28,21 +27,20 @@ std::unique_ptr<GradientSync> make(const Communicator& communicator, const Point
 // design is a server that only serves.
 constexpr std::string_view kServerTrainsKey = "ps_server_trains";
 
-bool server_trains(const PointSettings& settings) { return settings.option(kServerTrainsKey, false); }
+bool server_trains(const BackendOptions& options) { return options.option(kServerTrainsKey, false); }
 
-std::vector<SettingRow> parameter_server_settings() {
-  return {owned_setting(kServerTrainsKey, "true or false",
-                        "backend \"ps\": rank 0 trains too (false: it only serves, p ranks give "
-                        "p-1 workers)",
-                        R"({"type": "boolean"})", false,
-                        [](const Json& value, const std::string& where) {
-                          return Json(read_boolean(value, where));
-                        })};
+std::vector<BackendSetting> parameter_server_settings() {
+  return {{.key = kServerTrainsKey,
+           .expected = "true or false",
+           .help = "backend \"ps\": rank 0 trains too (false: it only serves, p ranks give p-1 workers)",
+           .json_schema = R"({"type": "boolean"})",
+           .fallback = false,
+           .normalise = [](const Json& value, const std::string& where) { return Json(read_boolean(value, where)); }}};
 }
 
-std::string parameter_server_problem(const PointSettings& settings) {
+std::string parameter_server_problem(const BackendOptions& options) {
   // Only training has a rank that serves without computing.
-  if (settings.kind != Kind::kTrain || server_trains(settings) || settings.ranks >= 2) return "";
+  if (!options.training || server_trains(options) || options.ranks >= 2) return "";
   return "ranks: backend \"ps\" without ps_server_trains needs at least 2 ranks (rank 0 only serves); "
          "expected ranks >= 2 or \"ps_server_trains\": true";
 }
@@ -51,27 +49,29 @@ std::string parameter_server_problem(const PointSettings& settings) {
 // nothing from shared memory and pays for the extra phases.
 constexpr std::string_view kHierMpiBelowKey = "hier_allreduce_below_bytes";
 
-std::vector<SettingRow> hierarchical_settings() {
-  return {owned_setting(kHierMpiBelowKey, "a non-negative integer",
-                        "backend \"hier\" across nodes: buffers smaller than this many bytes go "
-                        "through MPI_Allreduce (0: never; the crossover of your network, measured "
-                        "as in experiments/multinode.json)",
-                        R"({"type": "integer", "minimum": 0})", Json(kHierMpiBelowBytes),
-                        [](const Json& value, const std::string& where) {
-                          return Json(read_integer(value, where, 0, INT64_MAX, "a non-negative integer"));
-                        })};
+std::vector<BackendSetting> hierarchical_settings() {
+  return {{.key = kHierMpiBelowKey,
+           .expected = "a non-negative integer",
+           .help = "backend \"hier\" across nodes: buffers smaller than this many bytes go through "
+                   "MPI_Allreduce (0: never; the crossover of your network, measured as in "
+                   "experiments/multinode.json)",
+           .json_schema = R"({"type": "integer", "minimum": 0})",
+           .fallback = Json(kHierMpiBelowBytes),
+           .normalise = [](const Json& value, const std::string& where) {
+             return Json(read_integer(value, where, 0, INT64_MAX, "a non-negative integer"));
+           }}};
 }
 
-std::unique_ptr<GradientSync> make_hierarchical(const Communicator& communicator, const PointSettings& settings) {
+std::unique_ptr<GradientSync> make_hierarchical(const Communicator& communicator, const BackendOptions& options) {
   return std::make_unique<HierarchicalAllreduce>(
-      communicator, settings.option<std::size_t>(kHierMpiBelowKey, kHierMpiBelowBytes));
+      communicator, options.option<std::size_t>(kHierMpiBelowKey, kHierMpiBelowBytes));
 }
 
-std::string shared_memory_problem(const PointSettings& settings) {
-  if (settings.nodes <= 1) return "";
+std::string shared_memory_problem(const BackendOptions& options) {
+  if (options.nodes <= 1) return "";
   return fmt::format("nodes: backend \"shm\" needs every rank on one node (it reduces through shared memory), "
                      "got {} nodes; expected nodes 1, or backend \"hier\" (shared memory inside each node)",
-                     settings.nodes);
+                     options.nodes);
 }
 
 std::string gloo_unavailable() {
@@ -109,7 +109,7 @@ const std::vector<BackendInfo>& backend_table() {
        .make = make<RingAllreduce>},
       {.name = "ps",
        .summary = "parameter server: rank 0 receives, sums and sends back with MPI_Send/MPI_Recv",
-       .root_only_serves = [](const PointSettings& settings) { return !server_trains(settings); },
+       .root_only_serves = [](const BackendOptions& options) { return !server_trains(options); },
        .problem = parameter_server_problem,
        .settings = parameter_server_settings,
        .memory_traffic = parameter_server_traffic,
@@ -130,7 +130,7 @@ const std::vector<BackendInfo>& backend_table() {
        .summary = "Gloo allreduce through LibTorch's c10d::ProcessGroupGloo (what PyTorch DDP uses)",
        .unavailable_reason = gloo_unavailable,
        .memory_traffic = ring_traffic,  // a ring, plus copies of its own
-       .make = [](const Communicator& communicator, const PointSettings& /*settings*/) {
+       .make = [](const Communicator& communicator, const BackendOptions& /*options*/) {
          return make_gloo_allreduce(communicator);
        }},
   };
@@ -156,13 +156,14 @@ const BackendInfo* backend_or_null(std::string_view name) {
 
 std::unique_ptr<GradientSync> make_gradient_sync(std::string_view name,
                                                  const Communicator& communicator) {
-  return find_backend(name).make(communicator, PointSettings{});
+  return find_backend(name).make(communicator, BackendOptions{});
 }
 
-std::unique_ptr<GradientSync> make_gradient_sync(const PointSettings& settings, const Communicator& communicator) {
-  auto backend = find_backend(settings.backend).make(communicator, settings);
-  if (settings.inject_comm_delay_us > 0) {
-    return std::make_unique<InjectedDelay>(std::move(backend), settings.inject_comm_delay_us);
+std::unique_ptr<GradientSync> make_gradient_sync(std::string_view name, const BackendOptions& options,
+                                                 const Communicator& communicator) {
+  auto backend = find_backend(name).make(communicator, options);
+  if (options.inject_comm_delay_us > 0) {
+    return std::make_unique<InjectedDelay>(std::move(backend), options.inject_comm_delay_us);
   }
   return backend;
 }

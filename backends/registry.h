@@ -10,13 +10,12 @@
 #include <string_view>
 #include <vector>
 
-#include "harness/study/setting_row.h"
+#include "backends/backend_options.h"
 
 namespace harness {
 
 class Communicator;
 class GradientSync;
-struct PointSettings;
 
 struct BackendInfo {
   std::string_view name;     // the string used in experiment files
@@ -26,21 +25,21 @@ struct BackendInfo {
   bool accepts_device_pointers = false;
   // Whether rank 0 only serves and computes no gradients, for these settings (the parameter
   // server unless ps_server_trains); null: every rank trains.
-  bool (*root_only_serves)(const PointSettings& settings) = nullptr;
+  bool (*root_only_serves)(const BackendOptions& options) = nullptr;
   // Why these settings cannot run with this backend, starting with the setting at fault
   // ("ranks: ..."), or "" (checked before launch).
-  std::string (*problem)(const PointSettings& settings) = nullptr;
+  std::string (*problem)(const BackendOptions& options) = nullptr;
   // Why this build lacks the backend, or "" (gloo without libgloo-dev at configure time).
   std::string (*unavailable_reason)() = nullptr;
-  // The settings rows this backend owns (null: none).
-  std::vector<SettingRow> (*settings)() = nullptr;
+  // The settings this backend owns (null: none); the study makes them rows of the settings table.
+  std::vector<BackendSetting> (*settings)() = nullptr;
   // Bytes the busiest rank moves through memory per byte of the buffer, for `ranks` ranks on one
   // node, a store to a line not just read counting as a read too (write-allocate): what bounds
   // the backend where memory, not a network, is the limit (the comm table's "memory" column,
   // registry.cpp states each). Null: no such figure.
   double (*memory_traffic)(int ranks) = nullptr;
-  // Collective over the communicator's ranks; reads the backend's own settings.
-  std::unique_ptr<GradientSync> (*make)(const Communicator& communicator, const PointSettings& settings) = nullptr;
+  // Collective over the communicator's ranks; reads the backend's own settings from `options`.
+  std::unique_ptr<GradientSync> (*make)(const Communicator& communicator, const BackendOptions& options) = nullptr;
 };
 
 // The table, in the order --help lists it.

@@ -188,7 +188,7 @@ TrainMeasurements train(const PointSettings& settings, const Communicator& commu
   const int world_size = communicator.size();
   const auto workload = find_workload(settings.workload).make(settings, cuda_device);
   clock.lap(&RankPhases::data_s);
-  const auto backend = make_gradient_sync(settings, communicator);
+  const auto backend = make_gradient_sync(settings.backend, backend_options(settings), communicator);
   DataParallelTrainer trainer(*workload, *backend, communicator, settings);
   if (timeline != nullptr) trainer.set_timeline(timeline);
   trainer.broadcast_parameters();
@@ -227,7 +227,7 @@ TrainMeasurements cluster(const PointSettings& settings, const Communicator& com
                           PhaseClock& clock, const OutputFile& output) {
   const KMeansData data = load_kmeans_data(settings);
   clock.lap(&RankPhases::data_s);
-  const auto backend = make_gradient_sync(settings, communicator);
+  const auto backend = make_gradient_sync(settings.backend, backend_options(settings), communicator);
   clock.lap(&RankPhases::init_s);
   const std::vector<bool> training(communicator.size(), true);
 
@@ -261,7 +261,7 @@ TrainMeasurements cluster(const PointSettings& settings, const Communicator& com
 // Measurements of a communication benchmark point (kind "comm"), the same on every rank.
 CommMeasurements benchmark(const PointSettings& settings, const Communicator& communicator,
                            PhaseClock& clock, const OutputFile& output, Timeline* timeline) {
-  const auto backend = make_gradient_sync(settings, communicator);
+  const auto backend = make_gradient_sync(settings.backend, backend_options(settings), communicator);
   clock.lap(&RankPhases::init_s);
   double written_s = 0;  // the partial writes: like a training loop's flushes, eval_s
   const auto size_done = [&](const std::vector<MessageSizeMetrics>& so_far) {

@@ -75,7 +75,9 @@ std::map<std::string, std::set<std::string>> backend_owned_keys() {
   std::map<std::string, std::set<std::string>> keys;
   for (const BackendInfo& backend : backend_table()) {
     if (backend.settings == nullptr) continue;
-    for (const SettingRow& row : backend.settings()) keys[std::string(row.key)].insert(std::string(backend.name));
+    for (const BackendSetting& setting : backend.settings()) {
+      keys[std::string(setting.key)].insert(std::string(backend.name));
+    }
   }
   return keys;
 }

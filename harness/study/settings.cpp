@@ -17,7 +17,11 @@ const std::vector<SettingRow>& setting_table() {
                   std::make_move_iterator(owned.end()));
     };
     for (const auto& backend : backend_table()) {
-      if (backend.settings != nullptr) add(backend.settings());
+      if (backend.settings == nullptr) continue;
+      for (const BackendSetting& setting : backend.settings()) {
+        add({owned_setting(setting.key, setting.expected, setting.help, setting.json_schema, setting.fallback,
+                           setting.normalise)});
+      }
     }
     for (const auto& workload : workload_table()) {
       if (workload.settings != nullptr) add(workload.settings());
@@ -44,10 +48,26 @@ PointSettings settings_from_json(const Json& object, const std::string& where) {
   return settings;
 }
 
+BackendOptions backend_options(const PointSettings& settings) {
+  BackendOptions options;
+  options.training = settings.kind == Kind::kTrain;
+  options.ranks = settings.ranks;
+  options.nodes = settings.nodes;
+  options.inject_comm_delay_us = settings.inject_comm_delay_us;
+  const BackendInfo* backend = backend_or_null(settings.backend);
+  if (backend != nullptr && backend->settings != nullptr) {
+    for (const BackendSetting& setting : backend->settings()) {
+      const std::string key(setting.key);
+      if (const auto found = settings.options.find(key); found != settings.options.end()) options.owned[key] = *found;
+    }
+  }
+  return options;
+}
+
 WorkerLayout worker_layout(const PointSettings& settings, int rank, int world_size) {
   const BackendInfo* backend = backend_or_null(settings.backend);
   if (backend != nullptr && backend->root_only_serves != nullptr &&
-      backend->root_only_serves(settings)) {
+      backend->root_only_serves(backend_options(settings))) {
     return {std::max(1, world_size - 1), rank == 0 ? -1 : rank - 1};
   }
   return {world_size, rank};

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "backends/backend_options.h"
 #include "harness/common/json.h"
 #include "harness/study/kind.h"
 #include "harness/study/setting_row.h"
@@ -121,6 +122,10 @@ struct WorkerLayout {
   int index = 0;    // this rank's position among them; -1 when it does not train
 };
 WorkerLayout worker_layout(const PointSettings& settings, int rank, int world_size);
+
+// What the point's backend may know of it: its kind, ranks, nodes, injected delay and the values
+// of the settings that backend owns (backends/backend_options.h).
+BackendOptions backend_options(const PointSettings& settings);
 
 // Samples each training rank takes per step, and all of them together.
 int64_t per_rank_batch(const PointSettings& settings, int workers);

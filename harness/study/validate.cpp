@@ -188,7 +188,9 @@ void validate_points(const Experiment& experiment, const std::vector<Point>& poi
       }
     }
     if (backend.problem != nullptr) {
-      if (const std::string problem = backend.problem(s); !problem.empty()) fail_at(experiment, point, {"", problem});
+      if (const std::string problem = backend.problem(backend_options(s)); !problem.empty()) {
+        fail_at(experiment, point, {"", problem});
+      }
     }
     if (s.device == "cuda") {
       std::string problem = cuda_status().reason;

@@ -1,0 +1,41 @@
+// What a backend knows of the point it serves, and the settings it owns, in types of its own: the
+// study side (harness/study/backend_options.h) fills BackendOptions from a point's settings and
+// turns each BackendSetting into a row of the settings table, as c10d's callers fill a process
+// group's options. So backends/ depends on nothing of the orchestrator's, and a new backend
+// (nccl, cuda_ipc) declares what it needs here without touching the study.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "harness/common/json.h"
+
+namespace harness {
+
+struct BackendOptions {
+  bool training = true;  // a training point; false: the communication benchmark
+  int ranks = 1;
+  int nodes = 1;
+  double inject_comm_delay_us = 0;  // waited inside every call (injected_delay.h)
+  Json owned = Json::object();      // the values of the backend's own settings, by key
+
+  // An owned setting's value, or `fallback` when the point leaves it at its default.
+  template <typename T>
+  T option(std::string_view key, T fallback) const {
+    const auto found = owned.find(std::string(key));
+    return found == owned.end() ? fallback : found->template get<T>();
+  }
+};
+
+// A setting a backend owns (ps_server_trains, hier_allreduce_below_bytes). `normalise` checks a
+// value and returns it as records store it, throwing ConfigError naming `where`.
+struct BackendSetting {
+  std::string_view key;
+  std::string_view expected;     // what a valid value looks like, for messages and docs
+  std::string_view help;         // one line for --help and schema.json
+  std::string_view json_schema;  // the value's JSON Schema, for schema.json
+  Json fallback;                 // the default
+  Json (*normalise)(const Json& value, const std::string& where) = nullptr;
+};
+
+}  // namespace harness
