@@ -18,7 +18,7 @@
 // rank makes m = 1: one ring between nodes, through local rank 0. Across nodes, buffers below a
 // crossover (kHierMpiBelowBytes unless the setting hier_allreduce_below_bytes says otherwise),
 // whose time is latency rather than bandwidth, go to MPI_Allreduce over all ranks (the crossover
-// measured with experiments/multinode.json, see the README).
+// measured with experiments/multinode.json, see docs/backends-and-comm-benchmark.md, Across nodes).
 #pragma once
 
 #include <mpi.h>

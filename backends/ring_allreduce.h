@@ -13,7 +13,7 @@
 // the next). The piece size is measured: on one node (Open MPI's shared-memory transport copies
 // inside the MPI call, so nothing moves while a rank adds) 128 KiB pieces made 64 MiB take 36 ms
 // against 18 ms in one piece; 1 MiB pieces kept most of that, and between simulated nodes (TCP)
-// they were the fastest of 128 KiB, 1 MiB and 16 MiB (README, "Backends").
+// they were the fastest of 128 KiB, 1 MiB and 16 MiB (docs/backends-and-comm-benchmark.md, "Backends").
 #pragma once
 
 #include <cstddef>

@@ -39,7 +39,7 @@ const std::vector<CheckMetric>& check_metric_table() {
   // Thresholds: what a user of a scaling study would call a real change; the confidence interval
   // keeps noise within a run out, the threshold the drift between runs (two runs of
   // experiments/ci-comm.json minutes apart differed by up to 13% with intervals excluding no
-  // change: README, CI regression gate). Floors: below what these machines resolve.
+  // change: docs/ci-gate.md). Floors: below what these machines resolve.
   static const std::vector<CheckMetric> table = {
       {"comm_time", Kind::kTrain, "ms", Better::kLower, 0.10, 0.02,
        "gradient communication per step (the slowest rank's time in the backend)"},

@@ -154,7 +154,7 @@ Json check_block_schema() {
             {"type", "number"},
             {"minimum", 0}}}}}};
   }
-  return {{"description", "what `harness check` compares, and how strictly (README: CI regression gate)"},
+  return {{"description", "what `harness check` compares, and how strictly (docs/ci-gate.md)"},
           {"type", "object"},
           {"additionalProperties", false},
           {"properties",

@@ -12,7 +12,7 @@
 
 namespace harness {
 
-// The exit statuses of `harness check` (README, "CI regression gate").
+// The exit statuses of `harness check` (docs/ci-gate.md).
 inline constexpr int kCheckPass = 0;
 inline constexpr int kCheckRegression = 1;  // a regression, or a point that newly fails
 inline constexpr int kCheckUsage = 2;       // bad arguments or input

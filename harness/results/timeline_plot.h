@@ -1,6 +1,6 @@
 // The timeline plot (plots/timeline.gp): a few traced steps of one point, drawn from the Chrome
-// trace that `harness run --timeline` wrote (logs/<id>.trace.json), so that the report and the
-// README show a timeline without a trace viewer. The point drawn is the ok point with a trace
+// trace that `harness run --timeline` wrote (logs/<id>.trace.json), so that the report and
+// docs/explaining-the-numbers.md show a timeline without a trace viewer. The point drawn is the ok point with a trace
 // and the most ranks (the first of them); the steps are three consecutive traced steps after the
 // first (which warms caches), or as many as were traced.
 #pragma once

@@ -100,7 +100,7 @@ TEST(Builds, EachPointRunsItsBuildsBinaryAndCheckComparesHeadWithBaseInOneRun) {
   EXPECT_NE(joined(again.output).find("12 point(s) kept from an earlier run"), std::string::npos) << joined(again.output);
 
   // Head against base in one run, interleaved: an A/A comparison passes (the threshold leaves the
-  // noise of a shared machine out of this test; the gate's own noise is measured, see README).
+  // noise of a shared machine out of this test; the gate's own noise is measured, see docs/ci-gate.md).
   const HarnessRun check = run_harness({"check", results.string(), "--against", R"({"build": "base"})", "--threshold",
                                         "busbw=60%", "--threshold", "reduce_time=60%", "--json",
                                         (builds.dir / "check.json").string()},
