@@ -19,6 +19,7 @@
 #include "backends/registry.h"
 #include "harness/rank/allocator.h"
 #include "harness/rank/comm_benchmark.h"
+#include "harness/rank/crash_report.h"
 #include "harness/rank/partial_flush.h"
 #include "harness/common/errors.h"
 #include "harness/common/clock.h"
@@ -330,6 +331,7 @@ int worker_main(int argc, char** argv) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  install_crash_report(rank);  // after MPI_Init, whose own handler it replaces
   try {
     // Inter-op threads are never used by this loop; fix them before any parallel work starts.
     at::set_num_interop_threads(1);
