@@ -302,6 +302,94 @@ CheckRow unreadable_row(const std::string& side, const StoredRecord& file) {
   return row;
 }
 
+// A reference value that no configuration has is a typo, not a sweep of missing points.
+void check_against_values_occur(const ResultsSide& current, const CheckOptions& options) {
+  for (const auto& [key, value] : options.against.items()) {
+    std::vector<std::string> seen;
+    for (const Configuration& configuration : current.configurations) {
+      const std::string text = to_json(configuration.settings)[key].dump();
+      if (std::find(seen.begin(), seen.end(), text) == seen.end()) seen.push_back(text);
+    }
+    if (std::find(seen.begin(), seen.end(), value.dump()) == seen.end()) {
+      throw ConfigError(fmt::format("{}.{}: no configuration of {} has {} (it has {})", options.against_where, key,
+                                    current.dir, value.dump(), fmt::join(seen, ", ")));
+    }
+  }
+}
+
+// Finds a candidate's counterparts (its reference in the current run with --against, itself and
+// its reference in the baseline with --baseline) and compares it with them; a missing one is a row.
+void compare_candidate(const Configuration& candidate, const ResultsSide& current, const ResultsSide* baseline,
+                       const CheckOptions& options, const std::string& reference_text, bool same_run,
+                       CheckReport& report) {
+  const bool against = !options.against.empty();
+  // A reference that names the delay must be found with it.
+  const bool other_delay = !options.against.contains("inject_comm_delay_us");
+  CandidateComparison comparison(options, candidate, reference_text, report);
+  Counterparts with;
+  PointSettings counterpart;
+  if (against) {
+    counterpart = with_values(candidate.settings, options.against);
+    with.current_reference = current.find(counterpart, &candidate, other_delay);
+    if (with.current_reference == nullptr) {
+      comparison.add(Verdict::kMissing, "all", fmt::format("no configuration with {} in {}", reference_text, current.dir));
+      return;
+    }
+  }
+  if (baseline != nullptr) {
+    with.baseline_candidate = baseline->find(candidate.settings, nullptr, true);
+    if (with.baseline_candidate == nullptr) {
+      comparison.add(Verdict::kMissing, "all", fmt::format("not in the baseline {}", baseline->dir));
+      return;
+    }
+    if (against) {
+      with.baseline_reference = baseline->find(counterpart, with.baseline_candidate, other_delay);
+      if (with.baseline_reference == nullptr) {
+        comparison.add(Verdict::kMissing, "all",
+                       fmt::format("no configuration with {} in the baseline {}", reference_text, baseline->dir));
+        return;
+      }
+    }
+  }
+  if (candidate.ok.empty() && candidate.not_ok.empty()) {
+    comparison.add(Verdict::kMissing, "all", "no record in the current run (not run, or still running)");
+    return;
+  }
+  comparison.compare(with, same_run);
+}
+
+// What the baseline measured that the current run no longer has.
+void add_dropped_configurations(const ResultsSide& current, const ResultsSide& baseline, const CheckOptions& options,
+                                const std::string& reference_text, CheckReport& report) {
+  const bool against = !options.against.empty();
+  for (const Configuration& old : baseline.configurations) {
+    if (against && is_reference(old.settings, options.against)) continue;
+    if (current.find(old.settings, nullptr, true) != nullptr || (old.ok.empty() && old.not_ok.empty())) continue;
+    CheckRow row;
+    row.point = old.first_id;
+    row.label = old.label;
+    row.reference = reference_text;
+    row.settings = to_json(old.settings);
+    row.metric = "all";
+    row.verdict = Verdict::kMissing;
+    row.note = "in the baseline, not in the current run's experiment";
+    report.rows.push_back(std::move(row));
+  }
+}
+
+// Throws when the rows compare nothing, saying why.
+void check_something_compared(const CheckReport& report, const ResultsSide& current, const ResultsSide* baseline,
+                              const CheckOptions& options) {
+  const std::string why = nothing_compared(report.rows, current, baseline, options);
+  if (why.empty()) return;
+  const std::size_t unreadable = current.unreadable.size() + (baseline != nullptr ? baseline->unreadable.size() : 0);
+  throw ConfigError(fmt::format("nothing compared: {}{}", why,
+                                unreadable == 0 ? ""
+                                                : fmt::format(" (and {} file(s) in points/ that are no record this "
+                                                              "harness reads)",
+                                                              unreadable)));
+}
+
 }  // namespace
 
 CheckReport compare_results(const ResultsSide& current, const ResultsSide* baseline, const CheckOptions& options,
@@ -317,88 +405,22 @@ CheckReport compare_results(const ResultsSide& current, const ResultsSide* basel
   report.baseline_dir = baseline ? baseline->dir : "";
   report.against = options.against;
   report.strict = strict;
-  // A reference value that no configuration has is a typo, not a sweep of missing points.
-  for (const auto& [key, value] : options.against.items()) {
-    std::vector<std::string> seen;
-    for (const Configuration& configuration : current.configurations) {
-      const std::string text = to_json(configuration.settings)[key].dump();
-      if (std::find(seen.begin(), seen.end(), text) == seen.end()) seen.push_back(text);
-    }
-    if (std::find(seen.begin(), seen.end(), value.dump()) == seen.end()) {
-      throw ConfigError(fmt::format("{}.{}: no configuration of {} has {} (it has {})", options.against_where, key,
-                                    current.dir, value.dump(), fmt::join(seen, ", ")));
-    }
-  }
+  check_against_values_occur(current, options);
   const bool same_run = baseline != nullptr && baseline->canonical_dir == current.canonical_dir;
   const std::string reference_text = against ? values_text(options.against) : "baseline";
-  // A reference that names the delay must be found with it.
-  const bool other_delay = !options.against.contains("inject_comm_delay_us");
 
   int candidates = 0;
   for (const Configuration& candidate : current.configurations) {
     if (against && is_reference(candidate.settings, options.against)) continue;
     ++candidates;
-    CandidateComparison comparison(options, candidate, reference_text, report);
-    Counterparts with;
-    PointSettings counterpart;
-    if (against) {
-      counterpart = with_values(candidate.settings, options.against);
-      with.current_reference = current.find(counterpart, &candidate, other_delay);
-      if (with.current_reference == nullptr) {
-        comparison.add(Verdict::kMissing, "all", fmt::format("no configuration with {} in {}", reference_text, current.dir));
-        continue;
-      }
-    }
-    if (baseline != nullptr) {
-      with.baseline_candidate = baseline->find(candidate.settings, nullptr, true);
-      if (with.baseline_candidate == nullptr) {
-        comparison.add(Verdict::kMissing, "all", fmt::format("not in the baseline {}", baseline->dir));
-        continue;
-      }
-      if (against) {
-        with.baseline_reference = baseline->find(counterpart, with.baseline_candidate, other_delay);
-        if (with.baseline_reference == nullptr) {
-          comparison.add(Verdict::kMissing, "all",
-                         fmt::format("no configuration with {} in the baseline {}", reference_text, baseline->dir));
-          continue;
-        }
-      }
-    }
-    if (candidate.ok.empty() && candidate.not_ok.empty()) {
-      comparison.add(Verdict::kMissing, "all", "no record in the current run (not run, or still running)");
-      continue;
-    }
-    comparison.compare(with, same_run);
+    compare_candidate(candidate, current, baseline, options, reference_text, same_run, report);
   }
   if (candidates == 0) {
     throw ConfigError(fmt::format("{}: every configuration of {} has {}: nothing to compare with it",
                                   options.against_where, current.dir, reference_text));
   }
-  // What the baseline measured that the current run no longer has.
-  if (baseline != nullptr) {
-    for (const Configuration& old : baseline->configurations) {
-      if (against && is_reference(old.settings, options.against)) continue;
-      if (current.find(old.settings, nullptr, true) != nullptr || (old.ok.empty() && old.not_ok.empty())) continue;
-      CheckRow row;
-      row.point = old.first_id;
-      row.label = old.label;
-      row.reference = reference_text;
-      row.settings = to_json(old.settings);
-      row.metric = "all";
-      row.verdict = Verdict::kMissing;
-      row.note = "in the baseline, not in the current run's experiment";
-      report.rows.push_back(std::move(row));
-    }
-  }
-  const std::string why = nothing_compared(report.rows, current, baseline, options);
-  if (!why.empty()) {
-    const std::size_t unreadable = current.unreadable.size() + (baseline != nullptr ? baseline->unreadable.size() : 0);
-    throw ConfigError(fmt::format("nothing compared: {}{}", why,
-                                  unreadable == 0 ? ""
-                                                  : fmt::format(" (and {} file(s) in points/ that are no record this "
-                                                                "harness reads)",
-                                                                unreadable)));
-  }
+  if (baseline != nullptr) add_dropped_configurations(current, *baseline, options, reference_text, report);
+  check_something_compared(report, current, baseline, options);
   if (baseline != nullptr) {
     for (const auto& file : baseline->unreadable) report.rows.push_back(unreadable_row("baseline", file));
   }

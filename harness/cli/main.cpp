@@ -58,6 +58,34 @@ std::string names_help() {
   return text;
 }
 
+// The values of every subcommand's options, filled in by app.parse.
+struct CommandOptions {
+  harness::RunOptions run;
+  std::string plan_path;
+  std::string plan_launcher;
+  std::string plot_dir;
+  std::string status_dir;
+  std::string cancel_dir;
+  harness::CheckCommandOptions check;
+  harness::ModelCommandOptions model;
+};
+
+// The subcommands that take options; "schema" is found by name.
+struct Subcommands {
+  CLI::App* run = nullptr;
+  CLI::App* plan = nullptr;
+  CLI::App* plot = nullptr;
+  CLI::App* status = nullptr;
+  CLI::App* cancel = nullptr;
+  CLI::App* check = nullptr;
+  CLI::App* model = nullptr;
+};
+
+// main's steps, defined below it.
+Subcommands add_subcommands(CLI::App& app, CommandOptions& options);
+int run_subcommand(const CLI::App& app, const Subcommands& subcommands, CommandOptions& options,
+                   int argc, char** argv);
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -89,26 +117,50 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.footer(names_help());
 
-  harness::RunOptions run_options;
+  CommandOptions options;
+  const Subcommands subcommands = add_subcommands(app, options);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& help) {
+    return app.exit(help);
+  } catch (const CLI::CallForAllHelp& help) {
+    return app.exit(help);
+  } catch (const CLI::CallForVersion& version) {
+    return app.exit(version);
+  } catch (const CLI::ParseError& error) {
+    std::cerr << "harness: " << error.what() << " (see harness --help)\n";
+    return harness::kExitBadInput;
+  }
+  return run_subcommand(app, subcommands, options, argc, argv);
+}
+
+namespace {
+
+CLI::Validator out_dir_validator() {
+  return CLI::Validator(
+      [](const std::string& directory) {
+        // Empty would silently mean the default directory; "--out --fresh" would make a
+        // directory named "--fresh" of what was meant as the next option.
+        if (directory.empty()) return std::string("expected a directory, got an empty string");
+        if (directory[0] == '-') {
+          return fmt::format("expected a directory, got the option-like \"{}\" (write ./{} for a directory "
+                             "so named)",
+                             directory, directory);
+        }
+        return std::string();
+      },
+      "DIR");
+}
+
+CLI::App* add_run_command(CLI::App& app, harness::RunOptions& run_options) {
   auto* run = app.add_subcommand("run", "Run every point of an experiment file, then write "
                                         "summary.csv and plots");
   run->add_option("FILE", run_options.experiment_path, "experiment file (JSON)")->required();
   run->add_option("--out", run_options.out_dir,
                   "results directory (default: results/<experiment name>/<timestamp>); points "
                   "completed there before are kept, failed and missing ones run")
-      ->check(CLI::Validator(
-          [](const std::string& directory) {
-            // Empty would silently mean the default directory; "--out --fresh" would make a
-            // directory named "--fresh" of what was meant as the next option.
-            if (directory.empty()) return std::string("expected a directory, got an empty string");
-            if (directory[0] == '-') {
-              return fmt::format("expected a directory, got the option-like \"{}\" (write ./{} for a directory "
-                                 "so named)",
-                                 directory, directory);
-            }
-            return std::string();
-          },
-          "DIR"));
+      ->check(out_dir_validator());
   run->add_flag("--fresh", run_options.fresh, "run every point again, even completed ones");
   run->add_option("--launcher", run_options.changes.launcher,
                   "run through this launcher instead of the experiment's (its options there are "
@@ -139,30 +191,34 @@ int main(int argc, char** argv) {
   run->add_flag("--dry-run", run_options.dry_run,
                 "validate and print every point's command, the counts and an estimate; run "
                 "nothing, create no results directory");
+  return run;
+}
 
-  std::string plan_path;
-  std::string plan_launcher;
+// plan, plot, status and cancel: each takes a file or directory and little else.
+void add_plan_and_directory_commands(CLI::App& app, CommandOptions& options, Subcommands& subcommands) {
   auto* plan = app.add_subcommand("plan", "Print the points an experiment expands to and their "
                                           "commands, without running anything (run --dry-run)");
-  plan->add_option("FILE", plan_path, "experiment file (JSON)")->required();
-  plan->add_option("--launcher", plan_launcher, "as run --launcher");
+  plan->add_option("FILE", options.plan_path, "experiment file (JSON)")->required();
+  plan->add_option("--launcher", options.plan_launcher, "as run --launcher");
+  subcommands.plan = plan;
 
-  std::string plot_dir;
   auto* plot = app.add_subcommand("plot", "Rebuild summary.csv, stats.csv and every plot of a "
                                           "results directory, without running anything");
-  plot->add_option("DIR", plot_dir, "results directory (holds experiment.json and points/)")->required();
+  plot->add_option("DIR", options.plot_dir, "results directory (holds experiment.json and points/)")->required();
+  subcommands.plot = plot;
 
-  std::string status_dir;
   auto* status = app.add_subcommand("status", "Say where every point of a results directory stands, "
                                               "collect the records of jobs that ended, and rebuild the "
                                               "summary and plots once all are in (exit 3: not yet)");
-  status->add_option("DIR", status_dir, "results directory")->required();
-  std::string cancel_dir;
+  status->add_option("DIR", options.status_dir, "results directory")->required();
+  subcommands.status = status;
   auto* cancel = app.add_subcommand("cancel", "Cancel the jobs of a results directory still in flight "
                                               "(their points run again on resume)");
-  cancel->add_option("DIR", cancel_dir, "results directory")->required();
+  cancel->add_option("DIR", options.cancel_dir, "results directory")->required();
+  subcommands.cancel = cancel;
+}
 
-  harness::CheckCommandOptions check_options;
+CLI::App* add_check_command(CLI::App& app, harness::CheckCommandOptions& check_options) {
   auto* check = app.add_subcommand(
       "check", "Compare a results directory with a baseline run and/or each configuration with its counterpart "
                "of the same run; exit 0 pass, 1 regression, 2 bad input, 3 inconclusive (--strict), 4 missing "
@@ -186,52 +242,57 @@ int main(int argc, char** argv) {
   check->add_option("--json", check_options.json_path, "write the verdicts as JSON to FILE");
   check->add_option("--junit", check_options.junit_path, "write JUnit XML to FILE (a test case per point and metric)");
   check->add_option("--markdown", check_options.markdown_path, "write a markdown summary to FILE (for a CI job page)");
+  return check;
+}
 
-  harness::ModelCommandOptions model_options;
+CLI::App* add_model_command(CLI::App& app, harness::ModelCommandOptions& model_options) {
   auto* model = app.add_subcommand(
       "model", "Fit the cost model (latency, time per byte moved and reduced) to a comm benchmark's results; "
                "with --predict, predict a training run's communication, speedup and efficiency at any ranks");
   model->add_option("COMM_RUN", model_options.comm_dir, "results directory of a comm benchmark")->required();
   model->add_option("--predict", model_options.train_dir, "results directory of a training run to predict");
   model->add_option("--ranks", model_options.ranks, "rank counts to predict, comma-separated (default 1,2,4,...,1024)");
+  return model;
+}
 
+// The subcommands in the order --help lists them.
+Subcommands add_subcommands(CLI::App& app, CommandOptions& options) {
+  Subcommands subcommands;
+  subcommands.run = add_run_command(app, options.run);
+  add_plan_and_directory_commands(app, options, subcommands);
+  subcommands.check = add_check_command(app, options.check);
+  subcommands.model = add_model_command(app, options.model);
   app.add_subcommand("schema", "Print the JSON Schema of experiment files (experiments/schema.json)");
+  return subcommands;
+}
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& help) {
-    return app.exit(help);
-  } catch (const CLI::CallForAllHelp& help) {
-    return app.exit(help);
-  } catch (const CLI::CallForVersion& version) {
-    return app.exit(version);
-  } catch (const CLI::ParseError& error) {
-    std::cerr << "harness: " << error.what() << " (see harness --help)\n";
-    return harness::kExitBadInput;
-  }
+int schema_command() {
+  std::vector<std::string> workloads;
+  for (const auto& info : harness::workload_table()) workloads.emplace_back(info.name);
+  std::cout << harness::experiment_schema(workloads, harness::backend_names(),
+                                          harness::launcher_schema(), harness::check_block_schema())
+                   .dump(2) << "\n";
+  return harness::kExitOk;
+}
 
+// Runs the subcommand that app.parse found.
+int run_subcommand(const CLI::App& app, const Subcommands& subcommands, CommandOptions& options,
+                   int argc, char** argv) {
   try {
-    if (*run) {
-      run_options.command_line.assign(argv, argv + argc);
-      return harness::run_command(run_options);
+    if (*subcommands.run) {
+      options.run.command_line.assign(argv, argv + argc);
+      return harness::run_command(options.run);
     }
-    if (*plot) return harness::plot_command(plot_dir);
+    if (*subcommands.plot) return harness::plot_command(options.plot_dir);
     const std::vector<std::string> command_line(argv, argv + argc);
-    if (*status) return harness::status_command(status_dir, command_line);
-    if (*cancel) return harness::cancel_command(cancel_dir, command_line);
-    if (*check) return harness::check_command(check_options);
-    if (*model) return harness::model_command(model_options);
-    if (app.got_subcommand("schema")) {
-      std::vector<std::string> workloads;
-      for (const auto& info : harness::workload_table()) workloads.emplace_back(info.name);
-      std::cout << harness::experiment_schema(workloads, harness::backend_names(),
-                                              harness::launcher_schema(), harness::check_block_schema())
-                       .dump(2) << "\n";
-      return harness::kExitOk;
-    }
+    if (*subcommands.status) return harness::status_command(options.status_dir, command_line);
+    if (*subcommands.cancel) return harness::cancel_command(options.cancel_dir, command_line);
+    if (*subcommands.check) return harness::check_command(options.check);
+    if (*subcommands.model) return harness::model_command(options.model);
+    if (app.got_subcommand("schema")) return schema_command();
     harness::StudyChanges plan_changes;
-    plan_changes.launcher = plan_launcher;
-    return harness::plan_command(plan_path, "", plan_changes);
+    plan_changes.launcher = options.plan_launcher;
+    return harness::plan_command(options.plan_path, "", plan_changes);
   } catch (const std::exception& error) {
     // The subcommands report their own errors; this is the last line of defence (out of memory,
     // a filesystem error), so that nothing ends in std::terminate.
@@ -239,3 +300,5 @@ int main(int argc, char** argv) {
     return harness::kExitFailure;
   }
 }
+
+}  // namespace

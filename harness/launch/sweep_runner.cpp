@@ -188,52 +188,126 @@ bool SweepRunner::record_ended(const JobResult& ended, Progress& progress) {
   return !written || !record.ok();
 }
 
-SweepOutcome SweepRunner::loop(Submit submit, bool follow) {
-  SweepOutcome result;
+SweepRunner::Triage SweepRunner::triage_points(Submit submit, SweepOutcome& result) {
+  Triage triage;
   const std::vector<StoredRecord> stored = read_stored_records(directory_);
   // A job in flight is followed even when an earlier record of its point is still there: records
   // stay until their replacements are written.
   std::set<std::pair<std::string, std::string>> submitted;
   for (const auto& entry : read_ledger(directory_).entries) submitted.insert({entry.point_id, entry.key});
   const auto in_ledger = [&](const Point& point) { return submitted.count({point.id, point.key.hash()}) > 0; };
-  std::vector<const Point*> without_record;
-  std::map<const Point*, PointStatus> kept;
   if (submit == Submit::kAll) {
     set_aside_unreadable(stored);
     for (const auto& point : points_) {
       const auto status =
           options_.fresh || in_ledger(point) ? std::nullopt : adopt_earlier_record(point, stored);
       if (status) {
-        kept[&point] = *status;
+        triage.kept[&point] = *status;
         ++result.kept;
         settled_.insert(point.id);  // measurements an interrupted run left of it
       } else {
-        without_record.push_back(&point);
+        triage.without_record.push_back(&point);
       }
     }
   } else {
     for (const auto& point : points_) {
       std::error_code missing;
-      if (in_ledger(point) || !fs::exists(directory_.record_path(point.id), missing)) without_record.push_back(&point);
+      if (in_ledger(point) || !fs::exists(directory_.record_path(point.id), missing)) {
+        triage.without_record.push_back(&point);
+      }
     }
   }
-  adopt_ledger_jobs(without_record);
+  return triage;
+}
+
+std::map<const Point*, double> SweepRunner::earlier_durations_s() const {
+  std::map<const Point*, double> earlier_s;
+  const SweepEstimate estimate = estimate_sweep(points_, "results/" + experiment_.name);
+  for (std::size_t i = 0; i < points_.size(); ++i) earlier_s[&points_[i]] = estimate.earlier_s[i];
+  return earlier_s;
+}
+
+std::vector<const Point*> SweepRunner::points_to_submit(const std::vector<const Point*>& without_record) const {
+  std::vector<const Point*> to_run;
+  for (const Point* point : without_record) {
+    const bool followed = std::any_of(in_flight_.begin(), in_flight_.end(),
+                                      [&](const auto& entry) { return entry.second.point == point; });
+    if (!followed) to_run.push_back(point);
+  }
+  return to_run;
+}
+
+void SweepRunner::report_kept_and_adopted(const std::map<const Point*, PointStatus>& kept,
+                                          Progress& progress) const {
+  for (const auto& [point, status] : kept) {
+    progress.kept(label(*point), status == PointStatus::kOk
+                                     ? " kept (completed in an earlier run)"
+                                     : fmt::format(" kept ({} in an earlier run; --retry-failed keeps it)",
+                                                   status_name(status)));
+  }
+  for (const auto& [id, job] : in_flight_) {
+    progress.started(job.label + fmt::format(" (submitted earlier: {})", scheduler_.describe(id)));
+  }
+}
+
+// Submits to_run[next...] up to max_parallel jobs in flight, advancing `next`.
+void SweepRunner::submit_next_batch(const std::vector<const Point*>& to_run, std::size_t& next,
+                                    const std::map<const Point*, double>& earlier_s, Progress& progress,
+                                    SweepOutcome& result) {
+  std::vector<InFlight> batch;
+  std::vector<JobSpec> specs;
+  while (next < to_run.size() && static_cast<int>(in_flight_.size() + batch.size()) < scheduler_.max_parallel()) {
+    InFlight job;
+    job.point = to_run[next++];
+    job.job = job_for(*job.point, directory_, options_.rank_programs, run_id_);
+    const auto earlier = earlier_s.find(job.point);
+    job.job.expected_s = earlier != earlier_s.end() ? earlier->second : 0;
+    job.command = scheduler_.command_for(job.job);
+    job.label = label(*job.point);
+    job.build = options_.rank_programs.provenance_for(job.point->settings);
+    // An earlier run's record stays until this one's replaces it (a refused or interrupted
+    // submission must not lose it); its log would mix with this run's.
+    remove_if_present(job.job.log_path);
+    remove_if_present(job.job.measurements_path);
+    specs.push_back(job.job);
+    batch.push_back(std::move(job));
+  }
+  // Each job enters the ledger as it is submitted, before the next sbatch: a harness killed
+  // halfway through leaves none of its jobs unknown.
+  const auto remember = [&](std::size_t i, JobId id) {
+    if (id == 0 || in_flight_.count(id) != 0) return;
+    batch[i].submitted_at = wall_clock_s();
+    in_flight_.emplace(id, batch[i]);
+  };
+  const std::vector<Submission> submissions =
+      scheduler_.submit_all(specs, [&](const std::vector<std::pair<std::size_t, JobId>>& submitted) {
+        for (const auto& [i, id] : submitted) remember(i, id);
+        save_ledger();
+      });
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    progress.started(batch[i].label);
+    ++result.ran;
+    if (submissions[i].id != 0) {
+      remember(i, submissions[i].id);
+    } else {
+      ++result.failed;
+      progress.finished(batch[i].label, " FAILED: " + submissions[i].error, 0);
+    }
+  }
+  save_ledger();
+}
+
+SweepOutcome SweepRunner::loop(Submit submit, bool follow) {
+  SweepOutcome result;
+  const Triage triage = triage_points(submit, result);
+  adopt_ledger_jobs(triage.without_record);
   settle_measurements();
   std::vector<const Point*> to_run;
   // How long each point took before (results/<name>/ under the working directory), for a
   // scheduler that groups short points (SLURM's auto mode).
   std::map<const Point*, double> earlier_s;
-  if (submit == Submit::kAll && scheduler_.jobs_outlive_harness()) {
-    const SweepEstimate estimate = estimate_sweep(points_, "results/" + experiment_.name);
-    for (std::size_t i = 0; i < points_.size(); ++i) earlier_s[&points_[i]] = estimate.earlier_s[i];
-  }
-  if (submit == Submit::kAll) {
-    for (const Point* point : without_record) {
-      const bool followed = std::any_of(in_flight_.begin(), in_flight_.end(),
-                                        [&](const auto& entry) { return entry.second.point == point; });
-      if (!followed) to_run.push_back(point);
-    }
-  }
+  if (submit == Submit::kAll && scheduler_.jobs_outlive_harness()) earlier_s = earlier_durations_s();
+  if (submit == Submit::kAll) to_run = points_to_submit(triage.without_record);
   if (!to_run.empty()) {
     std::vector<JobSpec> jobs;
     for (const Point* point : to_run) jobs.push_back(job_for(*point, directory_, options_.rank_programs, run_id_));
@@ -244,63 +318,14 @@ SweepOutcome SweepRunner::loop(Submit submit, bool follow) {
 
   Progress progress(static_cast<int>(to_run.size() + in_flight_.size()), options_.live_progress && follow,
                     scheduler_.max_parallel(), out_, scheduler_.jobs_outlive_harness());
-  if (submit == Submit::kAll) {
-    for (const auto& [point, status] : kept) {
-      progress.kept(label(*point), status == PointStatus::kOk
-                                       ? " kept (completed in an earlier run)"
-                                       : fmt::format(" kept ({} in an earlier run; --retry-failed keeps it)",
-                                                     status_name(status)));
-    }
-    for (const auto& [id, job] : in_flight_) {
-      progress.started(job.label + fmt::format(" (submitted earlier: {})", scheduler_.describe(id)));
-    }
-  }
+  if (submit == Submit::kAll) report_kept_and_adopted(triage.kept, progress);
 
   std::size_t next = 0;
   bool cancelled = false;
   while (true) {
     if (next < to_run.size() && !interrupt_requested() &&
         static_cast<int>(in_flight_.size()) < scheduler_.max_parallel()) {
-      std::vector<InFlight> batch;
-      std::vector<JobSpec> specs;
-      while (next < to_run.size() && static_cast<int>(in_flight_.size() + batch.size()) < scheduler_.max_parallel()) {
-        InFlight job;
-        job.point = to_run[next++];
-        job.job = job_for(*job.point, directory_, options_.rank_programs, run_id_);
-        job.job.expected_s = earlier_s.count(job.point) ? earlier_s[job.point] : 0;
-        job.command = scheduler_.command_for(job.job);
-        job.label = label(*job.point);
-        job.build = options_.rank_programs.provenance_for(job.point->settings);
-        // An earlier run's record stays until this one's replaces it (a refused or interrupted
-        // submission must not lose it); its log would mix with this run's.
-        remove_if_present(job.job.log_path);
-        remove_if_present(job.job.measurements_path);
-        specs.push_back(job.job);
-        batch.push_back(std::move(job));
-      }
-      // Each job enters the ledger as it is submitted, before the next sbatch: a harness killed
-      // halfway through leaves none of its jobs unknown.
-      const auto remember = [&](std::size_t i, JobId id) {
-        if (id == 0 || in_flight_.count(id) != 0) return;
-        batch[i].submitted_at = wall_clock_s();
-        in_flight_.emplace(id, batch[i]);
-      };
-      const std::vector<Submission> submissions =
-          scheduler_.submit_all(specs, [&](const std::vector<std::pair<std::size_t, JobId>>& submitted) {
-            for (const auto& [i, id] : submitted) remember(i, id);
-            save_ledger();
-          });
-      for (std::size_t i = 0; i < batch.size(); ++i) {
-        progress.started(batch[i].label);
-        ++result.ran;
-        if (submissions[i].id != 0) {
-          remember(i, submissions[i].id);
-        } else {
-          ++result.failed;
-          progress.finished(batch[i].label, " FAILED: " + submissions[i].error, 0);
-        }
-      }
-      save_ledger();
+      submit_next_batch(to_run, next, earlier_s, progress, result);
       continue;  // fill up to max_parallel before waiting
     }
     if (interrupt_requested() && !cancelled) {

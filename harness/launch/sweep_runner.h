@@ -94,6 +94,20 @@ class SweepRunner {
   };
   enum class Submit { kAll, kNone };
   SweepOutcome loop(Submit submit, bool follow);
+  // loop()'s steps.
+  struct Triage {
+    std::vector<const Point*> without_record;  // no record kept (or a job in the ledger)
+    std::map<const Point*, PointStatus> kept;  // earlier records this run keeps
+  };
+  Triage triage_points(Submit submit, SweepOutcome& result);
+  // How long each point took before, by estimate_sweep.
+  std::map<const Point*, double> earlier_durations_s() const;
+  // The points of without_record that no job in flight follows.
+  std::vector<const Point*> points_to_submit(const std::vector<const Point*>& without_record) const;
+  void report_kept_and_adopted(const std::map<const Point*, PointStatus>& kept, class Progress& progress) const;
+  void submit_next_batch(const std::vector<const Point*>& to_run, std::size_t& next,
+                         const std::map<const Point*, double>& earlier_s, class Progress& progress,
+                         SweepOutcome& result);
   // The status of a record of `point` from an earlier run that this run keeps (moved to the
   // point's own id), or nothing.
   std::optional<PointStatus> adopt_earlier_record(const Point& point, const std::vector<StoredRecord>& stored);

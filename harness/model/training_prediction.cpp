@@ -84,15 +84,8 @@ PredictedStep predict_step(const FamilyPrediction& family, const BackendCostFit&
   return step;
 }
 
-}  // namespace
-
-TrainingPrediction predict_training(const ResultSet& train, const std::map<std::string, BackendCostFit>& fits,
-                                    const std::vector<int>& ranks, int comm_hosts, int comm_max_ranks) {
-  if (train.kind() != Kind::kTrain) {
-    throw ConfigError(fmt::format("--predict {}: not a training run (experiment kind comm)", train.experiment().name));
-  }
-  TrainingPrediction prediction;
-  // The configurations of each family, in first-seen order.
+// The configurations of each family, in first-seen order.
+std::vector<std::pair<std::string, std::vector<int>>> configuration_families(const ResultSet& train) {
   std::vector<std::pair<std::string, std::vector<int>>> families;
   for (std::size_t c = 0; c < train.configurations().size(); ++c) {
     const std::string key = family_key(train.configurations()[c].settings);
@@ -100,63 +93,72 @@ TrainingPrediction predict_training(const ResultSet& train, const std::map<std::
     if (found == families.end()) found = families.insert(families.end(), {key, {}});
     found->second.push_back(static_cast<int>(c));
   }
-  int largest_base = 0;
-  for (const auto& [key, members] : families) {
-    const PointSettings& settings = train.configurations()[static_cast<std::size_t>(members.front())].settings;
-    const std::string label = family_label(train.experiment(), settings);
-    const auto fit = fits.find(settings.backend);
-    if (settings.device != "cpu") {
-      prediction.skipped.push_back(label + ": device " + settings.device + " (the model is fitted on host buffers)");
-      continue;
-    }
-    if (fit == fits.end()) {
-      prediction.skipped.push_back(label + ": the comm run has no fit for backend " + settings.backend);
-      continue;
-    }
-    // The measured configurations by ranks; the fewest ranks give the compute per sample.
-    std::map<int, Measured> by_ranks;
-    for (const int c : members) {
-      const ConfigurationStats& configuration = train.configurations()[static_cast<std::size_t>(c)];
-      if (auto values = measured(train, configuration)) by_ranks[configuration.settings.ranks] = *values;
-    }
-    if (by_ranks.empty()) {
-      prediction.skipped.push_back(label + ": no ok record with SGD measurements");
-      continue;
-    }
-    FamilyPrediction family;
-    family.label = label;
-    family.backend = settings.backend;
-    family.overlap = settings.overlap;
-    const auto& [base_ranks, base] = *by_ranks.begin();
-    family.base_ranks = base_ranks;
-    family.compute_per_sample_s = base.compute_s / static_cast<double>(base.sgd->per_rank_batch);
-    family.gradient_bytes = 4 * base.sgd->parameters;
-    family.buckets = std::max<int64_t>(1, base.sgd->buckets);
-    largest_base = std::max(largest_base, base_ranks);
+  return families;
+}
 
-    std::set<int> all_ranks(ranks.begin(), ranks.end());
-    for (const auto& [r, values] : by_ranks) all_ranks.insert(r);
-    for (const int r : all_ranks) {
-      // Strong scaling runs out of samples: a rank with less than one per step trains nothing.
-      PointSettings at = settings;
-      at.ranks = r;
-      if (per_rank_batch(at, worker_layout(at, 0, r).workers) < 1) continue;
-      PredictedStep step = predict_step(family, fit->second, settings, r);
-      if (const auto m = by_ranks.find(r); m != by_ranks.end()) {
-        step.measured_comm_s = m->second.comm_s;
-        step.measured_step_s = m->second.step_s;
-        step.measured_speedup = static_cast<double>(step.workers) * static_cast<double>(step.per_rank_batch) *
-                                family.compute_per_sample_s / m->second.step_s;
-      }
-      family.steps.push_back(step);
+// The family's predicted steps at `ranks` and at every measured rank count, each with what was
+// measured there.
+void predict_steps(FamilyPrediction& family, const std::map<int, Measured>& by_ranks, const BackendCostFit& fit,
+                   const PointSettings& settings, const std::vector<int>& ranks) {
+  std::set<int> all_ranks(ranks.begin(), ranks.end());
+  for (const auto& [r, values] : by_ranks) all_ranks.insert(r);
+  for (const int r : all_ranks) {
+    // Strong scaling runs out of samples: a rank with less than one per step trains nothing.
+    PointSettings at = settings;
+    at.ranks = r;
+    if (per_rank_batch(at, worker_layout(at, 0, r).workers) < 1) continue;
+    PredictedStep step = predict_step(family, fit, settings, r);
+    if (const auto m = by_ranks.find(r); m != by_ranks.end()) {
+      step.measured_comm_s = m->second.comm_s;
+      step.measured_step_s = m->second.step_s;
+      step.measured_speedup = static_cast<double>(step.workers) * static_cast<double>(step.per_rank_batch) *
+                              family.compute_per_sample_s / m->second.step_s;
     }
-    prediction.families.push_back(std::move(family));
+    family.steps.push_back(step);
   }
-  if (prediction.families.empty()) {
-    throw ConfigError(fmt::format("--predict: no configuration of {} could be predicted ({})", train.experiment().name,
-                                  fmt::join(prediction.skipped, "; ")));
+}
+
+// One family's prediction, or nothing with the reason in `skipped`.
+std::optional<FamilyPrediction> predict_family(const ResultSet& train, const std::vector<int>& members,
+                                               const std::map<std::string, BackendCostFit>& fits,
+                                               const std::vector<int>& ranks, std::vector<std::string>& skipped) {
+  const PointSettings& settings = train.configurations()[static_cast<std::size_t>(members.front())].settings;
+  const std::string label = family_label(train.experiment(), settings);
+  const auto fit = fits.find(settings.backend);
+  if (settings.device != "cpu") {
+    skipped.push_back(label + ": device " + settings.device + " (the model is fitted on host buffers)");
+    return std::nullopt;
   }
-  auto& a = prediction.assumptions;
+  if (fit == fits.end()) {
+    skipped.push_back(label + ": the comm run has no fit for backend " + settings.backend);
+    return std::nullopt;
+  }
+  // The measured configurations by ranks; the fewest ranks give the compute per sample.
+  std::map<int, Measured> by_ranks;
+  for (const int c : members) {
+    const ConfigurationStats& configuration = train.configurations()[static_cast<std::size_t>(c)];
+    if (auto values = measured(train, configuration)) by_ranks[configuration.settings.ranks] = *values;
+  }
+  if (by_ranks.empty()) {
+    skipped.push_back(label + ": no ok record with SGD measurements");
+    return std::nullopt;
+  }
+  FamilyPrediction family;
+  family.label = label;
+  family.backend = settings.backend;
+  family.overlap = settings.overlap;
+  const auto& [base_ranks, base] = *by_ranks.begin();
+  family.base_ranks = base_ranks;
+  family.compute_per_sample_s = base.compute_s / static_cast<double>(base.sgd->per_rank_batch);
+  family.gradient_bytes = 4 * base.sgd->parameters;
+  family.buckets = std::max<int64_t>(1, base.sgd->buckets);
+  predict_steps(family, by_ranks, fit->second, settings, ranks);
+  return family;
+}
+
+// What the predictions assume, printed and written with them.
+std::vector<std::string> prediction_assumptions(int comm_hosts, int comm_max_ranks, int largest_base) {
+  std::vector<std::string> a;
   a.push_back("gamma is the comm run's own a[i] += b[i] probe (every rank at once); alpha and beta are fitted with it fixed");
   a.push_back(comm_hosts <= 1
                   ? "the comm run's ranks shared one host: its memory and loopback stand in for a network, so "
@@ -175,6 +177,29 @@ TrainingPrediction predict_training(const ResultSet& train, const std::map<std::
   a.push_back("with overlap, the reductions hide behind the backward pass, taken as 2/3 of compute; the forward "
               "pass and the optimizer step do not overlap");
   a.push_back("speedup is against one rank without communication; efficiency = speedup / ranks");
+  return a;
+}
+
+}  // namespace
+
+TrainingPrediction predict_training(const ResultSet& train, const std::map<std::string, BackendCostFit>& fits,
+                                    const std::vector<int>& ranks, int comm_hosts, int comm_max_ranks) {
+  if (train.kind() != Kind::kTrain) {
+    throw ConfigError(fmt::format("--predict {}: not a training run (experiment kind comm)", train.experiment().name));
+  }
+  TrainingPrediction prediction;
+  int largest_base = 0;
+  for (const auto& [key, members] : configuration_families(train)) {
+    std::optional<FamilyPrediction> family = predict_family(train, members, fits, ranks, prediction.skipped);
+    if (!family) continue;
+    largest_base = std::max(largest_base, family->base_ranks);
+    prediction.families.push_back(std::move(*family));
+  }
+  if (prediction.families.empty()) {
+    throw ConfigError(fmt::format("--predict: no configuration of {} could be predicted ({})", train.experiment().name,
+                                  fmt::join(prediction.skipped, "; ")));
+  }
+  prediction.assumptions = prediction_assumptions(comm_hosts, comm_max_ranks, largest_base);
   return prediction;
 }
 

@@ -7,6 +7,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <span>
 #include <vector>
@@ -96,6 +97,181 @@ double link_bandwidth_gbps(const LinkPair& pair, int64_t bytes, int iterations, 
 // Keeps the probes' stores: the buffer they write is read by nobody afterwards.
 volatile float probe_sink = 0;
 
+// The elements of `buffer` that differ from `expected` beyond rounding, summed over the ranks.
+int64_t count_wrong(std::span<const float> buffer, const std::vector<float>& expected,
+                    const Communicator& communicator) {
+  int64_t wrong = 0;
+  for (std::size_t i = 0; i < buffer.size(); ++i) {
+    if (std::abs(buffer[i] - expected[i]) > 1e-5F * std::max(1.0F, std::abs(expected[i]))) {
+      ++wrong;
+    }
+  }
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_INT64_T, MPI_SUM, communicator.handle()),
+            "MPI_Allreduce(wrong)");
+  return wrong;
+}
+
+// A size's times (the slowest rank's per iteration) as the median, extremes and bandwidths.
+MessageSizeMetrics timing_metrics(int64_t bytes, std::vector<double> seconds, int ranks) {
+  const double median = median_of(seconds);
+  std::sort(seconds.begin(), seconds.end());
+  MessageSizeMetrics result;
+  result.bytes = bytes;
+  result.time_us_median = 1e6 * median;
+  result.time_us_min = 1e6 * seconds.front();
+  result.time_us_max = 1e6 * seconds.back();
+  result.algbw_gbps = median > 0 ? static_cast<double>(bytes) / median / 1e9 : 0;
+  result.busbw_gbps = allreduce_bus_bandwidth(result.algbw_gbps, ranks);
+  return result;
+}
+
+// The measurements at one message size after another, with what every size shares: the options,
+// the GPU staging (device "cuda"), the link probes' pairs and the timeline.
+class CommBenchmark {
+ public:
+  CommBenchmark(GradientSync& backend, const Communicator& communicator, const PointSettings& settings,
+                Timeline* timeline)
+      : backend_(backend),
+        communicator_(communicator),
+        seed_(settings.seed),
+        options_(comm_options(settings)),
+        on_device_(settings.device == "cuda"),
+        timeline_(timeline),
+        traced_per_size_(std::min(options_.iterations, kTracedIterationsPerSize)) {
+    if (on_device_) device_sync_.emplace(backend);
+    std::tie(intra_node_, inter_node_) = node_link_pairs(communicator);
+  }
+
+  const CommOptions& options() const { return options_; }
+  int traced_per_size() const { return traced_per_size_; }
+
+  // One message size: the timed reductions, checked against MPI_Allreduce's sum, and the memory
+  // and link probes. Collective.
+  MessageSizeMetrics measure(int64_t bytes) {
+    const auto count = static_cast<std::size_t>(bytes / 4);
+    const std::vector<float> input = random_input(count);
+    std::vector<float> expected = input;
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, expected.data(), static_cast<int>(count), MPI_FLOAT,
+                            MPI_SUM, communicator_.handle()),
+              "MPI_Allreduce(reference)");
+
+    // The reduction is in place, so every iteration starts from a fresh copy of the input
+    // (the copy is outside the timed region). With device "cuda" the buffer lives in GPU memory
+    // and the timed region includes the staging copies, which is what training pays.
+    // On the host, in the backend's own memory when it offers some, as the trainer's gradients.
+    std::vector<float> own_memory;
+    const std::shared_ptr<float> backend_memory =
+        on_device_ ? nullptr : backend_.allocate_buffer(count);
+    if (!backend_memory) own_memory.resize(count);
+    const std::span<float> buffer(backend_memory ? backend_memory.get() : own_memory.data(), count);
+    std::optional<DeviceBuffer> device_buffer;
+    if (on_device_) device_buffer.emplace(count);
+    const auto reset = [&] {
+      if (on_device_) {
+        device_buffer->copy_from_host(input);
+      } else {
+        std::memcpy(buffer.data(), input.data(), bytes);
+      }
+    };
+    const auto reduce = [&] {
+      if (on_device_) {
+        device_sync_->allreduce_sum(device_buffer->data(), count);
+      } else {
+        backend_.allreduce_sum(buffer);
+      }
+    };
+    std::vector<double> seconds = time_reductions(reset, reduce, bytes);
+    if (on_device_) device_buffer->copy_to_host(buffer);
+    // The slowest rank's time for each iteration.
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, seconds.data(), static_cast<int>(seconds.size()),
+                            MPI_DOUBLE, MPI_MAX, communicator_.handle()),
+              "MPI_Allreduce(times)");
+    const int64_t wrong = count_wrong(buffer, expected, communicator_);
+
+    MessageSizeMetrics result = timing_metrics(bytes, seconds, communicator_.size());
+    result.wrong = wrong;
+    if (count > 0) probe_memory(buffer, input, bytes, result);
+    result.intra_node_gbps = link_bandwidth_gbps(intra_node_, bytes, options_.iterations, communicator_);
+    result.inter_node_gbps = link_bandwidth_gbps(inter_node_, bytes, options_.iterations, communicator_);
+    return result;
+  }
+
+ private:
+  // This rank's input: uniform in [-1, 1), from the seed and the rank.
+  std::vector<float> random_input(std::size_t count) const {
+    std::vector<float> input(count);
+    std::mt19937 engine(static_cast<uint32_t>(seed_) + 7919U * static_cast<uint32_t>(communicator_.rank()));
+    std::uniform_real_distribution<float> uniform(-1.0F, 1.0F);
+    for (auto& value : input) value = uniform(engine);
+    return input;
+  }
+
+  // The warm-up reductions, then options.iterations timed ones, each after a barrier: this rank's
+  // seconds for each timed one.
+  template <typename Reset, typename Reduce>
+  std::vector<double> time_reductions(const Reset& reset, const Reduce& reduce, int64_t bytes) {
+    for (int i = 0; i < options_.warmup_iterations; ++i) {
+      reset();
+      reduce();
+    }
+    std::vector<double> seconds(static_cast<std::size_t>(options_.iterations));
+    for (std::size_t i = 0; i < seconds.size(); ++i) {
+      reset();
+      check_mpi(MPI_Barrier(communicator_.handle()), "MPI_Barrier");
+      // The first barrier that all ranks leave together aligns the timeline's clocks.
+      if (timeline_ != nullptr && !clock_started_) {
+        timeline_->start_clock();
+        clock_started_ = true;
+      }
+      // Untraced reductions read no extra clock inside the timed region.
+      const bool traced = timeline_ != nullptr && static_cast<int>(i) < traced_per_size_;
+      const double start = MPI_Wtime();
+      const auto traced_start = traced ? Clock::now() : Clock::time_point{};
+      reduce();
+      seconds[i] = MPI_Wtime() - start;
+      if (traced) {
+        timeline_->begin_step(static_cast<int64_t>(i));
+        timeline_->add(Track::kTraining, "reduce", traced_start, Clock::now(), bytes);
+        timeline_->end_step();
+      }
+    }
+    return seconds;
+  }
+
+  // What the node's memory allows at this size, in the same conditions as the reductions: the
+  // arithmetic a reduction does (the cost model's γ) and a copy. After the check, so the
+  // buffer's contents no longer matter. The host buffers, also for device "cuda".
+  void probe_memory(std::span<float> buffer, const std::vector<float>& input, int64_t bytes,
+                    MessageSizeMetrics& result) const {
+    const std::size_t count = buffer.size();
+    result.reduce_probe_us = slowest_rank_median_us(options_.iterations, communicator_, [&] {
+      for (std::size_t i = 0; i < count; ++i) buffer[i] += input[i];
+    });
+    result.copy_probe_us = slowest_rank_median_us(options_.iterations, communicator_, [&] {
+      std::memcpy(buffer.data(), input.data(), bytes);
+    });
+    result.reduce_probe_one_us = rank_zero_median_us(options_.iterations, communicator_, [&] {
+      for (std::size_t i = 0; i < count; ++i) buffer[i] += input[i];
+    });
+    result.copy_probe_one_us = rank_zero_median_us(options_.iterations, communicator_, [&] {
+      std::memcpy(buffer.data(), input.data(), bytes);
+    });
+    probe_sink = probe_sink + buffer[count / 2];
+  }
+
+  GradientSync& backend_;
+  const Communicator& communicator_;
+  int64_t seed_;
+  CommOptions options_;
+  bool on_device_;
+  std::optional<DeviceStagedSync> device_sync_;
+  LinkPair intra_node_;
+  LinkPair inter_node_;
+  Timeline* timeline_;
+  int traced_per_size_;
+  bool clock_started_ = false;
+};
+
 }  // namespace
 
 std::vector<int64_t> comm_message_sizes(const CommOptions& options) {
@@ -116,130 +292,14 @@ std::vector<MessageSizeMetrics> run_comm_benchmark(GradientSync& backend,
                                                    const PointSettings& settings,
                                                    const CommSizeDone& size_done,
                                                    Timeline* timeline) {
-  const int rank = communicator.rank();
-  const int ranks = communicator.size();
-  const CommOptions options = comm_options(settings);
-
-  const bool on_device = settings.device == "cuda";
-  std::optional<DeviceStagedSync> device_sync;
-  if (on_device) device_sync.emplace(backend);
-
-  const std::vector<int64_t> sizes = comm_message_sizes(options);
-  const auto [intra_node, inter_node] = node_link_pairs(communicator);
-  const int traced_per_size = std::min(options.iterations, kTracedIterationsPerSize);
+  CommBenchmark benchmark(backend, communicator, settings, timeline);
+  const std::vector<int64_t> sizes = comm_message_sizes(benchmark.options());
   if (timeline != nullptr) {
-    timeline->trace(ranks, static_cast<int64_t>(sizes.size()) * traced_per_size);
+    timeline->trace(communicator.size(), static_cast<int64_t>(sizes.size()) * benchmark.traced_per_size());
   }
-  bool clock_started = false;
   std::vector<MessageSizeMetrics> results;
   for (const int64_t bytes : sizes) {
-    const auto count = static_cast<std::size_t>(bytes / 4);
-    std::vector<float> input(count);
-    std::mt19937 engine(static_cast<uint32_t>(settings.seed) + 7919U * static_cast<uint32_t>(rank));
-    std::uniform_real_distribution<float> uniform(-1.0F, 1.0F);
-    for (auto& value : input) value = uniform(engine);
-
-    std::vector<float> expected = input;
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, expected.data(), static_cast<int>(count), MPI_FLOAT,
-                            MPI_SUM, communicator.handle()),
-              "MPI_Allreduce(reference)");
-
-    // The reduction is in place, so every iteration starts from a fresh copy of the input
-    // (the copy is outside the timed region). With device "cuda" the buffer lives in GPU memory
-    // and the timed region includes the staging copies, which is what training pays.
-    // On the host, in the backend's own memory when it offers some, as the trainer's gradients.
-    std::vector<float> own_memory;
-    const std::shared_ptr<float> backend_memory =
-        on_device ? nullptr : backend.allocate_buffer(count);
-    if (!backend_memory) own_memory.resize(count);
-    const std::span<float> buffer(backend_memory ? backend_memory.get() : own_memory.data(), count);
-    std::optional<DeviceBuffer> device_buffer;
-    if (on_device) device_buffer.emplace(count);
-    const auto reset = [&] {
-      if (on_device) {
-        device_buffer->copy_from_host(input);
-      } else {
-        std::memcpy(buffer.data(), input.data(), bytes);
-      }
-    };
-    const auto reduce = [&] {
-      if (on_device) {
-        device_sync->allreduce_sum(device_buffer->data(), count);
-      } else {
-        backend.allreduce_sum(buffer);
-      }
-    };
-    for (int i = 0; i < options.warmup_iterations; ++i) {
-      reset();
-      reduce();
-    }
-    std::vector<double> seconds(static_cast<std::size_t>(options.iterations));
-    for (std::size_t i = 0; i < seconds.size(); ++i) {
-      reset();
-      check_mpi(MPI_Barrier(communicator.handle()), "MPI_Barrier");
-      // The first barrier that all ranks leave together aligns the timeline's clocks.
-      if (timeline != nullptr && !clock_started) {
-        timeline->start_clock();
-        clock_started = true;
-      }
-      // Untraced reductions read no extra clock inside the timed region.
-      const bool traced = timeline != nullptr && static_cast<int>(i) < traced_per_size;
-      const double start = MPI_Wtime();
-      const auto traced_start = traced ? Clock::now() : Clock::time_point{};
-      reduce();
-      seconds[i] = MPI_Wtime() - start;
-      if (traced) {
-        timeline->begin_step(static_cast<int64_t>(i));
-        timeline->add(Track::kTraining, "reduce", traced_start, Clock::now(), bytes);
-        timeline->end_step();
-      }
-    }
-    if (on_device) device_buffer->copy_to_host(buffer);
-    // The slowest rank's time for each iteration.
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, seconds.data(), static_cast<int>(seconds.size()),
-                            MPI_DOUBLE, MPI_MAX, communicator.handle()),
-              "MPI_Allreduce(times)");
-
-    int64_t wrong = 0;
-    for (std::size_t i = 0; i < count; ++i) {
-      if (std::abs(buffer[i] - expected[i]) > 1e-5F * std::max(1.0F, std::abs(expected[i]))) {
-        ++wrong;
-      }
-    }
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_INT64_T, MPI_SUM, communicator.handle()),
-              "MPI_Allreduce(wrong)");
-
-    const double median = median_of(seconds);
-    std::sort(seconds.begin(), seconds.end());
-    MessageSizeMetrics result;
-    result.bytes = bytes;
-    result.time_us_median = 1e6 * median;
-    result.time_us_min = 1e6 * seconds.front();
-    result.time_us_max = 1e6 * seconds.back();
-    result.algbw_gbps = median > 0 ? static_cast<double>(bytes) / median / 1e9 : 0;
-    result.busbw_gbps = allreduce_bus_bandwidth(result.algbw_gbps, ranks);
-    result.wrong = wrong;
-    // What the node's memory allows at this size, in the same conditions as the reductions: the
-    // arithmetic a reduction does (the cost model's γ) and a copy. After the check, so the
-    // buffer's contents no longer matter. The host buffers, also for device "cuda".
-    if (count > 0) {
-      result.reduce_probe_us = slowest_rank_median_us(options.iterations, communicator, [&] {
-        for (std::size_t i = 0; i < count; ++i) buffer[i] += input[i];
-      });
-      result.copy_probe_us = slowest_rank_median_us(options.iterations, communicator, [&] {
-        std::memcpy(buffer.data(), input.data(), bytes);
-      });
-      result.reduce_probe_one_us = rank_zero_median_us(options.iterations, communicator, [&] {
-        for (std::size_t i = 0; i < count; ++i) buffer[i] += input[i];
-      });
-      result.copy_probe_one_us = rank_zero_median_us(options.iterations, communicator, [&] {
-        std::memcpy(buffer.data(), input.data(), bytes);
-      });
-      probe_sink = probe_sink + buffer[count / 2];
-    }
-    result.intra_node_gbps = link_bandwidth_gbps(intra_node, bytes, options.iterations, communicator);
-    result.inter_node_gbps = link_bandwidth_gbps(inter_node, bytes, options.iterations, communicator);
-    results.push_back(result);
+    results.push_back(benchmark.measure(bytes));
     // Whatever it does here no timed reduction sees: the next size's first collective (the
     // reference allreduce) waits for it, and each timed reduction starts after a barrier.
     if (size_done) size_done(results);

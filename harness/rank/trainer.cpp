@@ -86,163 +86,201 @@ void DataParallelTrainer::trace_step(Clock::time_point start, Clock::time_point 
   timeline_->end_step();
 }
 
-LoopResult DataParallelTrainer::train(LoopFlush* flush) {
+// What train() carries from step to step and from epoch to epoch.
+struct DataParallelTrainer::TrainingRun {
   LoopResult result;
+  LoopFlush* flush = nullptr;
+  int64_t batch = 0;             // samples per worker and step
+  int64_t samples_per_step = 0;  // over all workers
+  // The first steps of the first epoch train like any other but are not timed: allocators,
+  // caches and connections warm up there (validation keeps them within the first epoch).
+  int64_t warmup_steps = 0;
+  int64_t total_steps = 0;
+  int64_t steps_done = 0;
+  int64_t samples_seen = 0;
+  std::vector<int64_t> permutation;
+  // The loss curve: this rank's loss summed over windows of loss_every steps (which may span
+  // epochs); the windows closed during an epoch are summed over the ranks after it, outside the
+  // timed steps, so that a step carries no extra communication.
+  int64_t window_steps = 0;
+  double window_loss = 0;
+  int64_t steps_in_window = 0;
+  std::vector<double> closed_losses;     // sums of the windows closed in this epoch
+  std::vector<int64_t> closed_steps;     // their lengths in steps
+  std::vector<int64_t> closed_samples;   // samples seen (all ranks) at their ends
+  Clock::time_point last_progress_line;
+};
+
+LoopResult DataParallelTrainer::train(LoopFlush* flush) {
+  TrainingRun run;
+  start_training(flush, run);
+  for (int epoch = 1; epoch <= settings_.epochs; ++epoch) train_epoch(epoch, run);
+  return std::move(run.result);
+}
+
+void DataParallelTrainer::start_training(LoopFlush* flush, TrainingRun& run) {
+  LoopResult& result = run.result;
+  run.flush = flush;
   result.steps_per_epoch = steps_per_epoch();
   if (result.steps_per_epoch == 0) {
     throw ConfigError(fmt::format(
         "batch_size: the global batch of {} exceeds the {} training samples",
         global_batch(settings_, layout_.workers), workload_.train_size()));
   }
-  const int64_t batch = per_rank_batch(settings_, layout_.workers);
-  const int64_t samples_per_step = batch * layout_.workers;
-
-  std::vector<int64_t> permutation(static_cast<std::size_t>(workload_.train_size()));
-  // The first steps of the first epoch train like any other but are not timed: allocators,
-  // caches and connections warm up there (validation keeps them within the first epoch).
-  const int64_t warmup_steps = std::min<int64_t>(settings_.warmup_steps, result.steps_per_epoch);
-  int64_t samples_seen = 0;
+  run.batch = per_rank_batch(settings_, layout_.workers);
+  run.samples_per_step = run.batch * layout_.workers;
+  run.permutation.resize(static_cast<std::size_t>(workload_.train_size()));
+  run.warmup_steps = std::min<int64_t>(settings_.warmup_steps, result.steps_per_epoch);
 
   const auto timed_steps =
-      static_cast<std::size_t>(result.steps_per_epoch * settings_.epochs - warmup_steps);
-  // The loss curve: this rank's loss summed over windows of loss_every steps (which may span
-  // epochs); the windows closed during an epoch are summed over the ranks after it, outside the
-  // timed steps, so that a step carries no extra communication.
-  const int64_t total_steps = result.steps_per_epoch * settings_.epochs;
-  const int64_t window_steps = loss_window_steps(settings_, total_steps);
-  double window_loss = 0;
-  int64_t steps_in_window = 0;
-  int64_t steps_done = 0;
-  std::vector<double> closed_losses;     // sums of the windows closed in this epoch
-  std::vector<int64_t> closed_steps;     // their lengths in steps
-  std::vector<int64_t> closed_samples;   // samples seen (all ranks) at their ends
+      static_cast<std::size_t>(result.steps_per_epoch * settings_.epochs - run.warmup_steps);
+  run.total_steps = result.steps_per_epoch * settings_.epochs;
+  run.window_steps = loss_window_steps(settings_, run.total_steps);
   for (auto* times : {&result.steps.compute_s, &result.steps.comm_s, &result.steps.exposed_s,
                       &result.steps.step_s}) {
     times->reserve(timed_steps);  // no reallocation inside the timed loop
   }
   if (timeline_ != nullptr) timeline_->trace(communicator_.size(), static_cast<int64_t>(timed_steps));
+  run.last_progress_line = Clock::now();
+}
 
-  auto last_progress_line = Clock::now();
-  for (int epoch = 1; epoch <= settings_.epochs; ++epoch) {
-    std::iota(permutation.begin(), permutation.end(), 0);
-    deterministic_shuffle(permutation, static_cast<uint64_t>(settings_.seed),
-                          static_cast<uint64_t>(epoch));
-    double loss_sum = 0;
+void DataParallelTrainer::train_epoch(int epoch, TrainingRun& run) {
+  LoopResult& result = run.result;
+  std::iota(run.permutation.begin(), run.permutation.end(), 0);
+  deterministic_shuffle(run.permutation, static_cast<uint64_t>(settings_.seed),
+                        static_cast<uint64_t>(epoch));
+  double loss_sum = 0;
 
-    const int64_t untimed = epoch == 1 ? warmup_steps : 0;
-    check_mpi(MPI_Barrier(communicator_.handle()), "MPI_Barrier");
-    double epoch_start = MPI_Wtime();
-    // The ranks leave the barrier together: the timeline's clocks start aligned.
-    if (epoch == 1 && timeline_ != nullptr) timeline_->start_clock();
-    double flushed_s = 0;  // this epoch's flushes: not training time
-    for (int64_t step = 0; step < result.steps_per_epoch; ++step) {
-      if (step == untimed && untimed > 0) {
-        // Between steps no reduction is in flight, so the barrier is safe with overlap too.
-        check_mpi(MPI_Barrier(communicator_.handle()), "MPI_Barrier");
-        epoch_start = MPI_Wtime();
-        flushed_s = 0;
-      }
-      // Before the step rather than after it: at an epoch's first step the previous epoch's
-      // record (written after its last step) is then part of what is flushed.
-      if (flush != nullptr && flush->due(result.steps.step_s.size())) {
-        const double flush_s = flush->flush(result);
-        flushed_s += flush_s;
-        result.flush_time_s += flush_s;
-      }
-      const int64_t timed_index = step < untimed ? -1 : static_cast<int64_t>(result.steps.step_s.size());
-      const bool traced = timeline_ != nullptr && timeline_->traces_step(timed_index);
-      if (traced) timeline_->begin_step(timed_index);
-      const auto start = Clock::now();
-      buckets_.zero_gradients();
-      begin_step();
-      if (layout_.index >= 0) {  // a serving-only rank contributes zero gradients
-        const std::span<const int64_t> positions(
-            permutation.data() + (step * layout_.workers + layout_.index) * batch,
-            static_cast<std::size_t>(batch));
-        const double loss = workload_.forward_backward(positions);
-        loss_sum += loss;
-        window_loss += loss;
-      }
-      const auto computed = Clock::now();
-
-      const BucketTiming communication = average_gradients();
-      const auto reduced = Clock::now();
-
-      {
-        torch::NoGradGuard no_grad;
-        // The same rate on every rank: a function of the settings and the step alone.
-        const double epochs_done = (epoch - 1) + static_cast<double>(step) / result.steps_per_epoch;
-        const auto lr = static_cast<float>(learning_rate(settings_, layout_.workers, epochs_done));
-        sgd_update(parameters_, lr);
-      }
-      const auto end = Clock::now();
-      if (traced) trace_step(start, computed, reduced, end);
-      ++steps_done;
-      if (++steps_in_window == window_steps || steps_done == total_steps) {
-        closed_losses.push_back(window_loss);
-        closed_steps.push_back(steps_in_window);
-        closed_samples.push_back(steps_done * samples_per_step);
-        window_loss = 0;
-        steps_in_window = 0;
-      }
-      if (step < untimed) continue;
-      result.steps.compute_s.push_back(seconds_between(start, computed) + seconds_between(reduced, end));
-      const double exposed_s = seconds_between(computed, reduced);
-      result.steps.comm_s.push_back(communication.overlapped_comm_s.value_or(exposed_s));
-      result.steps.exposed_s.push_back(exposed_s);
-      result.steps.step_s.push_back(seconds_between(start, end));
+  const int64_t untimed = epoch == 1 ? run.warmup_steps : 0;
+  check_mpi(MPI_Barrier(communicator_.handle()), "MPI_Barrier");
+  double epoch_start = MPI_Wtime();
+  // The ranks leave the barrier together: the timeline's clocks start aligned.
+  if (epoch == 1 && timeline_ != nullptr) timeline_->start_clock();
+  double flushed_s = 0;  // this epoch's flushes: not training time
+  for (int64_t step = 0; step < result.steps_per_epoch; ++step) {
+    if (step == untimed && untimed > 0) {
+      // Between steps no reduction is in flight, so the barrier is safe with overlap too.
+      check_mpi(MPI_Barrier(communicator_.handle()), "MPI_Barrier");
+      epoch_start = MPI_Wtime();
+      flushed_s = 0;
     }
-    check_mpi(MPI_Barrier(communicator_.handle()), "MPI_Barrier");
-    const double epoch_time = MPI_Wtime() - epoch_start - flushed_s;
-    result.train_time_s += epoch_time;
-    result.samples_trained += (result.steps_per_epoch - untimed) * samples_per_step;
-    samples_seen += result.steps_per_epoch * samples_per_step;
-
-    // Bookkeeping outside the timed region: the epoch's mean loss over all ranks' batches, and
-    // the loss windows it closed (the same number on every rank).
-    closed_losses.push_back(loss_sum);
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, closed_losses.data(), static_cast<int>(closed_losses.size()), MPI_DOUBLE,
-                            MPI_SUM, communicator_.handle()),
-              "MPI_Allreduce(loss)");
-    loss_sum = closed_losses.back();
-    closed_losses.pop_back();
-    if (communicator_.rank() == 0) {
-      for (std::size_t w = 0; w < closed_losses.size(); ++w) {
-        result.loss_curve.push_back(
-            {closed_samples[w], closed_losses[w] / static_cast<double>(closed_steps[w] * layout_.workers)});
-      }
+    // Before the step rather than after it: at an epoch's first step the previous epoch's
+    // record (written after its last step) is then part of what is flushed.
+    if (run.flush != nullptr && run.flush->due(result.steps.step_s.size())) {
+      const double flush_s = run.flush->flush(result);
+      flushed_s += flush_s;
+      result.flush_time_s += flush_s;
     }
-    closed_losses.clear();
-    closed_steps.clear();
-    closed_samples.clear();
-    if (communicator_.rank() == 0) {
-      const auto evaluation_start = Clock::now();
-      const Evaluation evaluation = workload_.evaluate();
-      const double eval_time_s = seconds_since(evaluation_start);
-      result.eval_time_s += eval_time_s;
-      EpochRecord record;
-      record.epoch = epoch;
-      record.train_loss =
-          loss_sum / static_cast<double>(result.steps_per_epoch * layout_.workers);
-      record.test_loss = evaluation.loss;
-      record.test_accuracy = evaluation.accuracy;
-      record.train_time_s = epoch_time;
-      record.eval_time_s = eval_time_s;
-      record.samples_seen = samples_seen;
-      result.epochs.push_back(record);
-      // Into the point's log, at most about once a second (and after the last epoch): a point
-      // stopped by its time limit shows how far it got, and a 3000-epoch run is not 3000 lines.
-      if (epoch == settings_.epochs || seconds_since(last_progress_line) >= 1.0) {
-        last_progress_line = Clock::now();
-        std::cerr << fmt::format("harness worker (rank 0) progress: epoch {}/{}: train loss {:.4g}, "
-                                 "test accuracy {:.4g}, {:.3f} s\n",
-                                 epoch, settings_.epochs, record.train_loss, record.test_accuracy,
-                                 epoch_time)
-                  << std::flush;
-      }
+    train_step(epoch, step, untimed, loss_sum, run);
+  }
+  check_mpi(MPI_Barrier(communicator_.handle()), "MPI_Barrier");
+  const double epoch_time = MPI_Wtime() - epoch_start - flushed_s;
+  result.train_time_s += epoch_time;
+  result.samples_trained += (result.steps_per_epoch - untimed) * run.samples_per_step;
+  run.samples_seen += result.steps_per_epoch * run.samples_per_step;
+
+  loss_sum = sum_epoch_losses(loss_sum, run);
+  if (communicator_.rank() == 0) record_epoch(epoch, loss_sum, epoch_time, run);
+}
+
+// One SGD step; a timed one (past the warm-up) adds its times to the result.
+void DataParallelTrainer::train_step(int epoch, int64_t step, int64_t untimed, double& loss_sum,
+                                     TrainingRun& run) {
+  LoopResult& result = run.result;
+  const int64_t timed_index = step < untimed ? -1 : static_cast<int64_t>(result.steps.step_s.size());
+  const bool traced = timeline_ != nullptr && timeline_->traces_step(timed_index);
+  if (traced) timeline_->begin_step(timed_index);
+  const auto start = Clock::now();
+  buckets_.zero_gradients();
+  begin_step();
+  if (layout_.index >= 0) {  // a serving-only rank contributes zero gradients
+    const std::span<const int64_t> positions(
+        run.permutation.data() + (step * layout_.workers + layout_.index) * run.batch,
+        static_cast<std::size_t>(run.batch));
+    const double loss = workload_.forward_backward(positions);
+    loss_sum += loss;
+    run.window_loss += loss;
+  }
+  const auto computed = Clock::now();
+
+  const BucketTiming communication = average_gradients();
+  const auto reduced = Clock::now();
+
+  {
+    torch::NoGradGuard no_grad;
+    // The same rate on every rank: a function of the settings and the step alone.
+    const double epochs_done = (epoch - 1) + static_cast<double>(step) / result.steps_per_epoch;
+    const auto lr = static_cast<float>(learning_rate(settings_, layout_.workers, epochs_done));
+    sgd_update(parameters_, lr);
+  }
+  const auto end = Clock::now();
+  if (traced) trace_step(start, computed, reduced, end);
+  ++run.steps_done;
+  if (++run.steps_in_window == run.window_steps || run.steps_done == run.total_steps) {
+    run.closed_losses.push_back(run.window_loss);
+    run.closed_steps.push_back(run.steps_in_window);
+    run.closed_samples.push_back(run.steps_done * run.samples_per_step);
+    run.window_loss = 0;
+    run.steps_in_window = 0;
+  }
+  if (step < untimed) return;
+  result.steps.compute_s.push_back(seconds_between(start, computed) + seconds_between(reduced, end));
+  const double exposed_s = seconds_between(computed, reduced);
+  result.steps.comm_s.push_back(communication.overlapped_comm_s.value_or(exposed_s));
+  result.steps.exposed_s.push_back(exposed_s);
+  result.steps.step_s.push_back(seconds_between(start, end));
+}
+
+// Bookkeeping outside the timed region: the epoch's loss summed over all ranks' batches (the
+// return value), and the loss windows it closed (the same number on every rank), into the loss
+// curve on rank 0. Collective.
+double DataParallelTrainer::sum_epoch_losses(double loss_sum, TrainingRun& run) {
+  run.closed_losses.push_back(loss_sum);
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, run.closed_losses.data(), static_cast<int>(run.closed_losses.size()),
+                          MPI_DOUBLE, MPI_SUM, communicator_.handle()),
+            "MPI_Allreduce(loss)");
+  const double total_loss = run.closed_losses.back();
+  run.closed_losses.pop_back();
+  if (communicator_.rank() == 0) {
+    for (std::size_t w = 0; w < run.closed_losses.size(); ++w) {
+      run.result.loss_curve.push_back(
+          {run.closed_samples[w],
+           run.closed_losses[w] / static_cast<double>(run.closed_steps[w] * layout_.workers)});
     }
   }
-  return result;
+  run.closed_losses.clear();
+  run.closed_steps.clear();
+  run.closed_samples.clear();
+  return total_loss;
+}
+
+// Rank 0: evaluates the model and records the epoch.
+void DataParallelTrainer::record_epoch(int epoch, double loss_sum, double epoch_time, TrainingRun& run) {
+  LoopResult& result = run.result;
+  const auto evaluation_start = Clock::now();
+  const Evaluation evaluation = workload_.evaluate();
+  const double eval_time_s = seconds_since(evaluation_start);
+  result.eval_time_s += eval_time_s;
+  EpochRecord record;
+  record.epoch = epoch;
+  record.train_loss =
+      loss_sum / static_cast<double>(result.steps_per_epoch * layout_.workers);
+  record.test_loss = evaluation.loss;
+  record.test_accuracy = evaluation.accuracy;
+  record.train_time_s = epoch_time;
+  record.eval_time_s = eval_time_s;
+  record.samples_seen = run.samples_seen;
+  result.epochs.push_back(record);
+  // Into the point's log, at most about once a second (and after the last epoch): a point
+  // stopped by its time limit shows how far it got, and a 3000-epoch run is not 3000 lines.
+  if (epoch == settings_.epochs || seconds_since(run.last_progress_line) >= 1.0) {
+    run.last_progress_line = Clock::now();
+    std::cerr << fmt::format("harness worker (rank 0) progress: epoch {}/{}: train loss {:.4g}, "
+                             "test accuracy {:.4g}, {:.3f} s\n",
+                             epoch, settings_.epochs, record.train_loss, record.test_accuracy,
+                             epoch_time)
+              << std::flush;
+  }
 }
 
 // On the CPU, where a parameter and its gradient share a layout (in training always, unless a

@@ -59,6 +59,14 @@ class DataParallelTrainer {
 
   void trace_step(Clock::time_point start, Clock::time_point computed, Clock::time_point reduced,
                   Clock::time_point end);
+
+  // train()'s steps, over the state it carries (trainer.cpp).
+  struct TrainingRun;
+  void start_training(LoopFlush* flush, TrainingRun& run);
+  void train_epoch(int epoch, TrainingRun& run);
+  void train_step(int epoch, int64_t step, int64_t untimed, double& loss_sum, TrainingRun& run);
+  double sum_epoch_losses(double loss_sum, TrainingRun& run);
+  void record_epoch(int epoch, double loss_sum, double epoch_time, TrainingRun& run);
 };
 
 // Plain SGD, parameter -= lr × gradient, on every parameter (the trainer's update, a function of

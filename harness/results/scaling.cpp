@@ -11,12 +11,10 @@ bool usable(const ScalingInput& point) {
 
 double time_per_sample(const ScalingInput& point) { return point.time_s / point.samples_trained; }
 
-}  // namespace
-
-ScalingAnalysis analyse_scaling(const std::vector<ScalingInput>& runs, const Json& baseline) {
-  ScalingAnalysis analysis;
+// Groups runs by their settings, into analysis.configurations (first-seen order) and
+// analysis.configuration_of.
+void group_configurations(const std::vector<ScalingInput>& runs, ScalingAnalysis& analysis) {
   analysis.configuration_of.assign(runs.size(), -1);
-  // Group runs by their settings.
   std::vector<ConfigurationStats>& configurations = analysis.configurations;
   std::vector<Json> settings_of;  // per configuration
   for (std::size_t i = 0; i < runs.size(); ++i) {
@@ -31,8 +29,11 @@ ScalingAnalysis analyse_scaling(const std::vector<ScalingInput>& runs, const Jso
     configurations[configuration].runs.push_back(static_cast<int>(i));
     analysis.configuration_of[i] = configuration;
   }
+}
 
-  // Per configuration: the usable runs' times per sample, times and throughputs.
+// Per configuration: the usable runs' times per sample (returned), times and throughputs.
+std::vector<std::vector<double>> summarise_runs(const std::vector<ScalingInput>& runs,
+                                                std::vector<ConfigurationStats>& configurations) {
   std::vector<std::vector<double>> per_sample(configurations.size());
   for (std::size_t c = 0; c < configurations.size(); ++c) {
     ConfigurationStats& configuration = configurations[c];
@@ -48,8 +49,11 @@ ScalingAnalysis analyse_scaling(const std::vector<ScalingInput>& runs, const Jso
     configuration.time_s = bootstrap_median(times);
     configuration.throughput = bootstrap_median(throughputs);
   }
+  return per_sample;
+}
 
-  // What a configuration is compared on: every key but those the baseline varies.
+// What a configuration is compared on: every key but those the baseline varies.
+std::vector<Json> comparison_keys(const std::vector<ConfigurationStats>& configurations, const Json& baseline) {
   const auto comparable = [&baseline](const PointSettings& settings) {
     Json object = to_json(settings);
     object.erase("timeout_s");
@@ -62,43 +66,57 @@ ScalingAnalysis analyse_scaling(const std::vector<ScalingInput>& runs, const Jso
   };
   std::vector<Json> keys;
   for (const auto& configuration : configurations) keys.push_back(comparable(configuration.settings));
+  return keys;
+}
 
-  for (std::size_t c = 0; c < configurations.size(); ++c) {
-    ConfigurationStats& configuration = configurations[c];
-    if (configuration.ok_runs == 0) continue;
-    int chosen = -1;
-    for (std::size_t b = 0; b < configurations.size(); ++b) {
-      if (configurations[b].ok_runs == 0 || keys[b] != keys[c]) continue;
-      if (baseline.empty()) {
-        if (chosen < 0 || configurations[b].settings.ranks < configurations[chosen].settings.ranks) {
-          chosen = static_cast<int>(b);
-        }
-      } else {
-        const Json values = to_json(configurations[b].settings);
-        bool matches = true;
-        for (const auto& [key, value] : baseline.items()) matches = matches && values[key] == value;
-        if (matches) chosen = static_cast<int>(b);
+// The baseline configuration of configuration c: among the comparable ones with usable runs, the
+// one with the baseline's values (the last such), or without a baseline the fewest ranks (the
+// first such); -1 when there is none.
+int choose_baseline(const std::vector<ConfigurationStats>& configurations, const std::vector<Json>& keys,
+                    std::size_t c, const Json& baseline) {
+  int chosen = -1;
+  for (std::size_t b = 0; b < configurations.size(); ++b) {
+    if (configurations[b].ok_runs == 0 || keys[b] != keys[c]) continue;
+    if (baseline.empty()) {
+      if (chosen < 0 || configurations[b].settings.ranks < configurations[chosen].settings.ranks) {
+        chosen = static_cast<int>(b);
       }
-    }
-    if (chosen < 0) continue;
-    configuration.baseline = chosen;
-    const double ranks_ratio = static_cast<double>(configurations[chosen].settings.ranks) /
-                               configuration.settings.ranks;
-    // A configuration compared with itself has speedup 1 exactly, not a resampling spread.
-    configuration.speedup =
-        chosen == static_cast<int>(c)
-            ? Interval{1, 1, 1}
-            : bootstrap_statistic(per_sample[c], per_sample[chosen],
-                                  [](double self, double base) { return base / self; });
-    configuration.efficiency = {configuration.speedup.median * ranks_ratio,
-                                configuration.speedup.low * ranks_ratio,
-                                configuration.speedup.high * ranks_ratio};
-    const double p = 1.0 / ranks_ratio;
-    if (p > 1) {
-      configuration.karp_flatt = (1.0 / configuration.speedup.median - 1.0 / p) / (1.0 - 1.0 / p);
+    } else {
+      const Json values = to_json(configurations[b].settings);
+      bool matches = true;
+      for (const auto& [key, value] : baseline.items()) matches = matches && values[key] == value;
+      if (matches) chosen = static_cast<int>(b);
     }
   }
-  // Each run against its baseline configuration's median time per sample.
+  return chosen;
+}
+
+// Configuration c's speedup, efficiency and Karp-Flatt metric against configuration `chosen`.
+void compare_with_baseline(std::vector<ConfigurationStats>& configurations,
+                           const std::vector<std::vector<double>>& per_sample, std::size_t c, int chosen) {
+  ConfigurationStats& configuration = configurations[c];
+  configuration.baseline = chosen;
+  const double ranks_ratio = static_cast<double>(configurations[chosen].settings.ranks) /
+                             configuration.settings.ranks;
+  // A configuration compared with itself has speedup 1 exactly, not a resampling spread.
+  configuration.speedup =
+      chosen == static_cast<int>(c)
+          ? Interval{1, 1, 1}
+          : bootstrap_statistic(per_sample[c], per_sample[chosen],
+                                [](double self, double base) { return base / self; });
+  configuration.efficiency = {configuration.speedup.median * ranks_ratio,
+                              configuration.speedup.low * ranks_ratio,
+                              configuration.speedup.high * ranks_ratio};
+  const double p = 1.0 / ranks_ratio;
+  if (p > 1) {
+    configuration.karp_flatt = (1.0 / configuration.speedup.median - 1.0 / p) / (1.0 - 1.0 / p);
+  }
+}
+
+// Each run against its baseline configuration's median time per sample.
+void scale_runs(const std::vector<ScalingInput>& runs, const std::vector<std::vector<double>>& per_sample,
+                ScalingAnalysis& analysis) {
+  const std::vector<ConfigurationStats>& configurations = analysis.configurations;
   analysis.scaling.resize(runs.size());
   for (const auto& configuration : configurations) {
     if (configuration.baseline < 0) continue;
@@ -113,6 +131,22 @@ ScalingAnalysis analyse_scaling(const std::vector<ScalingInput>& runs, const Jso
       analysis.scaling[r] = scaling;
     }
   }
+}
+
+}  // namespace
+
+ScalingAnalysis analyse_scaling(const std::vector<ScalingInput>& runs, const Json& baseline) {
+  ScalingAnalysis analysis;
+  group_configurations(runs, analysis);
+  std::vector<ConfigurationStats>& configurations = analysis.configurations;
+  const std::vector<std::vector<double>> per_sample = summarise_runs(runs, configurations);
+  const std::vector<Json> keys = comparison_keys(configurations, baseline);
+  for (std::size_t c = 0; c < configurations.size(); ++c) {
+    if (configurations[c].ok_runs == 0) continue;
+    const int chosen = choose_baseline(configurations, keys, c, baseline);
+    if (chosen >= 0) compare_with_baseline(configurations, per_sample, c, chosen);
+  }
+  scale_runs(runs, per_sample, analysis);
   return analysis;
 }
 

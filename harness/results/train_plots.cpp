@@ -150,6 +150,79 @@ std::string efficiency_loss(const ResultSet& set, const std::vector<std::string>
   return any ? out : "";
 }
 
+// The speedup, efficiency and Karp-Flatt plots' data along ranks, with ideal lines; `ideal_line`:
+// whether the ideal speedup is the rank ratio (else 1).
+void add_scaling_plots(const std::vector<ConfigurationStats>& stats, const Curves& scaling, bool ideal_line,
+                       std::map<std::string, std::string>& data) {
+  // The ideal lines span the ranks that were measured, from the smallest baseline.
+  std::set<int> all_ranks;
+  int fewest_ranks = std::numeric_limits<int>::max();
+  for (const auto& [title, curve] : scaling) {
+    for (const auto* stat : curve) {
+      all_ranks.insert(stat->settings.ranks);
+      fewest_ranks = std::min(fewest_ranks, stats[static_cast<std::size_t>(stat->baseline)].settings.ranks);
+    }
+  }
+  std::string speedup = block_title("ideal");
+  std::string efficiency = block_title("ideal");
+  for (const int ranks : all_ranks) {
+    const double ideal = ideal_line ? static_cast<double>(ranks) / fewest_ranks : 1.0;
+    speedup += fmt::format("{} {} {} {}\n", ranks, ideal, ideal, ideal);
+    efficiency += fmt::format("{} 100 100 100\n", ranks);
+  }
+  std::string karp_flatt;
+  for (const auto& [title, curve] : scaling) {
+    speedup += "\n\n" + block_title(title);
+    efficiency += "\n\n" + block_title(title);
+    std::string serial;
+    for (const auto* stat : curve) {
+      speedup += fmt::format("{} {}\n", stat->settings.ranks, interval_columns(stat->speedup));
+      efficiency += fmt::format("{} {}\n", stat->settings.ranks, interval_columns(stat->efficiency, 100));
+      if (stat->karp_flatt) serial += fmt::format("{} {:.6g}\n", stat->settings.ranks, *stat->karp_flatt);
+    }
+    if (!serial.empty()) karp_flatt += (karp_flatt.empty() ? "" : "\n\n") + block_title(title) + serial;
+  }
+  data["speedup"] = speedup;
+  data["efficiency"] = efficiency;
+  if (!karp_flatt.empty()) data["karp_flatt"] = karp_flatt;
+}
+
+// Throughput with its interval along `axis`: "ranks" or "batch_size".
+std::string throughput_curves(const std::vector<ConfigurationStats>& stats, const std::vector<std::string>& keys,
+                              const std::string& axis) {
+  std::string out;
+  for (const auto& [title, curve] : curves_along(stats, keys, axis, false)) {
+    out += (out.empty() ? "" : "\n\n") + block_title(title);
+    for (const auto* stat : curve) {
+      const int x = axis == "ranks" ? stat->settings.ranks : stat->settings.batch_size;
+      out += fmt::format("{} {}\n", x, interval_columns(stat->throughput));
+    }
+  }
+  return out;
+}
+
+// The loss along the way, for one epoch or many (records before version 4: per epoch).
+void add_loss_and_accuracy_plots(const ResultSet& set, const std::vector<std::string>& keys,
+                                 std::map<std::string, std::string>& data) {
+  if (std::string curves = loss_curves(set, keys); !curves.empty()) data["loss_samples"] = std::move(curves);
+  // Per-epoch curves need two epochs: with one, each configuration would be a lone point.
+  std::size_t most_epochs = 0;
+  for (const auto& run : set.runs()) {
+    if (run.metrics) most_epochs = std::max(most_epochs, run.record.measurements->train->epochs.size());
+  }
+  if (most_epochs < 2) return;
+  const std::tuple<const char*, bool, double EpochMeasurement::*, double> epoch_plots[] = {
+      {"loss", false, &EpochMeasurement::train_loss, 1.0},
+      {"loss_samples", true, &EpochMeasurement::train_loss, 1.0},
+      {"accuracy", false, &EpochMeasurement::test_accuracy, 100.0},
+      {"accuracy_samples", true, &EpochMeasurement::test_accuracy, 100.0}};
+  for (const auto& [name, by_samples, field, scale] : epoch_plots) {
+    if (data.count(name) > 0) continue;  // the loss curve's, finer than the epochs'
+    std::string curves = epoch_curves(set, keys, by_samples, field, scale);
+    if (!curves.empty()) data[name] = std::move(curves);
+  }
+}
+
 }  // namespace
 
 std::map<std::string, std::string> TrainReport::plot_data(const ResultSet& set) const {
@@ -170,80 +243,19 @@ std::map<std::string, std::string> TrainReport::plot_data(const ResultSet& set) 
   std::map<std::string, std::string> data;
 
   const Curves scaling = curves_along(stats, curve_keys, "ranks", true);
-  if (!scaling.empty()) {
-    // The ideal lines span the ranks that were measured, from the smallest baseline.
-    std::set<int> all_ranks;
-    int fewest_ranks = std::numeric_limits<int>::max();
-    for (const auto& [title, curve] : scaling) {
-      for (const auto* stat : curve) {
-        all_ranks.insert(stat->settings.ranks);
-        fewest_ranks = std::min(fewest_ranks, stats[static_cast<std::size_t>(stat->baseline)].settings.ranks);
-      }
-    }
-    std::string speedup = block_title("ideal");
-    std::string efficiency = block_title("ideal");
-    for (const int ranks : all_ranks) {
-      const double ideal = ideal_line ? static_cast<double>(ranks) / fewest_ranks : 1.0;
-      speedup += fmt::format("{} {} {} {}\n", ranks, ideal, ideal, ideal);
-      efficiency += fmt::format("{} 100 100 100\n", ranks);
-    }
-    std::string karp_flatt;
-    for (const auto& [title, curve] : scaling) {
-      speedup += "\n\n" + block_title(title);
-      efficiency += "\n\n" + block_title(title);
-      std::string serial;
-      for (const auto* stat : curve) {
-        speedup += fmt::format("{} {}\n", stat->settings.ranks, interval_columns(stat->speedup));
-        efficiency += fmt::format("{} {}\n", stat->settings.ranks, interval_columns(stat->efficiency, 100));
-        if (stat->karp_flatt) serial += fmt::format("{} {:.6g}\n", stat->settings.ranks, *stat->karp_flatt);
-      }
-      if (!serial.empty()) karp_flatt += (karp_flatt.empty() ? "" : "\n\n") + block_title(title) + serial;
-    }
-    data["speedup"] = speedup;
-    data["efficiency"] = efficiency;
-    if (!karp_flatt.empty()) data["karp_flatt"] = karp_flatt;
-  }
+  if (!scaling.empty()) add_scaling_plots(stats, scaling, ideal_line, data);
 
-  // Throughput with its interval along ranks, or along the batch size when that varies.
-  const auto throughput_curves = [&stats](const std::vector<std::string>& keys_for, const std::string& axis) {
-    std::string out;
-    for (const auto& [title, curve] : curves_along(stats, keys_for, axis, false)) {
-      out += (out.empty() ? "" : "\n\n") + block_title(title);
-      for (const auto* stat : curve) {
-        const int x = axis == "ranks" ? stat->settings.ranks : stat->settings.batch_size;
-        out += fmt::format("{} {}\n", x, interval_columns(stat->throughput));
-      }
-    }
-    return out;
-  };
-  if (std::string curves = throughput_curves(curve_keys, "ranks"); !curves.empty()) {
+  // Along the batch size too when that varies.
+  if (std::string curves = throughput_curves(stats, curve_keys, "ranks"); !curves.empty()) {
     data["throughput"] = std::move(curves);
   }
   if (std::find(keys.begin(), keys.end(), "batch_size") != keys.end()) {
-    if (std::string curves = throughput_curves(keys, "batch_size"); !curves.empty()) {
+    if (std::string curves = throughput_curves(stats, keys, "batch_size"); !curves.empty()) {
       data["throughput_batch"] = std::move(curves);
     }
   }
 
-  // The loss along the way, for one epoch or many (records before version 4: per epoch, below).
-  if (std::string curves = loss_curves(set, keys); !curves.empty()) data["loss_samples"] = std::move(curves);
-  // Per-epoch curves need two epochs: with one, each configuration would be a lone point.
-  std::size_t most_epochs = 0;
-  for (const auto& run : set.runs()) {
-    if (run.metrics) most_epochs = std::max(most_epochs, run.record.measurements->train->epochs.size());
-  }
-  if (most_epochs >= 2) {
-    const std::tuple<const char*, bool, double EpochMeasurement::*, double> epoch_plots[] = {
-        {"loss", false, &EpochMeasurement::train_loss, 1.0},
-        {"loss_samples", true, &EpochMeasurement::train_loss, 1.0},
-        {"accuracy", false, &EpochMeasurement::test_accuracy, 100.0},
-        {"accuracy_samples", true, &EpochMeasurement::test_accuracy, 100.0}};
-    for (const auto& [name, by_samples, field, scale] : epoch_plots) {
-      if (data.count(name) > 0) continue;  // the loss curve's, finer than the epochs'
-      std::string curves = epoch_curves(set, keys, by_samples, field, scale);
-      if (!curves.empty()) data[name] = std::move(curves);
-    }
-  }
+  add_loss_and_accuracy_plots(set, keys, data);
   if (std::string steps = breakdown(set, keys); !steps.empty()) data["breakdown"] = std::move(steps);
   if (std::string lost = efficiency_loss(set, keys); !lost.empty()) data["efficiency_loss"] = std::move(lost);
   return data;

@@ -3,9 +3,10 @@
 
 namespace harness {
 
-Json experiment_schema(const std::vector<std::string>& workloads,
-                       const std::vector<std::string>& backends, const Json& launcher,
-                       const Json& check) {
+namespace {
+
+// Every setting's schema: its own, with its help and default (workload and backend: the names).
+Json settings_schema(const std::vector<std::string>& workloads, const std::vector<std::string>& backends) {
   const Json defaults = to_json(PointSettings{});
   Json settings = Json::object();
   for (const auto& setting : setting_table()) {
@@ -17,8 +18,12 @@ Json experiment_schema(const std::vector<std::string>& workloads,
     property["default"] = defaults[key];
     settings[key] = std::move(property);
   }
+  return settings;
+}
 
-  // Every setting but "kind" may be swept: a non-empty list of distinct valid values.
+// The properties of "sweep" (returned) and the $defs zip group. Every setting but "kind" may be
+// swept: a non-empty list of distinct valid values.
+Json sweep_schema(Json& zip_group) {
   Json sweep_lists = Json::object();
   Json zip_lists = Json::object();
   for (const auto& setting : setting_table()) {
@@ -28,7 +33,7 @@ Json experiment_schema(const std::vector<std::string>& workloads,
     sweep_lists[key] = {{"type", "array"}, {"minItems", 1}, {"uniqueItems", true}, {"items", items}};
     zip_lists[key] = {{"type", "array"}, {"minItems", 1}, {"items", items}};
   }
-  const Json zip_group = {
+  zip_group = Json{
       {"description", "lists of equal length that vary together, as one axis of the product"},
       {"type", "object"},
       {"minProperties", 1},
@@ -37,14 +42,29 @@ Json experiment_schema(const std::vector<std::string>& workloads,
   sweep_lists["zip"] = {
       {"oneOf", Json::array({{{"$ref", "#/$defs/zip_group"}},
                              {{"type", "array"}, {"minItems", 1}, {"items", {{"$ref", "#/$defs/zip_group"}}}}})}};
+  return sweep_lists;
+}
 
-  // An exclude rule: some settings, each a value or a list of values that match.
+// An exclude rule: some settings, each a value or a list of values that match.
+Json exclude_terms_schema() {
   Json exclude_terms = Json::object();
   for (const auto& setting : setting_table()) {
     const std::string key(setting.key);
     const Json one = {{"$ref", "#/$defs/settings/properties/" + key}};
     exclude_terms[key] = {{"anyOf", Json::array({one, {{"type", "array"}, {"minItems", 1}, {"items", one}}})}};
   }
+  return exclude_terms;
+}
+
+}  // namespace
+
+Json experiment_schema(const std::vector<std::string>& workloads,
+                       const std::vector<std::string>& backends, const Json& launcher,
+                       const Json& check) {
+  const Json settings = settings_schema(workloads, backends);
+  Json zip_group;
+  const Json sweep_lists = sweep_schema(zip_group);
+  const Json exclude_terms = exclude_terms_schema();
 
   return Json{
       {"$schema", "https://json-schema.org/draft/2020-12/schema"},

@@ -9,9 +9,14 @@
 
 namespace harness {
 
-std::vector<Point> expand(const Experiment& experiment) {
-  // Dimensions of the product: a plain axis alone, or all the axes of one zip group.
-  std::vector<std::vector<std::size_t>> dimensions;
+namespace {
+
+// A dimension of the product: a plain axis alone, or all the axes of one zip group (indices into
+// experiment.sweep).
+using Dimension = std::vector<std::size_t>;
+
+std::vector<Dimension> sweep_dimensions(const Experiment& experiment) {
+  std::vector<Dimension> dimensions;
   std::vector<int> group_dimension;
   for (std::size_t a = 0; a < experiment.sweep.size(); ++a) {
     const int group = experiment.sweep[a].zip_group;
@@ -28,13 +33,18 @@ std::vector<Point> expand(const Experiment& experiment) {
     }
     dimensions[group_dimension[group]].push_back(a);
   }
-  const auto length = [&](const std::vector<std::size_t>& dimension) {
-    return experiment.sweep[dimension.front()].values.size();
-  };
+  return dimensions;
+}
 
+std::size_t dimension_length(const Experiment& experiment, const Dimension& dimension) {
+  return experiment.sweep[dimension.front()].values.size();
+}
+
+// Throws before the product is built when it would exceed kMaxPoints.
+void check_product_size(const Experiment& experiment, const std::vector<Dimension>& dimensions) {
   std::size_t count = 1;
   for (const auto& dimension : dimensions) {
-    count *= length(dimension);
+    count *= dimension_length(experiment, dimension);
     if (count > kMaxPoints) {
       throw ConfigError(fmt::format(
           "{}: sweep: expected at most {} points in all, but the lists multiply to more (at "
@@ -42,7 +52,11 @@ std::vector<Point> expand(const Experiment& experiment) {
           experiment.source_path, kMaxPoints, experiment.sweep[dimension.front()].key));
     }
   }
-  // The distinct combinations, in odometer order (last dimension fastest).
+}
+
+// The distinct combinations, in odometer order (last dimension fastest).
+std::vector<PointSettings> sweep_combinations(const Experiment& experiment,
+                                              const std::vector<Dimension>& dimensions) {
   std::vector<PointSettings> combinations;
   std::vector<std::size_t> position(dimensions.size(), 0);
   while (true) {
@@ -59,7 +73,7 @@ std::vector<Point> expand(const Experiment& experiment) {
     bool done = true;
     while (d > 0) {
       --d;
-      if (++position[d] < length(dimensions[d])) {
+      if (++position[d] < dimension_length(experiment, dimensions[d])) {
         done = false;
         break;
       }
@@ -67,8 +81,13 @@ std::vector<Point> expand(const Experiment& experiment) {
     }
     if (done) break;
   }
+  return combinations;
+}
 
-  // Exclude rules: a rule drops a combination when every key it names has one of its values.
+// Exclude rules: a rule drops a combination when every key it names has one of its values. A rule
+// that drops nothing, or rules that drop everything, are errors.
+std::vector<PointSettings> apply_exclude_rules(const Experiment& experiment,
+                                               std::vector<PointSettings> combinations) {
   std::vector<bool> rule_used(experiment.exclude.size(), false);
   std::vector<PointSettings> kept;
   for (auto& settings : combinations) {
@@ -99,8 +118,12 @@ std::vector<Point> expand(const Experiment& experiment) {
     throw ConfigError(fmt::format("{}: exclude: removes every point; expected at least one to remain",
                                   experiment.source_path));
   }
-  // Equal values written differently (1 and 1.0 in a zip group) would make two points with the
-  // same settings, hash and record.
+  return kept;
+}
+
+// Equal values written differently (1 and 1.0 in a zip group) would make two points with the
+// same settings, hash and record.
+void check_settings_distinct(const Experiment& experiment, const std::vector<PointSettings>& kept) {
   std::map<std::string, std::size_t> seen;
   for (std::size_t i = 0; i < kept.size(); ++i) {
     const auto [where, inserted] = seen.emplace(to_json(kept[i]).dump(), i);
@@ -110,26 +133,30 @@ std::vector<Point> expand(const Experiment& experiment) {
           experiment.source_path, where->second, i));
     }
   }
-  if (!experiment.baseline.empty()) {
-    const bool found = std::any_of(kept.begin(), kept.end(), [&experiment](const PointSettings& settings) {
-      const Json values = to_json(settings);
-      return std::all_of(experiment.baseline.items().begin(), experiment.baseline.items().end(),
-                         [&values](const auto& item) { return values[item.key()] == item.value(); });
-    });
-    if (!found) {
-      throw ConfigError(fmt::format(
-          "{}: baseline: no point has {}; expected values that the settings or the sweep produce",
-          experiment.source_path, experiment.baseline.dump()));
-    }
+}
+
+void check_baseline_found(const Experiment& experiment, const std::vector<PointSettings>& kept) {
+  if (experiment.baseline.empty()) return;
+  const bool found = std::any_of(kept.begin(), kept.end(), [&experiment](const PointSettings& settings) {
+    const Json values = to_json(settings);
+    return std::all_of(experiment.baseline.items().begin(), experiment.baseline.items().end(),
+                       [&values](const auto& item) { return values[item.key()] == item.value(); });
+  });
+  if (!found) {
+    throw ConfigError(fmt::format(
+        "{}: baseline: no point has {}; expected values that the settings or the sweep produce",
+        experiment.source_path, experiment.baseline.dump()));
   }
+}
+
+// Repeats run the whole sweep again rather than one point several times in a row, so that a
+// slow spell of the machine spreads over all points instead of hitting one.
+std::vector<Point> repeated_points(const Experiment& experiment, const std::vector<PointSettings>& kept) {
   if (kept.size() * static_cast<std::size_t>(experiment.repeats) > kMaxPoints) {
     throw ConfigError(fmt::format("{}: repeats: expected at most {} points in all, got {} × {}",
                                   experiment.source_path, kMaxPoints, kept.size(),
                                   experiment.repeats));
   }
-
-  // Repeats run the whole sweep again rather than one point several times in a row, so that a
-  // slow spell of the machine spreads over all points instead of hitting one.
   std::vector<Point> points;
   for (int repeat = 0; repeat < experiment.repeats; ++repeat) {
     for (const auto& settings : kept) {
@@ -143,6 +170,18 @@ std::vector<Point> expand(const Experiment& experiment) {
     }
   }
   return points;
+}
+
+}  // namespace
+
+std::vector<Point> expand(const Experiment& experiment) {
+  const std::vector<Dimension> dimensions = sweep_dimensions(experiment);
+  check_product_size(experiment, dimensions);
+  const std::vector<PointSettings> kept =
+      apply_exclude_rules(experiment, sweep_combinations(experiment, dimensions));
+  check_settings_distinct(experiment, kept);
+  check_baseline_found(experiment, kept);
+  return repeated_points(experiment, kept);
 }
 
 std::string describe_point(const Experiment& experiment, const Point& point) {
