@@ -4,6 +4,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "harness/common/errors.h"
 #include "harness/results/statistics.h"
