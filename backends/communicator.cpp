@@ -1,6 +1,7 @@
 #include "backends/communicator.h"
 
 #include <array>
+#include <cstdint>
 
 #include <fmt/format.h>
 
@@ -34,6 +35,31 @@ std::vector<std::string> all_host_names(const Communicator& communicator) {
     hosts.emplace_back(all.data() + static_cast<std::size_t>(r) * host.size());
   }
   return hosts;
+}
+
+std::vector<std::string> gather_to_root(const Communicator& communicator, const std::string& mine) {
+  const bool root = communicator.rank() == 0;
+  const int ranks = communicator.size();
+  int length = static_cast<int>(mine.size());
+  std::vector<int> lengths(root ? static_cast<std::size_t>(ranks) : 0);
+  check_mpi(MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, communicator.handle()),
+            "MPI_Gather(lengths)");
+  std::vector<int> offsets(lengths.size());
+  std::string all;
+  if (root) {
+    int64_t total = 0;
+    for (int r = 0; r < ranks; ++r) {
+      offsets[r] = static_cast<int>(total);
+      total += lengths[r];
+    }
+    all.resize(static_cast<std::size_t>(total));
+  }
+  check_mpi(MPI_Gatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR, 0,
+                        communicator.handle()),
+            "MPI_Gatherv");
+  std::vector<std::string> gathered;
+  for (std::size_t r = 0; r < lengths.size(); ++r) gathered.push_back(all.substr(offsets[r], lengths[r]));
+  return gathered;
 }
 
 NodePlace node_place(const Communicator& communicator) {

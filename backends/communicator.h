@@ -32,6 +32,9 @@ class Communicator {
 // Every rank's host name (MPI_Get_processor_name), in rank order, on every rank.
 std::vector<std::string> all_host_names(const Communicator& communicator);
 
+// Every rank's `mine`, in rank order, on rank 0 (empty on the others). Collective.
+std::vector<std::string> gather_to_root(const Communicator& communicator, const std::string& mine);
+
 // How many ranks share this rank's node (MPI_COMM_TYPE_SHARED), and this rank's index among them.
 struct NodePlace {
   int local_rank = 0;

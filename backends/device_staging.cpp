@@ -1,5 +1,8 @@
 #include "backends/device_staging.h"
 
+#include <cstdlib>
+#include <filesystem>
+
 #include <fmt/format.h>
 
 #include "harness/common/errors.h"
@@ -14,7 +17,7 @@
 namespace harness {
 namespace {
 
-[[maybe_unused]] bool accepts_device_pointers(const GradientSync& backend) {
+bool accepts_device_pointers(const GradientSync& backend) {
   const BackendInfo* info = backend_or_null(backend.name());
   return info != nullptr && info->accepts_device_pointers && mpi_accepts_device_pointers();
 }
@@ -54,6 +57,31 @@ int select_cuda_device(const Communicator& communicator) {
   const int device = local_rank % devices;
   check_cuda(cudaSetDevice(device), "cudaSetDevice");
   return device;
+}
+
+namespace {
+
+// CUDA's version numbers: 1000 × major + 10 × minor.
+std::string cuda_version_text(int version) { return fmt::format("{}.{}", version / 1000, version % 1000 / 10); }
+
+}  // namespace
+
+CudaDeviceFacts cuda_device_facts(int device) {
+  CudaDeviceFacts facts;
+  facts.index = device;
+  cudaDeviceProp properties{};
+  check_cuda(cudaGetDeviceProperties(&properties, device), "cudaGetDeviceProperties");
+  facts.name = properties.name;
+  facts.memory_bytes = static_cast<int64_t>(properties.totalGlobalMem);
+  char bus_id[32] = {};
+  check_cuda(cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, device), "cudaDeviceGetPCIBusId");
+  facts.pci_bus_id = bus_id;
+  int version = 0;
+  check_cuda(cudaDriverGetVersion(&version), "cudaDriverGetVersion");
+  facts.driver_version = cuda_version_text(version);
+  check_cuda(cudaRuntimeGetVersion(&version), "cudaRuntimeGetVersion");
+  facts.runtime_version = cuda_version_text(version);
+  return facts;
 }
 
 bool mpi_accepts_device_pointers() {
@@ -107,6 +135,7 @@ void DeviceStagedSync::reserve_pinned(std::size_t count) {
 }
 
 void DeviceStagedSync::allreduce_sum(float* device_data, std::size_t count) {
+  if (!host_backend_.exchanges()) return;  // one rank: no copies either way
   if (device_pointers_) {
     host_backend_.allreduce_sum(std::span<float>(device_data, count));
     return;
@@ -144,6 +173,8 @@ CudaStatus cuda_status() {
 
 int select_cuda_device(const Communicator&) { throw_not_built(); }
 
+CudaDeviceFacts cuda_device_facts(int) { throw_not_built(); }
+
 bool mpi_accepts_device_pointers() { return false; }
 
 DeviceBuffer::DeviceBuffer(std::size_t count) : count_(count) { throw_not_built(); }
@@ -161,8 +192,21 @@ void DeviceStagedSync::allreduce_sum(float*, std::size_t) { throw_not_built(); }
 
 #endif  // HARNESS_WITH_CUDA
 
-std::string_view DeviceStagedSync::path() const {
-  return device_pointers_ ? "device pointers" : "pinned host staging";
+bool mps_control_running() {
+  // Clients reach the control daemon through the `control` pipe in its pipe directory.
+  const char* directory = std::getenv("CUDA_MPS_PIPE_DIRECTORY");
+  const std::string pipe = std::string(directory != nullptr && directory[0] != '\0' ? directory : "/tmp/nvidia-mps") + "/control";
+  std::error_code error;
+  const auto status = std::filesystem::status(pipe, error);
+  return std::filesystem::is_fifo(status) || std::filesystem::is_socket(status);
 }
+
+std::string_view exchange_path(const GradientSync& backend, bool on_device) {
+  if (!backend.exchanges()) return kNoExchangePath;
+  if (!on_device) return "host memory";
+  return accepts_device_pointers(backend) ? "device pointers" : "pinned host staging";
+}
+
+std::string_view DeviceStagedSync::path() const { return exchange_path(host_backend_, true); }
 
 }  // namespace harness

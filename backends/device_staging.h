@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string>
 
@@ -29,9 +30,26 @@ namespace harness {
 // workload (there is no global "current device" in the harness).
 int select_cuda_device(const Communicator& communicator);
 
+// What CUDA says of device `device` and of this process's CUDA, for the records (`gpus`).
+struct CudaDeviceFacts {
+  int index = 0;
+  std::string name;         // cudaDeviceProp::name
+  std::string pci_bus_id;   // cudaDeviceGetPCIBusId, "0000:2A:00.0"
+  int64_t memory_bytes = 0;
+  std::string driver_version;   // cudaDriverGetVersion as "13.0"
+  std::string runtime_version;  // cudaRuntimeGetVersion as "13.0"
+};
+// Throws NotSupported in builds without HARNESS_WITH_CUDA.
+CudaDeviceFacts cuda_device_facts(int device);
+
 // Whether the MPI library accepts device pointers (CUDA-aware), asked at run time. False in
 // builds without HARNESS_WITH_CUDA and with MPI libraries that have no such query.
 bool mpi_accepts_device_pointers();
+
+// How buffers on the host, or on a GPU (`on_device`), reach `backend`, as records say it
+// (`exchange_path`): "host memory", "pinned host staging", "device pointers", or kNoExchangePath
+// when it exchanges nothing (one rank). Any build.
+std::string_view exchange_path(const GradientSync& backend, bool on_device);
 
 // A float32 buffer in device memory (cudaMalloc), freed on destruction.
 class DeviceBuffer {
@@ -64,7 +82,8 @@ class DeviceStagedSync {
   // GradientSync::allreduce_sum.
   void allreduce_sum(float* device_data, std::size_t count);
 
-  // "device pointers" or "pinned host staging", for logs and results.
+  // "device pointers", "pinned host staging" or, with one rank, kNoExchangePath, for logs and
+  // results.
   std::string_view path() const;
 
  private:

@@ -30,10 +30,17 @@ class GradientSync {
   // rank calls it with the same count, and passes the same spans of it (same offsets and sizes)
   // to allreduce_sum, or none does.
   virtual std::shared_ptr<float> allocate_buffer(std::size_t /*count*/) { return nullptr; }
+  // False when there is nothing to exchange: the sync of a one-rank communicator, whatever the
+  // backend (make_gradient_sync below). Its allreduce_sum leaves the buffer as it is, and callers
+  // skip even their own copies around it (no device staging, no communication thread).
+  virtual bool exchanges() const { return true; }
 };
 
 // The backend named `name` (registry.h) over `communicator`, with its settings' defaults.
-// Collective. Throws ConfigError for an unknown name.
+// Collective. Throws ConfigError for an unknown name. On a one-rank communicator every backend is
+// one whose exchanges() is false: the sum over one rank is its own buffer, so it sets up nothing
+// (no segments, no store, no MPI calls) and an injected delay, which waits inside calls that
+// exchange, waits nowhere.
 std::unique_ptr<GradientSync> make_gradient_sync(std::string_view name, const Communicator& communicator);
 // The backend named `name` with a point's options (backend_options.h), waiting
 // inject_comm_delay_us inside every call when that is set (injected_delay.h).

@@ -20,6 +20,7 @@ class InjectedDelay final : public GradientSync {
   std::string_view name() const override { return backend_->name(); }
   void allreduce_sum(std::span<float> buffer) override;
   std::shared_ptr<float> allocate_buffer(std::size_t count) override { return backend_->allocate_buffer(count); }
+  bool exchanges() const override { return backend_->exchanges(); }
 
  private:
   std::unique_ptr<GradientSync> backend_;

@@ -51,6 +51,10 @@ const BackendInfo& find_backend(std::string_view name);
 // Null when `name` is unknown (records of a backend this build does not have).
 const BackendInfo* backend_or_null(std::string_view name);
 
+// How a point's buffers reach its backend, as records say it (`exchange_path`), when there is
+// nothing to exchange (one rank: GradientSync::exchanges() is false).
+inline constexpr std::string_view kNoExchangePath = "none (one rank)";
+
 // Whether this build can use CUDA devices, and why not; MPI-free, for validation.
 struct CudaStatus {
   bool usable = false;
@@ -58,5 +62,10 @@ struct CudaStatus {
   std::string reason;  // why not usable; empty when usable
 };
 CudaStatus cuda_status();
+
+// Whether an MPS control daemon serves this machine: the `control` pipe its clients connect
+// through is in CUDA_MPS_PIPE_DIRECTORY (default /tmp/nvidia-mps). Ranks that share a GPU without
+// it time-slice the GPU. Any build.
+bool mps_control_running();
 
 }  // namespace harness

@@ -50,7 +50,8 @@ GradientBuckets::GradientBuckets(std::vector<torch::Tensor> parameters, Gradient
                                  double bucket_mb, bool overlap, int divisor)
     : parameters_(std::move(parameters)),
       backend_(backend),
-      overlap_(overlap),
+      // With nothing to exchange (one rank) there is nothing to overlap: no hooks, no thread.
+      overlap_(overlap && backend.exchanges()),
       scale_(1.0F / static_cast<float>(divisor)) {
   if (overlap_) {
     int provided = MPI_THREAD_SINGLE;
@@ -91,7 +92,7 @@ GradientBuckets::GradientBuckets(std::vector<torch::Tensor> parameters, Gradient
     fused_tensor_ = torch::empty({static_cast<int64_t>(offset)},
                                  torch::TensorOptions().dtype(torch::kFloat32).device(device));
   }
-  if (!device.is_cpu()) staging_.emplace(backend_);
+  if (!device.is_cpu() && backend_.exchanges()) staging_.emplace(backend_);
   fused_ = fused_tensor_.data_ptr<float>();
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
     fused_slices_.push_back(fused_tensor_.as_strided(
@@ -152,7 +153,7 @@ bool GradientBuckets::gradients_are_views() const {
 // it: a LibTorch call per tensor costs about a microsecond, several per step for the Iris network.
 void GradientBuckets::zero_gradients() {
   if (gradients_are_views()) {
-    if (staging_) {
+    if (!fused_tensor_.is_cpu()) {
       fused_tensor_.zero_();
       return;
     }
@@ -260,6 +261,7 @@ void GradientBuckets::communication_loop() {
 BucketTiming GradientBuckets::finish_step() {
   // Both modes count packing, reduction and unpacking as communication, so that overlap_fraction
   // compares like with like; with overlap, the hooks' copies during backward count as well.
+  if (!backend_.exchanges()) return {};  // one rank: the gradients are already the sums, in place
   if (!overlap_) {
     for (const auto& bucket : buckets_) {
       pack(bucket);
@@ -292,7 +294,7 @@ BucketTiming GradientBuckets::finish_step() {
 void GradientBuckets::unpack() {
   if (gradients_are_views()) {
     if (scale_ == 1.0F) return;
-    if (staging_) {
+    if (!fused_tensor_.is_cpu()) {
       fused_tensor_.mul_(scale_);
       return;
     }

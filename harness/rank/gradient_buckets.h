@@ -17,6 +17,9 @@
 // one path from device memory to a backend: staged through pinned host memory, or as device
 // pointers where the backend and the MPI library accept them.
 //
+// One rank: with a backend that exchanges nothing (gradient_sync.h) a step copies, stages and
+// reduces nothing: the .grad are the fused buffer's views and already the sums.
+//
 // Threading: the communication thread is the only one calling the backend between begin_step()
 // and finish_step(); the caller must not make MPI calls in that window. That is what
 // MPI_THREAD_SERIALIZED allows, and overlap requires at least that level.

@@ -65,24 +65,8 @@ Json Timeline::events_json(int rank) const {
 void Timeline::write(const Communicator& communicator, const std::string& path, const std::vector<std::string>& hosts,
                      const Json& about) const {
   const std::string mine = Json{{"events", events_json(communicator.rank())}, {"dropped", dropped_[0] + dropped_[1]}}.dump();
-  int length = static_cast<int>(mine.size());
+  const std::vector<std::string> all = gather_to_root(communicator, mine);
   const int ranks = communicator.size();
-  std::vector<int> lengths(communicator.rank() == 0 ? static_cast<std::size_t>(ranks) : 0);
-  check_mpi(MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, communicator.handle()),
-            "MPI_Gather(timeline lengths)");
-  std::vector<int> offsets(lengths.size());
-  std::string all;
-  if (communicator.rank() == 0) {
-    int64_t total = 0;
-    for (int r = 0; r < ranks; ++r) {
-      offsets[r] = static_cast<int>(total);
-      total += lengths[r];
-    }
-    all.resize(static_cast<std::size_t>(total));
-  }
-  check_mpi(MPI_Gatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR, 0,
-                        communicator.handle()),
-            "MPI_Gatherv(timeline)");
   if (communicator.rank() != 0) return;
 
   Json trace_events = Json::array();
@@ -96,7 +80,7 @@ void Timeline::write(const Communicator& communicator, const std::string& path, 
       trace_events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", tid},
                               {"args", {{"name", name}}}});
     }
-    Json part = Json::parse(all.substr(static_cast<std::size_t>(offsets[r]), static_cast<std::size_t>(lengths[r])));
+    Json part = Json::parse(all[static_cast<std::size_t>(r)]);
     dropped += part["dropped"].get<int64_t>();
     for (auto& event : part["events"]) trace_events.push_back(std::move(event));
   }

@@ -183,13 +183,34 @@ TrainMeasurements with_loop(TrainMeasurements facts, const LoopResult& loop, Ste
   return facts;
 }
 
+// Every rank's GPU, on rank 0 (collective; device "cuda" only).
+GpuFacts gather_gpu_facts(const Communicator& communicator, int cuda_device) {
+  const CudaDeviceFacts mine = cuda_device_facts(cuda_device);
+  const Json row = {{"index", mine.index},
+                    {"name", mine.name},
+                    {"pci_bus_id", mine.pci_bus_id},
+                    {"memory_bytes", mine.memory_bytes},
+                    {"mps", mps_control_running()}};
+  GpuFacts gpus;
+  gpus.driver_version = mine.driver_version;
+  gpus.runtime_version = mine.runtime_version;
+  for (const std::string& text : gather_to_root(communicator, row.dump())) {
+    const Json rank = Json::parse(text);
+    gpus.ranks.push_back({rank["index"].get<int>(), rank["name"].get<std::string>(),
+                          rank["pci_bus_id"].get<std::string>(), rank["memory_bytes"].get<int64_t>(),
+                          rank["mps"].get<bool>()});
+  }
+  return gpus;
+}
+
 // Measurements of a training point (kind "train"), complete on rank 0.
 TrainMeasurements train(const PointSettings& settings, const Communicator& communicator,
-                        int cuda_device, PhaseClock& clock, const OutputFile& output, Timeline* timeline) {
+                        int cuda_device, PhaseClock& clock, OutputFile& output, Timeline* timeline) {
   const int world_size = communicator.size();
   const auto workload = find_workload(settings.workload).make(settings, cuda_device);
   clock.lap(&RankPhases::data_s);
   const auto backend = make_gradient_sync(settings.backend, backend_options(settings), communicator);
+  output.context().exchange_path = exchange_path(*backend, cuda_device != kNoCudaDevice);
   DataParallelTrainer trainer(*workload, *backend, communicator, settings);
   if (timeline != nullptr) trainer.set_timeline(timeline);
   trainer.broadcast_parameters();
@@ -225,10 +246,11 @@ TrainMeasurements train(const PointSettings& settings, const Communicator& commu
 
 // Measurements of a K-means point (workload "kmeans"), complete on rank 0.
 TrainMeasurements cluster(const PointSettings& settings, const Communicator& communicator,
-                          PhaseClock& clock, const OutputFile& output) {
+                          PhaseClock& clock, OutputFile& output) {
   const KMeansData data = load_kmeans_data(settings);
   clock.lap(&RankPhases::data_s);
   const auto backend = make_gradient_sync(settings.backend, backend_options(settings), communicator);
+  output.context().exchange_path = exchange_path(*backend, false);  // K-means runs on the host
   clock.lap(&RankPhases::init_s);
   const std::vector<bool> training(communicator.size(), true);
 
@@ -261,8 +283,9 @@ TrainMeasurements cluster(const PointSettings& settings, const Communicator& com
 
 // Measurements of a communication benchmark point (kind "comm"), the same on every rank.
 CommMeasurements benchmark(const PointSettings& settings, const Communicator& communicator,
-                           PhaseClock& clock, const OutputFile& output, Timeline* timeline) {
+                           PhaseClock& clock, OutputFile& output, Timeline* timeline) {
   const auto backend = make_gradient_sync(settings.backend, backend_options(settings), communicator);
+  output.context().exchange_path = exchange_path(*backend, settings.device == "cuda");
   clock.lap(&RankPhases::init_s);
   double written_s = 0;  // the partial writes: like a training loop's flushes, eval_s
   const auto size_done = [&](const std::vector<MessageSizeMetrics>& so_far) {
@@ -300,6 +323,7 @@ void run(const WorkerArguments& arguments, const Communicator& communicator, Pha
   context.torch_version = TORCH_VERSION;
   context.hosts = all_host_names(communicator);  // collective
   context.machine = this_machine();
+  if (cuda_device != kNoCudaDevice) context.gpus = gather_gpu_facts(communicator, cuda_device);  // collective
   clock.lap(&RankPhases::init_s);
 
   Timeline timeline;

@@ -100,6 +100,11 @@ std::string provenance_rows(const ResultSet& set) {
       {"LibTorch", distinct(set, [](const Run& r) {
          return r.record.measurements ? Values{r.record.measurements->torch_version} : Values{};
        })},
+      {"exchange path", distinct(set, [](const Run& r) {
+         const std::string path = run_exchange_path(r);
+         return path.empty() ? Values{} : Values{r.record.settings.backend + ": " + path};
+       })},
+      {"GPUs", distinct(set, [](const Run& r) { return Values{run_gpus(r)}; })},
       {"ranks ran on", distinct(set, [](const Run& r) {
          return r.record.measurements ? r.record.measurements->hosts : Values{};
        })},

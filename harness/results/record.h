@@ -25,6 +25,10 @@
 //      memory; harness check tells runs of different machines apart by it), and the record's
 //      `build` (the harness build whose rank program ran the point, when the experiment names
 //      builds) with the setting `build`. Timings mean what they meant in version 6.
+//   8  adds the measurements' `exchange_path` (how the buffers reached the backend: "host memory",
+//      "pinned host staging", "device pointers", "nccl", or "none (one rank)": a one-rank point
+//      exchanges nothing) and, on device "cuda", `gpus` (each rank's GPU, the driver and runtime
+//      versions, MPS). Measurements only: timings mean what they meant in version 7.
 #pragma once
 
 #include <cstdint>
@@ -39,7 +43,7 @@
 
 namespace harness {
 
-inline constexpr int kRecordSchemaVersion = 7;
+inline constexpr int kRecordSchemaVersion = 8;
 // Records of this version and later time the same things in the same way: `harness check`
 // compares their timings, while a record older than this is compared only with its own version.
 inline constexpr int kTimingsComparableSince = 4;
@@ -166,6 +170,29 @@ struct RankPhases {
   double finished_at = 0;  // before gathering and writing the measurements
 };
 
+// One rank's GPU on device "cuda": the CUDA device it used, as CUDA names it.
+struct RankGpu {
+  int index = 0;            // the CUDA device index (counted after CUDA_VISIBLE_DEVICES)
+  std::string name;         // "NVIDIA H100 80GB HBM3"
+  std::string pci_bus_id;   // "0000:2A:00.0": tells GPUs apart across ranks of a host
+  int64_t memory_bytes = 0;
+  bool mps = false;         // an MPS control daemon runs for the rank's node (its pipe is there)
+};
+
+// The GPUs of a device "cuda" point (version 8).
+struct GpuFacts {
+  std::vector<RankGpu> ranks;   // per rank, in rank order
+  std::string driver_version;   // the CUDA version the driver supports, "13.0"
+  std::string runtime_version;  // the CUDA runtime the rank program uses, "13.0"
+  std::string nccl_version;     // "2.28.9" where the backend is nccl, else empty
+};
+
+// Whether two ranks of one host use the same GPU (same PCI bus id), given each rank's host.
+bool ranks_share_a_gpu(const std::vector<std::string>& hosts, const GpuFacts& gpus);
+// One line for consoles and reports: "2 x NVIDIA H100 80GB HBM3 (80 GiB), driver 13.0, runtime
+// 13.0; ranks share a GPU, with MPS".
+std::string describe_gpus(const std::vector<std::string>& hosts, const GpuFacts& gpus);
+
 // What rank 0 writes at the end of a point (`harness worker --output FILE`), and from time to time
 // while it runs (complete: false).
 struct Measurements {
@@ -181,6 +208,10 @@ struct Measurements {
   std::string mpi_library;
   std::string torch_version;
   std::optional<MachineFacts> machine;  // version 7 (rank programs of builds before it leave it out)
+  // How the buffers reached the backend (version 8; empty before): "host memory", "pinned host
+  // staging", "device pointers", "nccl", or kNoExchangePath ("none (one rank)").
+  std::string exchange_path;
+  std::optional<GpuFacts> gpus;      // version 8, device "cuda"
   std::optional<RankPhases> phases;  // version 2
   std::optional<TrainMeasurements> train;  // kind train
   std::optional<CommMeasurements> comm;    // kind comm

@@ -1,7 +1,11 @@
 #include "harness/results/report.h"
 
+#include <algorithm>
 #include <filesystem>
 
+#include <fmt/format.h>
+
+#include "backends/registry.h"  // kNoExchangePath
 #include "harness/common/files.h"
 #include "harness/common/process.h"
 #include "harness/results/comm_report.h"
@@ -24,6 +28,33 @@ const KindReport& report_for(Kind kind) {
   return train;
 }
 
+namespace {
+
+// Below the table: what the runs' records say of the path to the backend, where it is not plain
+// host memory, and of their GPUs; one line per distinct value.
+std::string exchange_and_gpu_lines(const ResultSet& set) {
+  std::vector<std::string> lines;
+  const auto add = [&lines](std::string line) {
+    if (std::find(lines.begin(), lines.end(), line) == lines.end()) lines.push_back(std::move(line));
+  };
+  for (const Run& run : set.runs()) {
+    const std::string path = run_exchange_path(run);
+    if (path == kNoExchangePath) {
+      add("one rank: nothing to exchange, so the backend is never called (no staging, no copies)");
+    } else if (!path.empty() && path != "host memory") {
+      add(fmt::format("{} on {}: the buffers reach it by {}", run.record.settings.backend,
+                      run.record.settings.device, path));
+    }
+    const std::string gpus = run_gpus(run);
+    if (!gpus.empty()) add("GPUs: " + gpus);
+  }
+  std::string text;
+  for (const auto& line : lines) text += line + "\n";
+  return text.empty() ? "" : "\n" + text;
+}
+
+}  // namespace
+
 WrittenReports write_reports(const ResultSet& set, const ResultsDirectory& directory) {
   const KindReport& report = report_for(set.kind());
   WrittenReports written;
@@ -32,7 +63,7 @@ WrittenReports write_reports(const ResultSet& set, const ResultsDirectory& direc
     write_file_atomically(path, contents);
     written.tables.push_back(path);
   }
-  written.console = report.console_table(set);
+  written.console = report.console_table(set) + exchange_and_gpu_lines(set);
   std::filesystem::create_directories(directory.plots_dir());  // plots/ may have been deleted
   if (find_program("gnuplot").empty()) {
     written.plots_not_drawn = "gnuplot not found on PATH";

@@ -79,4 +79,13 @@ ResultSet ResultSet::load(const ResultsDirectory& directory, const Experiment& e
   return set;
 }
 
+std::string run_exchange_path(const Run& run) {
+  return run.record.measurements ? run.record.measurements->exchange_path : "";
+}
+
+std::string run_gpus(const Run& run) {
+  const auto& measurements = run.record.measurements;
+  return measurements && measurements->gpus ? describe_gpus(measurements->hosts, *measurements->gpus) : "";
+}
+
 }  // namespace harness

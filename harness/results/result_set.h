@@ -28,6 +28,11 @@ struct Run {
   int configuration = -1;               // index into ResultSet::configurations() (training)
 };
 
+// What a run's measurements say of how its buffers reached the backend, and of its GPUs
+// (describe_gpus); "" where they say nothing (a failed point, a CPU point, an older record).
+std::string run_exchange_path(const Run& run);
+std::string run_gpus(const Run& run);
+
 class ResultSet {
  public:
   // Reads the records of `points` in `directory`. A file in points/ that is not a readable record

@@ -82,6 +82,8 @@ const std::vector<RunColumn>& summary_columns() {
       phase("phase_train_s", &PointTiming::train_s),
       phase("phase_eval_s", &PointTiming::eval_s),
       phase("phase_finish_s", &PointTiming::finish_s),
+      {"exchange_path", [](const Run* run) { return run_exchange_path(*run); }},
+      {"gpus", [](const Run* run) { return run_gpus(*run); }},
       {"reason", [](const Run* run) { return run->record.reason; }},
   };
   return columns;

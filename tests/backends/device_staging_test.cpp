@@ -3,9 +3,15 @@
 #include "backends/device_staging.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <regex>
 #include <vector>
 
+#include "backends/registry.h"
 #include "harness/common/errors.h"
 
 namespace harness {
@@ -55,6 +61,70 @@ TEST(DeviceStaging, PinnedStagingRoundTripsThroughTheHostBackend) {
     device.copy_to_host(result);
     for (std::size_t i = 0; i < count; ++i) ASSERT_EQ(result[i], 2 * host[i]) << "element " << i;
   }
+}
+
+// A one-rank point's backend (make_gradient_sync gives one rank nothing to exchange).
+class NothingToExchangeSync final : public GradientSync {
+ public:
+  std::string_view name() const override { return "allreduce"; }
+  void allreduce_sum(std::span<float> /*buffer*/) override { ++calls; }
+  bool exchanges() const override { return false; }
+  int calls = 0;
+};
+
+TEST(DeviceStaging, OneRankIsNeitherStagedNorReduced) {
+  if (!cuda_status().usable) GTEST_SKIP() << cuda_status().reason;
+  NothingToExchangeSync backend;
+  DeviceStagedSync staged(backend);
+  EXPECT_EQ(staged.path(), kNoExchangePath);
+  std::vector<float> host(1000, 1.5F);
+  DeviceBuffer device(host.size());
+  device.copy_from_host(host);
+  staged.allreduce_sum(device.data(), host.size());
+  EXPECT_EQ(backend.calls, 0);
+  std::vector<float> result(host.size());
+  device.copy_to_host(result);
+  EXPECT_EQ(result, host);
+}
+
+TEST(DeviceStaging, TheRanksGpuIsDescribedAsCudaNamesIt) {
+  if (!cuda_status().usable) GTEST_SKIP() << cuda_status().reason;
+  const CudaDeviceFacts facts = cuda_device_facts(0);
+  EXPECT_EQ(facts.index, 0);
+  EXPECT_FALSE(facts.name.empty());
+  EXPECT_TRUE(std::regex_match(facts.pci_bus_id, std::regex("[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\\.[0-9]")))
+      << facts.pci_bus_id;
+  EXPECT_GT(facts.memory_bytes, int64_t{1} << 30);
+  EXPECT_TRUE(std::regex_match(facts.driver_version, std::regex("[0-9]+\\.[0-9]"))) << facts.driver_version;
+  EXPECT_TRUE(std::regex_match(facts.runtime_version, std::regex("[0-9]+\\.[0-9]"))) << facts.runtime_version;
+}
+
+// Without a GPU: the path names and MPS's detection, which the warning before a sweep uses.
+TEST(GpuFacts, ExchangePathsNameHowBuffersReachTheBackend) {
+  NothingToExchangeSync one_rank;
+  EXPECT_EQ(exchange_path(one_rank, false), kNoExchangePath);
+  EXPECT_EQ(exchange_path(one_rank, true), kNoExchangePath);
+  DoublingSync host_only;  // not in the backend table: staged on a device
+  EXPECT_EQ(exchange_path(host_only, false), "host memory");
+  EXPECT_EQ(exchange_path(host_only, true), "pinned host staging");
+}
+
+TEST(GpuFacts, MpsRunsWhenItsControlPipeIsThere) {
+  const std::filesystem::path directory =
+      std::filesystem::temp_directory_path() / ("harness-mps-test-" + std::to_string(getpid()));
+  std::filesystem::create_directories(directory);
+  const char* saved = std::getenv("CUDA_MPS_PIPE_DIRECTORY");
+  const std::string saved_value = saved != nullptr ? saved : "";
+  setenv("CUDA_MPS_PIPE_DIRECTORY", directory.c_str(), 1);
+  EXPECT_FALSE(mps_control_running());
+  ASSERT_EQ(mkfifo((directory / "control").c_str(), 0600), 0);
+  EXPECT_TRUE(mps_control_running());
+  if (saved != nullptr) {
+    setenv("CUDA_MPS_PIPE_DIRECTORY", saved_value.c_str(), 1);
+  } else {
+    unsetenv("CUDA_MPS_PIPE_DIRECTORY");
+  }
+  std::filesystem::remove_all(directory);
 }
 
 }  // namespace

@@ -114,6 +114,25 @@ INSTANTIATE_TEST_SUITE_P(
       return std::get<0>(info.param) + "_" + size;
     });
 
+// The sum over one rank is its own buffer: on one rank every backend exchanges nothing (and sets up
+// nothing: no segment, no store), on more every backend exchanges.
+TEST(EveryBackendOnOneRank, ExchangesNothingAndLeavesTheBufferAsItIs) {
+  const World world;
+  for (const std::string& name : backend_names()) {
+    if (name == "gloo" && !gloo_available()) continue;
+    if (refuses_across_nodes(name)) continue;
+    const auto backend = make_gradient_sync(name, MPI_COMM_WORLD);
+    EXPECT_EQ(backend->exchanges(), world.size > 1) << name;
+    EXPECT_EQ(backend->name(), name);
+    if (world.size > 1) continue;
+    std::vector<float> buffer = random_buffer(1000, world.rank);
+    const std::vector<float> before = buffer;
+    backend->allreduce_sum(buffer);
+    EXPECT_EQ(buffer, before) << name;
+    EXPECT_EQ(backend->allocate_buffer(1000), nullptr) << name << ": no shared segment for one rank";
+  }
+}
+
 // Across hosts whose names do not resolve (simulated nodes, or a cluster without DNS for its
 // nodes), Gloo's rendezvous would wait for ever: without GLOO_SOCKET_IFNAME it must refuse.
 TEST(Gloo, AcrossHostsItNeedsResolvableNamesOrAnInterfaceAndSaysSo) {

@@ -52,6 +52,12 @@ TEST(EndToEnd, TinyScalingStudyWritesRecordsSummaryAndPlots) {
   EXPECT_EQ(rows[0].at("efficiency"), "1");
   EXPECT_EQ(rows[1].at("ranks"), "2");
   EXPECT_NEAR(std::stod(rows[1].at("efficiency")), std::stod(rows[1].at("speedup")) / 2, 1e-4);
+  // One rank has nothing to exchange: its backend is never called, and the record says so.
+  EXPECT_EQ(rows[0].at("exchange_path"), "none (one rank)");
+  EXPECT_EQ(rows[1].at("exchange_path"), "host memory");
+  EXPECT_EQ(rows[0].at("gpus"), "");  // a CPU point
+  EXPECT_LT(std::stod(rows[0].at("comm_time_s")), std::stod(rows[0].at("compute_time_s")));
+  EXPECT_NE(joined(run.output).find("one rank: nothing to exchange"), std::string::npos) << joined(run.output);
 
   for (const auto& row : rows) {
     const Json record = read_json_file((out / "points" / (row.at("id") + ".json")).string());
@@ -74,6 +80,8 @@ TEST(EndToEnd, TinyScalingStudyWritesRecordsSummaryAndPlots) {
     const Json& measurements = record["measurements"];
     EXPECT_NE(measurements["mpi_library"].get<std::string>().find("MPI"), std::string::npos);
     EXPECT_FALSE(measurements["torch_version"].get<std::string>().empty());
+    EXPECT_EQ(measurements["exchange_path"], row.at("exchange_path"));
+    EXPECT_FALSE(measurements.contains("gpus"));
     const Json& steps = measurements["steps"];
     EXPECT_EQ(steps["imbalance_s"].size(), steps["step_s"].size());
     ASSERT_EQ(steps["wait_s"].size(), steps["step_s"].size());

@@ -162,5 +162,45 @@ INSTANTIATE_TEST_SUITE_P(Buckets, BackendMemory, ::testing::Bool(),
                            return std::string(info.param ? "overlap" : "blocking");
                          });
 
+// What make_gradient_sync gives a one-rank point, whatever the backend: nothing to exchange.
+class NothingToExchangeProbe : public GradientSync {
+ public:
+  std::string_view name() const override { return "one_rank"; }
+  void allreduce_sum(std::span<float> /*buffer*/) override { ++calls_; }
+  bool exchanges() const override { return false; }
+
+  int calls_ = 0;
+};
+
+class OneRank : public ::testing::TestWithParam<bool> {};
+
+TEST_P(OneRank, AStepCopiesAndReducesNothingWithOrWithoutOverlap) {
+  const bool overlap = GetParam();
+  ChannelsLastLayer layer;
+  NothingToExchangeProbe backend;
+  GradientBuckets buckets({layer.weight, layer.bias}, backend, 25, overlap, 1);
+  // Autograd accumulates straight into the fused buffer (no hooks copying into it), even when
+  // overlap was asked for: there is nothing to overlap.
+  const float* weight_gradient = layer.weight.grad().data_ptr<float>();
+  for (int step = 0; step < 2; ++step) {
+    buckets.zero_gradients();
+    buckets.begin_step();
+    layer.backward_on(0);
+    buckets.finish_step();
+  }
+  EXPECT_EQ(backend.calls_, 0);
+  EXPECT_EQ(buckets.hook_launches(), 0U);
+  EXPECT_EQ(layer.weight.grad().data_ptr<float>(), weight_gradient);
+
+  ChannelsLastLayer reference;  // the same parameters: its own gradient, untouched by any buckets
+  reference.backward_on(0);
+  EXPECT_TRUE(torch::equal(layer.flat_gradients(), reference.flat_gradients()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Buckets, OneRank, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return std::string(info.param ? "overlap" : "blocking");
+                         });
+
 }  // namespace
 }  // namespace harness

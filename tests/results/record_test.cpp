@@ -59,6 +59,50 @@ TEST(Record, RoundTripsThroughJson) {
 }
 
 // Version 3 had no loss curve: such a record is read with an empty one.
+TEST(Record, GpuFactsAndTheExchangePathRoundTripAndSayWhetherRanksShareAGpu) {
+  PointRecord record = ok_record();
+  record.settings.device = "cuda";
+  record.key = PointKey(record.settings, 1).hash();
+  Measurements& measurements = *record.measurements;
+  measurements.exchange_path = "pinned host staging";
+  GpuFacts gpus;
+  gpus.ranks = {{0, "NVIDIA H100 80GB HBM3", "0000:2A:00.0", int64_t{80} << 30, false},
+                {0, "NVIDIA H100 80GB HBM3", "0000:2A:00.0", int64_t{80} << 30, false}};
+  gpus.driver_version = "13.0";
+  gpus.runtime_version = "13.0";
+  measurements.gpus = gpus;
+  const Json json = to_json(record);
+  EXPECT_EQ(json["measurements"]["exchange_path"], "pinned host staging");
+  EXPECT_EQ(json["measurements"]["gpus"]["ranks"][1]["pci_bus_id"], "0000:2A:00.0");
+  const PointRecord read = record_from_json(json, "r.json");
+  EXPECT_EQ(to_json(read), json);
+
+  // Both ranks on host "a" use one GPU, without MPS: said, with what it costs them.
+  EXPECT_TRUE(ranks_share_a_gpu(measurements.hosts, gpus));
+  EXPECT_EQ(describe_gpus(measurements.hosts, gpus),
+            "2 rank(s) on NVIDIA H100 80GB HBM3 (80 GiB), driver 13.0, runtime 13.0; ranks share a GPU, "
+            "without MPS (time-sliced)");
+  gpus.ranks[0].mps = gpus.ranks[1].mps = true;
+  EXPECT_NE(describe_gpus(measurements.hosts, gpus).find("share a GPU, with MPS"), std::string::npos);
+  // The same bus id on two hosts is two GPUs; two bus ids on one host too.
+  EXPECT_FALSE(ranks_share_a_gpu({"a", "b"}, gpus));
+  gpus.ranks[1].pci_bus_id = "0000:3B:00.0";
+  EXPECT_FALSE(ranks_share_a_gpu({"a", "a"}, gpus));
+
+  Json damaged = json;
+  damaged["measurements"]["gpus"]["ranks"][0].erase("name");
+  EXPECT_THROW(record_from_json(damaged, "r.json"), Error);
+}
+
+TEST(Record, AVersion7RecordHasNoExchangePath) {
+  Json json = to_json(ok_record());
+  json["schema_version"] = 7;
+  json["measurements"]["schema_version"] = 7;
+  json["measurements"].erase("exchange_path");
+  const PointRecord read = record_from_json(json, "r.json");
+  EXPECT_EQ(read.measurements->exchange_path, "");
+}
+
 TEST(Record, AVersion3RecordIsReadWithoutALossCurve) {
   Json json = to_json(ok_record());
   json["schema_version"] = 3;
