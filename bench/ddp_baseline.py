@@ -1,20 +1,28 @@
 #!/usr/bin/env python3
-"""The same training as the harness, with PyTorch DistributedDataParallel over gloo.
+"""The same training as the harness, with PyTorch DistributedDataParallel.
 
-The reference point for bench/compare_ddp.sh: the networks of the harness's iris_mlp and
-mnist_cnn (the CNN laid out as in the PyTorch MNIST example), with the same data, sharding,
-batch and SGD, written the way a PyTorch user would (DDP, gloo, CPU). Start it under
-mpirun, one process per rank:
+The reference point for bench/compare_ddp.sh (CPU, gloo) and bench/compare_gpu.sh (one GPU,
+NCCL): the networks of the harness's iris_mlp, mnist_cnn (the CNN laid out as in the PyTorch
+MNIST example) and resnet (torchvision's ResNet-18/50 on synthetic images, as Horovod's
+synthetic benchmark), with the same data, sharding, batch and SGD, written the way a PyTorch
+user would. Start it under mpirun, one process per rank:
 
     mpirun -n 2 python3 bench/ddp_baseline.py --workload mnist_cnn --batch-size 64 \\
         --dataset-size 4096 --epochs 1 --lr 0.05 --threads 1
+    mpirun -n 1 python3 bench/ddp_baseline.py --workload resnet --resnet-depth 50 \\
+        --image-size 224 --num-classes 1000 --batch-size 64 --dataset-size 1280 --device cuda
+
+With --device cuda the model, the data and the gradients live on the rank's GPU (local rank mod
+the visible GPUs, as in the harness), DDP reduces over NCCL, and the clock stops only after the
+GPU has finished (torch.cuda.synchronize).
 
 With --tuned the CNN is laid out as the harness's is and DDP's gradients are views of its buckets;
 compare_ddp.sh then also gives it the harness's malloc settings (GLIBC_TUNABLES).
 
 Prints one JSON line on rank 0: samples/s over the timed epochs (barrier to barrier, as the
-harness's train_time_s), and the epoch times. Needs Debian's python3-torch (PyTorch 1.13.1, the
-same version as libtorch-dev); not used by the tests or CI.
+harness's train_time_s), and the epoch times. Needs PyTorch: on the CPU Debian's python3-torch
+(1.13.1, the version of libtorch-dev), on a GPU the PyTorch whose LibTorch the harness was built
+against; not used by the tests or CI.
 """
 import argparse
 import csv
@@ -69,6 +77,70 @@ class MnistCnn(nn.Module):
         return F.log_softmax(self.fc2(F.relu(self.fc1(y))), 1)
 
 
+class Block(nn.Module):
+    """A residual block as torchvision's: basic (two 3x3) or bottleneck (1x1, 3x3 with the
+    stride, 1x1 four times wider), as the harness's workloads/resnet.cpp builds it."""
+
+    def __init__(self, inputs, width, stride, bottleneck):
+        super().__init__()
+        outputs = width * 4 if bottleneck else width
+        self.bottleneck = bottleneck
+        if bottleneck:
+            self.conv1 = nn.Conv2d(inputs, width, 1, bias=False)
+            self.conv2 = nn.Conv2d(width, width, 3, stride, 1, bias=False)
+            self.conv3 = nn.Conv2d(width, outputs, 1, bias=False)
+            self.bn3 = nn.BatchNorm2d(outputs)
+        else:
+            self.conv1 = nn.Conv2d(inputs, width, 3, stride, 1, bias=False)
+            self.conv2 = nn.Conv2d(width, width, 3, 1, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(width)
+        self.bn2 = nn.BatchNorm2d(width)
+        self.downsample = None
+        if stride != 1 or inputs != outputs:
+            self.downsample = nn.Sequential(nn.Conv2d(inputs, outputs, 1, stride, bias=False),
+                                            nn.BatchNorm2d(outputs))
+
+    def forward(self, x):
+        y = F.relu(self.bn1(self.conv1(x)))
+        y = self.bn2(self.conv2(y))
+        if self.bottleneck:
+            y = self.bn3(self.conv3(F.relu(y)))
+        return F.relu(y + (self.downsample(x) if self.downsample is not None else x))
+
+
+class ResNet(nn.Module):
+    """ResNet-18 or -50 with the ImageNet stem (7x7/2 convolution, 3x3/2 max pooling)."""
+
+    def __init__(self, depth, num_classes):
+        super().__init__()
+        bottleneck = depth == 50
+        blocks = [3, 4, 6, 3] if bottleneck else [2, 2, 2, 2]
+        self.stem = nn.Sequential(nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64),
+                                  nn.ReLU(), nn.MaxPool2d(3, 2, 1))
+        layers, inputs = [], 64
+        for stage, count in enumerate(blocks):
+            width = 64 << stage
+            for i in range(count):
+                layers.append(Block(inputs, width, 2 if stage > 0 and i == 0 else 1, bottleneck))
+                inputs = width * 4 if bottleneck else width
+        self.layers = nn.Sequential(*layers)
+        self.fc = nn.Linear(inputs, num_classes)
+        for module in self.modules():
+            if isinstance(module, nn.Conv2d):
+                nn.init.kaiming_normal_(module.weight, mode="fan_out", nonlinearity="relu")
+
+    def forward(self, x):
+        y = F.adaptive_avg_pool2d(self.layers(self.stem(x)), 1)
+        return F.log_softmax(self.fc(torch.flatten(y, 1)), 1)
+
+
+def synthetic_data(dataset_size, image_size, num_classes):
+    """A fixed set of random images and labels, the same on every rank (Horovod's synthetic
+    benchmark); 256 images by default, as the harness's resnet workload."""
+    count = dataset_size or 256
+    return torch.randn(count, 3, image_size, image_size), torch.randint(0, num_classes, (count,))
+
+
 def iris_data(dataset_size):
     with open(REPO / "data" / "iris.csv") as f:
         rows = list(csv.reader(f))[1:]
@@ -106,7 +178,11 @@ def mnist_data(dataset_size, directory):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workload", choices=["iris_mlp", "mnist_cnn"], required=True)
+    parser.add_argument("--workload", choices=["iris_mlp", "mnist_cnn", "resnet"], required=True)
+    parser.add_argument("--resnet-depth", type=int, choices=[18, 50], default=18)
+    parser.add_argument("--image-size", type=int, default=32, help="resnet: synthetic image side")
+    parser.add_argument("--num-classes", type=int, default=10, help="resnet: random labels")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--batch-size", type=int, required=True, help="per rank")
     parser.add_argument("--dataset-size", type=int, default=0)
     parser.add_argument("--epochs", type=int, default=1)
@@ -120,20 +196,32 @@ def main():
 
     rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
     world = int(os.environ.get("OMPI_COMM_WORLD_SIZE", "1"))
+    local_rank = int(os.environ.get("OMPI_COMM_WORLD_LOCAL_RANK", "0"))
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", "29517")
     torch.set_num_threads(args.threads)
     torch.set_num_interop_threads(1)
-    dist.init_process_group("gloo", rank=rank, world_size=world)
+    on_gpu = args.device == "cuda"
+    if on_gpu:
+        torch.cuda.set_device(local_rank % torch.cuda.device_count())
+    dist.init_process_group("nccl" if on_gpu else "gloo", rank=rank, world_size=world)
+    device = torch.device("cuda", torch.cuda.current_device()) if on_gpu else torch.device("cpu")
 
     torch.manual_seed(args.seed)
     if args.workload == "iris_mlp":
         x, y = iris_data(args.dataset_size)
         model, loss_fn = IrisMlp(), F.mse_loss
-    else:
+    elif args.workload == "mnist_cnn":
         x, y = mnist_data(args.dataset_size, args.data)
         model, loss_fn = MnistCnn(args.tuned), F.nll_loss
-    ddp = nn.parallel.DistributedDataParallel(model, gradient_as_bucket_view=args.tuned)
+    else:
+        x, y = synthetic_data(args.dataset_size, args.image_size, args.num_classes)
+        model, loss_fn = ResNet(args.resnet_depth, args.num_classes), F.nll_loss
+    # The whole (small) training set on the device, as the harness holds it: the loop measures
+    # the model and the exchange, not a data loader.
+    x, y, model = x.to(device), y.to(device), model.to(device)
+    ddp = nn.parallel.DistributedDataParallel(model, gradient_as_bucket_view=args.tuned,
+                                              device_ids=[device.index] if on_gpu else None)
     optimizer = torch.optim.SGD(ddp.parameters(), lr=args.lr)
 
     global_batch = args.batch_size * world
@@ -141,7 +229,9 @@ def main():
     generator = torch.Generator().manual_seed(args.seed)
     epoch_times = []
     for _ in range(args.epochs):
-        order = torch.randperm(x.shape[0], generator=generator)
+        order = torch.randperm(x.shape[0], generator=generator).to(device)
+        if on_gpu:
+            torch.cuda.synchronize()
         dist.barrier()
         start = time.perf_counter()
         for step in range(steps):
@@ -151,11 +241,15 @@ def main():
             loss = loss_fn(ddp(x[index]), y[index])
             loss.backward()
             optimizer.step()
+        if on_gpu:
+            torch.cuda.synchronize()
         dist.barrier()
         epoch_times.append(time.perf_counter() - start)
     if rank == 0:
         samples = steps * global_batch * args.epochs
-        print(json.dumps({"framework": "pytorch-ddp-gloo", "torch": torch.__version__,
+        print(json.dumps({"framework": "pytorch-ddp-" + ("nccl" if on_gpu else "gloo"),
+                          "torch": torch.__version__, "device": args.device,
+                          "gpu": torch.cuda.get_device_name(device) if on_gpu else "",
                           "workload": args.workload, "tuned": args.tuned,
                           "ranks": world, "threads": args.threads,
                           "batch_size": args.batch_size, "samples": samples,
