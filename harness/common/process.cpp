@@ -339,8 +339,22 @@ std::string find_program(const std::string& name) {
   return "";
 }
 
+namespace {
+constexpr std::size_t kMaxLineBytes = 1000;
+}  // namespace
+
+std::vector<std::string> head_lines(const std::string& path, std::size_t lines) {
+  std::ifstream in(path);
+  std::vector<std::string> kept;
+  std::string line;
+  while (kept.size() < lines && std::getline(in, line)) {
+    if (line.size() > kMaxLineBytes) line = line.substr(0, kMaxLineBytes) + "...";
+    kept.push_back(std::move(line));
+  }
+  return kept;
+}
+
 std::vector<std::string> tail_lines(const std::string& path, std::size_t lines) {
-  constexpr std::size_t kMaxLineBytes = 1000;
   std::ifstream in(path);
   std::deque<std::string> kept;
   std::string line;

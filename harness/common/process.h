@@ -96,5 +96,7 @@ std::string find_program(const std::string& name);
 // The last `lines` lines of a text file (fewer if it is shorter; none if it is missing), each cut
 // to 1000 bytes.
 std::vector<std::string> tail_lines(const std::string& path, std::size_t lines);
+// The first `lines` lines, the same way.
+std::vector<std::string> head_lines(const std::string& path, std::size_t lines);
 
 }  // namespace harness

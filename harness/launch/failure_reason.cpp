@@ -6,8 +6,77 @@
 
 namespace harness {
 
+namespace {
+
+constexpr std::size_t kMaxMessageChars = 300;
+
+bool is_rule(const std::string& line) {
+  return line.size() >= 20 && line.find_first_not_of('-') == std::string::npos;
+}
+
+std::string trimmed(const std::string& text) {
+  const auto first = text.find_first_not_of(" \t");
+  if (first == std::string::npos) return "";
+  return text.substr(first, text.find_last_not_of(" \t") - first + 1);
+}
+
+// The lines joined by single spaces, cut to kMaxMessageChars.
+std::string one_line(const std::vector<std::string>& lines) {
+  std::string text;
+  for (const auto& line : lines) {
+    const std::string part = trimmed(line);
+    if (!part.empty()) text += (text.empty() ? "" : " ") + part;
+  }
+  if (text.size() > kMaxMessageChars) text = text.substr(0, kMaxMessageChars - 3) + "...";
+  return text;
+}
+
+// Open MPI help messages that say only that a rank failed: the rank's own line says more.
+bool about_a_rank(const std::string& text) {
+  for (const char* start : {"Primary job terminated normally", "mpirun noticed that process rank",
+                            "mpirun detected that one or more processes exited", "prterun detected"}) {
+    if (text.rfind(start, 0) == 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string launcher_message(const std::vector<std::string>& log) {
+  static const std::regex scheduler_error(R"((srun|sbatch|salloc): error: (.*))");
+  static const std::regex task_line(R"(srun: error: \S+: tasks? [0-9,\-]+: )");
+  for (std::size_t i = 0; i < log.size(); ++i) {
+    std::smatch match;
+    if (std::regex_search(log[i], match, scheduler_error) && !std::regex_search(log[i], task_line)) {
+      return one_line({match[1].str() + ": " + match[2].str()});
+    }
+    if (!is_rule(log[i])) continue;
+    // A help message: paragraphs up to the closing rule.
+    std::vector<std::vector<std::string>> paragraphs(1);
+    std::size_t end = i + 1;
+    for (; end < log.size() && !is_rule(log[end]); ++end) {
+      if (trimmed(log[end]).empty()) {
+        if (!paragraphs.back().empty()) paragraphs.emplace_back();
+      } else {
+        paragraphs.back().push_back(log[end]);
+      }
+    }
+    if (paragraphs.back().empty()) paragraphs.pop_back();
+    if (!paragraphs.empty()) {
+      std::vector<std::string> said = paragraphs[0];
+      if (trimmed(said.back()).back() == ':' && paragraphs.size() > 1) {
+        said.insert(said.end(), paragraphs[1].begin(), paragraphs[1].end());
+      }
+      const std::string text = one_line(said);
+      if (!about_a_rank(text)) return text;
+    }
+    i = end;  // past the closing rule
+  }
+  return "";
+}
+
 std::string job_failure_reason(const ProcessOutcome& outcome, const std::vector<std::string>& log_tail,
-                               const std::string& launcher) {
+                               const std::string& launcher, const std::vector<std::string>& log_head) {
   if (outcome.timed_out || outcome.interrupted) return outcome.describe();
   // Open MPI 4: "mpirun noticed that process rank 1 with PID 0 on node vm exited on signal 9
   // (Killed)."
@@ -37,7 +106,9 @@ std::string job_failure_reason(const ProcessOutcome& outcome, const std::vector<
       return fmt::format("rank {} on {}: {}", match[2].str(), match[1].str(), match[3].str());
     }
   }
-  return launcher + " " + outcome.describe();
+  std::string said = launcher_message(log_head);
+  if (said.empty()) said = launcher_message(log_tail);
+  return launcher + " " + outcome.describe() + (said.empty() ? "" : ": " + said);
 }
 
 }  // namespace harness

@@ -13,8 +13,20 @@ namespace harness {
 // "rank 1 killed by signal 9 (Killed)"        Open MPI: "process rank 1 ... exited on signal 9"
 // "rank 0: cannot open data file x.csv"       the rank program: "harness worker (rank 0): ..."
 // "timed out after the 600 s limit"           the time limit (the log tail is kept for why)
+// "mpirun exit code 1: There are not enough slots available in the system to satisfy the 4
+//  slots that were requested by the application: harness"
+//                                              the launcher's own message (launcher_message)
 // "mpirun exit code 3"                        otherwise: `launcher` and how it ended
+// `log_head`: the log's first lines, where a launcher that fails before starting the ranks
+// explains why (its message may be longer than the tail).
 std::string job_failure_reason(const ProcessOutcome& outcome, const std::vector<std::string>& log_tail,
-                               const std::string& launcher);
+                               const std::string& launcher, const std::vector<std::string>& log_head = {});
+
+// What the launcher itself said went wrong, in one line of at most about 300 characters: the
+// first paragraph of Open MPI's first help message (printed between lines of dashes; with the
+// next paragraph when it ends in a colon), or the first "srun: error:" / "sbatch: error:" line
+// that is not about a task. "" when there is none, or only messages that a rank's exit already
+// explains ("Primary job terminated normally, but 1 process returned ...").
+std::string launcher_message(const std::vector<std::string>& log);
 
 }  // namespace harness

@@ -51,7 +51,8 @@ PointRecord record_of_ended_job(const std::string& experiment_name, const EndedJ
     record.status = point_status_of(result.end);
     record.log_tail = tail_lines(job.log_path, 20);
     failure = result.reason.empty() ? job_failure_reason(outcome, record.log_tail,
-                                                         ended.command.empty() ? "job" : ended.command[0])
+                                                         ended.command.empty() ? "job" : ended.command[0],
+                                                         head_lines(job.log_path, 60))
                                     : result.reason;
     // What rank 0 had written before the job stopped (a timeout's steps so far), if anything.
     try {

@@ -177,6 +177,26 @@ TEST(EndToEnd, FailedPointIsRecordedAndTheSweepGoesOn) {
   EXPECT_TRUE(record["log_tail"].is_array());
 }
 
+// mpirun refusing to start the ranks (here: two ranks on one slot) is a failed point whose reason
+// quotes mpirun's own message, not only its exit code.
+TEST(EndToEnd, AFailingMpirunGivesItsOwnMessageAsTheReason) {
+  const fs::path dir = scratch("mpirun_refuses");
+  const fs::path experiment = write_experiment(dir, R"({
+    "name": "mpirun_refuses",
+    "settings": {"ranks": 2, "epochs": 1, "threads_per_rank": 1},
+    "launcher": {"name": "local", "mpirun_args": ["--host", "localhost:1"]}})");
+  const fs::path out = dir / "out";
+  const HarnessRun run = run_harness({"run", experiment.string(), "--out", out.string()}, dir / "log");
+  EXPECT_EQ(run.outcome.exit_code, 1) << joined(run.output);
+  const auto rows = read_csv(out / "summary.csv");
+  ASSERT_EQ(rows.size(), 1U);
+  EXPECT_EQ(rows[0].at("status"), "failed");
+  EXPECT_NE(rows[0].at("reason").find("mpirun exit code 1: There are not enough slots available in the system "
+                                      "to satisfy the 2 slots that were requested by the application:"),
+            std::string::npos)
+      << rows[0].at("reason");
+}
+
 TEST(EndToEnd, RepeatedSweepGivesStatisticsPlotsAndAnEstimate) {
   const fs::path dir = scratch("repeats");
   const fs::path experiment = write_experiment(dir, R"({

@@ -36,6 +36,40 @@ TEST(FailureReason, SrunsFirstTaskLineNamesTheRankAndHost) {
   EXPECT_EQ(job_failure_reason(exited(143), log, "srun"), "rank 1 on hnode2: Killed");
 }
 
+// What mpirun says when it cannot start the ranks: Open MPI 4.1's help messages, verbatim. The
+// message is in the log's first lines, which may be longer than its tail.
+TEST(FailureReason, MpirunsOwnMessageIsQuotedWhenNoRankSaidAnything) {
+  const std::string rule(74, '-');
+  const std::vector<std::string> slots = {
+      rule,
+      "There are not enough slots available in the system to satisfy the 3",
+      "slots that were requested by the application:",
+      "",
+      "  hostname",
+      "",
+      "Either request fewer slots for your application, or make more slots",
+      "available for use.",
+      rule};
+  EXPECT_EQ(job_failure_reason(exited(1), {}, "mpirun", slots),
+            "mpirun exit code 1: There are not enough slots available in the system to satisfy the 3 slots that "
+            "were requested by the application: hostname");
+  const std::vector<std::string> filled = {rule, "All nodes which are allocated for this job are already filled.",
+                                           rule};
+  EXPECT_EQ(job_failure_reason(exited(1), filled, "mpirun"),
+            "mpirun exit code 1: All nodes which are allocated for this job are already filled.");
+  // Messages that only say a rank failed are left to the rank's own line, or to the exit code.
+  EXPECT_EQ(launcher_message({rule, "Primary job terminated normally, but 1 process returned", rule}), "");
+  EXPECT_EQ(job_failure_reason(exited(3), {rule, "Primary job terminated normally, but 1 process returned", rule},
+                               "mpirun"),
+            "mpirun exit code 3");
+  // A long message is cut.
+  const std::string long_line(500, 'x');
+  EXPECT_LE(launcher_message({rule, long_line, rule}).size(), 300U);
+  // SLURM's own refusals.
+  EXPECT_EQ(launcher_message({"srun: error: Unable to allocate resources: Requested node configuration is not available"}),
+            "srun: Unable to allocate resources: Requested node configuration is not available");
+}
+
 TEST(FailureReason, OtherwiseTheLauncherAndHowItEnded) {
   EXPECT_EQ(job_failure_reason(exited(3), {"Primary job terminated normally, but 1 process returned"},
                                "mpirun"),
