@@ -65,7 +65,7 @@ int plan_command(const std::string& experiment_path, const std::string& out_dir,
   std::cout << study.scheduler->plan(jobs);
   std::cout << fmt::format("total: {} point(s), {} rank-slot(s)\n", study.points.size(), rank_slots);
   std::cout << describe_estimate(estimate, root) << "\n";
-  if (const std::string caution = study.scheduler->caution(jobs); !caution.empty()) {
+  for (const std::string& caution : split_lines(study.scheduler->caution(jobs))) {
     std::cout << "warning: " << caution << "\n";
   }
   return kExitOk;

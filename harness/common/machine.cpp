@@ -1,11 +1,14 @@
 #include "harness/common/machine.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <set>
 #include <string>
 
 #include <fmt/format.h>
@@ -38,15 +41,61 @@ std::string cpu_model() {
 
 }  // namespace
 
+std::string physical_host_name() {
+  if (const char* physical = std::getenv(kPhysicalHostVariable); physical != nullptr && *physical != '\0') {
+    return physical;
+  }
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  return host;
+}
+
+std::vector<int> allowed_cpus() {
+  std::vector<int> cpus;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof(set), &set) == 0) {
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+      if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+    }
+  }
+  if (cpus.empty()) {
+    for (long cpu = 0; cpu < ::sysconf(_SC_NPROCESSORS_ONLN); ++cpu) cpus.push_back(static_cast<int>(cpu));
+  }
+  return cpus;
+}
+
+std::optional<Oversubscription> oversubscription(const std::vector<RankCpus>& ranks, int threads_per_rank) {
+  std::map<std::string, std::pair<int, std::set<int>>> machines;  // host -> threads wanted, CPUs allowed
+  std::map<std::string, int> rank_count;
+  for (const RankCpus& rank : ranks) {
+    auto& [threads, cpus] = machines[rank.host];
+    threads += std::min(std::max(1, threads_per_rank), static_cast<int>(std::max<std::size_t>(1, rank.cpus.size())));
+    cpus.insert(rank.cpus.begin(), rank.cpus.end());
+    ++rank_count[rank.host];
+  }
+  std::optional<Oversubscription> worst;
+  double worst_ratio = 1;
+  for (const auto& [host, wanted] : machines) {
+    const int cores = std::max<int>(1, static_cast<int>(wanted.second.size()));
+    const double ratio = static_cast<double>(wanted.first) / cores;
+    if (ratio > worst_ratio) {
+      worst_ratio = ratio;
+      worst = Oversubscription{host, rank_count[host], std::max(1, threads_per_rank), cores};
+    }
+  }
+  return worst;
+}
+
+std::string describe_oversubscription(const Oversubscription& o, bool with_host) {
+  return fmt::format("{} rank{} × {} thread{} on {} core{}{}", o.ranks, o.ranks == 1 ? "" : "s", o.threads_per_rank,
+                     o.threads_per_rank == 1 ? "" : "s", o.cores, o.cores == 1 ? "" : "s",
+                     with_host ? " of " + o.host : "");
+}
+
 MachineFacts this_machine() {
   MachineFacts machine;
-  if (const char* physical = std::getenv(kPhysicalHostVariable); physical != nullptr && *physical != '\0') {
-    machine.host = physical;
-  } else {
-    char host[256] = {};
-    ::gethostname(host, sizeof(host) - 1);
-    machine.host = host;
-  }
+  machine.host = physical_host_name();
   machine.cpu_model = cpu_model();
   machine.logical_cpus = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
   const long pages = ::sysconf(_SC_PHYS_PAGES);

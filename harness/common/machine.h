@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace harness {
 
@@ -22,6 +24,37 @@ struct MachineFacts {
 
 // This machine. Never throws: what cannot be read stays empty or 0.
 MachineFacts this_machine();
+
+// This machine's name: HARNESS_PHYSICAL_HOST on a simulated node, else the host name.
+std::string physical_host_name();
+// The CPUs this process may run on (sched_getaffinity), in increasing order.
+std::vector<int> allowed_cpus();
+
+// Where ranks outnumber cores: on machine `host`, `ranks` ranks of `threads_per_rank` threads
+// each had only `cores` CPUs to run on between them.
+struct Oversubscription {
+  std::string host;
+  int ranks = 0;
+  int threads_per_rank = 0;
+  int cores = 0;
+
+  friend bool operator==(const Oversubscription&, const Oversubscription&) = default;
+};
+
+// One rank: the machine it ran on (physical_host_name: simulated nodes of one machine share its
+// cores) and the CPUs it was allowed.
+struct RankCpus {
+  std::string host;
+  std::vector<int> cpus;
+};
+
+// The most oversubscribed machine of a run, or nothing: where the ranks' threads (each rank at
+// most as many as the CPUs it may use) outnumber the CPUs the ranks of that machine may use
+// together. Two ranks bound to the same single core count as two threads on one core.
+std::optional<Oversubscription> oversubscription(const std::vector<RankCpus>& ranks, int threads_per_rank);
+
+// "4 ranks × 1 thread on 2 cores" (of host, when `with_host`).
+std::string describe_oversubscription(const Oversubscription& o, bool with_host = false);
 
 // The environment variable through which a simulated node names the machine it runs on.
 inline constexpr const char* kPhysicalHostVariable = "HARNESS_PHYSICAL_HOST";

@@ -38,6 +38,9 @@ bool is_host_name(std::string_view name);
 // for an empty list or item: "1,,2" is a typo, not the list 1,2.
 std::vector<std::string> split_comma_list(std::string_view list, std::string_view option);
 
+// The non-empty lines of `text`.
+std::vector<std::string> split_lines(std::string_view text);
+
 // "45 s", "3 min 20 s", "2 h 05 min".
 std::string format_duration(double seconds);
 

@@ -1,5 +1,7 @@
 #include "harness/launch/local_scheduler.h"
 
+#include "harness/common/machine.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -114,11 +116,37 @@ ResourceLimits LocalScheduler::limits() const {
   return limits;
 }
 
-std::string LocalScheduler::caution(const std::vector<JobSpec>& /*jobs*/) const {
-  if (options_.max_parallel == 1) return "";
-  return fmt::format("launcher.max_parallel is {}: points run {} at a time and share this "
-                     "machine's {} core(s), so their timings disturb each other",
-                     options_.max_parallel, options_.max_parallel, cores_);
+std::string LocalScheduler::caution(const std::vector<JobSpec>& jobs) const {
+  std::vector<std::string> cautions;
+  if (options_.max_parallel != 1) {
+    cautions.push_back(fmt::format("launcher.max_parallel is {}: points run {} at a time and share this "
+                                   "machine's {} core(s), so their timings disturb each other",
+                                   options_.max_parallel, options_.max_parallel, cores_));
+  }
+  // Ranks on this machine (no hosts, or simulated ones) whose threads outnumber its cores: their
+  // compute waits for a core, which reads as poor scaling. Real hosts' cores are not known here;
+  // the records say it for every point (measurements.oversubscribed).
+  if (options_.hosts.empty() || options_.simulate_hosts) {
+    std::vector<std::string> oversubscribed;
+    for (const JobSpec& job : jobs) {
+      const int threads = threads_per_rank(job);
+      if (job.ranks * threads <= cores_) continue;
+      oversubscribed.push_back(fmt::format(
+          "{} ({})", job.name, describe_oversubscription({"", job.ranks, threads, cores_})));
+    }
+    if (!oversubscribed.empty()) {
+      const std::size_t shown = std::min<std::size_t>(oversubscribed.size(), 3);
+      std::string list;
+      for (std::size_t i = 0; i < shown; ++i) list += (i > 0 ? ", " : "") + oversubscribed[i];
+      if (oversubscribed.size() > shown) list += fmt::format(" and {} more", oversubscribed.size() - shown);
+      cautions.push_back(fmt::format("oversubscribed: {} point(s) run more rank threads than this machine's {} "
+                                     "core(s): {}; their compute time includes waiting for a core",
+                                     oversubscribed.size(), cores_, list));
+    }
+  }
+  std::string text;
+  for (const auto& caution : cautions) text += (text.empty() ? "" : "\n") + caution;
+  return text;
 }
 
 int LocalScheduler::threads_per_rank(const JobSpec& job) const {

@@ -57,7 +57,8 @@ class Scheduler {
   virtual ResourceLimits limits() const = 0;
   // How many jobs it keeps in flight at once.
   virtual int max_parallel() const = 0;
-  // Something to say before `jobs` start (concurrent points sharing a machine), or "".
+  // Something to say before `jobs` start (concurrent points sharing a machine, ranks outnumbering
+  // cores), one warning per line, or "".
   virtual std::string caution(const std::vector<JobSpec>& /*jobs*/) const { return ""; }
   // The threads each rank of `job` gets.
   virtual int threads_per_rank(const JobSpec& job) const = 0;

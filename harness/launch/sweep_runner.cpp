@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "harness/common/text.h"
 #include "harness/common/clock.h"
 #include "harness/common/errors.h"
 #include "harness/common/files.h"
@@ -311,7 +312,7 @@ SweepOutcome SweepRunner::loop(Submit submit, bool follow) {
   if (!to_run.empty()) {
     std::vector<JobSpec> jobs;
     for (const Point* point : to_run) jobs.push_back(job_for(*point, directory_, options_.rank_programs, run_id_));
-    if (const std::string caution = scheduler_.caution(jobs); !caution.empty()) {
+    for (const std::string& caution : split_lines(scheduler_.caution(jobs))) {
       out_ << "harness: warning: " << caution << "\n";
     }
   }

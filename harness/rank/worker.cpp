@@ -203,6 +203,25 @@ GpuFacts gather_gpu_facts(const Communicator& communicator, int cuda_device) {
   return gpus;
 }
 
+// Where the ranks' threads outnumbered the cores they could use, on rank 0 (collective).
+std::optional<Oversubscription> gather_oversubscription(const Communicator& communicator, int threads_per_rank) {
+  std::string mine = physical_host_name() + "\t";
+  for (const int cpu : allowed_cpus()) mine += std::to_string(cpu) + ",";
+  std::vector<RankCpus> ranks;
+  for (const std::string& text : gather_to_root(communicator, mine)) {
+    RankCpus rank;
+    const auto tab = text.find('\t');
+    rank.host = text.substr(0, tab);
+    for (std::size_t at = tab + 1; at < text.size();) {
+      const auto comma = text.find(',', at);
+      rank.cpus.push_back(std::stoi(text.substr(at, comma - at)));
+      at = comma + 1;
+    }
+    ranks.push_back(std::move(rank));
+  }
+  return communicator.rank() == 0 ? oversubscription(ranks, threads_per_rank) : std::nullopt;
+}
+
 // Measurements of a training point (kind "train"), complete on rank 0.
 TrainMeasurements train(const PointSettings& settings, const Communicator& communicator,
                         int cuda_device, PhaseClock& clock, OutputFile& output, Timeline* timeline) {
@@ -323,6 +342,7 @@ void run(const WorkerArguments& arguments, const Communicator& communicator, Pha
   context.torch_version = TORCH_VERSION;
   context.hosts = all_host_names(communicator);  // collective
   context.machine = this_machine();
+  context.oversubscribed = gather_oversubscription(communicator, threads);  // collective
   if (cuda_device != kNoCudaDevice) context.gpus = gather_gpu_facts(communicator, cuda_device);  // collective
   clock.lap(&RankPhases::init_s);
 

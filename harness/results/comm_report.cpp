@@ -212,6 +212,7 @@ std::map<std::string, std::string> CommReport::tables(const ResultSet& set) cons
        }},
       {"intra_node_gbps", of_size("{:.6g}", &MessageSizeMetrics::intra_node_gbps, "")},
       {"inter_node_gbps", of_size("{:.6g}", &MessageSizeMetrics::inter_node_gbps, "")},
+      {"oversubscribed", [](const SizeRow& row) { return run_oversubscribed(*row.run); }},
       {"exchange_path", [](const SizeRow& row) { return run_exchange_path(*row.run); }},
       {"gpus", [](const SizeRow& row) { return run_gpus(*row.run); }},
       {"reason", [](const SizeRow& row) { return row.run->record.reason; }},

@@ -105,6 +105,10 @@ std::string provenance_rows(const ResultSet& set) {
          return path.empty() ? Values{} : Values{r.record.settings.backend + ": " + path};
        })},
       {"GPUs", distinct(set, [](const Run& r) { return Values{run_gpus(r)}; })},
+      {"oversubscribed", distinct(set, [](const Run& r) {
+         const std::string layout = run_oversubscribed(r);
+         return layout.empty() ? Values{} : Values{r.record.id + ": " + layout};
+       })},
       {"ranks ran on", distinct(set, [](const Run& r) {
          return r.record.measurements ? r.record.measurements->hosts : Values{};
        })},

@@ -300,6 +300,12 @@ Json to_json(const Measurements& m) {
   }
   json["exchange_path"] = m.exchange_path;
   if (m.gpus) json["gpus"] = to_json(*m.gpus);
+  if (m.oversubscribed) {
+    json["oversubscribed"] = {{"host", m.oversubscribed->host},
+                              {"ranks", m.oversubscribed->ranks},
+                              {"threads_per_rank", m.oversubscribed->threads_per_rank},
+                              {"cores", m.oversubscribed->cores}};
+  }
   if (m.phases) json["phases"] = to_json(*m.phases);
   if (m.train) write_train(*m.train, json);
   if (m.comm) {
@@ -332,6 +338,12 @@ Measurements measurements_from_json(const Json& json, const std::string& where) 
   }
   if (version >= 8) m.exchange_path = fields.text("exchange_path");
   if (fields.has("gpus")) m.gpus = gpus_from(fields.object("gpus"));
+  if (fields.has("oversubscribed")) {
+    const Fields o = fields.object("oversubscribed");
+    m.oversubscribed = Oversubscription{o.text("host"), static_cast<int>(o.integer("ranks")),
+                                        static_cast<int>(o.integer("threads_per_rank")),
+                                        static_cast<int>(o.integer("cores"))};
+  }
   if (fields.has("phases")) m.phases = phases_from(fields.object("phases"));
   if (m.kind == Kind::kTrain) {
     m.train = train_from(fields, version);

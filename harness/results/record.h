@@ -28,7 +28,8 @@
 //   8  adds the measurements' `exchange_path` (how the buffers reached the backend: "host memory",
 //      "pinned host staging", "device pointers", "nccl", or "none (one rank)": a one-rank point
 //      exchanges nothing) and, on device "cuda", `gpus` (each rank's GPU, the driver and runtime
-//      versions, MPS). Measurements only: timings mean what they meant in version 7.
+//      versions, MPS), and `oversubscribed` (where ranks × threads outnumbered the cores they
+//      could use). Measurements only: timings mean what they meant in version 7.
 #pragma once
 
 #include <cstdint>
@@ -212,6 +213,9 @@ struct Measurements {
   // staging", "device pointers", "nccl", or kNoExchangePath ("none (one rank)").
   std::string exchange_path;
   std::optional<GpuFacts> gpus;      // version 8, device "cuda"
+  // Version 8: the machine where the ranks' threads most outnumbered the cores they could run on
+  // (harness/common/machine.h); nothing when none did (or in older records).
+  std::optional<Oversubscription> oversubscribed;
   std::optional<RankPhases> phases;  // version 2
   std::optional<TrainMeasurements> train;  // kind train
   std::optional<CommMeasurements> comm;    // kind comm

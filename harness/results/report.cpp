@@ -30,13 +30,27 @@ const KindReport& report_for(Kind kind) {
 
 namespace {
 
-// Below the table: what the runs' records say of the path to the backend, where it is not plain
-// host memory, and of their GPUs; one line per distinct value.
-std::string exchange_and_gpu_lines(const ResultSet& set) {
+// Below the table: what the runs' records say of ranks outnumbering cores, of the path to the
+// backend where it is not plain host memory, and of their GPUs; one line per distinct value.
+std::string record_notes(const ResultSet& set) {
   std::vector<std::string> lines;
   const auto add = [&lines](std::string line) {
     if (std::find(lines.begin(), lines.end(), line) == lines.end()) lines.push_back(std::move(line));
   };
+  // Ranks outnumbering cores: the ids, per layout.
+  std::vector<std::pair<std::string, std::vector<std::string>>> oversubscribed;
+  for (const Run& run : set.runs()) {
+    const std::string layout = run_oversubscribed(run);
+    if (layout.empty()) continue;
+    auto found = std::find_if(oversubscribed.begin(), oversubscribed.end(), [&](const auto& o) { return o.first == layout; });
+    if (found == oversubscribed.end()) found = oversubscribed.insert(oversubscribed.end(), {layout, {}});
+    found->second.push_back(run.record.id);
+  }
+  for (const auto& [layout, ids] : oversubscribed) {
+    add(fmt::format("oversubscribed: {} ({}{}): ranks wait for a core, which the efficiency split shows as "
+                    "compute inflation and waiting for the slowest rank, not as communication",
+                    layout, ids.front(), ids.size() > 1 ? fmt::format(" and {} more", ids.size() - 1) : ""));
+  }
   for (const Run& run : set.runs()) {
     const std::string path = run_exchange_path(run);
     if (path == kNoExchangePath) {
@@ -63,7 +77,7 @@ WrittenReports write_reports(const ResultSet& set, const ResultsDirectory& direc
     write_file_atomically(path, contents);
     written.tables.push_back(path);
   }
-  written.console = report.console_table(set) + exchange_and_gpu_lines(set);
+  written.console = report.console_table(set) + record_notes(set);
   std::filesystem::create_directories(directory.plots_dir());  // plots/ may have been deleted
   if (find_program("gnuplot").empty()) {
     written.plots_not_drawn = "gnuplot not found on PATH";

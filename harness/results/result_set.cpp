@@ -83,6 +83,11 @@ std::string run_exchange_path(const Run& run) {
   return run.record.measurements ? run.record.measurements->exchange_path : "";
 }
 
+std::string run_oversubscribed(const Run& run) {
+  const auto& measurements = run.record.measurements;
+  return measurements && measurements->oversubscribed ? describe_oversubscription(*measurements->oversubscribed) : "";
+}
+
 std::string run_gpus(const Run& run) {
   const auto& measurements = run.record.measurements;
   return measurements && measurements->gpus ? describe_gpus(measurements->hosts, *measurements->gpus) : "";

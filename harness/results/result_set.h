@@ -32,6 +32,8 @@ struct Run {
 // (describe_gpus); "" where they say nothing (a failed point, a CPU point, an older record).
 std::string run_exchange_path(const Run& run);
 std::string run_gpus(const Run& run);
+// "4 ranks × 1 thread on 2 cores" where the run's ranks outnumbered their cores, else "".
+std::string run_oversubscribed(const Run& run);
 
 class ResultSet {
  public:

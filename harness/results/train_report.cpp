@@ -82,6 +82,7 @@ const std::vector<RunColumn>& summary_columns() {
       phase("phase_train_s", &PointTiming::train_s),
       phase("phase_eval_s", &PointTiming::eval_s),
       phase("phase_finish_s", &PointTiming::finish_s),
+      {"oversubscribed", [](const Run* run) { return run_oversubscribed(*run); }},
       {"exchange_path", [](const Run* run) { return run_exchange_path(*run); }},
       {"gpus", [](const Run* run) { return run_gpus(*run); }},
       {"reason", [](const Run* run) { return run->record.reason; }},
@@ -284,6 +285,11 @@ std::string efficiency_loss_table(const ResultSet& set) {
       {"comm", "exposed", 8, false, points(&EfficiencyLoss::communication)},
       {"waiting", "slowest", 8, false, points(&EfficiencyLoss::waiting)},
       {"rest", "", 6, false, points(&EfficiencyLoss::rest)},
+      // Ranks that outnumber their cores inflate compute by waiting for one: say so beside it.
+      {"why", "", 0, true, [](const ConfigurationRow& row) {
+         const std::string oversubscribed = run_oversubscribed(row.first_run());
+         return oversubscribed.empty() ? std::string() : "oversubscribed: " + oversubscribed;
+       }},
   });
   return "\nwhere the efficiency went (percentage points lost against the baseline; the parts add up):\n" +
          format_console_table(columns, rows);

@@ -11,13 +11,17 @@
 #include <sstream>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "backends/registry.h"
 #include "backends/device_staging.h"
 #include "backends/gloo_allreduce.h"
 #include "backends/gradient_sync.h"
 #include "e2e_helpers.h"
 #include "harness/common/files.h"
+#include "harness/common/machine.h"
 #include "harness/common/process.h"
+#include "harness/launch/scheduler.h"  // available_cores
 #include "harness/results/record.h"
 
 namespace harness::e2e {
@@ -195,6 +199,33 @@ TEST(EndToEnd, AFailingMpirunGivesItsOwnMessageAsTheReason) {
                                       "to satisfy the 2 slots that were requested by the application:"),
             std::string::npos)
       << rows[0].at("reason");
+}
+
+// Ranks whose threads outnumber the cores are said to be so before the sweep, in the record, the
+// summary, the efficiency split and the report.
+TEST(EndToEnd, OversubscribedPointsAreSaidToBeSoEverywhere) {
+  const int cores = available_cores();
+  const fs::path dir = scratch("oversubscribed");
+  const fs::path experiment = write_experiment(dir, fmt::format(R"({{
+    "name": "oversubscribed",
+    "settings": {{"epochs": 2, "lr": 0.5, "threads_per_rank": {}}},
+    "sweep": {{"ranks": [1, 2]}}}})", cores));
+  const fs::path out = dir / "out";
+  const HarnessRun run = run_harness({"run", experiment.string(), "--out", out.string()}, dir / "log");
+  ASSERT_TRUE(run.outcome.ok()) << explained(run);
+  const std::string layout = describe_oversubscription({"", 2, cores, cores});  // "2 ranks × 2 threads on 2 cores"
+  const std::string output = joined(run.output);
+  EXPECT_NE(output.find("harness: warning: oversubscribed: 1 point(s) run more rank threads than this machine's"),
+            std::string::npos) << output;
+  EXPECT_NE(output.find("oversubscribed: " + layout + " (p001-"), std::string::npos) << output;
+  const auto rows = read_csv(out / "summary.csv");
+  ASSERT_EQ(rows.size(), 2U);
+  EXPECT_EQ(rows[0].at("oversubscribed"), "");  // one rank with every core
+  EXPECT_EQ(rows[1].at("oversubscribed"), layout);
+  const Json record = read_json_file((out / "points" / (rows[1].at("id") + ".json")).string());
+  EXPECT_EQ(record["measurements"]["oversubscribed"]["cores"], cores);
+  EXPECT_EQ(record["measurements"]["oversubscribed"]["ranks"], 2);
+  EXPECT_NE(read_text(out / "report.html").find(": " + layout), std::string::npos);
 }
 
 TEST(EndToEnd, RepeatedSweepGivesStatisticsPlotsAndAnEstimate) {
