@@ -291,11 +291,12 @@ void SweepRunner::submit_next_batch(const std::vector<const Point*>& to_run, std
         save_ledger();
       });
   for (std::size_t i = 0; i < batch.size(); ++i) {
-    progress.started(batch[i].label);
     ++result.ran;
     if (submissions[i].id != 0) {
+      progress.started(batch[i].label);
       remember(i, submissions[i].id);
     } else {
+      // Refused (sbatch's reason): one line, with no "submitted" before it.
       ++result.failed;
       progress.finished(batch[i].label, " FAILED: " + submissions[i].error, 0);
     }
