@@ -185,7 +185,8 @@ TEST(SlurmScript, TheLaunchersGpusPerNodeWinsOverWhatThePointsNeed) {
             std::string::npos)
       << scripts[1];
   EXPECT_NE(scripts[1].find("\n#SBATCH --gpus-per-node=1\n"), std::string::npos) << scripts[1];
-  EXPECT_NE(option_error(R"({"name": "slurm", "gpus_per_node": 65})").find("launcher.gpus_per_node: expected an integer from 0 to 64"),
+  EXPECT_NE(option_error(R"({"name": "slurm", "gpus_per_node": 65})")
+                .find("launcher.gpus_per_node: expected an integer from 0 to 64"),
             std::string::npos);
 }
 
