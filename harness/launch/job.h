@@ -17,6 +17,9 @@ struct JobSpec {
   int nodes = 1;
   int ranks_per_node = 0;           // 0: as the scheduler places them
   int threads_per_rank = 0;         // 0: the scheduler's cores per node / ranks on it
+  // GPUs each node of the job needs: one per rank on it for a point on "cuda" (a rank uses the
+  // GPU of its local rank, modulo the GPUs it sees); 0: none. A cluster scheduler asks for them.
+  int gpus_per_node = 0;
   double time_limit_s = 0;          // 0: none
   double expected_s = 0;            // how long earlier runs of the point took; 0: unknown
   std::vector<std::string> argv;    // the program every rank runs, with its arguments

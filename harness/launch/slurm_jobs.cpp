@@ -39,6 +39,27 @@ bool SlurmScheduler::overcommits(const JobSpec& job) const {
   return cpus > 0 && ranks_on_node(job) * std::max(1, job.threads_per_rank) > cpus;
 }
 
+int SlurmScheduler::gpus_per_node(const JobSpec& job) const {
+  return options_.gpus_per_node > 0 ? options_.gpus_per_node : job.gpus_per_node;
+}
+
+std::string SlurmScheduler::gpu_note(const Batch& batch, const std::vector<JobSpec>& jobs) const {
+  const JobSpec& first = jobs[batch.jobs.front()];
+  const int gpus = gpus_per_node(first);
+  if (gpus == 0) return "";
+  const std::string asked = options_.gpus_per_node > 0 ? "launcher gpus_per_node" : "one per rank on a node";
+  // Points of a batch share their device (gpus_per_node is part of the batch's shape), unless
+  // the launcher's option puts cpu and cuda points in one.
+  if (std::none_of(batch.jobs.begin(), batch.jobs.end(), [&](std::size_t i) { return jobs[i].gpus_per_node > 0; })) {
+    return fmt::format("; {} GPU(s) per node ({}), unused: the points run on the cpu", gpus, asked);
+  }
+  int most_ranks = 0;
+  for (const std::size_t i : batch.jobs) most_ranks = std::max(most_ranks, ranks_on_node(jobs[i]));
+  return fmt::format("; {} GPU(s) per node ({}): a rank uses GPU (its local rank mod {}){}", gpus, asked, gpus,
+                     most_ranks > gpus ? fmt::format(", so up to {} ranks share one", (most_ranks + gpus - 1) / gpus)
+                                       : "");
+}
+
 std::string SlurmScheduler::status_stem(const JobSpec& job) {
   return job.attempt.empty() ? job.name : job.name + "." + job.attempt;
 }
@@ -100,10 +121,10 @@ std::vector<std::string> SlurmScheduler::command_for(const JobSpec& job) const {
 }
 
 std::vector<SlurmScheduler::Batch> SlurmScheduler::batches(const std::vector<JobSpec>& jobs) const {
-  // Points that can share an allocation: the same nodes and layout and threads. Arrays also need
-  // the same time limit (every task of an array asks for the same).
-  const auto shape = [](const JobSpec& job) {
-    return fmt::format("{}/{}/{}", job.nodes, job.ranks_per_node, job.threads_per_rank);
+  // Points that can share an allocation: the same nodes and layout, threads and GPUs. Arrays also
+  // need the same time limit (every task of an array asks for the same).
+  const auto shape = [this](const JobSpec& job) {
+    return fmt::format("{}/{}/{}/{}", job.nodes, job.ranks_per_node, job.threads_per_rank, gpus_per_node(job));
   };
   std::vector<std::pair<std::string, std::vector<std::size_t>>> groups;
   for (std::size_t i = 0; i < jobs.size(); ++i) {
@@ -216,7 +237,9 @@ JobScript SlurmScheduler::script_for(const Batch& batch, const std::vector<JobSp
   if (!options_.qos.empty()) sbatch.push_back("--qos=" + options_.qos);
   if (!options_.constraint.empty()) sbatch.push_back("--constraint=" + options_.constraint);
   if (options_.exclusive) sbatch.emplace_back("--exclusive");
-  if (options_.gpus_per_node > 0) sbatch.push_back(fmt::format("--gpus-per-node={}", options_.gpus_per_node));
+  // The job's GPUs on each node; srun's steps inside inherit the request (SLURM_GPUS_PER_NODE) and
+  // see them all (CUDA_VISIBLE_DEVICES), and each rank takes its local rank's, modulo their count.
+  if (const int gpus = gpus_per_node(first); gpus > 0) sbatch.push_back(fmt::format("--gpus-per-node={}", gpus));
   if (overcommit) sbatch.emplace_back("--overcommit");
   // The harness decides what runs again (resume, --retry-failed); a requeued job would run a
   // point whose end the harness has already recorded.
@@ -255,8 +278,8 @@ std::string SlurmScheduler::plan(const std::vector<JobSpec>& jobs) {
     const JobSpec& first = jobs[batch.jobs.front()];
     const std::string script_path = fmt::format("{}/scripts/{}-{}.sh", context_.jobs_dir, first.name, mode_name(batch.mode));
     node_hours += requested_node_hours(batch, jobs);
-    text += fmt::format("--- job {} of {}: {} of {} point(s)\n{}\n", b + 1, all.size(), mode_name(batch.mode),
-                        batch.jobs.size(),
+    text += fmt::format("--- job {} of {}: {} of {} point(s){}\n{}\n", b + 1, all.size(), mode_name(batch.mode),
+                        batch.jobs.size(), gpu_note(batch, jobs),
                         shell_quoted({"sbatch", "--parsable", "--chdir=" + context_.working_directory,
                                       "--output=" + context_.jobs_dir + "/batch/%j.out", script_path}));
     text += render_job_script(template_text_, script_for(batch, jobs));

@@ -176,7 +176,8 @@ const std::vector<OptionRow<SlurmOptions>>& slurm_option_rows() {
        R"({"type": "boolean"})",
        [](SlurmOptions& o, const Json& v, const std::string& where) { o.exclusive = read_boolean(v, where); },
        [](const SlurmOptions& o) { return Json(o.exclusive); }},
-      {"gpus_per_node", "an integer from 0 to 64", "sbatch --gpus-per-node",
+      {"gpus_per_node", "an integer from 0 to 64",
+       "sbatch --gpus-per-node for every job (default: one per rank on a node for points on cuda, none otherwise)",
        R"({"type": "integer", "minimum": 0, "maximum": 64})",
        [](SlurmOptions& o, const Json& v, const std::string& where) {
          o.gpus_per_node = static_cast<int>(read_integer(v, where, 0, 64, "an integer from 0 to 64"));

@@ -39,6 +39,8 @@ struct SlurmOptions {
   // Packs are split so that none asks for more.
   double max_time_per_job_s = 0;
   bool exclusive = false;
+  // GPUs per node for every job (sbatch --gpus-per-node); 0: what each point needs, one per rank
+  // on a node for points on "cuda" (JobSpec::gpus_per_node), none otherwise.
   int gpus_per_node = 0;
   // More ranks on a node than it has CPUs (sbatch --overcommit), as the local launcher
   // oversubscribes: for functional sweeps and small test clusters, never for measurements.

@@ -77,6 +77,11 @@ class SlurmScheduler final : public Scheduler {
   const ClusterConfig& config() const;
   // More ranks (times threads) on a node than it has CPUs: sbatch --overcommit.
   bool overcommits(const JobSpec& job) const;
+  // What `job` asks SLURM for (sbatch --gpus-per-node): the launcher's gpus_per_node when set,
+  // else what the point needs (JobSpec::gpus_per_node); 0: none.
+  int gpus_per_node(const JobSpec& job) const;
+  // The plan's words on a batch's GPUs: how many, and which one each rank uses; "" without.
+  std::string gpu_note(const Batch& batch, const std::vector<JobSpec>& jobs) const;
   RankStarter starter() const;
   double point_limit_s(const JobSpec& job) const;
   // The most one job may ask for: max_time_per_job_s, the partition's MaxTime, 365 days.

@@ -66,6 +66,12 @@ JobSpec SweepRunner::job_for(const Point& point, const ResultsDirectory& directo
   job.nodes = point.settings.nodes;
   job.ranks_per_node = point.settings.ranks_per_node;
   job.threads_per_rank = point.settings.threads_per_rank;
+  if (point.settings.device == "cuda") {
+    // The most ranks one node holds: ranks_per_node, or as SLURM spreads them (3 on 2 nodes: 2).
+    const int nodes = std::max(1, point.settings.nodes);
+    job.gpus_per_node = point.settings.ranks_per_node > 0 ? point.settings.ranks_per_node
+                                                          : (point.settings.ranks + nodes - 1) / nodes;
+  }
   job.time_limit_s = point.settings.timeout_s;
   job.argv = {rank_programs.path_for(point.settings), "worker", "--settings",
               rank_programs.worker_settings_for(point.settings).dump(),
@@ -286,11 +292,12 @@ void SweepRunner::submit_next_batch(const std::vector<const Point*>& to_run, std
         save_ledger();
       });
   for (std::size_t i = 0; i < batch.size(); ++i) {
-    progress.started(batch[i].label);
     ++result.ran;
     if (submissions[i].id != 0) {
+      progress.started(batch[i].label);
       remember(i, submissions[i].id);
     } else {
+      // Refused (sbatch's reason): one line, with no "submitted" before it.
       ++result.failed;
       progress.finished(batch[i].label, " FAILED: " + submissions[i].error, 0);
     }

@@ -12,12 +12,15 @@
 #include <fstream>
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include "harness/common/errors.h"
 #include "harness/common/files.h"
 #include "harness/common/process.h"
 #include "harness/launch/scheduler.h"
 #include "harness/launch/slurm_follow.h"
 #include "harness/launch/slurm_scheduler.h"
+#include "harness/launch/sweep_runner.h"
 #include "harness/study/settings.h"
 
 namespace harness {
@@ -108,6 +111,84 @@ TEST(SlurmScript, NodeHoursCountEveryArrayTaskAndAPackOnce) {
 }
 
 std::string option_error(const std::string& launcher_json);
+
+// The job of a point as `harness run` makes it, on `device`, with this layout.
+JobSpec point_job(int index, const std::string& device, int ranks, int nodes, int ranks_per_node) {
+  Point point;
+  point.index = index;
+  point.id = fmt::format("p00{}-0000000{}", index, index);
+  point.settings.device = device;
+  point.settings.ranks = ranks;
+  point.settings.nodes = nodes;
+  point.settings.ranks_per_node = ranks_per_node;
+  point.settings.timeout_s = 600;
+  return SweepRunner::job_for(point, ResultsDirectory("/results"), RankPrograms("/opt/harness"), "run1");
+}
+
+// The job scripts of a plan, by the point that starts each: "--- job ..." up to the next.
+std::vector<std::string> plan_jobs(const std::string& plan) {
+  std::vector<std::string> jobs;
+  for (std::size_t at = plan.find("--- job "); at != std::string::npos;) {
+    const std::size_t next = plan.find("--- job ", at + 1);
+    jobs.push_back(plan.substr(at, next == std::string::npos ? std::string::npos : next - at));
+    at = next;
+  }
+  return jobs;
+}
+
+TEST(SlurmScript, ACudaPointAsksForAGpuPerRankOnANodeAndTheDryRunSaysWhichEachRankUses) {
+  // One per rank on the busiest node: ranks_per_node, or as SLURM spreads them (3 on 2 nodes: 2).
+  EXPECT_EQ(point_job(0, "cuda", 4, 2, 2).gpus_per_node, 2);
+  EXPECT_EQ(point_job(0, "cuda", 3, 2, 0).gpus_per_node, 2);
+  EXPECT_EQ(point_job(0, "cuda", 1, 1, 0).gpus_per_node, 1);
+  EXPECT_EQ(point_job(0, "cpu", 4, 2, 2).gpus_per_node, 0);
+  SlurmOptions options;
+  options.mode = SlurmMode::kPack;
+  SlurmScheduler scheduler(options, "launcher", ClusterConfig{}, RankStarter::kSrun);
+  scheduler.prepare({"/results/jobs", "5eed0001", "/work"});
+  // The same layout on the cpu and on cuda: not one allocation, as only one needs GPUs.
+  const std::vector<JobSpec> jobs = {point_job(0, "cuda", 4, 2, 2), point_job(1, "cpu", 4, 2, 2),
+                                     point_job(2, "cuda", 1, 1, 0)};
+  const std::string plan = scheduler.plan(jobs);
+  const std::vector<std::string> scripts = plan_jobs(plan);
+  ASSERT_EQ(scripts.size(), 3U) << plan;
+  EXPECT_NE(scripts[0].find("--- job 1 of 3: pack of 1 point(s); 2 GPU(s) per node (one per rank on a node): a "
+                            "rank uses GPU (its local rank mod 2)\n"),
+            std::string::npos)
+      << scripts[0];
+  EXPECT_NE(scripts[0].find("\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=2\n"), std::string::npos) << scripts[0];
+  EXPECT_NE(scripts[0].find("\n#SBATCH --gpus-per-node=2\n"), std::string::npos) << scripts[0];
+  EXPECT_EQ(scripts[1].find("GPU"), std::string::npos) << scripts[1];
+  EXPECT_EQ(scripts[1].find("--gpus-per-node"), std::string::npos) << scripts[1];
+  EXPECT_NE(scripts[2].find("\n#SBATCH --gpus-per-node=1\n"), std::string::npos) << scripts[2];
+  // Only the sbatch line asks: srun's steps inherit the job's GPUs.
+  EXPECT_EQ(plan.find("srun --mpi=pmix --gpus"), std::string::npos) << plan;
+}
+
+TEST(SlurmScript, TheLaunchersGpusPerNodeWinsOverWhatThePointsNeed) {
+  SlurmOptions options;
+  options.mode = SlurmMode::kPerPoint;
+  options.gpus_per_node = 1;
+  SlurmScheduler scheduler(options, "launcher", ClusterConfig{}, RankStarter::kSrun);
+  scheduler.prepare({"/results/jobs", "5eed0001", "/work"});
+  const std::string plan = scheduler.plan({point_job(0, "cuda", 4, 2, 2), point_job(1, "cpu", 2, 1, 0)});
+  const std::vector<std::string> scripts = plan_jobs(plan);
+  ASSERT_EQ(scripts.size(), 2U) << plan;
+  // Two ranks on a node, one GPU: they share it.
+  EXPECT_NE(scripts[0].find("; 1 GPU(s) per node (launcher gpus_per_node): a rank uses GPU (its local rank mod 1), "
+                            "so up to 2 ranks share one\n"),
+            std::string::npos)
+      << scripts[0];
+  EXPECT_NE(scripts[0].find("\n#SBATCH --gpus-per-node=1\n"), std::string::npos) << scripts[0];
+  // A cpu point gets what the launcher asks for, and the plan says it does not use it.
+  EXPECT_NE(scripts[1].find("; 1 GPU(s) per node (launcher gpus_per_node), unused: the points run on the cpu\n"),
+            std::string::npos)
+      << scripts[1];
+  EXPECT_NE(scripts[1].find("\n#SBATCH --gpus-per-node=1\n"), std::string::npos) << scripts[1];
+  EXPECT_NE(option_error(R"({"name": "slurm", "gpus_per_node": 65})")
+                .find("launcher.gpus_per_node: expected an integer from 0 to 64"),
+            std::string::npos);
+}
 
 // The --time=N line of every job in a plan, in minutes.
 std::vector<int64_t> job_minutes(const std::string& plan) {

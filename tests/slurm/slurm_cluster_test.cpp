@@ -164,6 +164,64 @@ TEST(SlurmCluster, EveryMultiNodeBackendReducesExactlyAcrossTwoNodes) {
   EXPECT_NEAR(std::stod(rows[0].at("final_loss")), std::stod(rows[1].at("final_loss")), 1e-3);
 }
 
+// The cluster's nodes have 2 GPUs each as SLURM counts them (Gres=gpu:2, no GPU behind them). A
+// point on "cuda" cannot run on this machine (validation refuses it before launch; its request is
+// tested in SlurmScript.ACudaPointAsks...), so the launcher's own gpus_per_node asks here: the job
+// is accepted with the request in its script, SLURM gives it the GPUs, and its points run; asking
+// for more than a node has fails at submission with SLURM's reason, in one line, leaving no job.
+TEST(SlurmCluster, GpusAreAskedOfSlurmAndMoreThanANodeHasIsRefusedAtSubmission) {
+  const fs::path dir = scratch("slurm_gpus");
+  const auto experiment_asking = [&](int gpus, const std::string& name) {
+    fs::create_directories(dir / name);
+    return write_experiment(dir / name, R"({"name": ")" + name + R"(", "launcher": {"name": "slurm", "mode": "pack",
+      "gpus_per_node": )" + std::to_string(gpus) + R"(,
+      "setup": ["scontrol show job $SLURM_JOB_ID | grep -o 'TresPerNode=[^ ]*'", "echo visible=$CUDA_VISIBLE_DEVICES",
+                "srun --ntasks-per-node=1 bash -c 'echo $(hostname) step sees $CUDA_VISIBLE_DEVICES' | sort"]},
+      "settings": {"workload": "iris_mlp", "epochs": 5, "ranks": 2, "nodes": 2, "ranks_per_node": 1,
+                   "threads_per_rank": 1, "timeout_s": 120}})");
+  };
+  const fs::path fits = experiment_asking(2, "gpus_fit");
+  const HarnessRun plan = run_harness({"plan", fits.string()}, dir / "plan.log");
+  EXPECT_NE(joined(plan.output).find("; 2 GPU(s) per node (launcher gpus_per_node), unused: the points run on the cpu"),
+            std::string::npos)
+      << joined(plan.output);
+  const fs::path out = dir / "fit";
+  const HarnessRun run = run_harness({"run", fits.string(), "--out", out.string()}, dir / "fit.log");
+  ASSERT_EQ(run.outcome.exit_code, 0) << explained(run);
+  EXPECT_EQ(records(out).at(0)["status"], "ok");
+  std::string scripts, batch_output;
+  for (const auto& entry : fs::directory_iterator(out / "jobs" / "scripts")) scripts += read_text(entry.path());
+  for (const auto& entry : fs::directory_iterator(out / "jobs" / "batch")) batch_output += read_text(entry.path());
+  EXPECT_NE(scripts.find("\n#SBATCH --gpus-per-node=2\n"), std::string::npos) << scripts;
+  // What SLURM gave the job: 2 GPUs on each node, both visible to it, and to a step's tasks on
+  // each node (the ranks' srun is such a step: local rank i takes GPU i).
+  EXPECT_NE(batch_output.find("TresPerNode=gres:gpu:2\n"), std::string::npos) << batch_output;
+  EXPECT_NE(batch_output.find("visible=0,1\n"), std::string::npos) << batch_output;
+  EXPECT_NE(batch_output.find("hnode1 step sees 0,1\nhnode2 step sees 0,1\n"), std::string::npos) << batch_output;
+
+  const fs::path too_many = experiment_asking(3, "gpus_too_many");
+  const fs::path refused_out = dir / "too_many";
+  const HarnessRun refused = run_harness({"run", too_many.string(), "--out", refused_out.string()},
+                                         dir / "too_many.log");
+  EXPECT_EQ(refused.outcome.exit_code, 1) << joined(refused.output);
+  // SLURM's own reason, on the point's line and nowhere else.
+  std::vector<std::string> reasons;
+  for (const auto& line : refused.output) {
+    if (line.find("Requested node configuration is not available") != std::string::npos) reasons.push_back(line);
+  }
+  ASSERT_EQ(reasons.size(), 1U) << joined(refused.output);
+  EXPECT_NE(reasons[0].find("p000-"), std::string::npos) << reasons[0];
+  EXPECT_NE(reasons[0].find("FAILED: sbatch "), std::string::npos) << reasons[0];
+  EXPECT_NE(reasons[0].find("Batch job submission failed"), std::string::npos) << reasons[0];
+  // Nothing queued, nothing followed.
+  const std::string name = "harness-" + read_ledger(ResultsDirectory(refused_out.string())).sweep_id;
+  EXPECT_EQ(run_command({"squeue", "--noheader", "--states=PENDING,CONFIGURING,RUNNING,SUSPENDED", "--name=" + name},
+                        dir / "squeue.log"),
+            0);
+  EXPECT_EQ(read_text(dir / "squeue.log"), "");
+  EXPECT_TRUE(read_ledger(ResultsDirectory(refused_out.string())).entries.empty());
+}
+
 // One sweep, each point ending its own way, while the others complete.
 TEST(SlurmCluster, FailedTimedOutAndCancelledPointsAreRecordedAsSuchWhileTheOthersComplete) {
   const fs::path dir = scratch("slurm_endings");
