@@ -143,6 +143,14 @@ std::vector<std::string> backend_names() {
   return names;
 }
 
+std::vector<std::string> host_memory_backend_names() {
+  std::vector<std::string> names;
+  for (const auto& info : backend_table()) {
+    if (!info.device_memory_only) names.emplace_back(info.name);
+  }
+  return names;
+}
+
 const BackendInfo& find_backend(std::string_view name) {
   return find_by_name(backend_table(), name, "backend");
 }
