@@ -14,9 +14,15 @@
 namespace harness {
 namespace {
 
-[[maybe_unused]] bool accepts_device_pointers(const GradientSync& backend) {
+// How device memory reaches `backend`: its own GPU library (nccl) takes device pointers always,
+// MPI takes them where the library is CUDA-aware, every other backend through pinned host memory.
+[[maybe_unused]] DevicePath device_path_for(const GradientSync& backend) {
   const BackendInfo* info = backend_or_null(backend.name());
-  return info != nullptr && info->accepts_device_pointers && mpi_accepts_device_pointers();
+  if (info != nullptr && info->device_memory_only) return DevicePath::kBackendOnDevice;
+  if (info != nullptr && info->accepts_device_pointers && mpi_accepts_device_pointers()) {
+    return DevicePath::kDevicePointers;
+  }
+  return DevicePath::kPinnedStaging;
 }
 
 }  // namespace
@@ -89,7 +95,7 @@ void DeviceBuffer::copy_to_host(std::span<float> host) const {
 }
 
 DeviceStagedSync::DeviceStagedSync(GradientSync& host_backend)
-    : host_backend_(host_backend), device_pointers_(accepts_device_pointers(host_backend)) {}
+    : host_backend_(host_backend), path_(device_path_for(host_backend)) {}
 
 DeviceStagedSync::~DeviceStagedSync() {
   if (pinned_ != nullptr) cudaFreeHost(pinned_);
@@ -107,7 +113,7 @@ void DeviceStagedSync::reserve_pinned(std::size_t count) {
 }
 
 void DeviceStagedSync::allreduce_sum(float* device_data, std::size_t count) {
-  if (device_pointers_) {
+  if (path_ != DevicePath::kPinnedStaging) {
     host_backend_.allreduce_sum(std::span<float>(device_data, count));
     return;
   }
@@ -162,7 +168,15 @@ void DeviceStagedSync::allreduce_sum(float*, std::size_t) { throw_not_built(); }
 #endif  // HARNESS_WITH_CUDA
 
 std::string_view DeviceStagedSync::path() const {
-  return device_pointers_ ? "device pointers" : "pinned host staging";
+  switch (path_) {
+    case DevicePath::kBackendOnDevice:
+      return host_backend_.name();
+    case DevicePath::kDevicePointers:
+      return "device pointers";
+    case DevicePath::kPinnedStaging:
+      break;
+  }
+  return "pinned host staging";
 }
 
 }  // namespace harness
