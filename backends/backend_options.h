@@ -16,6 +16,15 @@ struct BackendOptions {
   bool training = true;  // a training point; false: the communication benchmark
   int ranks = 1;
   int nodes = 1;
+  // The most ranks on one node: ranks_per_node where the point sets it, else as a block
+  // distribution places them (the first nodes take ceil(ranks / nodes)).
+  int ranks_per_node = 1;
+  std::string device = "cpu";  // where the buffers live: "cpu" (host memory) or "cuda"
+  // The workload when it hands the backend host memory whatever the device (kmeans), or "".
+  std::string host_memory_workload;
+  // The GPUs each node's ranks see (CUDA_VISIBLE_DEVICES respected), where the launcher knows
+  // them before launch; -1: unknown (a backend that needs a GPU per rank checks at run time).
+  int gpus_per_node = -1;
   double inject_comm_delay_us = 0;  // waited inside every call (injected_delay.h)
   Json owned = Json::object();      // the values of the backend's own settings, by key
 

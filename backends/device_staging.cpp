@@ -17,9 +17,15 @@
 namespace harness {
 namespace {
 
-bool accepts_device_pointers(const GradientSync& backend) {
+// How device memory reaches `backend`: its own GPU library (nccl) takes device pointers always,
+// MPI takes them where the library is CUDA-aware, every other backend through pinned host memory.
+DevicePath device_path_for(const GradientSync& backend) {
   const BackendInfo* info = backend_or_null(backend.name());
-  return info != nullptr && info->accepts_device_pointers && mpi_accepts_device_pointers();
+  if (info != nullptr && info->device_memory_only) return DevicePath::kBackendOnDevice;
+  if (info != nullptr && info->accepts_device_pointers && mpi_accepts_device_pointers()) {
+    return DevicePath::kDevicePointers;
+  }
+  return DevicePath::kPinnedStaging;
 }
 
 }  // namespace
@@ -117,7 +123,7 @@ void DeviceBuffer::copy_to_host(std::span<float> host) const {
 }
 
 DeviceStagedSync::DeviceStagedSync(GradientSync& host_backend)
-    : host_backend_(host_backend), device_pointers_(accepts_device_pointers(host_backend)) {}
+    : host_backend_(host_backend), path_(device_path_for(host_backend)) {}
 
 DeviceStagedSync::~DeviceStagedSync() {
   if (pinned_ != nullptr) cudaFreeHost(pinned_);
@@ -136,7 +142,7 @@ void DeviceStagedSync::reserve_pinned(std::size_t count) {
 
 void DeviceStagedSync::allreduce_sum(float* device_data, std::size_t count) {
   if (!host_backend_.exchanges()) return;  // one rank: no copies either way
-  if (device_pointers_) {
+  if (path_ != DevicePath::kPinnedStaging) {
     host_backend_.allreduce_sum(std::span<float>(device_data, count));
     return;
   }
@@ -204,7 +210,15 @@ bool mps_control_running() {
 std::string_view exchange_path(const GradientSync& backend, bool on_device) {
   if (!backend.exchanges()) return kNoExchangePath;
   if (!on_device) return "host memory";
-  return accepts_device_pointers(backend) ? "device pointers" : "pinned host staging";
+  switch (device_path_for(backend)) {
+    case DevicePath::kBackendOnDevice:
+      return backend.name();  // "nccl": the backend's own GPU library
+    case DevicePath::kDevicePointers:
+      return "device pointers";
+    case DevicePath::kPinnedStaging:
+      break;
+  }
+  return "pinned host staging";
 }
 
 std::string_view DeviceStagedSync::path() const { return exchange_path(host_backend_, true); }

@@ -1,9 +1,12 @@
-// Gradient synchronisation from GPU memory (`device: "cuda"`), in the two ways MPI codes do it:
+// Gradient synchronisation from GPU memory (`device: "cuda"`), in the two ways MPI codes do it,
+// and the way of a GPU collective library:
 // - staging: copy the device buffer into a pinned (page-locked) host buffer, reduce it there with
-//   any host backend, copy the sums back. Works with every backend and every MPI library.
+//   any host backend, copy the sums back. Works with every host backend and every MPI library.
 // - device pointers: hand the device address straight to MPI when the library reports CUDA
 //   support at run time (Open MPI's MPIX_Query_cuda_support), for a backend whose table entry
 //   accepts device pointers (MPI itself does its arithmetic; the others add floats in host code).
+// - a backend that reduces GPU memory only (its table entry's device_memory_only: nccl) always
+//   gets the device address, and is never staged.
 // The one path from device memory to a backend: the trainer's gradient buckets and the
 // communication benchmark both go through DeviceStagedSync.
 //
@@ -69,10 +72,17 @@ class DeviceBuffer {
   std::size_t count_ = 0;
 };
 
+// How a DeviceStagedSync hands device memory to its backend.
+enum class DevicePath {
+  kPinnedStaging,    // copied through pinned host memory
+  kDevicePointers,   // device pointers to a CUDA-aware MPI
+  kBackendOnDevice,  // device pointers to a backend that reduces GPU memory only (nccl)
+};
+
 class DeviceStagedSync {
  public:
   // `host_backend` must outlive this object. Device pointers go to it directly when its table
-  // entry accepts device pointers and mpi_accepts_device_pointers().
+  // entry reduces device memory only, or accepts device pointers and mpi_accepts_device_pointers().
   explicit DeviceStagedSync(GradientSync& host_backend);
   ~DeviceStagedSync();
   DeviceStagedSync(const DeviceStagedSync&) = delete;
@@ -82,15 +92,16 @@ class DeviceStagedSync {
   // GradientSync::allreduce_sum.
   void allreduce_sum(float* device_data, std::size_t count);
 
-  // "device pointers", "pinned host staging" or, with one rank, kNoExchangePath, for logs and
-  // results.
+  // "pinned host staging", "device pointers" (a CUDA-aware MPI), the name of a backend that
+  // reduces device memory itself ("nccl"), or, with one rank, kNoExchangePath; for logs and
+  // results (exchange_path).
   std::string_view path() const;
 
  private:
   void reserve_pinned(std::size_t count);
 
   GradientSync& host_backend_;
-  bool device_pointers_ = false;
+  DevicePath path_ = DevicePath::kPinnedStaging;
   float* pinned_ = nullptr;  // cudaMallocHost
   std::size_t pinned_count_ = 0;
 };

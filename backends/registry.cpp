@@ -9,6 +9,7 @@
 #include "backends/hierarchical_allreduce.h"
 #include "backends/injected_delay.h"
 #include "backends/mpi_allreduce.h"
+#include "backends/nccl_allreduce.h"
 #include "backends/parameter_server.h"
 #include "backends/ring_allreduce.h"
 #include "backends/shared_memory_allreduce.h"
@@ -145,6 +146,14 @@ const std::vector<BackendInfo>& backend_table() {
        .make = [](const Communicator& communicator, const BackendOptions& /*options*/) {
          return make_gloo_allreduce(communicator);
        }},
+      {.name = "nccl",
+       .summary = "NCCL's ncclAllReduce on GPU memory (device \"cuda\", a GPU per rank; what PyTorch DDP "
+                  "and Horovod use on GPUs)",
+       .device_memory_only = true,
+       .problem = nccl_problem,
+       .unavailable_reason = nccl_unavailable_reason,
+       // No memory_traffic: its bound is the GPU's memory and links, not the host's.
+       .make = make_nccl_allreduce},
   };
   return table;
 }
@@ -152,6 +161,14 @@ const std::vector<BackendInfo>& backend_table() {
 std::vector<std::string> backend_names() {
   std::vector<std::string> names;
   for (const auto& info : backend_table()) names.emplace_back(info.name);
+  return names;
+}
+
+std::vector<std::string> host_memory_backend_names() {
+  std::vector<std::string> names;
+  for (const auto& info : backend_table()) {
+    if (!info.device_memory_only) names.emplace_back(info.name);
+  }
   return names;
 }
 

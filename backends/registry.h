@@ -23,6 +23,10 @@ struct BackendInfo {
   // MPI itself does the arithmetic, so device memory may go to a CUDA-aware MPI as it is
   // (the other backends add floats in host code and need the gradients staged through the host).
   bool accepts_device_pointers = false;
+  // Reduces GPU memory only, with a library of its own on the GPU (nccl): the device path hands it
+  // device pointers whatever the MPI library, and host memory never reaches it (its `problem`
+  // refuses device "cpu" and workloads that keep their sums on the host).
+  bool device_memory_only = false;
   // Whether rank 0 only serves and computes no gradients, for these settings (the parameter
   // server unless ps_server_trains); null: every rank trains.
   bool (*root_only_serves)(const BackendOptions& options) = nullptr;
@@ -46,6 +50,9 @@ struct BackendInfo {
 const std::vector<BackendInfo>& backend_table();
 // The names alone, in the same order (for sweeps over every backend).
 std::vector<std::string> backend_names();
+// The names of the backends that reduce host memory (all but the device_memory_only ones), in
+// the same order: what runs with device "cpu".
+std::vector<std::string> host_memory_backend_names();
 // Throws ConfigError listing the valid names when `name` is unknown.
 const BackendInfo& find_backend(std::string_view name);
 // Null when `name` is unknown (records of a backend this build does not have).

@@ -113,6 +113,9 @@ ResourceLimits LocalScheduler::limits() const {
     limits.nodes_why = "the local launcher runs every rank on this machine; more nodes need \"hosts\" in its "
                        "options or a cluster launcher such as \"slurm\"";
   }
+  // Named hosts and an allocation's nodes are taken to be like this machine, as the device check
+  // takes them to have a GPU where this one has.
+  limits.gpus_as_here = true;
   return limits;
 }
 

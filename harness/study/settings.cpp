@@ -53,6 +53,15 @@ BackendOptions backend_options(const PointSettings& settings) {
   options.training = settings.kind == Kind::kTrain;
   options.ranks = settings.ranks;
   options.nodes = settings.nodes;
+  const int nodes = std::max(1, settings.nodes);
+  options.ranks_per_node = settings.ranks_per_node > 0 ? settings.ranks_per_node : (settings.ranks + nodes - 1) / nodes;
+  options.device = settings.device;
+  // K-means adds up its sums in host memory on every device.
+  for (const WorkloadInfo& workload : workload_table()) {
+    if (workload.name == settings.workload && workload.algorithm == Algorithm::kLloydKMeans) {
+      options.host_memory_workload = settings.workload;
+    }
+  }
   options.inject_comm_delay_us = settings.inject_comm_delay_us;
   const BackendInfo* backend = backend_or_null(settings.backend);
   if (backend != nullptr && backend->settings != nullptr) {

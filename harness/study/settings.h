@@ -123,8 +123,10 @@ struct WorkerLayout {
 };
 WorkerLayout worker_layout(const PointSettings& settings, int rank, int world_size);
 
-// What the point's backend may know of it: its kind, ranks, nodes, injected delay and the values
-// of the settings that backend owns (backends/backend_options.h).
+// What the point's backend may know of it: its kind, ranks and their placement, device, whether
+// its workload keeps its sums in host memory, injected delay and the values of the settings that
+// backend owns (backends/backend_options.h). The GPUs per node stay unknown: the launcher knows
+// them (validate.h's ResourceLimits).
 BackendOptions backend_options(const PointSettings& settings);
 
 // Samples each training rank takes per step, and all of them together.

@@ -182,21 +182,25 @@ void validate_points(const Experiment& experiment, const std::vector<Point>& poi
     const BackendInfo& backend = named(experiment, point, "backend", [&]() -> const BackendInfo& {
       return find_backend(s.backend);
     });
+    // The device first: where no GPU can be used, that is the reason, whatever the backend.
+    const CudaStatus cuda = s.device == "cuda" ? cuda_status() : CudaStatus{};
+    if (s.device == "cuda") {
+      std::string problem = cuda.reason;
+      if (problem.empty() && s.kind == Kind::kTrain) problem = training_device_problem(s.device);
+      if (!problem.empty()) {
+        fail_at(experiment, point, {"device", "expected \"cpu\" on this build and machine: " + problem});
+      }
+    }
     if (backend.unavailable_reason != nullptr) {
       if (const std::string reason = backend.unavailable_reason(); !reason.empty()) {
         fail_at(experiment, point, {"backend", reason});
       }
     }
     if (backend.problem != nullptr) {
-      if (const std::string problem = backend.problem(backend_options(s)); !problem.empty()) {
+      BackendOptions options = backend_options(s);
+      if (cuda.usable && limits.gpus_as_here) options.gpus_per_node = cuda.devices;
+      if (const std::string problem = backend.problem(options); !problem.empty()) {
         fail_at(experiment, point, {"", problem});
-      }
-    }
-    if (s.device == "cuda") {
-      std::string problem = cuda_status().reason;
-      if (problem.empty() && s.kind == Kind::kTrain) problem = training_device_problem(s.device);
-      if (!problem.empty()) {
-        fail_at(experiment, point, {"device", "expected \"cpu\" on this build and machine: " + problem});
       }
     }
     switch (s.kind) {

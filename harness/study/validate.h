@@ -1,7 +1,8 @@
 // Checks, before anything is launched, that every point of an experiment can run here: names
-// exist in the workload and backend tables, the device is built in, the data is readable and
-// large enough, and whatever the kind, the backend and the workload refuse (their table entries
-// say). Errors name the experiment file and the field the offending value came from.
+// exist in the workload and backend tables, the device is built in and present, the data is
+// readable and large enough, and whatever the kind, the backend and the workload refuse (their
+// table entries say; with the GPUs the launcher knows of). Errors name the experiment file and the
+// field the offending value came from.
 #pragma once
 
 #include <string>
@@ -20,6 +21,10 @@ struct ResourceLimits {
   std::string why;    // "the local launcher runs at most 8 ranks per core, and this machine has 2"
   int max_nodes = 0;  // 0: no limit
   std::string nodes_why;  // "the local launcher runs every rank on this machine"
+  // Whether each node's ranks see the GPUs that this machine's do (cuda_status().devices,
+  // CUDA_VISIBLE_DEVICES respected), for the backends that need a GPU per rank (nccl); false:
+  // unknown before launch (they check when they start).
+  bool gpus_as_here = false;
 };
 
 // Where a setting's value for a point came from, for messages: "exp.json: sweep.ranks[2]", or

@@ -44,6 +44,34 @@ TEST(DeviceStaging, StatusExplainsWhyCudaCannotRun) {
 #endif
 }
 
+// Records what reaches it, under the name of a backend that reduces GPU memory only.
+class RecordingNcclSync final : public GradientSync {
+ public:
+  std::string_view name() const override { return "nccl"; }
+  void allreduce_sum(std::span<float> buffer) override {
+    seen_data = buffer.data();
+    seen_count = buffer.size();
+  }
+  const float* seen_data = nullptr;
+  std::size_t seen_count = 0;
+};
+
+// nccl gets the device address as it is, never a pinned host copy, whatever the MPI library; no
+// GPU is needed to see that, since nothing is copied.
+TEST(DeviceStaging, ABackendOnGpuMemoryGetsTheDevicePointerNeverAStagedCopy) {
+  RecordingNcclSync nccl;
+#ifdef HARNESS_WITH_CUDA
+  DeviceStagedSync device_path(nccl);
+  EXPECT_EQ(device_path.path(), "nccl");
+  float* const device_address = reinterpret_cast<float*>(0x7f0000001000);  // never dereferenced
+  device_path.allreduce_sum(device_address, 1000003);
+  EXPECT_EQ(nccl.seen_data, device_address);
+  EXPECT_EQ(nccl.seen_count, 1000003U);
+#else
+  EXPECT_THROW(DeviceStagedSync{nccl}, NotSupported);
+#endif
+}
+
 TEST(DeviceStaging, PinnedStagingRoundTripsThroughTheHostBackend) {
   if (!cuda_status().usable) GTEST_SKIP() << cuda_status().reason;
   DoublingSync host_backend;

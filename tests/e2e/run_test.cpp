@@ -340,7 +340,7 @@ TEST(EndToEnd, AccuracyExperimentMeetsItsBars) {
 }
 
 // experiments/workloads.json: every workload (iris_mlp on both engines, mnist_cnn, resnet, kmeans)
-// trains with every backend on 2 ranks, and the backends agree on the final loss.
+// trains with every host-memory backend on 2 ranks, and the backends agree on the final loss.
 TEST(EndToEnd, EveryWorkloadRunsWithEveryBackend) {
   const fs::path dir = scratch("workloads");
   const fs::path out = dir / "out";
@@ -364,7 +364,7 @@ TEST(EndToEnd, EveryWorkloadRunsWithEveryBackend) {
   }
   EXPECT_EQ(backends.size(), 5U);
   for (const auto& [workload, count] : backends) {
-    EXPECT_EQ(count, static_cast<int>(backend_names().size())) << workload;
+    EXPECT_EQ(count, static_cast<int>(host_memory_backend_names().size())) << workload;
   }
 }
 

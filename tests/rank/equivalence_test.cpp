@@ -115,7 +115,7 @@ TEST(DataParallelEquivalence, StrongScalingSplitsOneGlobalBatchOverTheRanks) {
 INSTANTIATE_TEST_SUITE_P(
     Workloads, DataParallelEquivalence,
     ::testing::Combine(::testing::Values("iris_mlp", "iris_mlp/blas", "mnist_cnn"),
-                       ::testing::ValuesIn(backend_names())),
+                       ::testing::ValuesIn(host_memory_backend_names())),
     [](const ::testing::TestParamInfo<WorkloadAndBackend>& info) {
       std::string name = std::get<0>(info.param) + "_" + std::get<1>(info.param);
       std::replace(name.begin(), name.end(), '/', '_');

@@ -92,7 +92,7 @@ TEST_P(ChannelsLastGradients, AreAveragedAndKeepTheParametersLayout) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Buckets, ChannelsLastGradients,
-                         ::testing::Combine(::testing::ValuesIn(backend_names()),
+                         ::testing::Combine(::testing::ValuesIn(host_memory_backend_names()),
                                             ::testing::Bool()),
                          [](const ::testing::TestParamInfo<BackendAndOverlap>& info) {
                            return std::get<0>(info.param) +

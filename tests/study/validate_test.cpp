@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "backends/device_staging.h"
+#include "backends/nccl_allreduce.h"
 #include "harness/common/errors.h"
 
 namespace harness {
@@ -35,8 +36,9 @@ TEST(Validate, ALossCurveFinerThanTheBoundIsRefused) {
 }
 
 TEST(Validate, UnknownBackendNamesTheSweepEntryAndListsValidNames) {
-  EXPECT_EQ(validation_error(R"({"name": "x", "sweep": {"backend": ["allreduce", "nccl"]}})"),
-            "exp.json: sweep.backend[1]: unknown backend \"nccl\" (expected one of: allreduce, ring, ps, shm, hier, gloo)");
+  EXPECT_EQ(validation_error(R"({"name": "x", "sweep": {"backend": ["allreduce", "horovod"]}})"),
+            "exp.json: sweep.backend[1]: unknown backend \"horovod\" (expected one of: allreduce, ring, ps, shm, hier, "
+            "gloo, nccl)");
 }
 
 TEST(Validate, UnknownWorkloadNamesTheSetting) {
@@ -52,7 +54,7 @@ TEST(Validate, UnknownNamesAreEchoedEscapedAndShort) {
   const std::string message = validation_error(R"({"name": "x", "settings": {"backend": ")" +
                                                std::string(1000000, 'b') + "\"}}");
   EXPECT_EQ(message, "exp.json: settings.backend: unknown backend \"" + std::string(56, 'b') +
-                         "... (expected one of: allreduce, ring, ps, shm, hier, gloo)");
+                         "... (expected one of: allreduce, ring, ps, shm, hier, gloo, nccl)");
 }
 
 TEST(Validate, CudaIsRejectedBeforeLaunchWhereItCannotRun) {
@@ -63,6 +65,51 @@ TEST(Validate, CudaIsRejectedBeforeLaunchWhereItCannotRun) {
                   R"({{"name": "x", "settings": {{"kind": "{}", "device": "cuda"}}}})", kind)),
               "exp.json: settings.device: expected \"cpu\" on this build and machine: " +
                   status.reason);
+  }
+}
+
+// Backend nccl where it cannot run: not in this build (a CPU build, or NCCL not found), host
+// memory (device "cpu"), no GPU (the device's reason, naming no backend), and where a GPU is, more
+// ranks on this machine than GPUs (only for a launcher that runs ranks where this machine's GPUs
+// are: the local one).
+TEST(Validate, NcclIsRefusedBeforeLaunchWithTheSettingAtFault) {
+  const std::string unavailable = nccl_unavailable_reason();
+  const std::string on_host = validation_error(R"({"name": "x", "settings": {"kind": "comm", "backend": "nccl"}})");
+  if (!unavailable.empty()) {
+    EXPECT_EQ(on_host, "exp.json: settings.backend: " + unavailable);
+  } else {
+    EXPECT_EQ(on_host.rfind("exp.json: point ", 0), 0U) << on_host;
+    EXPECT_NE(on_host.find(
+                  "): device: backend \"nccl\" reduces GPU memory only; expected \"cuda\", got \"cpu\""),
+              std::string::npos)
+        << on_host;
+  }
+  const CudaStatus cuda = cuda_status();
+  const std::string on_device =
+      validation_error(R"({"name": "x", "settings": {"kind": "comm", "backend": "nccl", "device": "cuda"}})");
+  if (!cuda.usable) {
+    EXPECT_EQ(on_device, "exp.json: settings.device: expected \"cpu\" on this build and machine: " + cuda.reason);
+    return;
+  }
+  if (!unavailable.empty()) {
+    EXPECT_EQ(on_device, "exp.json: settings.backend: " + unavailable);
+    return;
+  }
+  EXPECT_EQ(on_device, "");
+  const std::string crowded = fmt::format(
+      R"({{"name": "x", "settings": {{"kind": "comm", "backend": "nccl", "device": "cuda", "ranks": {}}}}})",
+      cuda.devices + 1);
+  const Experiment experiment = parse_experiment(crowded, "exp.json");
+  EXPECT_NO_THROW(validate_points(experiment, expand(experiment))) << "GPUs unknown: checked when made";
+  ResourceLimits local;
+  local.gpus_as_here = true;
+  try {
+    validate_points(experiment, expand(experiment), local);
+    ADD_FAILURE() << cuda.devices + 1 << " ranks on " << cuda.devices << " GPUs accepted";
+  } catch (const ConfigError& error) {
+    EXPECT_NE(std::string(error.what()).find(": ranks: " + nccl_gpu_sharing_problem(cuda.devices + 1, cuda.devices)),
+              std::string::npos)
+        << error.what();
   }
 }
 

@@ -65,7 +65,7 @@ TEST_P(KMeansEquivalence, PRanksGiveTheOneRankResult) {
 
 INSTANTIATE_TEST_SUITE_P(
     Data, KMeansEquivalence,
-    ::testing::Combine(::testing::Values("iris", "blobs"), ::testing::ValuesIn(backend_names())),
+    ::testing::Combine(::testing::Values("iris", "blobs"), ::testing::ValuesIn(host_memory_backend_names())),
     [](const ::testing::TestParamInfo<DataAndBackend>& info) {
       return std::get<0>(info.param) + "_" + std::get<1>(info.param);
     });

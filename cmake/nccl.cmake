@@ -1,0 +1,121 @@
+# harness_find_nccl(): the NCCL that backend `nccl` uses, in a CUDA build. Sets in the caller's
+# scope HARNESS_NCCL_FOUND, HARNESS_NCCL_INCLUDE_DIR, HARNESS_NCCL_LIBRARY, HARNESS_NCCL_VERSION
+# ("2.28.9") and HARNESS_NCCL_VERSION_CODE (as nccl.h's NCCL_VERSION_CODE).
+#
+# Where it looks, in order, taking the header and the library from the same place:
+#   1. HARNESS_NCCL_ROOT, when set (a folder holding include/nccl.h and lib/ or lib64/; configure
+#      stops when it holds no NCCL);
+#   2. beside the LibTorch in use: PyTorch's wheels load the NCCL of the nvidia-nccl wheel
+#      (site-packages/nvidia/nccl/{include,lib}, next to site-packages/torch), conda's the one in
+#      its prefix. Linking the NCCL that LibTorch loads keeps one NCCL in the process;
+#   3. the CUDA toolkit's folders (CUDAToolkit_ROOT; the toolkit may carry NCCL);
+#   4. the system's default paths (libnccl-dev).
+function(harness_find_nccl)
+  set(roots "")
+  set(origins "")
+  macro(harness_nccl_root root origin)
+    list(APPEND roots "${root}")
+    list(APPEND origins "${origin}")
+  endmacro()
+  if(HARNESS_NCCL_ROOT)
+    harness_nccl_root("${HARNESS_NCCL_ROOT}" "HARNESS_NCCL_ROOT")
+  endif()
+  if(TORCH_INSTALL_PREFIX)
+    get_filename_component(torch_prefix "${TORCH_INSTALL_PREFIX}" REALPATH)
+    get_filename_component(site_packages "${torch_prefix}" DIRECTORY)
+    # nvidia/nccl in the wheels for CUDA 12; any nvidia/<package> that carries nccl.h otherwise.
+    file(GLOB wheel_headers "${site_packages}/nvidia/*/include/nccl.h")
+    list(SORT wheel_headers)
+    list(PREPEND wheel_headers "${site_packages}/nvidia/nccl/include/nccl.h")
+    list(REMOVE_DUPLICATES wheel_headers)
+    foreach(header IN LISTS wheel_headers)
+      get_filename_component(include_dir "${header}" DIRECTORY)
+      get_filename_component(wheel_root "${include_dir}" DIRECTORY)
+      harness_nccl_root("${wheel_root}" "beside LibTorch (PyTorch's wheel)")
+    endforeach()
+    harness_nccl_root("${torch_prefix}" "beside LibTorch")
+    # conda: <prefix>/lib/python3.x/site-packages/torch
+    get_filename_component(conda_prefix "${site_packages}/../../.." ABSOLUTE)
+    harness_nccl_root("${conda_prefix}" "beside LibTorch (its conda prefix)")
+  endif()
+  if(CUDAToolkit_FOUND)
+    foreach(include_dir IN LISTS CUDAToolkit_INCLUDE_DIRS)
+      get_filename_component(toolkit_root "${include_dir}" DIRECTORY)
+      harness_nccl_root("${toolkit_root}" "the CUDA toolkit")
+    endforeach()
+    if(CUDAToolkit_LIBRARY_ROOT)
+      harness_nccl_root("${CUDAToolkit_LIBRARY_ROOT}" "the CUDA toolkit")
+    endif()
+  endif()
+
+  set(include_dir "")
+  set(library "")
+  set(origin "")
+  list(LENGTH roots count)
+  if(count GREATER 0)
+    math(EXPR last "${count} - 1")
+    foreach(index RANGE ${last})
+      list(GET roots ${index} root)
+      # A NO_CACHE search does not run again while its variable is set.
+      unset(candidate_include)
+      unset(candidate_library)
+      find_path(candidate_include nccl.h PATHS "${root}/include" NO_DEFAULT_PATH NO_CACHE)
+      # PyTorch's wheel ships libnccl.so.2 alone, without the libnccl.so link.
+      find_library(candidate_library NAMES nccl libnccl.so.2 PATHS "${root}/lib" "${root}/lib64"
+                   NO_DEFAULT_PATH NO_CACHE)
+      if(candidate_include AND candidate_library)
+        set(include_dir "${candidate_include}")
+        set(library "${candidate_library}")
+        list(GET origins ${index} origin)
+        break()
+      endif()
+    endforeach()
+  endif()
+  if(HARNESS_NCCL_ROOT AND NOT origin STREQUAL "HARNESS_NCCL_ROOT")
+    message(FATAL_ERROR "HARNESS_NCCL_ROOT=${HARNESS_NCCL_ROOT}: expected include/nccl.h and lib/libnccl.so "
+                        "(or lib64/) there, found no such pair")
+  endif()
+  if(NOT include_dir)
+    unset(candidate_include)
+    unset(candidate_library)
+    find_path(candidate_include nccl.h NO_CACHE)
+    find_library(candidate_library NAMES nccl libnccl.so.2 NO_CACHE)
+    if(candidate_include AND candidate_library)
+      set(include_dir "${candidate_include}")
+      set(library "${candidate_library}")
+      set(origin "the system")
+    endif()
+  endif()
+
+  if(NOT include_dir)
+    set(HARNESS_NCCL_FOUND FALSE PARENT_SCOPE)
+    list(REMOVE_DUPLICATES roots)
+    list(JOIN roots ", " looked)
+    message(STATUS "NCCL not found (looked in: ${looked}, and the system's paths): backend nccl is left out "
+                   "of this build; set HARNESS_NCCL_ROOT to the folder holding include/nccl.h and lib/")
+    return()
+  endif()
+  string(REGEX REPLACE "/+$" "" include_dir "${include_dir}")
+  file(STRINGS "${include_dir}/nccl.h" version_lines REGEX "^#define NCCL_(MAJOR|MINOR|PATCH) ")
+  foreach(part MAJOR MINOR PATCH)
+    set(nccl_${part} 0)
+    foreach(line IN LISTS version_lines)
+      if(line MATCHES "^#define NCCL_${part} +([0-9]+)")
+        set(nccl_${part} "${CMAKE_MATCH_1}")
+      endif()
+    endforeach()
+  endforeach()
+  # As nccl.h's NCCL_VERSION: the short code before 2.9.
+  if(nccl_MAJOR GREATER 2 OR (nccl_MAJOR EQUAL 2 AND nccl_MINOR GREATER_EQUAL 9))
+    math(EXPR code "${nccl_MAJOR} * 10000 + ${nccl_MINOR} * 100 + ${nccl_PATCH}")
+  else()
+    math(EXPR code "${nccl_MAJOR} * 1000 + ${nccl_MINOR} * 100 + ${nccl_PATCH}")
+  endif()
+  set(HARNESS_NCCL_FOUND TRUE PARENT_SCOPE)
+  set(HARNESS_NCCL_INCLUDE_DIR "${include_dir}" PARENT_SCOPE)
+  set(HARNESS_NCCL_LIBRARY "${library}" PARENT_SCOPE)
+  set(HARNESS_NCCL_VERSION "${nccl_MAJOR}.${nccl_MINOR}.${nccl_PATCH}" PARENT_SCOPE)
+  set(HARNESS_NCCL_VERSION_CODE "${code}" PARENT_SCOPE)
+  message(STATUS "NCCL ${nccl_MAJOR}.${nccl_MINOR}.${nccl_PATCH} for backend nccl, from ${origin}: "
+                 "${include_dir}/nccl.h, ${library}")
+endfunction()

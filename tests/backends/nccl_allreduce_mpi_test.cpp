@@ -1,0 +1,126 @@
+// Backend nccl on GPUs against MPI_Allreduce, on every rank under mpirun (tests/CMakeLists.txt:
+// 1 rank, and 2 where a node has 2 GPUs; label gpu). Written for p ranks, one GPU each; without
+// a GPU, a CUDA build or NCCL the GPU tests skip, and the refusals that need none still run.
+#include "backends/nccl_allreduce.h"
+
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/device_staging.h"
+#include "backends/registry.h"
+#include "harness/common/errors.h"
+#include "tests/mpi_world.h"
+
+namespace harness {
+namespace {
+
+// Sizes relative to the number of ranks catch chunking mistakes. Codes below 0 mean p + code + 2:
+// -3 → p-1, -2 → p, -1 → p+1.
+std::size_t element_count(int code, int ranks) {
+  return code >= 0 ? static_cast<std::size_t>(code) : static_cast<std::size_t>(ranks + code + 2);
+}
+
+std::vector<float> random_buffer(std::size_t count, int rank, int round) {
+  std::vector<float> buffer(count);
+  std::mt19937 engine(4321 + 101 * rank + round);
+  std::uniform_real_distribution<float> uniform(-1.0F, 1.0F);
+  for (auto& value : buffer) value = uniform(engine);
+  return buffer;
+}
+
+// Why the GPU tests cannot run on this rank's node, or "" (the same on every rank of a node).
+std::string why_not_here(const Communicator& communicator) {
+  if (std::string reason = nccl_unavailable_reason(); !reason.empty()) return reason;
+  const CudaStatus cuda = cuda_status();
+  if (!cuda.usable) return cuda.reason;
+  return nccl_gpu_sharing_problem(node_place(communicator).local_size, cuda.devices);
+}
+
+BackendOptions gpu_options(const Communicator& communicator) {
+  BackendOptions options;
+  options.device = "cuda";
+  options.ranks = communicator.size();
+  options.ranks_per_node = node_place(communicator).local_size;
+  return options;
+}
+
+TEST(NcclAllreduce, EqualsMpiAllreduceAtEverySizeTwiceInARow) {
+  const World world;
+  const Communicator communicator(MPI_COMM_WORLD);
+  if (const std::string reason = why_not_here(communicator); !reason.empty()) GTEST_SKIP() << reason;
+  select_cuda_device(communicator);
+  const auto backend = make_gradient_sync("nccl", gpu_options(communicator), communicator);
+  // The trainer's buckets and the comm benchmark reach the backend through the device path.
+  DeviceStagedSync device_path(*backend);
+  EXPECT_EQ(device_path.path(), "nccl");
+  for (const int code : {0, 1, -3, -2, -1, 1000003}) {
+    const std::size_t count = element_count(code, world.size);
+    // Twice in a row on one communicator, different data each time.
+    for (int round = 0; round < 2; ++round) {
+      const std::vector<float> local = random_buffer(count, world.rank, round);
+      std::vector<float> expected = local;
+      ASSERT_EQ(MPI_Allreduce(MPI_IN_PLACE, expected.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM,
+                              MPI_COMM_WORLD),
+                MPI_SUCCESS);
+      DeviceBuffer device(count);
+      device.copy_from_host(local);
+      device_path.allreduce_sum(device.data(), count);
+      std::vector<float> reduced(count);
+      device.copy_to_host(reduced);
+      int wrong = 0;
+      for (std::size_t i = 0; i < count; ++i) {
+        const double reference = expected[i];
+        if (std::abs(reduced[i] - reference) > 1e-6 * std::max(1.0, std::abs(reference))) ++wrong;
+      }
+      EXPECT_EQ(wrong, 0) << "of " << count << " elements differ from MPI_Allreduce, round " << round + 1;
+      // Synchronous SGD needs the same bits on every rank.
+      std::vector<float> from_zero = reduced;
+      ASSERT_EQ(MPI_Bcast(from_zero.data(), static_cast<int>(count), MPI_FLOAT, 0, MPI_COMM_WORLD), MPI_SUCCESS);
+      EXPECT_EQ(std::memcmp(from_zero.data(), reduced.data(), count * sizeof(float)), 0)
+          << "ranks disagree on the sum of " << count << " elements, round " << round + 1;
+    }
+  }
+}
+
+// Where the launcher did not know the GPUs (a SLURM job), the backend refuses two ranks on one GPU
+// when it is made, in one line, before NCCL would ("Duplicate GPU detected").
+TEST(NcclAllreduce, RanksSharingAGpuAreRefusedWhenItIsMade) {
+  const Communicator communicator(MPI_COMM_WORLD);
+  const CudaStatus cuda = cuda_status();
+  if (!nccl_unavailable_reason().empty() || !cuda.usable) GTEST_SKIP() << "needs NCCL and a GPU";
+  const std::string sharing = nccl_gpu_sharing_problem(node_place(communicator).local_size, cuda.devices);
+  if (sharing.empty()) GTEST_SKIP() << "every rank has a GPU of its own here";
+  select_cuda_device(communicator);
+  try {
+    make_gradient_sync("nccl", gpu_options(communicator), communicator);
+    ADD_FAILURE() << "ranks sharing a GPU were accepted";
+  } catch (const NotSupported& error) {
+    EXPECT_EQ(std::string(error.what()), "ranks: " + sharing);
+  }
+}
+
+// Host memory never reaches NCCL: made for device "cpu" it refuses, in every build, with the
+// reason the validation gives before launch.
+TEST(NcclAllreduce, RefusesToBeMadeForHostMemory) {
+  const Communicator communicator(MPI_COMM_WORLD);
+  BackendOptions options;
+  options.ranks = communicator.size();
+  try {
+    make_gradient_sync("nccl", options, communicator);
+    ADD_FAILURE() << "made for host memory";
+  } catch (const NotSupported& error) {
+    const std::string unavailable = nccl_unavailable_reason();
+    EXPECT_EQ(std::string(error.what()),
+              unavailable.empty() ? "device: backend \"nccl\" reduces GPU memory only; expected \"cuda\", got \"cpu\""
+                                  : unavailable);
+  }
+}
+
+}  // namespace
+}  // namespace harness
