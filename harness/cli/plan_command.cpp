@@ -14,6 +14,7 @@
 #include "harness/common/text.h"
 #include "harness/launch/job_ledger.h"
 #include "harness/launch/sweep_runner.h"
+#include "harness/results/scaling.h"
 #include "harness/results/estimate.h"
 #include "harness/results/results_directory.h"
 
@@ -67,6 +68,11 @@ int plan_command(const std::string& experiment_path, const std::string& out_dir,
   std::cout << describe_estimate(estimate, root) << "\n";
   for (const std::string& caution : split_lines(study.scheduler->caution(jobs))) {
     std::cout << "warning: " << caution << "\n";
+  }
+  std::vector<PointSettings> point_settings;
+  for (const Point& point : study.points) point_settings.push_back(point.settings);
+  if (const std::string warning = own_baseline_warning(experiment, point_settings); !warning.empty()) {
+    std::cout << "warning: " << warning << "\n";
   }
   return kExitOk;
 }

@@ -13,6 +13,7 @@
 #include "harness/launch/sweep_runner.h"
 #include "harness/results/report.h"
 #include "harness/results/result_set.h"
+#include "harness/results/scaling.h"
 
 namespace harness {
 
@@ -77,6 +78,11 @@ int run_command(const RunOptions& options) {
   const Experiment& experiment = study.experiment;
   std::cout << fmt::format("harness: experiment \"{}\", {} point(s), results in {}\n",
                            experiment.name, study.points.size(), directory->path());
+  std::vector<PointSettings> point_settings;
+  for (const Point& point : study.points) point_settings.push_back(point.settings);
+  if (const std::string warning = own_baseline_warning(experiment, point_settings); !warning.empty()) {
+    std::cout << "harness: warning: " << warning << "\n";
+  }
   install_interrupt_handlers();
 
   SweepOptions sweep;

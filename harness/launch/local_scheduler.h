@@ -74,4 +74,8 @@ class LocalScheduler final : public Scheduler {
 
 std::unique_ptr<Scheduler> make_local_scheduler(const LauncherSpec& spec);
 
+// The warning for points on "cuda" whose ranks would share this machine's `gpus` GPUs while no
+// MPS control daemon runs (`mps` false), or "": they time-slice the GPU.
+std::string shared_gpu_caution(const std::vector<JobSpec>& jobs, int gpus, bool mps);
+
 }  // namespace harness

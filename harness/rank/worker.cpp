@@ -28,6 +28,7 @@
 #include "harness/rank/step_records.h"
 #include "harness/results/record.h"
 #include "backends/device_staging.h"
+#include "backends/nccl_allreduce.h"
 #include "workloads/kmeans_driver.h"
 #include "harness/rank/trainer.h"
 #include "workloads/registry.h"
@@ -184,7 +185,7 @@ TrainMeasurements with_loop(TrainMeasurements facts, const LoopResult& loop, Ste
 }
 
 // Every rank's GPU, on rank 0 (collective; device "cuda" only).
-GpuFacts gather_gpu_facts(const Communicator& communicator, int cuda_device) {
+GpuFacts gather_gpu_facts(const Communicator& communicator, int cuda_device, const std::string& backend) {
   const CudaDeviceFacts mine = cuda_device_facts(cuda_device);
   const Json row = {{"index", mine.index},
                     {"name", mine.name},
@@ -194,6 +195,7 @@ GpuFacts gather_gpu_facts(const Communicator& communicator, int cuda_device) {
   GpuFacts gpus;
   gpus.driver_version = mine.driver_version;
   gpus.runtime_version = mine.runtime_version;
+  if (backend == "nccl") gpus.nccl_version = nccl_version();
   for (const std::string& text : gather_to_root(communicator, row.dump())) {
     const Json rank = Json::parse(text);
     gpus.ranks.push_back({rank["index"].get<int>(), rank["name"].get<std::string>(),
@@ -343,7 +345,7 @@ void run(const WorkerArguments& arguments, const Communicator& communicator, Pha
   context.hosts = all_host_names(communicator);  // collective
   context.machine = this_machine();
   context.oversubscribed = gather_oversubscription(communicator, threads);  // collective
-  if (cuda_device != kNoCudaDevice) context.gpus = gather_gpu_facts(communicator, cuda_device);  // collective
+  if (cuda_device != kNoCudaDevice) context.gpus = gather_gpu_facts(communicator, cuda_device, settings.backend);  // collective
   clock.lap(&RankPhases::init_s);
 
   Timeline timeline;

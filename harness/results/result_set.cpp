@@ -60,7 +60,8 @@ ResultSet ResultSet::load(const ResultsDirectory& directory, const Experiment& e
     set.runs_.push_back(std::move(run));
   }
   if (set.kind() == Kind::kTrain) {
-    ScalingAnalysis analysis = analyse_scaling(inputs, experiment.baseline);
+    ScalingAnalysis analysis =
+        analyse_scaling(inputs, experiment.baseline, settings_zipped_with_ranks(experiment.sweep));
     for (std::size_t i = 0; i < set.runs_.size(); ++i) {
       set.runs_[i].configuration = analysis.configuration_of[i];
       set.runs_[i].scaling = analysis.scaling[i];

@@ -53,12 +53,14 @@ std::vector<std::vector<double>> summarise_runs(const std::vector<ScalingInput>&
 }
 
 // What a configuration is compared on: every key but those the baseline varies.
-std::vector<Json> comparison_keys(const std::vector<ConfigurationStats>& configurations, const Json& baseline) {
-  const auto comparable = [&baseline](const PointSettings& settings) {
+std::vector<Json> comparison_keys(const std::vector<ConfigurationStats>& configurations, const Json& baseline,
+                                  const std::vector<std::string>& moves_with_ranks) {
+  const auto comparable = [&](const PointSettings& settings) {
     Json object = to_json(settings);
     object.erase("timeout_s");
     if (baseline.empty()) {
       object.erase("ranks");
+      for (const auto& key : moves_with_ranks) object.erase(key);
     } else {
       for (const auto& [key, value] : baseline.items()) object.erase(key);
     }
@@ -135,12 +137,13 @@ void scale_runs(const std::vector<ScalingInput>& runs, const std::vector<std::ve
 
 }  // namespace
 
-ScalingAnalysis analyse_scaling(const std::vector<ScalingInput>& runs, const Json& baseline) {
+ScalingAnalysis analyse_scaling(const std::vector<ScalingInput>& runs, const Json& baseline,
+                                const std::vector<std::string>& moves_with_ranks) {
   ScalingAnalysis analysis;
   group_configurations(runs, analysis);
   std::vector<ConfigurationStats>& configurations = analysis.configurations;
   const std::vector<std::vector<double>> per_sample = summarise_runs(runs, configurations);
-  const std::vector<Json> keys = comparison_keys(configurations, baseline);
+  const std::vector<Json> keys = comparison_keys(configurations, baseline, moves_with_ranks);
   for (std::size_t c = 0; c < configurations.size(); ++c) {
     if (configurations[c].ok_runs == 0) continue;
     const int chosen = choose_baseline(configurations, keys, c, baseline);
@@ -148,6 +151,39 @@ ScalingAnalysis analyse_scaling(const std::vector<ScalingInput>& runs, const Jso
   }
   scale_runs(runs, per_sample, analysis);
   return analysis;
+}
+
+std::vector<std::string> settings_zipped_with_ranks(const std::vector<SweepAxis>& sweep) {
+  std::vector<int> groups;
+  for (const auto& axis : sweep) {
+    if (axis.key == "ranks" && axis.zip_group >= 0) groups.push_back(axis.zip_group);
+  }
+  std::vector<std::string> keys;
+  for (const auto& axis : sweep) {
+    if (axis.key != "ranks" && std::find(groups.begin(), groups.end(), axis.zip_group) != groups.end()) {
+      keys.push_back(axis.key);
+    }
+  }
+  return keys;
+}
+
+std::string own_baseline_warning(const Experiment& experiment, const std::vector<PointSettings>& points) {
+  if (!experiment.baseline.empty() || points.size() < 2) return "";
+  std::vector<ScalingInput> runs;
+  for (const auto& settings : points) {
+    if (settings.kind != Kind::kTrain) return "";
+    runs.push_back({settings, true, 1.0, 1.0});
+  }
+  const bool ranks_vary = std::any_of(points.begin(), points.end(),
+                                      [&](const PointSettings& s) { return s.ranks != points.front().ranks; });
+  if (!ranks_vary) return "";
+  const ScalingAnalysis analysis = analyse_scaling(runs, experiment.baseline, settings_zipped_with_ranks(experiment.sweep));
+  for (std::size_t c = 0; c < analysis.configurations.size(); ++c) {
+    if (analysis.configurations[c].baseline != static_cast<int>(c)) return "";
+  }
+  return "every point is its own baseline: no two points differ only in ranks (and the settings zipped with "
+         "them), so speedup and efficiency will read 1 everywhere; zip the settings that move with ranks "
+         "together with ranks, or name a \"baseline\" (docs/experiments.md)";
 }
 
 }  // namespace harness

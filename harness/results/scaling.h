@@ -4,9 +4,11 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "harness/results/statistics.h"
+#include "harness/study/experiment.h"
 #include "harness/study/settings.h"
 
 namespace harness {
@@ -48,11 +50,22 @@ struct ScalingAnalysis {
 };
 
 // The baseline of a configuration: with `baseline` empty, the usable configuration with the
-// fewest ranks among those whose settings are otherwise equal (timeout_s aside); otherwise the
-// one equal on every key but those `baseline` names, which must have its values. Times are
-// compared per trained sample: an epoch drops the last partial global batch, so with more ranks
-// an epoch may train a few samples fewer, and a plain time ratio would credit that to scaling.
-ScalingAnalysis analyse_scaling(const std::vector<ScalingInput>& runs,
-                                const Json& baseline = Json::object());
+// fewest ranks among those whose settings are otherwise equal (timeout_s aside, and the settings
+// in `moves_with_ranks`: a weak-scaling sweep zips dataset_size with ranks, and its baseline is
+// the point of the same zip with the fewest ranks); otherwise the one equal on every key but
+// those `baseline` names, which must have its values. Times are compared per trained sample: an
+// epoch drops the last partial global batch, so with more ranks an epoch may train a few samples
+// fewer, and a plain time ratio would credit that to scaling.
+ScalingAnalysis analyse_scaling(const std::vector<ScalingInput>& runs, const Json& baseline = Json::object(),
+                                const std::vector<std::string>& moves_with_ranks = {});
+
+// The settings zipped with "ranks" in an experiment's sweep (every other key of a zip group that
+// has ranks): they move with it, so the default baseline does not hold them equal.
+std::vector<std::string> settings_zipped_with_ranks(const std::vector<SweepAxis>& sweep);
+
+// Before a training sweep runs: a warning when its points vary ranks but every one would be its
+// own baseline (no two differ only in ranks and what moves with it), so that speedup and
+// efficiency would read 1 everywhere; "" otherwise, or when the experiment names a baseline.
+std::string own_baseline_warning(const Experiment& experiment, const std::vector<PointSettings>& points);
 
 }  // namespace harness

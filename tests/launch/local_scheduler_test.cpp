@@ -50,6 +50,36 @@ TEST(LocalScheduler, MoreRanksThanCoresOversubscribe) {
   EXPECT_TRUE(has(argv, "--bind-to"));
 }
 
+TEST(LocalScheduler, RanksOutnumberingTheCoresAreWarnedAboutBeforeTheSweep) {
+  JobSpec four = job(4);
+  four.name = "p001-x";
+  JobSpec two = job(2);
+  two.name = "p000-x";
+  const std::string caution = LocalScheduler({}, 2, false).caution({two, four});
+  EXPECT_EQ(caution,
+            "oversubscribed: 1 point(s) run more rank threads than this machine's 2 core(s): p001-x (4 ranks × 1 "
+            "thread on 2 cores); their compute time includes waiting for a core");
+  EXPECT_EQ(LocalScheduler({}, 2, false).caution({two}), "");
+  EXPECT_NE(LocalScheduler({}, 4, false).caution({job(2, 3)}).find("(2 ranks × 3 threads on 4 cores)"),
+            std::string::npos);
+}
+
+TEST(LocalScheduler, RanksSharingAGpuWithoutMpsAreWarnedAboutWithTheCost) {
+  JobSpec shared = job(2);
+  shared.name = "p001-x";
+  shared.gpus_per_node = 2;  // device "cuda": a GPU per rank wanted
+  JobSpec alone = job(1);
+  alone.name = "p000-x";
+  alone.gpus_per_node = 1;
+  const std::string caution = shared_gpu_caution({alone, shared}, 1, false);
+  EXPECT_NE(caution.find("ranks share a GPU without MPS in 1 point(s) (p001-x)"), std::string::npos) << caution;
+  EXPECT_NE(caution.find("550 us"), std::string::npos) << caution;
+  EXPECT_NE(caution.find("nvidia-cuda-mps-control -d"), std::string::npos) << caution;
+  EXPECT_EQ(shared_gpu_caution({alone, shared}, 1, true), "");   // MPS runs
+  EXPECT_EQ(shared_gpu_caution({alone, shared}, 2, false), "");  // a GPU each
+  EXPECT_EQ(shared_gpu_caution({job(4)}, 1, false), "");         // on the CPU
+}
+
 TEST(LocalScheduler, ExplicitThreadsOverrideTheDefault) {
   const LocalScheduler scheduler({}, 8, false);
   EXPECT_TRUE(has(scheduler.command_for(job(2, 3)), "OPENBLAS_NUM_THREADS=3"));

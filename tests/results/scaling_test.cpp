@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
+#include "harness/study/sweep.h"
+
 namespace harness {
 namespace {
 
@@ -128,6 +132,68 @@ TEST(Scaling, RunsOfOneConfigurationShareIt) {
   EXPECT_EQ(analysis.configuration_of, (std::vector<int>{0, 1, 0}));
   // Each run's own speedup is against its baseline configuration's median (9 s).
   EXPECT_DOUBLE_EQ(analysis.scaling[1]->speedup, 9.0 / 4.0);
+}
+
+}  // namespace
+}  // namespace harness
+
+namespace harness {
+namespace {
+
+// A weak-scaling sweep zips dataset_size with ranks: without a baseline block, each point's
+// baseline is the point of the same zip with the fewest ranks, not itself.
+TEST(Scaling, SettingsZippedWithRanksMoveWithItAndTheFewestRanksIsTheBaseline) {
+  const Experiment experiment = parse_experiment(R"({"name": "weak", "sweep": {
+      "lr": [0.1, 0.2],
+      "zip": {"ranks": [1, 2, 4], "dataset_size": [1024, 2048, 4096]}}})", "weak.json");
+  EXPECT_EQ(settings_zipped_with_ranks(experiment.sweep), std::vector<std::string>{"dataset_size"});
+  // Per rank the work is fixed: 4 ranks take 1.25 times as long as one rank for 4 times the samples.
+  std::vector<ScalingInput> runs;
+  for (const double lr : {0.1, 0.2}) {
+    for (const auto& [ranks, size, time_s] : {std::tuple{1, 1024, 8.0}, {2, 2048, 9.0}, {4, 4096, 10.0}}) {
+      ScalingInput input = point(ranks, time_s);
+      input.settings.lr = lr;
+      input.settings.dataset_size = size;
+      input.samples_trained = size;
+      runs.push_back(input);
+    }
+  }
+  const ScalingAnalysis analysis =
+      analyse_scaling(runs, Json::object(), settings_zipped_with_ranks(experiment.sweep));
+  ASSERT_TRUE(analysis.scaling[2]);
+  EXPECT_EQ(analysis.configurations[analysis.scaling[2]->baseline].settings.ranks, 1);
+  EXPECT_EQ(analysis.configurations[analysis.scaling[2]->baseline].settings.lr, 0.1);  // not across lr
+  EXPECT_DOUBLE_EQ(analysis.scaling[2]->efficiency, 0.8);  // (8/1024) / (10/4096) / 4
+  EXPECT_EQ(analysis.configurations[analysis.scaling[5]->baseline].settings.lr, 0.2);
+  // Without knowing what moves with ranks, each point was its own baseline.
+  EXPECT_DOUBLE_EQ(analyse_scaling(runs).scaling[2]->efficiency, 1.0);
+}
+
+TEST(Scaling, ASweepWhosePointsWouldAllBeTheirOwnBaselineSaysSoBeforeItRuns) {
+  const auto settings_of = [](const Experiment& experiment) {
+    std::vector<PointSettings> points;
+    for (const Point& point : expand(experiment)) points.push_back(point.settings);
+    return points;
+  };
+  // A weak-scaling zip: its points compare with the one-rank point.
+  const Experiment weak = parse_experiment(
+      R"({"name": "w", "sweep": {"zip": {"ranks": [1, 2], "dataset_size": [64, 128]}}})", "w.json");
+  EXPECT_EQ(own_baseline_warning(weak, settings_of(weak)), "");
+  // The same pairs made by excluding the others from a product: dataset_size is not zipped with
+  // ranks, so every point differs from the others in more than ranks.
+  const Experiment own = parse_experiment(
+      R"({"name": "o", "sweep": {"ranks": [1, 2], "dataset_size": [64, 128]},
+          "exclude": [{"ranks": 1, "dataset_size": 128}, {"ranks": 2, "dataset_size": 64}]})", "o.json");
+  ASSERT_EQ(settings_of(own).size(), 2U);
+  const std::string warning = own_baseline_warning(own, settings_of(own));
+  EXPECT_NE(warning.find("every point is its own baseline"), std::string::npos) << warning;
+  // A baseline block, one rank count, or a single point: nothing to say.
+  const Experiment named = parse_experiment(
+      R"({"name": "n", "baseline": {"ranks": 1, "dataset_size": 64}, "sweep": {"ranks": [1, 2], "dataset_size": [64, 128]},
+          "exclude": [{"ranks": 1, "dataset_size": 128}, {"ranks": 2, "dataset_size": 64}]})", "n.json");
+  EXPECT_EQ(own_baseline_warning(named, settings_of(named)), "");
+  const Experiment fixed = parse_experiment(R"({"name": "f", "sweep": {"lr": [0.1, 0.2]}})", "f.json");
+  EXPECT_EQ(own_baseline_warning(fixed, settings_of(fixed)), "");
 }
 
 }  // namespace
