@@ -1,9 +1,15 @@
 #include "backends/injected_delay.h"
 
 #include <chrono>
+#include <cstdint>
 #include <thread>
 
 namespace harness {
+
+void inject_compute_delay(int rank, int delay_rank, double delay_ms) {
+  if (rank != delay_rank || delay_ms <= 0) return;
+  std::this_thread::sleep_for(std::chrono::nanoseconds(static_cast<int64_t>(delay_ms * 1e6)));
+}
 
 InjectedDelay::InjectedDelay(std::unique_ptr<GradientSync> backend, double delay_us)
     : backend_(std::move(backend)), delay_us_(delay_us) {}

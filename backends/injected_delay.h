@@ -13,6 +13,12 @@
 
 namespace harness {
 
+// A straggler on purpose (settings "inject_compute_delay_ms" and "inject_compute_delay_rank"):
+// the training loops call this inside every step's compute; on rank `delay_rank` it sleeps
+// `delay_ms` (a sleeping rank gives its core away, as a rank slowed by a noisy neighbour does),
+// on every other rank it returns at once.
+void inject_compute_delay(int rank, int delay_rank, double delay_ms);
+
 class InjectedDelay final : public GradientSync {
  public:
   InjectedDelay(std::unique_ptr<GradientSync> backend, double delay_us);

@@ -1,5 +1,6 @@
 #include "workloads/kmeans_driver.h"
 
+#include "backends/injected_delay.h"
 #include "harness/common/clock.h"
 
 namespace harness {
@@ -30,6 +31,7 @@ KMeansResult run_distributed_kmeans(const KMeansData& data, GradientSync& backen
     }
     const auto start = Clock::now();
     accumulate_shard(data, begin, end, result.centroids, layout, buffer);
+    inject_compute_delay(rank, settings.inject_compute_delay_rank, settings.inject_compute_delay_ms);
     const auto computed = Clock::now();
     backend.allreduce_sum(buffer);
     const auto reduced = Clock::now();

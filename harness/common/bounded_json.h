@@ -12,9 +12,10 @@
 
 namespace harness {
 
-// The largest record validation allows is about 700 MB: kMaxStepsPerPoint (2,000,000) steps of 6
-// timings of up to 24 characters each (290 MB), plus as many epochs of about 210 bytes each when
-// every epoch is one step (420 MB). A measured long run (90,000 steps of 3,000 epochs) wrote
+// The largest record validation allows is about 770 MB: kMaxStepsPerPoint (2,000,000) steps of 7
+// timings of up to 24 characters each and the slowest rank's number (350 MB), plus as many epochs
+// of about 210 bytes each when every epoch is one step (420 MB), plus the sample of every rank's
+// compute (at most 32,768 values, under 1 MB). A measured long run (90,000 steps of 3,000 epochs) wrote
 // 8 MB, 64 bytes per step. Anything larger was not written by the harness.
 inline constexpr std::size_t kMaxRecordBytes = std::size_t{1} << 30;
 // Records nest about 5 levels deep; experiment files are capped at 256 likewise.

@@ -63,6 +63,10 @@ StepSeries gather_step_series(const StepTimes& local, std::size_t first_step,
   }
   series.wait_s = std::move(wait_s);
   series.imbalance_s = load_imbalance_per_step(compute_s, steps, training);
+  SlowestRanks slowest = slowest_rank_per_step(compute_s, steps, training);
+  series.slowest_rank = std::move(slowest.rank);
+  series.slowest_lead_s = std::move(slowest.lead_s);
+  series.rank_compute = sample_rank_compute(compute_s, steps, first_step, training.size());
   return series;
 }
 
@@ -76,10 +80,28 @@ void append_steps(StepSeries& series, const StepSeries& more) {
   append(series.exposed_comm_s, more.exposed_comm_s);
   // A gathered series always has both; an empty one (before the first slice) gets them here.
   for (auto [to, from] : {std::pair{&series.wait_s, &more.wait_s},
-                          std::pair{&series.imbalance_s, &more.imbalance_s}}) {
+                          std::pair{&series.imbalance_s, &more.imbalance_s},
+                          std::pair{&series.slowest_lead_s, &more.slowest_lead_s}}) {
     if (!from->has_value()) continue;
     if (!to->has_value()) to->emplace();
     append(**to, **from);
+  }
+  if (more.slowest_rank) {
+    if (!series.slowest_rank) series.slowest_rank.emplace();
+    series.slowest_rank->insert(series.slowest_rank->end(), more.slowest_rank->begin(), more.slowest_rank->end());
+  }
+  if (more.rank_compute) {
+    if (!series.rank_compute) {
+      series.rank_compute = more.rank_compute;
+    } else {
+      // Both strides are powers of two: the larger one's multiples are in both samples.
+      RankComputeSample& sample = *series.rank_compute;
+      sample.stride = std::max(sample.stride, more.rank_compute->stride);
+      sample.steps.insert(sample.steps.end(), more.rank_compute->steps.begin(), more.rank_compute->steps.end());
+      sample.compute_s.insert(sample.compute_s.end(), more.rank_compute->compute_s.begin(),
+                              more.rank_compute->compute_s.end());
+      thin_rank_sample(sample);
+    }
   }
 }
 
@@ -104,6 +126,56 @@ std::vector<double> load_imbalance_per_step(const std::vector<double>& compute_s
     imbalance[step] = slowest - sum / static_cast<double>(ranks);
   }
   return imbalance;
+}
+
+SlowestRanks slowest_rank_per_step(const std::vector<double>& compute_s, std::size_t steps,
+                                   const std::vector<bool>& training) {
+  if (compute_s.size() != steps * training.size()) {
+    throw Error(fmt::format("slowest rank: {} compute times for {} steps of {} ranks", compute_s.size(),
+                            steps, training.size()));
+  }
+  SlowestRanks slowest;
+  std::vector<double> computes;
+  for (std::size_t step = 0; step < steps; ++step) {
+    computes.clear();
+    int rank = -1;
+    for (std::size_t r = 0; r < training.size(); ++r) {
+      if (!training[r]) continue;
+      const double compute = compute_s[r * steps + step];
+      if (rank < 0 || compute > compute_s[static_cast<std::size_t>(rank) * steps + step]) rank = static_cast<int>(r);
+      computes.push_back(compute);
+    }
+    if (rank < 0) throw Error("slowest rank: no rank trains");
+    std::sort(computes.begin(), computes.end());
+    const std::size_t middle = computes.size() / 2;
+    const double median = computes.size() % 2 == 1 ? computes[middle] : (computes[middle - 1] + computes[middle]) / 2;
+    slowest.rank.push_back(rank);
+    slowest.lead_s.push_back(computes.back() - median);
+  }
+  return slowest;
+}
+
+RankComputeSample sample_rank_compute(const std::vector<double>& compute_s, std::size_t steps,
+                                      std::size_t first_step, std::size_t ranks) {
+  if (compute_s.size() != steps * ranks) {
+    throw Error(fmt::format("rank sample: {} compute times for {} steps of {} ranks", compute_s.size(), steps, ranks));
+  }
+  // The multiples of `stride` in [first_step, first_step + steps).
+  const auto multiples = [first_step, steps](int64_t stride) {
+    const auto first = static_cast<int64_t>(first_step);
+    const auto end = first + static_cast<int64_t>(steps);
+    return (end + stride - 1) / stride - (first + stride - 1) / stride;
+  };
+  RankComputeSample sample;
+  while (multiples(sample.stride) > static_cast<int64_t>(rank_sample_limit(ranks))) sample.stride *= 2;
+  for (std::size_t step = 0; step < steps; ++step) {
+    const auto index = static_cast<int64_t>(first_step + step);
+    if (index % sample.stride != 0) continue;
+    sample.steps.push_back(index);
+    std::vector<double>& row = sample.compute_s.emplace_back(ranks);
+    for (std::size_t r = 0; r < ranks; ++r) row[r] = compute_s[r * steps + step];
+  }
+  return sample;
 }
 
 }  // namespace harness

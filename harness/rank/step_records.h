@@ -13,7 +13,10 @@ namespace harness {
 // and communication from that same rank, so they add up to at most its step time), how much of
 // that rank's exposed time was waiting for the slowest training rank's compute, and the step's
 // load imbalance. `training[r]`: whether rank r computes gradients (all but a parameter server
-// that only serves). Other ranks get an empty series.
+// that only serves). Also, per step, the slowest training rank and its lead over the median one
+// (slowest_rank_per_step), and every rank's compute time at a bounded sample of the steps
+// (sample_rank_compute): what the records keep of each rank is bounded whatever the run's length.
+// Other ranks get an empty series.
 StepSeries gather_step_series(const StepTimes& local, const std::vector<bool>& training,
                               const Communicator& communicator);
 // The same for this rank's steps from `first_step` on (every rank passes the same one): a partial
@@ -32,5 +35,21 @@ void append_steps(StepSeries& series, const StepSeries& more);
 // left out; 0 with fewer than two. Throws Error when the sizes disagree.
 std::vector<double> load_imbalance_per_step(const std::vector<double>& compute_s,
                                             std::size_t steps, const std::vector<bool>& training);
+
+// Per step, from every rank's compute time (laid out as for load_imbalance_per_step): the
+// training rank whose compute took longest (the lowest on a tie) and its lead, its compute minus
+// the median training rank's (the mean of the two middle ones for an even count; 0 with one).
+struct SlowestRanks {
+  std::vector<int> rank;
+  std::vector<double> lead_s;
+};
+SlowestRanks slowest_rank_per_step(const std::vector<double>& compute_s, std::size_t steps,
+                                   const std::vector<bool>& training);
+
+// Every rank's compute time at the steps of the slice [first_step, first_step + steps) (laid out
+// as for load_imbalance_per_step, `ranks` of them) that are multiples of the smallest power of
+// two keeping at most rank_sample_limit(ranks) of them (record.h RankComputeSample).
+RankComputeSample sample_rank_compute(const std::vector<double>& compute_s, std::size_t steps,
+                                      std::size_t first_step, std::size_t ranks);
 
 }  // namespace harness

@@ -7,6 +7,7 @@
 #include <ATen/Parallel.h>
 #include <fmt/format.h>
 
+#include "backends/injected_delay.h"
 #include "harness/common/clock.h"
 #include "harness/common/errors.h"
 #include "harness/common/shuffle.h"
@@ -201,6 +202,7 @@ void DataParallelTrainer::train_step(int epoch, int64_t step, int64_t untimed, d
     loss_sum += loss;
     run.window_loss += loss;
   }
+  inject_compute_delay(communicator_.rank(), settings_.inject_compute_delay_rank, settings_.inject_compute_delay_ms);
   const auto computed = Clock::now();
 
   const BucketTiming communication = average_gradients();

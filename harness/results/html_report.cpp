@@ -12,15 +12,17 @@
 #include "harness/common/version.h"
 #include "harness/results/provenance.h"
 #include "harness/results/report.h"
+#include "harness/results/train_report.h"
 
 namespace harness {
 namespace fs = std::filesystem;
 namespace {
 
 // The plots in the order a reader wants them; any other plot follows by name.
-constexpr const char* kPlotOrder[] = {"speedup",   "efficiency", "efficiency_loss", "throughput", "throughput_batch",
-                                      "breakdown", "karp_flatt", "loss_samples",    "loss",       "accuracy_samples",
-                                      "accuracy",  "bandwidth",  "latency",         "model_fit",  "prediction",
+constexpr const char* kPlotOrder[] = {"speedup",         "efficiency",   "efficiency_loss", "throughput",
+                                      "throughput_batch", "breakdown",    "compute_by_rank", "karp_flatt",
+                                      "loss_samples",     "loss",         "accuracy_samples", "accuracy",
+                                      "bandwidth",        "latency",      "model_fit",       "prediction",
                                       "timeline"};
 
 std::string slurp(const fs::path& path) {
@@ -161,6 +163,7 @@ h1 { margin-bottom: 0.2em; } h2 { border-bottom: 1px solid #ccc; padding-bottom:
 pre { background: #f6f6f6; padding: 0.6em; overflow-x: auto; font-size: 12px; margin: 0; }
 table { border-collapse: collapse; font-size: 13px; } td, th { border: 1px solid #ddd; padding: 0.25em 0.5em; text-align: left; vertical-align: top; }
 tr.not-ok td { background: #fde8e8; }
+p.warning { background: #fff3cd; border-left: 4px solid #e0a800; padding: 0.4em 0.6em; }
 figure { margin: 1em 0; } figcaption { font-size: 13px; color: #555; }
 svg.plot { width: 100%; height: auto; max-width: 960px; display: block; border: 1px solid #eee; }
 nav a { margin-right: 1em; }
@@ -201,7 +204,15 @@ std::string write_html_report(const ResultSet& set, const ResultsDirectory& dire
           "<a href=\"#points\">points</a><a href=\"#provenance\">provenance</a><a href=\"#experiment\">experiment</a>"
           "</nav>\n";
 
-  html += "<h2 id=\"table\">Results</h2>\n<pre>" + html_escape(report_for(set.kind()).console_table(set)) + "</pre>\n";
+  html += "<h2 id=\"table\">Results</h2>\n";
+  if (set.kind() == Kind::kTrain) {
+    // A straggler is said first: it explains the numbers below it.
+    std::istringstream flagged(straggler_lines(set));
+    for (std::string line; std::getline(flagged, line);) {
+      html += "<p class=\"warning\" id=\"straggler\">" + html_escape(line) + " — see the plot compute_by_rank</p>\n";
+    }
+  }
+  html += "<pre>" + html_escape(report_for(set.kind()).console_table(set)) + "</pre>\n";
   std::string files;
   for (const char* name : {"summary.csv", "stats.csv", "model.json", "model.csv", "prediction.json", "prediction.csv"}) {
     const std::string link = link_if(directory, directory.path() + "/" + name, name);

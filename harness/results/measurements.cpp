@@ -9,6 +9,34 @@
 #include "harness/results/record.h"
 
 namespace harness {
+
+std::size_t rank_sample_limit(std::size_t ranks) {
+  return std::clamp(kRankSampleValues / std::max<std::size_t>(ranks, 1), kRankSampleMinSteps, kRankSampleSteps);
+}
+
+void thin_rank_sample(RankComputeSample& sample) {
+  const std::size_t ranks = sample.compute_s.empty() ? 0 : sample.compute_s.front().size();
+  const std::size_t limit = rank_sample_limit(ranks);
+  const auto keep_multiples = [&sample] {
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < sample.steps.size(); ++i) {
+      if (sample.steps[i] % sample.stride != 0) continue;
+      if (kept != i) {  // a vector moved onto itself is left empty
+        sample.steps[kept] = sample.steps[i];
+        sample.compute_s[kept] = std::move(sample.compute_s[i]);
+      }
+      ++kept;
+    }
+    sample.steps.resize(kept);
+    sample.compute_s.resize(kept);
+  };
+  keep_multiples();
+  while (sample.steps.size() > limit) {
+    sample.stride *= 2;
+    keep_multiples();
+  }
+}
+
 namespace {
 
 // JSON has no NaN or infinity: a diverged loss is stored as null.
@@ -21,7 +49,40 @@ Json to_json(const StepSeries& steps) {
                {"exposed_comm_s", steps.exposed_comm_s}};
   if (steps.wait_s) json["wait_s"] = *steps.wait_s;
   if (steps.imbalance_s) json["imbalance_s"] = *steps.imbalance_s;
+  if (steps.slowest_rank) json["slowest_rank"] = *steps.slowest_rank;
+  if (steps.slowest_lead_s) json["slowest_lead_s"] = *steps.slowest_lead_s;
+  if (steps.rank_compute) {
+    json["rank_compute"] = {{"stride", steps.rank_compute->stride},
+                            {"steps", steps.rank_compute->steps},
+                            {"compute_s", steps.rank_compute->compute_s}};
+  }
   return json;
+}
+
+RankComputeSample rank_compute_from(const Fields& fields) {
+  RankComputeSample sample;
+  sample.stride = fields.integer("stride");
+  if (sample.stride < 1 || (sample.stride & (sample.stride - 1)) != 0) fields.fail("stride", "a power of two");
+  sample.steps = fields.list<int64_t>("steps");
+  const Json& rows = fields.at("compute_s");
+  if (!rows.is_array() || rows.size() != sample.steps.size()) {
+    fields.fail("compute_s", fmt::format("a list of {} lists (one per sampled step)", sample.steps.size()));
+  }
+  for (std::size_t i = 0; i < sample.steps.size(); ++i) {
+    if (sample.steps[i] < 0 || sample.steps[i] % sample.stride != 0 || (i > 0 && sample.steps[i] <= sample.steps[i - 1])) {
+      fields.fail(fmt::format("steps[{}]", i).c_str(), "increasing multiples of stride");
+    }
+    const Json& row = rows[i];
+    if (!row.is_array() || (i > 0 && row.size() != sample.compute_s.front().size())) {
+      fields.fail(fmt::format("compute_s[{}]", i).c_str(), "a list of every rank's compute time, as long as the first");
+    }
+    std::vector<double>& values = sample.compute_s.emplace_back();
+    for (const Json& value : row) {
+      if (!value.is_number()) fields.fail(fmt::format("compute_s[{}]", i).c_str(), "numbers");
+      values.push_back(value.get<double>());
+    }
+  }
+  return sample;
 }
 
 StepSeries steps_from(const Fields& fields) {
@@ -32,12 +93,21 @@ StepSeries steps_from(const Fields& fields) {
   steps.exposed_comm_s = fields.list<double>("exposed_comm_s");
   if (fields.has("wait_s")) steps.wait_s = fields.list<double>("wait_s");
   if (fields.has("imbalance_s")) steps.imbalance_s = fields.list<double>("imbalance_s");
+  if (fields.has("slowest_rank")) steps.slowest_rank = fields.list<int>("slowest_rank");
+  if (fields.has("slowest_lead_s")) steps.slowest_lead_s = fields.list<double>("slowest_lead_s");
+  if (fields.has("rank_compute")) steps.rank_compute = rank_compute_from(fields.object("rank_compute"));
   const std::size_t count = steps.step_s.size();
   for (const auto* series : {&steps.compute_s, &steps.comm_s, &steps.exposed_comm_s}) {
     if (series->size() != count) fields.fail("", fmt::format("{} values in every series", count));
   }
-  for (const auto& series : {steps.wait_s, steps.imbalance_s}) {
+  for (const auto& series : {steps.wait_s, steps.imbalance_s, steps.slowest_lead_s}) {
     if (series && series->size() != count) fields.fail("", fmt::format("{} values in every series", count));
+  }
+  if (steps.slowest_rank && steps.slowest_rank->size() != count) {
+    fields.fail("slowest_rank", fmt::format("{} values, as every series", count));
+  }
+  if (steps.slowest_rank.has_value() != steps.slowest_lead_s.has_value()) {
+    fields.fail(steps.slowest_rank ? "slowest_lead_s" : "slowest_rank", "present with its pair");
   }
   return steps;
 }
@@ -347,6 +417,15 @@ Measurements measurements_from_json(const Json& json, const std::string& where) 
   if (fields.has("phases")) m.phases = phases_from(fields.object("phases"));
   if (m.kind == Kind::kTrain) {
     m.train = train_from(fields, version);
+    if (const auto& slowest = m.train->steps.slowest_rank) {
+      const auto outside = std::find_if(slowest->begin(), slowest->end(),
+                                        [&m](int rank) { return rank < 0 || rank >= m.world_size; });
+      if (outside != slowest->end()) {
+        fields.fail("steps.slowest_rank",
+                    fmt::format("ranks from 0 to {}, got {} at step {}", m.world_size - 1, *outside,
+                                outside - slowest->begin()));
+      }
+    }
   } else {
     m.comm = comm_from(fields, version);
   }

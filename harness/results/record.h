@@ -30,8 +30,13 @@
 //      exchanges nothing) and, on device "cuda", `gpus` (each rank's GPU, the driver and runtime
 //      versions, MPS), and `oversubscribed` (where ranks × threads outnumbered the cores they
 //      could use). Measurements only: timings mean what they meant in version 7.
+//      Also adds the steps' `slowest_rank` and `slowest_lead_s` (per step, the training rank
+//      whose compute took longest and its lead over the median training rank) and
+//      `rank_compute` (every rank's compute time at a bounded sample of the steps), and the
+//      settings `inject_compute_delay_ms` and `inject_compute_delay_rank`; absent before.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -68,6 +73,25 @@ std::optional<PointStatus> status_from_name(std::string_view name);
 // Node failures and preemptions: nothing about the point itself is wrong.
 bool is_retryable(PointStatus status);
 
+// Every rank's compute time at a sample of the timed steps, bounded whatever the run's length:
+// the steps whose index (counted from 0) is a multiple of `stride`, the smallest power of two
+// that keeps at most rank_sample_limit(ranks) of them (64 steps per rank, fewer above 256 ranks:
+// at most max(16384, 8 × ranks) values in all). Once a run has that many steps, at least half as
+// many are kept, spread evenly over it.
+inline constexpr std::size_t kRankSampleSteps = 64;
+inline constexpr std::size_t kRankSampleValues = 16384;
+inline constexpr std::size_t kRankSampleMinSteps = 8;
+std::size_t rank_sample_limit(std::size_t ranks);
+
+struct RankComputeSample {
+  int64_t stride = 1;
+  std::vector<int64_t> steps;                  // the sampled timed steps, increasing
+  std::vector<std::vector<double>> compute_s;  // per sampled step, every rank's (by rank)
+};
+// Doubles `sample`'s stride, dropping the steps that are no multiple of it, until it holds at
+// most rank_sample_limit(ranks) steps.
+void thin_rank_sample(RankComputeSample& sample);
+
 // Per timed step, the times of the rank whose step took longest (seconds).
 struct StepSeries {
   std::vector<double> step_s;
@@ -79,6 +103,12 @@ struct StepSeries {
   // 1 records written before they were measured.
   std::optional<std::vector<double>> wait_s;
   std::optional<std::vector<double>> imbalance_s;
+  // Version 8: per step, the training rank whose compute took longest (the lowest on a tie), and
+  // its lead: its compute minus the median training rank's (results/stragglers.h). Absent before.
+  std::optional<std::vector<int>> slowest_rank;
+  std::optional<std::vector<double>> slowest_lead_s;
+  // Version 8: every rank's compute time at a bounded sample of the steps. Absent before.
+  std::optional<RankComputeSample> rank_compute;
 };
 
 // One epoch of a training point (an iteration of K-means). Losses and accuracy are NaN when the

@@ -41,6 +41,19 @@ std::string damaged_train(const TrainMeasurements& train) {
       return why;
     }
   }
+  // The slowest rank's compute minus the median's: a difference, like the imbalance.
+  if (train.steps.slowest_lead_s) {
+    if (std::string why = damaged_series(steps + "slowest_lead_s", *train.steps.slowest_lead_s, true); !why.empty()) {
+      return why;
+    }
+  }
+  if (train.steps.rank_compute) {
+    const auto& rows = train.steps.rank_compute->compute_s;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const std::string field = fmt::format("{}rank_compute.compute_s[{}]", steps, i);
+      if (std::string why = damaged_series(field, rows[i]); !why.empty()) return why;
+    }
+  }
   if (!is_time(train.train_time_s)) return damaged("measurements.train.train_time_s", train.train_time_s);
   return "";
 }

@@ -76,6 +76,14 @@ ResultSet ResultSet::load(const ResultsDirectory& directory, const Experiment& e
     }
     set.convergence_ = check_convergence(set.configurations_, metrics, bands);
     set.efficiency_losses_ = harness::efficiency_losses(set.configurations_, metrics);
+    for (const ConfigurationStats& configuration : set.configurations_) {
+      std::vector<const Measurements*> measured;
+      for (const int r : configuration.runs) {
+        const Run& run = set.runs_[static_cast<std::size_t>(r)];
+        if (run.metrics) measured.push_back(&*run.record.measurements);
+      }
+      set.stragglers_.push_back(find_stragglers(measured));
+    }
   }
   return set;
 }

@@ -15,6 +15,7 @@
 #include "harness/results/record.h"
 #include "harness/results/results_directory.h"
 #include "harness/results/scaling.h"
+#include "harness/results/stragglers.h"
 #include "harness/study/sweep.h"
 
 namespace harness {
@@ -51,6 +52,8 @@ class ResultSet {
   const std::vector<ConvergenceCheck>& convergence() const { return convergence_; }
   // Per configuration: its lost efficiency against its baseline, in parts (training).
   const std::vector<EfficiencyLoss>& efficiency_losses() const { return efficiency_losses_; }
+  // Per configuration: its slowest rank and host, and whether one holds the others up (training).
+  const std::vector<Stragglers>& stragglers() const { return stragglers_; }
   // Points of the experiment without a record.
   std::size_t missing() const { return missing_; }
 
@@ -60,6 +63,7 @@ class ResultSet {
   std::vector<ConfigurationStats> configurations_;
   std::vector<ConvergenceCheck> convergence_;
   std::vector<EfficiencyLoss> efficiency_losses_;
+  std::vector<Stragglers> stragglers_;
   std::size_t missing_ = 0;
 };
 

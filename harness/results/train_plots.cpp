@@ -150,6 +150,30 @@ std::string efficiency_loss(const ResultSet& set, const std::vector<std::string>
   return any ? out : "";
 }
 
+// Each training rank's sampled compute time per configuration with two training ranks or more
+// (results/stragglers.h): "rank median p05 p95" in ms; a flagged configuration's title names its
+// straggler.
+std::string compute_by_rank(const ResultSet& set, const std::vector<std::string>& keys) {
+  std::string out;
+  for (std::size_t c = 0; c < set.configurations().size(); ++c) {
+    const Stragglers& stragglers = set.stragglers()[c];
+    if (!stragglers.measured || stragglers.median_compute_s <= 0) continue;
+    std::string title = curve_label(set.configurations()[c].settings, keys, true);
+    if (const Straggling* flagged = stragglers.flagged_entry()) {
+      title += flagged->rank >= 0 ? fmt::format(" (straggler: rank {}{})", flagged->rank,
+                                                flagged->host.empty() ? "" : ", " + flagged->host)
+                                  : fmt::format(" (straggler: host {})", flagged->host);
+    }
+    std::string points;
+    for (const Straggling& rank : stragglers.ranks) {
+      points += fmt::format("{} {:.6g} {:.6g} {:.6g}\n", rank.rank, 1e3 * rank.compute_median_s,
+                            1e3 * rank.compute_p05_s, 1e3 * rank.compute_p95_s);
+    }
+    out += (out.empty() ? "" : "\n\n") + block_title(title) + points;
+  }
+  return out;
+}
+
 // The speedup, efficiency and Karp-Flatt plots' data along ranks, with ideal lines; `ideal_line`:
 // whether the ideal speedup is the rank ratio (else 1).
 void add_scaling_plots(const std::vector<ConfigurationStats>& stats, const Curves& scaling, bool ideal_line,
@@ -258,6 +282,7 @@ std::map<std::string, std::string> TrainReport::plot_data(const ResultSet& set) 
   add_loss_and_accuracy_plots(set, keys, data);
   if (std::string steps = breakdown(set, keys); !steps.empty()) data["breakdown"] = std::move(steps);
   if (std::string lost = efficiency_loss(set, keys); !lost.empty()) data["efficiency_loss"] = std::move(lost);
+  if (std::string by_rank = compute_by_rank(set, keys); !by_rank.empty()) data["compute_by_rank"] = std::move(by_rank);
   return data;
 }
 

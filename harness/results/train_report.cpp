@@ -192,6 +192,24 @@ const std::vector<ConfigurationColumn>& stats_columns() {
         {"lost_communication", judged_column(&ResultSet::efficiency_losses, &EfficiencyLoss::communication)});
     list.push_back({"lost_waiting", judged_column(&ResultSet::efficiency_losses, &EfficiencyLoss::waiting)});
     list.push_back({"lost_rest", judged_column(&ResultSet::efficiency_losses, &EfficiencyLoss::rest)});
+    // Who holds the others up (results/stragglers.h): "" where no run says (one training rank,
+    // records before version 8).
+    const auto straggler = [](std::function<std::string(const Stragglers&)> format) {
+      return [format](const ConfigurationRow& row) {
+        const Stragglers& stragglers = row.set->stragglers()[row.index];
+        return stragglers.measured ? format(stragglers) : std::string();
+      };
+    };
+    list.push_back({"straggler_rank", straggler([](const Stragglers& s) { return std::to_string(s.straggler.rank); })});
+    list.push_back({"straggler_host", straggler([](const Stragglers& s) { return s.straggler.host; })});
+    list.push_back({"straggler_share", straggler([](const Stragglers& s) { return csv_number(s.straggler.share); })});
+    list.push_back(
+        {"straggler_lead_ms", straggler([](const Stragglers& s) { return csv_number(1e3 * s.straggler.lead_median_s); })});
+    list.push_back(
+        {"straggler_lead_p95_ms", straggler([](const Stragglers& s) { return csv_number(1e3 * s.straggler.lead_p95_s); })});
+    list.push_back({"straggler_wait_ms",
+                    straggler([](const Stragglers& s) { return csv_number(1e3 * s.straggler.wait_per_step_s); })});
+    list.push_back({"straggler_flag", straggler([](const Stragglers& s) { return s.flagged; })});
     return list;
   }();
   return columns;
@@ -263,7 +281,51 @@ std::string TrainReport::console_table(const ResultSet& set) const {
   // With repeats, one line per configuration (medians and intervals) reads better than one per
   // run; summary.csv keeps every run.
   std::string table = set.experiment().repeats > 1 ? configurations_table(set) : runs_table(set);
-  return table + efficiency_loss_table(set) + convergence_lines(set);
+  return table + efficiency_loss_table(set) + straggler_table(set) + convergence_lines(set);
+}
+
+std::string straggler_table(const ResultSet& set) {
+  std::vector<ConfigurationRow> rows;
+  for (const auto& row : configuration_rows(set)) {
+    if (set.stragglers()[row.index].measured) rows.push_back(row);
+  }
+  if (rows.empty()) return "";
+  using Column = ConsoleColumn<ConfigurationRow>;
+  const auto of = [](std::function<std::string(const Stragglers&)> format) {
+    return [format](const ConfigurationRow& row) { return format(row.set->stragglers()[row.index]); };
+  };
+  std::vector<Column> columns = configuration_identity_columns(set);
+  columns.insert(columns.end(), {
+      {"slowest", "rank", 7, false, of([](const Stragglers& s) { return std::to_string(s.straggler.rank); })},
+      {"host", "", 12, false, of([](const Stragglers& s) { return s.straggler.host; })},
+      {"share", "% steps", 7, false, of([](const Stragglers& s) { return fmt::format("{:.0f}", 100 * s.straggler.share); })},
+      {"lead", "ms", 8, false, of([](const Stragglers& s) { return fmt::format("{:.3f}", 1e3 * s.straggler.lead_median_s); })},
+      {"lead p95", "ms", 8, false, of([](const Stragglers& s) { return fmt::format("{:.3f}", 1e3 * s.straggler.lead_p95_s); })},
+      {"wait", "ms/step", 8, false,
+       of([](const Stragglers& s) { return fmt::format("{:.3f}", 1e3 * s.straggler.wait_per_step_s); })},
+      {"flag", "", 9, false, of([](const Stragglers& s) { return s.flagged.empty() ? std::string("-") : "STRAGGLER"; })},
+  });
+  return "\nthe slowest rank (most often the slowest in compute; lead: its compute minus the median rank's when it "
+         "was; wait: what the others waited for it per step):\n" +
+         format_console_table(columns, rows) + straggler_lines(set);
+}
+
+std::string straggler_lines(const ResultSet& set) {
+  std::string lines;
+  for (std::size_t c = 0; c < set.configurations().size(); ++c) {
+    const Stragglers& stragglers = set.stragglers()[c];
+    const Straggling* flagged = stragglers.flagged_entry();
+    if (flagged == nullptr) continue;
+    const ConfigurationRow row{&set, c};
+    Point point;
+    point.settings = row.stats().settings;
+    Experiment described = set.experiment();
+    described.repeats = 1;
+    lines += fmt::format("straggler: {} {}: {} (noise floor {:.3g} ms)\n", row.first_run().record.id,
+                         describe_point(described, point), describe_straggling(*flagged),
+                         1e3 * stragglers.noise_floor_s);
+  }
+  return lines;
 }
 
 std::string efficiency_loss_table(const ResultSet& set) {

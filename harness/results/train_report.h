@@ -1,6 +1,7 @@
 // The reports of training points (kind "train"): summary.csv (a row per run), stats.csv (a row per
 // configuration), the console tables and the training plots (speedup, efficiency, throughput,
-// Karp-Flatt, loss and accuracy, the step breakdown).
+// Karp-Flatt, loss and accuracy, the step breakdown, compute time by rank) and the straggler
+// table and flag.
 #pragma once
 
 #include "harness/results/report.h"
@@ -26,6 +27,13 @@ std::string convergence_lines(const ResultSet& set);
 // Per configuration with a baseline other than itself: its lost efficiency in parts
 // (results/efficiency_loss.h), as percentage points; "" when there is none.
 std::string efficiency_loss_table(const ResultSet& set);
+
+// Per configuration with two training ranks or more: its slowest rank, host, share, lead and
+// wait (results/stragglers.h), then straggler_lines; "" when no configuration says.
+std::string straggler_table(const ResultSet& set);
+// A line per configuration flagged for a straggler ("straggler: <id> <point>: rank 2 (nodeb) was
+// the slowest in 97% of the steps, ..."), or "" when none is.
+std::string straggler_lines(const ResultSet& set);
 
 // The tables' "batch /rank" column: batch_size under weak scaling, its share under strong scaling.
 int64_t batch_per_training_rank(const PointSettings& settings);

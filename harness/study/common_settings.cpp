@@ -208,6 +208,19 @@ std::vector<SettingRow> common_setting_rows() {
          s.inject_comm_delay_us = delay_us;
        },
        [](const PointSettings& s) { return Json(s.inject_comm_delay_us); }},
+      {"inject_compute_delay_ms", "a non-negative number of milliseconds up to 100000",
+       "fault injection: rank inject_compute_delay_rank sleeps this long inside every step's compute, "
+       "a straggler on purpose, to check that the results name it (training)",
+       R"({"type": "number", "minimum": 0, "maximum": 100000})",
+       [](PointSettings& s, const Json& v, const std::string& where) {
+         const double delay_ms = read_non_negative_number(v, where);
+         if (delay_ms > 1e5) fail_expected(where, "a non-negative number of milliseconds up to 100000", v);
+         s.inject_compute_delay_ms = delay_ms;
+       },
+       [](const PointSettings& s) { return Json(s.inject_compute_delay_ms); }},
+      int_row("inject_compute_delay_rank", "a non-negative integer below ranks",
+              "the rank that inject_compute_delay_ms delays", R"({"type": "integer", "minimum": 0, "maximum": 4095})",
+              0, 4095, &PointSettings::inject_compute_delay_rank),
       bool_row("timeline",
                "write logs/<id>.trace.json: a Chrome trace (Perfetto, chrome://tracing) of every rank "
                "during a sample of steps (the first 10 timed ones and 40 spread over the rest)",

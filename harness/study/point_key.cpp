@@ -17,10 +17,15 @@ uint64_t fnv1a_64(std::string_view text) {
 }
 
 // The settings as the key spells them: without `build` when it is the running harness, so that a
-// point of a one-build study keeps the identity (and id) it had before builds could be named.
+// point of a one-build study keeps the identity (and id) it had before builds could be named; and
+// likewise without the compute delay's settings when nothing is delayed (the rank is moot then).
 std::string key_settings(const PointSettings& settings) {
   Json json = to_json(settings);
   if (settings.build.empty()) json.erase("build");
+  if (settings.inject_compute_delay_ms == 0) {
+    json.erase("inject_compute_delay_ms");
+    json.erase("inject_compute_delay_rank");
+  }
   return json.dump();
 }
 

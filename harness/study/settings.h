@@ -66,6 +66,11 @@ struct PointSettings {
   // that users can check that their regression gate fires. Not part of a point's identity for
   // `harness check`, which compares a run with a delay to the same points without.
   double inject_comm_delay_us = 0;
+  // Fault injection: rank inject_compute_delay_rank sleeps inject_compute_delay_ms inside every
+  // step's compute, a straggler on purpose, so that users can check that the results name it
+  // (results/stragglers.h).
+  double inject_compute_delay_ms = 0;
+  int inject_compute_delay_rank = 0;
   // Rank 0 writes a Chrome trace of a bounded sample of steps (harness/rank/timeline.h).
   bool timeline = false;
   // Which harness build's rank program runs the point: a name of the experiment's "builds"

@@ -162,6 +162,11 @@ void validate_points(const Experiment& experiment, const std::vector<Point>& poi
               {"nodes", fmt::format("expected at most {} ({}), got {}", limits.max_nodes,
                                     limits.nodes_why, s.nodes)});
     }
+    if (s.inject_compute_delay_rank >= s.ranks) {
+      fail_at(experiment, point,
+              {"inject_compute_delay_rank",
+               fmt::format("expected a rank below ranks ({}), got {}", s.ranks, s.inject_compute_delay_rank)});
+    }
     if (s.ranks_per_node > 0 && s.ranks_per_node * s.nodes != s.ranks) {
       fail_at(experiment, point,
               {"ranks_per_node",

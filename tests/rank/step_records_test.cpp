@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "harness/common/errors.h"
 
 namespace harness {
@@ -32,6 +34,8 @@ TEST(StepRecords, AppendingSlicesKeepsEverySeriesInStepOrder) {
   slice.exposed_comm_s = {0.05, 0.1};
   slice.wait_s = std::vector<double>{0.0, 0.01};
   slice.imbalance_s = std::vector<double>{0.02, 0.0};
+  slice.slowest_rank = std::vector<int>{1, 0};
+  slice.slowest_lead_s = std::vector<double>{0.003, 0.001};
   append_steps(series, slice);
   append_steps(series, StepSeries{});  // a flush with no new steps on another rank
   append_steps(series, slice);
@@ -41,6 +45,90 @@ TEST(StepRecords, AppendingSlicesKeepsEverySeriesInStepOrder) {
   EXPECT_EQ(series.exposed_comm_s, std::vector<double>({0.05, 0.1, 0.05, 0.1}));
   EXPECT_EQ(series.wait_s, std::vector<double>({0.0, 0.01, 0.0, 0.01}));
   EXPECT_EQ(series.imbalance_s, std::vector<double>({0.02, 0.0, 0.02, 0.0}));
+  EXPECT_EQ(series.slowest_rank, std::vector<int>({1, 0, 1, 0}));
+  EXPECT_EQ(series.slowest_lead_s, std::vector<double>({0.003, 0.001, 0.003, 0.001}));
+}
+
+
+TEST(StepRecords, TheSlowestTrainingRankLeadsTheMedianOne) {
+  // Three steps of four ranks, rank r's step s at r × 3 + s; rank 3 only serves in the second call.
+  const std::vector<double> compute_s = {0.010, 0.020, 0.010,   // rank 0
+                                         0.012, 0.020, 0.011,   // rank 1
+                                         0.030, 0.010, 0.009,   // rank 2
+                                         0.011, 0.050, 0.012};  // rank 3
+  const SlowestRanks all = slowest_rank_per_step(compute_s, 3, {true, true, true, true});
+  EXPECT_EQ(all.rank, std::vector<int>({2, 3, 3}));
+  ASSERT_EQ(all.lead_s.size(), 3U);
+  EXPECT_NEAR(all.lead_s[0], 0.030 - 0.0115, 1e-12);  // four ranks: the median is mean(0.011, 0.012)
+  EXPECT_NEAR(all.lead_s[1], 0.050 - 0.020, 1e-12);
+  EXPECT_NEAR(all.lead_s[2], 0.012 - 0.0105, 1e-12);
+  const SlowestRanks served = slowest_rank_per_step(compute_s, 3, {true, true, true, false});
+  EXPECT_EQ(served.rank, std::vector<int>({2, 0, 1}));  // a tie goes to the lowest rank
+  EXPECT_NEAR(served.lead_s[0], 0.030 - 0.012, 1e-12);  // three ranks: the middle one
+  EXPECT_NEAR(served.lead_s[1], 0.0, 1e-12);
+  // One training rank is the slowest by nothing.
+  const SlowestRanks alone = slowest_rank_per_step({0.01, 0.02}, 2, {true});
+  EXPECT_EQ(alone.rank, std::vector<int>({0, 0}));
+  EXPECT_EQ(alone.lead_s, std::vector<double>({0.0, 0.0}));
+  EXPECT_THROW(slowest_rank_per_step({0.01, 0.02, 0.03}, 2, {true, true}), Error);
+}
+
+// Rank r's compute at step i: known, so that the sample can be checked value by value.
+double compute_at(std::size_t rank, int64_t step) { return 0.001 * static_cast<double>(rank + 1) + 1e-9 * static_cast<double>(step); }
+
+std::vector<double> slice_of(std::size_t ranks, int64_t first, std::size_t steps) {
+  std::vector<double> compute_s(ranks * steps);
+  for (std::size_t r = 0; r < ranks; ++r) {
+    for (std::size_t s = 0; s < steps; ++s) compute_s[r * steps + s] = compute_at(r, first + static_cast<int64_t>(s));
+  }
+  return compute_s;
+}
+
+void expect_bounded_sample(const RankComputeSample& sample, std::size_t ranks, int64_t steps) {
+  const std::size_t limit = rank_sample_limit(ranks);
+  ASSERT_LE(sample.steps.size(), limit);
+  ASSERT_EQ(sample.compute_s.size(), sample.steps.size());
+  EXPECT_EQ(sample.stride & (sample.stride - 1), 0) << sample.stride;  // a power of two
+  // Every multiple of the stride, no more: spread evenly over the run, and as fine as the bound allows.
+  EXPECT_EQ(static_cast<int64_t>(sample.steps.size()), (steps + sample.stride - 1) / sample.stride);
+  if (steps >= static_cast<int64_t>(limit)) EXPECT_GE(2 * sample.steps.size(), limit);
+  for (std::size_t i = 0; i < sample.steps.size(); ++i) {
+    EXPECT_EQ(sample.steps[i], static_cast<int64_t>(i) * sample.stride);
+    ASSERT_EQ(sample.compute_s[i].size(), ranks);
+    for (std::size_t r = 0; r < ranks; ++r) EXPECT_EQ(sample.compute_s[i][r], compute_at(r, sample.steps[i]));
+  }
+}
+
+TEST(StepRecords, TheRankSampleStaysWithinItsBoundForALongRun) {
+  EXPECT_EQ(rank_sample_limit(4), 64U);
+  EXPECT_EQ(rank_sample_limit(1024), 16U);
+  EXPECT_EQ(rank_sample_limit(4096), 8U);  // 8 × 4096 values: max(16384, 8 × ranks)
+  // A short run keeps every step.
+  const RankComputeSample short_run = sample_rank_compute(slice_of(4, 0, 10), 10, 0, 4);
+  EXPECT_EQ(short_run.stride, 1);
+  expect_bounded_sample(short_run, 4, 10);
+  // A long run gathered as partial flushes gather it: slices of growing size, appended one by
+  // one, 1,000,003 steps in all; the sample is bounded after every slice and at the end is the
+  // sample of the whole run.
+  constexpr std::size_t kRanks = 4;
+  StepSeries series;
+  int64_t done = 0;
+  std::size_t slice = 1;
+  while (done < 1000003) {
+    const std::size_t steps = std::min<std::size_t>(slice, 1000003 - static_cast<std::size_t>(done));
+    StepSeries more;
+    more.rank_compute = sample_rank_compute(slice_of(kRanks, done, steps), steps, static_cast<std::size_t>(done), kRanks);
+    append_steps(series, more);
+    done += static_cast<int64_t>(steps);
+    ASSERT_TRUE(series.rank_compute.has_value());
+    expect_bounded_sample(*series.rank_compute, kRanks, done);
+    slice = slice * 3 + 7;
+  }
+  EXPECT_EQ(series.rank_compute->stride, 16384);  // 1,000,003 / 16384 → 62 sampled steps
+  const RankComputeSample whole = sample_rank_compute(slice_of(kRanks, 0, 1000003), 1000003, 0, kRanks);
+  EXPECT_EQ(series.rank_compute->steps, whole.steps);
+  EXPECT_EQ(series.rank_compute->compute_s, whole.compute_s);
+  EXPECT_THROW(sample_rank_compute({0.1, 0.2, 0.3}, 2, 0, 2), Error);
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "harness/common/errors.h"
 #include "harness/rank/step_records.h"
 #include "harness/results/statistics.h"
+#include "harness/results/stragglers.h"
 #include "harness/study/settings.h"
 #include "workloads/registry.h"
 #include "workloads/workload.h"
@@ -158,6 +159,50 @@ TEST(DataParallelTrainer, LoadImbalanceShowsTheSlowRanksExtraCompute) {
   const double extra_s = std::chrono::duration<double>(OneSlowRank::kDelay).count();
   EXPECT_GE(median_of(imbalance), 0.5 * extra_s * (1.0 - 1.0 / size));
   for (const double wait : imbalance) EXPECT_LE(wait, 10 * extra_s);
+}
+
+// inject_compute_delay_ms makes its rank sleep in every step's compute: the gathered steps name
+// it the slowest with a lead of about the delay, and the results flag it.
+TEST(DataParallelTrainer, AnInjectedComputeDelayMakesItsRankTheStraggler) {
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  PointSettings settings;
+  settings.ranks = size;
+  settings.batch_size = 4;
+  settings.dataset_size = 4 * 12 * size;  // 12 steps
+  settings.epochs = 1;
+  settings.inject_compute_delay_ms = 20;
+  settings.inject_compute_delay_rank = std::min(2, size - 1);
+  auto workload = find_workload("iris_mlp").make(settings, kNoCudaDevice);
+  MpiAllreduce backend(MPI_COMM_WORLD);
+  DataParallelTrainer trainer(*workload, backend, MPI_COMM_WORLD, settings);
+  const LoopResult result = trainer.train();
+  const std::vector<bool> training(size, true);
+  const StepSeries series = gather_step_series(result.steps, training, MPI_COMM_WORLD);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank == settings.inject_compute_delay_rank) {
+    for (const double compute : result.steps.compute_s) EXPECT_GE(compute, 0.020);  // it slept
+  }
+  if (rank != 0) return;
+  ASSERT_TRUE(series.slowest_rank.has_value());
+  ASSERT_EQ(series.slowest_rank->size(), 12U);
+  ASSERT_EQ(series.rank_compute->steps.size(), 12U);
+  if (size == 1) return;  // slowest by nothing
+  EXPECT_EQ(*series.slowest_rank, std::vector<int>(12, settings.inject_compute_delay_rank));
+  // Its lead over the median rank is the delay (with two ranks the median is their mean: half of
+  // it), less a quarter for ranks slowed down by sharing the cores.
+  EXPECT_GE(median_of(*series.slowest_lead_s), 0.75 * (size == 2 ? 0.010 : 0.020));
+  Measurements measurements;
+  measurements.world_size = size;
+  measurements.hosts.assign(static_cast<std::size_t>(size), "here");
+  measurements.train = TrainMeasurements{};
+  measurements.train->training_ranks = size;
+  measurements.train->steps = series;
+  const Stragglers stragglers = find_stragglers({&measurements});
+  EXPECT_EQ(stragglers.straggler.rank, settings.inject_compute_delay_rank);
+  // 12 of 12: beyond chance for 2 ranks too (6 + 3 × 1.7 = 11.2).
+  EXPECT_EQ(stragglers.flagged, "rank");
 }
 
 // Warm-up steps train (the parameters end where an untimed run ends) but are left out of the

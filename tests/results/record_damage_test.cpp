@@ -48,6 +48,18 @@ TEST(RecordDamage, ANonFiniteTimeIsDamageToo) {
             "measurements.sizes[0].time_us_median is nan (expected a finite time >= 0)");
 }
 
+TEST(RecordDamage, ANonFiniteLeadOrANegativeSampledComputeIsDamage) {
+  PointRecord lead = train_record({1.0, 1.1});
+  lead.measurements->train->steps.slowest_rank = std::vector<int>{0, 0};
+  lead.measurements->train->steps.slowest_lead_s = std::vector<double>{0.0, std::nan("")};
+  EXPECT_EQ(damaged_timing(*lead.measurements),
+            "measurements.train.steps.slowest_lead_s[1] is nan (expected a finite time >= 0)");
+  PointRecord sample = train_record({1.0, 1.1});
+  sample.measurements->train->steps.rank_compute = RankComputeSample{1, {0, 1}, {{0.1, 0.2}, {0.1, -0.2}}};
+  EXPECT_EQ(damaged_timing(*sample.measurements),
+            "measurements.train.steps.rank_compute.compute_s[1][1] is -0.2 (expected a finite time >= 0)");
+}
+
 TEST(RecordDamage, SoundAndAlreadyFailedRecordsAreLeftAsTheyAre) {
   PointRecord sound = train_record({1.0, 1.1});
   EXPECT_FALSE(mark_damaged_record(sound));

@@ -103,6 +103,44 @@ TEST(Record, AVersion7RecordHasNoExchangePath) {
   EXPECT_EQ(read.measurements->exchange_path, "");
 }
 
+TEST(Record, TheSlowestRanksAndTheRankSampleRoundTripAndAreChecked) {
+  PointRecord record = ok_record();
+  StepSeries& steps = record.measurements->train->steps;
+  steps.slowest_rank = std::vector<int>{1, 0};
+  steps.slowest_lead_s = std::vector<double>{0.002, 0.0005};
+  steps.rank_compute = RankComputeSample{2, {0}, {{0.04, 0.05}}};
+  const Json json = to_json(record);
+  const PointRecord read = record_from_json(json, "r.json");
+  EXPECT_EQ(to_json(read), json);
+  EXPECT_EQ(read.measurements->train->steps.slowest_rank, std::vector<int>({1, 0}));
+  EXPECT_EQ(read.measurements->train->steps.rank_compute->compute_s[0][1], 0.05);
+  // A version 7 record has none of them.
+  Json older = to_json(ok_record());
+  older["schema_version"] = 7;
+  older["measurements"]["schema_version"] = 7;
+  const PointRecord old_read = record_from_json(older, "r.json");
+  EXPECT_FALSE(old_read.measurements->train->steps.slowest_rank.has_value());
+  EXPECT_FALSE(old_read.measurements->train->steps.rank_compute.has_value());
+
+  Json bad = json;
+  bad["measurements"]["steps"]["slowest_rank"] = {1, 2};
+  EXPECT_THROW(record_from_json(bad, "r.json"), Error);
+  try {
+    record_from_json(bad, "points/p.json");
+  } catch (const Error& error) {
+    EXPECT_STREQ(error.what(), "points/p.json: measurements: steps.slowest_rank: expected ranks from 0 to 1, got 2 at step 1");
+  }
+  bad = json;
+  bad["measurements"]["steps"].erase("slowest_lead_s");
+  EXPECT_THROW(record_from_json(bad, "r.json"), Error);
+  bad = json;
+  bad["measurements"]["steps"]["rank_compute"]["stride"] = 3;
+  EXPECT_THROW(record_from_json(bad, "r.json"), Error);
+  bad = json;
+  bad["measurements"]["steps"]["rank_compute"]["steps"] = {1};  // not a multiple of the stride
+  EXPECT_THROW(record_from_json(bad, "r.json"), Error);
+}
+
 TEST(Record, AVersion3RecordIsReadWithoutALossCurve) {
   Json json = to_json(ok_record());
   json["schema_version"] = 3;

@@ -119,7 +119,19 @@ TEST(PointKey, IsTheSettingsAndTheRepeat) {
   const PointKey key(settings, 1);
   Json spelled = to_json(settings);
   spelled.erase("build");  // the running harness's points keep the keys they had before builds (builds_test.cpp)
+  spelled.erase("inject_compute_delay_ms");  // likewise an undelayed point, before the compute delay existed
+  spelled.erase("inject_compute_delay_rank");
   EXPECT_EQ(key.text(), spelled.dump() + "|1");
+  // A delay is part of the key, with its rank; without a delay the rank is not.
+  PointSettings delayed = settings;
+  delayed.inject_compute_delay_ms = 20;
+  EXPECT_NE(PointKey(delayed, 1), key);
+  PointSettings other_rank = delayed;
+  other_rank.inject_compute_delay_rank = 1;
+  EXPECT_NE(PointKey(other_rank, 1), PointKey(delayed, 1));
+  PointSettings undelayed_rank = settings;
+  undelayed_rank.inject_compute_delay_rank = 1;
+  EXPECT_EQ(PointKey(undelayed_rank, 1), key);
   EXPECT_EQ(key.hash().size(), 8U);
   EXPECT_EQ(key, PointKey(settings, 1));
   EXPECT_NE(key, PointKey(settings, 0));

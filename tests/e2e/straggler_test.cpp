@@ -1,0 +1,68 @@
+// End to end: the straggler detector on 4 ranks (oversubscribed on a 2-core machine), with a
+// compute delay injected on rank 2 and without: rank 2 and its host are named and flagged in the
+// console, stats.csv and report.html, with the compute-by-rank plot; without the delay nothing is
+// flagged.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "e2e_helpers.h"
+#include "harness/common/files.h"
+
+namespace harness::e2e {
+namespace {
+
+TEST(Straggler, ADelayedRankIsNamedAndFlaggedAndNoDelayFlagsNothing) {
+  const fs::path dir = scratch("straggler");
+  // 120 samples, 2 per rank and step: 15 steps per epoch, 60 timed steps per point.
+  const fs::path experiment = write_experiment(dir, R"({
+    "name": "straggler",
+    "settings": {"workload": "iris_mlp", "epochs": 4, "lr": 0.1, "batch_size": 2, "ranks": 4,
+                 "threads_per_rank": 1, "inject_compute_delay_rank": 2},
+    "sweep": {"inject_compute_delay_ms": [0, 20]}})");
+  const fs::path out = dir / "out";
+  const HarnessRun run = run_harness({"run", experiment.string(), "--out", out.string()}, dir / "log");
+  ASSERT_TRUE(run.outcome.ok()) << explained(run);
+  const std::string console = joined(run.output);
+
+  const auto stats = read_csv(out / "stats.csv");
+  ASSERT_EQ(stats.size(), 2U) << console;
+  const auto& quiet = stats[0];
+  const auto& delayed = stats[1];
+  // Without a delay a slowest rank is named (some rank always is), but not flagged.
+  EXPECT_NE(quiet.at("straggler_rank"), "") << console;
+  EXPECT_EQ(quiet.at("straggler_flag"), "") << console;
+  // With it: rank 2, in nearly every step, by about the delay.
+  EXPECT_EQ(delayed.at("straggler_rank"), "2") << console;
+  EXPECT_EQ(delayed.at("straggler_flag"), "rank") << console;
+  EXPECT_GE(std::stod(delayed.at("straggler_share")), 0.9) << console;
+  EXPECT_GE(std::stod(delayed.at("straggler_lead_ms")), 15.0) << console;
+  EXPECT_GE(std::stod(delayed.at("straggler_lead_p95_ms")), std::stod(delayed.at("straggler_lead_ms")));
+  EXPECT_GE(std::stod(delayed.at("straggler_wait_ms")), 10.0) << console;
+  // Its host is the one its record says rank 2 ran on.
+  const Json record = read_json_file((out / "points" / (delayed.at("first_id") + ".json")).string());
+  const std::string host = record["measurements"]["hosts"][2].get<std::string>();
+  EXPECT_EQ(delayed.at("straggler_host"), host);
+  // The record keeps every rank's compute at a bounded sample of the 60 steps: all of them here.
+  const Json& sample = record["measurements"]["steps"]["rank_compute"];
+  EXPECT_EQ(sample["steps"].size(), 60U);
+  EXPECT_EQ(sample["compute_s"][0].size(), 4U);
+  EXPECT_EQ(record["measurements"]["steps"]["slowest_rank"].size(), 60U);
+
+  // The console: the table, and one flag line, for the delayed configuration only.
+  EXPECT_NE(console.find("the slowest rank (most often"), std::string::npos) << console;
+  const std::string flag = "straggler: " + delayed.at("first_id") + " ";
+  EXPECT_NE(console.find(flag), std::string::npos) << console;
+  EXPECT_NE(console.find(": rank 2 (" + host + ") was the slowest in "), std::string::npos) << console;
+  EXPECT_EQ(console.find("straggler: " + quiet.at("first_id") + " "), std::string::npos) << console;
+
+  // report.html says it before the table, and draws compute by rank.
+  const std::string html = read_text(out / "report.html");
+  EXPECT_NE(html.find("<p class=\"warning\" id=\"straggler\">straggler: " + delayed.at("first_id")), std::string::npos);
+  EXPECT_NE(html.find("id=\"plot-compute_by_rank\""), std::string::npos);
+  const std::string svg = read_text(out / "plots" / "compute_by_rank.svg");
+  EXPECT_NE(svg.find("(straggler: rank 2, " + host + ")"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace harness::e2e

@@ -1,0 +1,150 @@
+#include "harness/results/stragglers.h"
+
+#include <gtest/gtest.h>
+
+namespace harness {
+namespace {
+
+// A run of `hosts.size()` training ranks whose step s names slowest[s] with lead leads[s] and an
+// imbalance of half the lead; every rank's sampled compute is 10 ms, plus `extra_s` on rank
+// `slow_rank`.
+Measurements run_of(std::vector<std::string> hosts, const std::vector<int>& slowest, const std::vector<double>& leads,
+                    int slow_rank = -1, double extra_s = 0) {
+  Measurements m;
+  m.world_size = static_cast<int>(hosts.size());
+  m.hosts = std::move(hosts);
+  TrainMeasurements train;
+  train.training_ranks = m.world_size;
+  train.steps.slowest_rank = slowest;
+  train.steps.slowest_lead_s = leads;
+  std::vector<double> imbalance;
+  for (const double lead : leads) imbalance.push_back(lead / 2);
+  train.steps.imbalance_s = imbalance;
+  RankComputeSample sample;
+  for (int64_t step = 0; step < 8; ++step) {
+    sample.steps.push_back(step);
+    std::vector<double>& row = sample.compute_s.emplace_back(static_cast<std::size_t>(m.world_size), 0.010);
+    if (slow_rank >= 0) row[static_cast<std::size_t>(slow_rank)] += extra_s;
+  }
+  train.steps.rank_compute = sample;
+  m.train = train;
+  return m;
+}
+
+TEST(Stragglers, ShareLeadAndWaitOfEachRank) {
+  // 10 steps of 4 ranks: rank 2 the slowest in 8 (leads 1..8 ms), rank 0 in 2 (0.5 ms each).
+  std::vector<int> slowest = {2, 2, 0, 2, 2, 2, 0, 2, 2, 2};
+  std::vector<double> leads;
+  double lead_ms = 1;
+  for (const int rank : slowest) leads.push_back(rank == 2 ? 1e-3 * lead_ms++ : 0.5e-3);
+  const Measurements run = run_of({"a", "a", "b", "b"}, slowest, leads, 2, 0.005);
+  const Stragglers s = find_stragglers({&run});
+  ASSERT_TRUE(s.measured);
+  EXPECT_EQ(s.steps, 10);
+  ASSERT_EQ(s.ranks.size(), 4U);
+  EXPECT_EQ(s.straggler.rank, 2);
+  EXPECT_EQ(s.straggler.host, "b");
+  EXPECT_EQ(s.straggler.slowest_steps, 8);
+  EXPECT_DOUBLE_EQ(s.straggler.share, 0.8);
+  EXPECT_NEAR(s.straggler.lead_median_s, 4.5e-3, 1e-12);     // median of 1..8 ms
+  EXPECT_NEAR(s.straggler.lead_p95_s, 7.65e-3, 1e-12);       // interpolated between 7 and 8 ms
+  EXPECT_NEAR(s.straggler.wait_per_step_s, 36e-3 / 2 / 10, 1e-12);  // its imbalances over all steps
+  EXPECT_NEAR(s.ranks[0].share, 0.2, 1e-12);
+  EXPECT_NEAR(s.ranks[0].wait_per_step_s, 2 * 0.25e-3 / 10, 1e-12);
+  EXPECT_EQ(s.ranks[1].slowest_steps, 0);
+  // The ranks' waits add up to the mean imbalance.
+  double waits = 0;
+  for (const Straggling& rank : s.ranks) waits += rank.wait_per_step_s;
+  EXPECT_NEAR(waits, (36e-3 + 1e-3) / 2 / 10, 1e-12);
+  // Hosts: "b" holds rank 2, "a" rank 0.
+  ASSERT_EQ(s.hosts.size(), 2U);
+  EXPECT_EQ(s.hosts[0].host, "a");
+  EXPECT_EQ(s.hosts[0].ranks, 2);
+  EXPECT_DOUBLE_EQ(s.hosts[1].share, 0.8);
+  // The sampled compute: 10 ms everywhere but rank 2's 15 ms.
+  EXPECT_NEAR(s.ranks[2].compute_median_s, 0.015, 1e-12);
+  EXPECT_NEAR(s.ranks[1].compute_p95_s, 0.010, 1e-12);
+  EXPECT_NEAR(s.median_compute_s, 0.010, 1e-12);
+  // 8 of 10 is more than half and beyond 3 sigma of the quarter that chance gives 4 ranks
+  // (2.5 + 3 × 1.37 = 6.6), and the lead is far above 5% of 10 ms: flagged.
+  EXPECT_EQ(s.flagged, "rank");
+  ASSERT_NE(s.flagged_entry(), nullptr);
+  EXPECT_EQ(s.flagged_entry()->rank, 2);
+  EXPECT_EQ(describe_straggling(s.straggler),
+            "rank 2 (b) was the slowest in 80% of the steps, leading the median rank by 4.5 ms (p95 7.65 ms), a wait "
+            "of 1.8 ms per step");
+}
+
+TEST(Stragglers, ChanceDecidesWhatMoreThanHalfMeans) {
+  // With 2 ranks chance gives each half of the steps: 60 of 100 is not beyond 3 sigma (50 + 15).
+  EXPECT_FALSE(beyond_chance(60, 100, 0.5));
+  EXPECT_TRUE(beyond_chance(66, 100, 0.5));
+  // With 4 ranks, more than half is far beyond the quarter chance gives.
+  EXPECT_TRUE(beyond_chance(51, 100, 0.25));
+  EXPECT_FALSE(beyond_chance(50, 100, 0.25));  // not more than half
+  // Few steps: 3 of 3 with 2 ranks is chance one time in eight.
+  EXPECT_FALSE(beyond_chance(3, 3, 0.5));
+  EXPECT_FALSE(beyond_chance(0, 0, 0.5));
+}
+
+TEST(Stragglers, NoiseIsNotFlagged) {
+  // Every rank in turn: each the slowest in a quarter of the steps.
+  std::vector<int> slowest;
+  for (int s = 0; s < 100; ++s) slowest.push_back(s % 4);
+  const Measurements even = run_of({"a", "a", "a", "a"}, slowest, std::vector<double>(100, 2e-3));
+  const Stragglers turns = find_stragglers({&even});
+  EXPECT_EQ(turns.straggler.rank, 0);  // named all the same: the lowest of the tie
+  EXPECT_EQ(turns.flagged, "");
+  EXPECT_EQ(turns.flagged_entry(), nullptr);
+  // Always the same rank, but by a hair: 0.2 ms is below 5% of its 10 ms compute.
+  const Measurements hair = run_of({"a", "a", "a", "a"}, std::vector<int>(100, 1), std::vector<double>(100, 0.2e-3));
+  const Stragglers by_a_hair = find_stragglers({&hair});
+  EXPECT_DOUBLE_EQ(by_a_hair.straggler.share, 1.0);
+  EXPECT_NEAR(by_a_hair.noise_floor_s, 0.5e-3, 1e-12);
+  EXPECT_EQ(by_a_hair.flagged, "");
+  // Two ranks, one slowest in 60% of the steps by 5 ms: what chance gives two ranks.
+  std::vector<int> two;
+  for (int s = 0; s < 100; ++s) two.push_back(s % 5 < 3 ? 1 : 0);
+  const Measurements pair = run_of({"a", "a"}, two, std::vector<double>(100, 5e-3));
+  EXPECT_EQ(find_stragglers({&pair}).flagged, "");
+  // The same rank always, by 5 ms: flagged, even with two ranks.
+  const Measurements slow = run_of({"a", "a"}, std::vector<int>(100, 1), std::vector<double>(100, 5e-3));
+  EXPECT_EQ(find_stragglers({&slow}).flagged, "rank");
+}
+
+TEST(Stragglers, AHostIsFlaggedWhenItsRanksTakeTurns) {
+  // Ranks 2 and 3 of host "b" take turns: neither is the slowest in more than half of the steps,
+  // their host in all of them.
+  std::vector<int> slowest;
+  for (int s = 0; s < 100; ++s) slowest.push_back(2 + s % 2);
+  const Measurements run = run_of({"a", "a", "b", "b"}, slowest, std::vector<double>(100, 3e-3));
+  const Stragglers s = find_stragglers({&run});
+  EXPECT_EQ(s.flagged, "host");
+  ASSERT_NE(s.flagged_entry(), nullptr);
+  EXPECT_EQ(s.flagged_entry()->host, "b");
+  EXPECT_EQ(describe_straggling(*s.flagged_entry()),
+            "host b (2 rank(s)) was the slowest in 100% of the steps, leading the median rank by 3 ms (p95 3 ms), a "
+            "wait of 1.5 ms per step");
+  // On one host, that host is always the slowest: never a flag of its own.
+  const Measurements one_host = run_of({"a", "a", "a", "a"}, slowest, std::vector<double>(100, 3e-3));
+  EXPECT_EQ(find_stragglers({&one_host}).flagged, "");
+}
+
+TEST(Stragglers, RepeatsArePooledAndOlderRecordsLeftOut) {
+  const Measurements first = run_of({"a", "a", "a"}, std::vector<int>(30, 1), std::vector<double>(30, 1e-3));
+  const Measurements second = run_of({"a", "a", "a"}, std::vector<int>(10, 2), std::vector<double>(10, 1e-3));
+  Measurements older = first;
+  older.train->steps.slowest_rank.reset();
+  older.train->steps.slowest_lead_s.reset();
+  const Stragglers s = find_stragglers({&first, &second, &older});
+  EXPECT_EQ(s.runs, 2);
+  EXPECT_EQ(s.steps, 40);
+  EXPECT_DOUBLE_EQ(s.straggler.share, 0.75);
+  EXPECT_FALSE(find_stragglers({&older}).measured);
+  // One training rank: nobody to be slower than.
+  const Measurements alone = run_of({"a"}, std::vector<int>(5, 0), std::vector<double>(5, 0.0));
+  EXPECT_FALSE(find_stragglers({&alone}).measured);
+}
+
+}  // namespace
+}  // namespace harness
