@@ -13,6 +13,7 @@
 #include "backends/parameter_server.h"
 #include "backends/ring_allreduce.h"
 #include "backends/shared_memory_allreduce.h"
+#include "harness/common/errors.h"
 #include "harness/common/json_values.h"
 #include "harness/common/name_table.h"
 
@@ -126,6 +127,7 @@ const std::vector<BackendInfo>& backend_table() {
        .problem = parameter_server_problem,
        .settings = parameter_server_settings,
        .memory_traffic = parameter_server_traffic,
+       .busiest_rank_works_alone = true,
        .make = make<ParameterServer>},
       {.name = "shm",
        .summary = "zero-copy shared-memory allreduce: each rank sums its slice of every rank's "
@@ -191,6 +193,15 @@ std::unique_ptr<GradientSync> make_gradient_sync(std::string_view name,
 std::unique_ptr<GradientSync> make_gradient_sync(std::string_view name, const BackendOptions& options,
                                                  const Communicator& communicator) {
   const BackendInfo& info = find_backend(name);
+  // A backend this build lacks, or one for GPU memory only given host memory, is refused on one
+  // rank as on several, before the shortcut below (the settings' other problems are validation's,
+  // before launch).
+  if (info.unavailable_reason != nullptr) {
+    if (std::string reason = info.unavailable_reason(); !reason.empty()) throw NotSupported(reason);
+  }
+  if (info.device_memory_only && options.device != "cuda" && info.problem != nullptr) {
+    throw NotSupported(info.problem(options));
+  }
   if (communicator.size() == 1) return std::make_unique<NothingToExchange>(info.name);
   auto backend = info.make(communicator, options);
   if (options.inject_comm_delay_us > 0) {

@@ -42,6 +42,10 @@ struct BackendInfo {
   // the backend where memory, not a network, is the limit (the comm table's "memory" column,
   // registry.cpp states each). Null: no such figure.
   double (*memory_traffic)(int ranks) = nullptr;
+  // Whether that busiest rank moves its bytes while the others mostly wait (the parameter
+  // server's rank 0), so that one core's share of the memory bandwidth, not every core's at once,
+  // is its rate: the comm table then measures it against the one-core probes.
+  bool busiest_rank_works_alone = false;
   // Collective over the communicator's ranks; reads the backend's own settings from `options`.
   std::unique_ptr<GradientSync> (*make)(const Communicator& communicator, const BackendOptions& options) = nullptr;
 };

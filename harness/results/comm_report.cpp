@@ -45,18 +45,22 @@ int node_count(const Run& run) {
 }
 
 // The fastest this backend could reduce the row's size if memory were its only limit, as a share
-// of its measured time: its memory traffic (BackendInfo::memory_traffic) at the copy probe's rate,
-// all ranks at once. Negative when there is no such figure: several nodes, no probe, a backend
-// without a traffic figure.
+// of its measured time: its busiest rank's memory traffic (BackendInfo::memory_traffic) at the
+// probes' rate, every rank at once, or rank 0 alone for a backend whose busiest rank works while
+// the others wait (the parameter server: measured against every core's share it read 122% at
+// 16 ranks, a limit it beat because it was not its limit). Negative when there is no such
+// figure: several nodes, no probe, a backend without a traffic figure.
 double memory_limit_fraction(const SizeRow& row) {
   if (row.size == nullptr || row.size->copy_probe_us <= 0 || row.size->time_us_median <= 0) return -1;
   if (node_count(*row.run) != 1) return -1;
   const BackendInfo* backend = backend_or_null(row.run->record.settings.backend);
   if (backend == nullptr || backend->memory_traffic == nullptr) return -1;
+  const bool alone = backend->busiest_rank_works_alone && row.size->copy_probe_one_us > 0;
+  const double copy_us = alone ? row.size->copy_probe_one_us : row.size->copy_probe_us;
+  const double reduce_us = alone ? row.size->reduce_probe_one_us : row.size->reduce_probe_us;
   // Both probes move 3 bytes per byte (a copy: read, write-allocate, write; a[i] += b[i]: read
   // two, write one in place); the faster is the node's memory rate at this size.
-  const double probe_us = row.size->reduce_probe_us > 0 ? std::min(row.size->copy_probe_us, row.size->reduce_probe_us)
-                                                        : row.size->copy_probe_us;
+  const double probe_us = reduce_us > 0 ? std::min(copy_us, reduce_us) : copy_us;
   const double limit_us = backend->memory_traffic(row.run->record.settings.ranks) / 3.0 * probe_us;
   return limit_us / row.size->time_us_median;
 }

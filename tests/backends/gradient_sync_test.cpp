@@ -119,7 +119,7 @@ INSTANTIATE_TEST_SUITE_P(
 // nothing: no segment, no store), on more every backend exchanges.
 TEST(EveryBackendOnOneRank, ExchangesNothingAndLeavesTheBufferAsItIs) {
   const World world;
-  for (const std::string& name : backend_names()) {
+  for (const std::string& name : host_memory_backend_names()) {
     if (name == "gloo" && !gloo_available()) continue;
     if (refuses_across_nodes(name)) continue;
     const auto backend = make_gradient_sync(name, MPI_COMM_WORLD);

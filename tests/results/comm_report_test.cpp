@@ -86,3 +86,49 @@ TEST(CommReport, SaysNothingWithoutAllreducePointsToCompareWith) {
 
 }  // namespace
 }  // namespace harness
+
+namespace harness {
+namespace {
+
+// The "memory" column measures each backend against the rate its busiest rank can have: every
+// core's share at once for the ring (all ranks copy together), one core's alone for the parameter
+// server (rank 0 works while the others wait: against every core's share it read 122% at 16 ranks).
+TEST(CommReport, TheMemoryLimitOfARankThatWorksAloneIsOneCoresRate) {
+  const auto path = std::filesystem::temp_directory_path() / "harness_comm_limit_test";
+  std::filesystem::remove_all(path);
+  ResultsDirectory directory(path.string());
+  directory.create();
+  const Experiment experiment = parse_experiment(
+      R"({"name": "exp", "settings": {"kind": "comm", "ranks": 4, "ps_server_trains": true},
+          "sweep": {"backend": ["ring", "ps"]}})", "exp.json");
+  const std::vector<Point> points = expand(experiment);
+  for (const Point& point : points) {
+    PointRecord record = ok_record_of(point);
+    Measurements measurements;
+    measurements.kind = Kind::kComm;
+    measurements.world_size = 4;
+    measurements.hosts = {"a", "a", "a", "a"};
+    MessageSizeMetrics size;
+    size.bytes = 1 << 20;
+    size.time_us_median = size.time_us_min = size.time_us_max = 1000;
+    size.copy_probe_us = 100;     // every rank at once
+    size.copy_probe_one_us = 25;  // rank 0 alone: 4 times the bandwidth
+    measurements.comm = CommMeasurements{{size}};
+    record.measurements = measurements;
+    write_file_atomically(directory.record_path(record.id), to_json(record).dump(1));
+  }
+  const ResultSet set = ResultSet::load(directory, experiment, points, true);
+  const std::string csv = CommReport().tables(set).at("summary.csv");
+  // ring: 9 (p-1)/p = 6.75 bytes per byte at 100 us per 3: 225 us of 1000. ps: 6 (p-1) = 18 at 25 us
+  // per 3: 150 us (600 at every core's rate).
+  EXPECT_NE(csv.find(",ring,"), std::string::npos) << csv;
+  const auto row_of = [&csv](const std::string& backend) {
+    const auto at = csv.find("," + backend + ",");
+    return csv.substr(at, csv.find('\n', at) - at);
+  };
+  EXPECT_NE(row_of("ring").find(",0.225,"), std::string::npos) << row_of("ring");
+  EXPECT_NE(row_of("ps").find(",0.15,"), std::string::npos) << row_of("ps");
+}
+
+}  // namespace
+}  // namespace harness
