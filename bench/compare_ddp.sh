@@ -11,6 +11,7 @@
 #   VERBOSE=1 bash bench/compare_ddp.sh        # also every run's samples/s
 #   BACKEND=shm bash bench/compare_ddp.sh      # the harness's backend (default allreduce)
 #   CNN_BATCH=128 bash bench/compare_ddp.sh    # the CNN's batch per rank (default 64)
+#   RANKS='1 4 8 16' bash bench/compare_ddp.sh # the rank counts (default 1 2), as experiments/scale.json
 #
 # Configurations: mnist_cnn (CNN_BATCH images per rank and 64 × CNN_BATCH Fashion-MNIST images,
 # 4096 by default; lr 0.05, 1 epoch)
@@ -71,7 +72,7 @@ printf '%-10s %-6s %5s %12s %12s %7s %12s %7s\n' workload engine ranks harness/s
 for config in "mnist_cnn torch $cnn_batch $((64 * cnn_batch)) 1 0.05" "iris_mlp torch 4 120 20 0.5" "iris_mlp blas 4 120 20 0.5"; do
   [[ "$config" == *"${ONLY:-}"* ]] || continue
   read -r workload engine batch dataset epochs lr <<< "$config"
-  for ranks in 1 2; do
+  for ranks in ${RANKS:-1 2}; do
     : > "$work/h" && : > "$work/d" && : > "$work/t"
     for _ in $(seq "$rounds"); do
       harness_throughput "$workload" "$engine" "$ranks" "$batch" "$dataset" "$epochs" "$lr" >> "$work/h"
