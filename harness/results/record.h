@@ -218,11 +218,7 @@ struct GpuFacts {
   std::string nccl_version;     // "2.28.9" where the backend is nccl, else empty
 };
 
-// Whether two ranks of one host use the same GPU (same PCI bus id), given each rank's host.
-bool ranks_share_a_gpu(const std::vector<std::string>& hosts, const GpuFacts& gpus);
-// One line for consoles and reports: "2 x NVIDIA H100 80GB HBM3 (80 GiB), driver 13.0, runtime
-// 13.0; ranks share a GPU, with MPS".
-std::string describe_gpus(const std::vector<std::string>& hosts, const GpuFacts& gpus);
+// Whether ranks share a GPU, and the one-line description: harness/results/gpu_facts.h.
 
 // What rank 0 writes at the end of a point (`harness worker --output FILE`), and from time to time
 // while it runs (complete: false).

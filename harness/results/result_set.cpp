@@ -1,4 +1,5 @@
 #include "harness/results/result_set.h"
+#include "harness/results/gpu_facts.h"
 
 #include <filesystem>
 

@@ -6,6 +6,7 @@
 
 #include "harness/common/errors.h"
 #include "harness/common/files.h"
+#include "harness/results/gpu_facts.h"
 #include "harness/results/provenance.h"
 #include "harness/study/point_key.h"
 
