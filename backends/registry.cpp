@@ -1,5 +1,6 @@
 #include "backends/registry.h"
 
+#include <algorithm>
 #include <cstdint>
 
 #include <fmt/format.h>
@@ -69,6 +70,44 @@ std::unique_ptr<GradientSync> make_hierarchical(const Communicator& communicator
       communicator, options.option<std::size_t>(kHierMpiBelowKey, kHierMpiBelowBytes));
 }
 
+std::size_t hierarchical_hands_to_mpi_below_bytes(const BackendOptions& options) {
+  // On one node hier is shm, whatever the size.
+  return options.nodes > 1 ? options.option<std::size_t>(kHierMpiBelowKey, kHierMpiBelowBytes) : 0;
+}
+
+// Where the ring hands small buffers to MPI_Allreduce, in bytes per rank (ring_allreduce.h).
+constexpr std::string_view kRingMpiBelowChunkKey = "ring_allreduce_below_chunk_bytes";
+
+std::vector<BackendSetting> ring_settings() {
+  return {{.key = kRingMpiBelowChunkKey,
+           .expected = "a non-negative integer",
+           .help = "backend \"ring\": buffers whose chunk (buffer bytes / ranks) is smaller than this many "
+                   "bytes go through MPI_Allreduce (0: never; measure the crossover on your machine "
+                   "with the comm benchmark and this set to 0, as experiments/scale_comm.json does)",
+           .json_schema = R"({"type": "integer", "minimum": 0})",
+           .fallback = Json(kRingMpiBelowChunkBytes),
+           .normalise = [](const Json& value, const std::string& where) {
+             return Json(read_integer(value, where, 0, INT64_MAX, "a non-negative integer"));
+           }}};
+}
+
+std::size_t ring_mpi_below_chunk_bytes(const BackendOptions& options) {
+  return options.option<std::size_t>(kRingMpiBelowChunkKey, kRingMpiBelowChunkBytes);
+}
+
+std::unique_ptr<GradientSync> make_ring(const Communicator& communicator, const BackendOptions& options) {
+  return std::make_unique<RingAllreduce>(communicator, ring_mpi_below_chunk_bytes(options));
+}
+
+std::size_t ring_hands_to_mpi_below_bytes(const BackendOptions& options) {
+  // ring_hands_to_mpi(): chunk = bytes / ranks, so below chunk * ranks (saturated: a huge setting
+  // means every size).
+  const std::size_t chunk = ring_mpi_below_chunk_bytes(options);
+  const auto ranks = static_cast<std::size_t>(std::max(1, options.ranks));
+  if (options.ranks <= 1) return 0;
+  return chunk > SIZE_MAX / ranks ? SIZE_MAX : chunk * ranks;
+}
+
 std::string shared_memory_problem(const BackendOptions& options) {
   if (options.nodes <= 1) return "";
   return fmt::format("nodes: backend \"shm\" needs every rank on one node (it reduces through shared memory), "
@@ -118,9 +157,12 @@ const std::vector<BackendInfo>& backend_table() {
        .memory_traffic = ring_traffic,  // Open MPI's choice varies; its large-buffer algorithms move as much
        .make = make<MpiAllreduce>},
       {.name = "ring",
-       .summary = "bandwidth-optimal ring allreduce (reduce-scatter + allgather) over MPI_Sendrecv",
+       .summary = "bandwidth-optimal ring allreduce (reduce-scatter + allgather) over MPI point-to-point; "
+                  "small buffers through MPI_Allreduce",
+       .settings = ring_settings,
        .memory_traffic = ring_traffic,
-       .make = make<RingAllreduce>},
+       .hands_to_mpi_below_bytes = ring_hands_to_mpi_below_bytes,
+       .make = make_ring},
       {.name = "ps",
        .summary = "parameter server: rank 0 receives, sums and sends back with MPI_Send/MPI_Recv",
        .root_only_serves = [](const BackendOptions& options) { return !server_trains(options); },
@@ -140,6 +182,7 @@ const std::vector<BackendInfo>& backend_table() {
                   "ring between nodes for every local rank's slice at once",
        .settings = hierarchical_settings,
        .memory_traffic = shared_memory_traffic,  // on one node it is shm
+       .hands_to_mpi_below_bytes = hierarchical_hands_to_mpi_below_bytes,
        .make = make_hierarchical},
       {.name = "gloo",
        .summary = "Gloo allreduce through LibTorch's c10d::ProcessGroupGloo (what PyTorch DDP uses)",

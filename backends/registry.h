@@ -5,6 +5,7 @@
 // Adding a backend = a file pair in this folder + a line in registry.cpp + a CMake line + a test.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -46,6 +47,10 @@ struct BackendInfo {
   // server's rank 0), so that one core's share of the memory bandwidth, not every core's at once,
   // is its rate: the comm table then measures it against the one-core probes.
   bool busiest_rank_works_alone = false;
+  // The buffer size in bytes below which the backend hands a reduction to MPI_Allreduce for these
+  // settings (its crossover setting: ring's, hier's across nodes), 0 for none; null: never. The
+  // cost model leaves those sizes out of the backend's fit: they time MPI, not the backend.
+  std::size_t (*hands_to_mpi_below_bytes)(const BackendOptions& options) = nullptr;
   // Collective over the communicator's ranks; reads the backend's own settings from `options`.
   std::unique_ptr<GradientSync> (*make)(const Communicator& communicator, const BackendOptions& options) = nullptr;
 };

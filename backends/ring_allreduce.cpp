@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "backends/mpi_allreduce.h"
 #include "harness/common/errors.h"
 
 namespace harness {
@@ -153,6 +154,19 @@ void ring_allreduce_sum(std::span<float> buffer, const Communicator& communicato
     throw NotSupported(fmt::format("ring: chunks above {} elements", INT_MAX));
   }
   RingRun(buffer, communicator, scratch).run();
+}
+
+bool ring_hands_to_mpi(std::size_t bytes, int ranks, std::size_t mpi_below_chunk_bytes) {
+  // bytes / ranks < chunk, without the overflow of chunk * ranks for a huge setting.
+  return ranks > 1 && bytes / static_cast<std::size_t>(ranks) < mpi_below_chunk_bytes;
+}
+
+void RingAllreduce::allreduce_sum(std::span<float> buffer) {
+  if (ring_hands_to_mpi(buffer.size_bytes(), communicator_.size(), mpi_below_chunk_bytes_)) {
+    allreduce_sum_in_pieces(buffer, communicator_, "ring MPI_Allreduce");
+    return;
+  }
+  ring_allreduce_sum(buffer, communicator_, scratch_);
 }
 
 }  // namespace harness

@@ -1,10 +1,13 @@
 #include "harness/model/sample_groups.h"
 
 #include <algorithm>
+#include <map>
 
 #include <fmt/format.h>
 
+#include "backends/registry.h"
 #include "harness/common/errors.h"
+#include "harness/study/settings.h"
 
 namespace harness {
 
@@ -15,6 +18,7 @@ std::string group_label(const std::string& backend, bool across_nodes) {
 SampleGroups group_cost_samples(const std::vector<const PointRecord*>& records, const std::string& comm_dir) {
   SampleGroups out;
   int delayed = 0;
+  std::map<std::string, int> handed_to_mpi;  // samples left out, by backend
   for (const PointRecord* record : records) {
     if (!record->ok() || !record->measurements) continue;
     if (record->settings.device != "cpu") continue;  // staging copies are not the backend's cost
@@ -36,8 +40,19 @@ SampleGroups group_cost_samples(const std::vector<const PointRecord*>& records, 
       return g.backend == backend && g.across_nodes == across_nodes;
     });
     if (group == out.groups.end()) group = out.groups.insert(out.groups.end(), SampleGroup{backend, across_nodes, {}});
-    const auto more = cost_samples(*record);
-    group->samples.insert(group->samples.end(), more.begin(), more.end());
+    // Sizes the backend handed to MPI_Allreduce (below its crossover setting) time MPI, not it.
+    const BackendInfo* info = backend_or_null(backend);
+    const bool ring_before_its_crossover = backend == "ring" && record->schema_version < kRingCrossoverSince;
+    const std::size_t mpi_below = info != nullptr && info->hands_to_mpi_below_bytes != nullptr && !ring_before_its_crossover
+                                      ? info->hands_to_mpi_below_bytes(backend_options(record->settings))
+                                      : 0;
+    for (const CostSample& sample : cost_samples(*record)) {
+      if (static_cast<std::size_t>(sample.bytes) < mpi_below) {
+        ++handed_to_mpi[backend];
+        continue;
+      }
+      group->samples.push_back(sample);
+    }
     out.hosts.insert(hosts.begin(), hosts.end());
     out.max_ranks = std::max(out.max_ranks, record->settings.ranks);
   }
@@ -46,6 +61,13 @@ SampleGroups group_cost_samples(const std::vector<const PointRecord*>& records, 
                                        "of the backend (it would be fitted as alpha)",
                                        delayed));
   }
+  for (const auto& [backend, count] : handed_to_mpi) {
+    out.left_out.push_back(fmt::format("{} sample(s) of {} below its crossover setting left out: the backend handed "
+                                       "those sizes to MPI_Allreduce (set its crossover to 0 to fit them)",
+                                       count, backend));
+  }
+  // A group whose every size went to MPI has nothing of its own to fit.
+  std::erase_if(out.groups, [](const SampleGroup& group) { return group.samples.empty(); });
   if (out.groups.empty()) {
     throw ConfigError(fmt::format("{}: no ok comm record on device cpu{} to fit", comm_dir,
                                   delayed > 0 ? " without an injected delay" : ""));

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "backends/registry.h"
 #include "harness/common/errors.h"
 #include "harness/results/statistics.h"
 #include "harness/results/table.h"
@@ -61,8 +62,17 @@ std::optional<Measured> measured(const ResultSet& set, const ConfigurationStats&
   return result;
 }
 
-PredictedStep predict_step(const FamilyPrediction& family, const BackendCostFit& fit, const PointSettings& settings,
-                           int ranks) {
+// The fit that times a bucket of `bytes` at these settings: MPI_Allreduce's (`mpi_fit`, where the
+// comm run has one) below the size where the backend hands its buffers to MPI_Allreduce.
+const BackendCostFit& fit_for_bucket(const BackendCostFit& fit, const BackendCostFit* mpi_fit,
+                                     const PointSettings& at, double bytes) {
+  const BackendInfo* info = backend_or_null(at.backend);
+  if (mpi_fit == nullptr || info == nullptr || info->hands_to_mpi_below_bytes == nullptr) return fit;
+  return bytes < static_cast<double>(info->hands_to_mpi_below_bytes(backend_options(at))) ? *mpi_fit : fit;
+}
+
+PredictedStep predict_step(const FamilyPrediction& family, const BackendCostFit& fit, const BackendCostFit* mpi_fit,
+                           const PointSettings& settings, int ranks) {
   PredictedStep step;
   step.ranks = ranks;
   PointSettings at = settings;
@@ -71,7 +81,9 @@ PredictedStep predict_step(const FamilyPrediction& family, const BackendCostFit&
   step.per_rank_batch = per_rank_batch(at, step.workers);
   step.compute_s = family.compute_per_sample_s * static_cast<double>(step.per_rank_batch);
   const double bucket_bytes = static_cast<double>(family.gradient_bytes) / static_cast<double>(family.buckets);
-  step.comm_s = static_cast<double>(family.buckets) * predicted_allreduce_s(fit.form, fit.parameters, ranks, bucket_bytes);
+  const BackendCostFit& bucket_fit = fit_for_bucket(fit, mpi_fit, at, bucket_bytes);
+  step.comm_s = static_cast<double>(family.buckets) *
+                predicted_allreduce_s(bucket_fit.form, bucket_fit.parameters, ranks, bucket_bytes);
   // The sums are divided by the training ranks: one more pass over the gradients.
   if (step.workers > 1) step.comm_s += static_cast<double>(family.gradient_bytes) * fit.parameters.gamma_s_per_byte;
   step.step_s = step.compute_s + step.comm_s;
@@ -100,7 +112,7 @@ std::vector<std::pair<std::string, std::vector<int>>> configuration_families(con
 // The family's predicted steps at `ranks` and at every measured rank count, each with what was
 // measured there.
 void predict_steps(FamilyPrediction& family, const std::map<int, Measured>& by_ranks, const BackendCostFit& fit,
-                   const PointSettings& settings, const std::vector<int>& ranks) {
+                   const BackendCostFit* mpi_fit, const PointSettings& settings, const std::vector<int>& ranks) {
   std::set<int> all_ranks(ranks.begin(), ranks.end());
   for (const auto& [r, values] : by_ranks) all_ranks.insert(r);
   for (const int r : all_ranks) {
@@ -108,7 +120,7 @@ void predict_steps(FamilyPrediction& family, const std::map<int, Measured>& by_r
     PointSettings at = settings;
     at.ranks = r;
     if (per_rank_batch(at, worker_layout(at, 0, r).workers) < 1) continue;
-    PredictedStep step = predict_step(family, fit, settings, r);
+    PredictedStep step = predict_step(family, fit, mpi_fit, settings, r);
     if (const auto m = by_ranks.find(r); m != by_ranks.end()) {
       step.measured_comm_s = m->second.comm_s;
       step.measured_step_s = m->second.step_s;
@@ -153,7 +165,8 @@ std::optional<FamilyPrediction> predict_family(const ResultSet& train, const std
   family.compute_per_sample_s = base.compute_s / static_cast<double>(base.sgd->per_rank_batch);
   family.gradient_bytes = 4 * base.sgd->parameters;
   family.buckets = std::max<int64_t>(1, base.sgd->buckets);
-  predict_steps(family, by_ranks, fit->second, settings, ranks);
+  const auto mpi_fit = fits.find("allreduce");
+  predict_steps(family, by_ranks, fit->second, mpi_fit == fits.end() ? nullptr : &mpi_fit->second, settings, ranks);
   return family;
 }
 

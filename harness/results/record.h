@@ -34,6 +34,9 @@
 //      whose compute took longest and its lead over the median training rank) and
 //      `rank_compute` (every rank's compute time at a bounded sample of the steps), and the
 //      settings `inject_compute_delay_ms` and `inject_compute_delay_rank`; absent before.
+//   9  backend "ring" hands buffers whose chunk (bytes / ranks) is below the new setting
+//      `ring_allreduce_below_chunk_bytes` (default 512 KiB) to MPI_Allreduce; records before 9 ran
+//      the ring at every size (the cost model reads them so: kRingCrossoverSince).
 #pragma once
 
 #include <cstddef>
@@ -49,10 +52,13 @@
 
 namespace harness {
 
-inline constexpr int kRecordSchemaVersion = 8;
+inline constexpr int kRecordSchemaVersion = 9;
 // Records of this version and later time the same things in the same way: `harness check`
 // compares their timings, while a record older than this is compared only with its own version.
 inline constexpr int kTimingsComparableSince = 4;
+// Records of this version and later ran backend "ring"'s crossover to MPI_Allreduce; older ones
+// read with its default, but ran the ring at every size.
+inline constexpr int kRingCrossoverSince = 9;
 
 // How a point ended. Only "ok" points have measurements that reports use.
 enum class PointStatus {

@@ -18,13 +18,18 @@ uint64_t fnv1a_64(std::string_view text) {
 
 // The settings as the key spells them: without `build` when it is the running harness, so that a
 // point of a one-build study keeps the identity (and id) it had before builds could be named; and
-// likewise without the compute delay's settings when nothing is delayed (the rank is moot then).
+// likewise without the compute delay's settings when nothing is delayed (the rank is moot then),
+// and without the settings added later while they hold their defaults.
 std::string key_settings(const PointSettings& settings) {
   Json json = to_json(settings);
   if (settings.build.empty()) json.erase("build");
   if (settings.inject_compute_delay_ms == 0) {
     json.erase("inject_compute_delay_ms");
     json.erase("inject_compute_delay_rank");
+  }
+  static const Json defaults = to_json(PointSettings{});
+  for (const char* added : {"ring_allreduce_below_chunk_bytes"}) {
+    if (json.contains(added) && json[added] == defaults[added]) json.erase(added);
   }
   return json.dump();
 }

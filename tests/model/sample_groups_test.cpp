@@ -18,6 +18,8 @@ PointRecord comm_record(const std::string& backend, const std::vector<std::strin
   record.settings.ranks = static_cast<int>(hosts.size());
   record.settings.backend = backend;
   record.settings.inject_comm_delay_us = delay_us;
+  // The ring at every size, so that its samples are its own (the crossover has a test of its own).
+  if (backend == "ring") record.settings.options["ring_allreduce_below_chunk_bytes"] = 0;
   Measurements measurements;
   measurements.kind = Kind::kComm;
   measurements.hosts = hosts;
@@ -72,6 +74,30 @@ TEST(SampleGroups, RecordsWithAnInjectedDelayAreLeftOutAndSaidToBe) {
   } catch (const ConfigError& error) {
     EXPECT_EQ(std::string(error.what()), "comm: no ok comm record on device cpu without an injected delay to fit");
   }
+}
+
+// Below its crossover the ring hands buffers to MPI_Allreduce: those sizes time MPI, and are left
+// out of the ring's fit, and said to be; a record from before the crossover (schema 8) ran the
+// ring at every size and keeps them.
+TEST(SampleGroups, SizesTheRingHandedToMpiAreLeftOutAndSaidToBe) {
+  PointRecord crossover = comm_record("ring", {"a", "a"});
+  crossover.settings.options["ring_allreduce_below_chunk_bytes"] = 8192;  // MPI below 16 KiB at 2 ranks
+  SampleGroups groups = group_cost_samples({&crossover}, "comm");
+  ASSERT_EQ(groups.groups.size(), 1U);
+  ASSERT_EQ(groups.groups[0].samples.size(), 1U);
+  EXPECT_EQ(groups.groups[0].samples[0].bytes, 65536);
+  ASSERT_EQ(groups.left_out.size(), 1U);
+  EXPECT_EQ(groups.left_out[0],
+            "1 sample(s) of ring below its crossover setting left out: the backend handed those sizes to "
+            "MPI_Allreduce (set its crossover to 0 to fit them)");
+
+  PointRecord before_the_crossover = crossover;
+  before_the_crossover.schema_version = kRingCrossoverSince - 1;
+  EXPECT_EQ(group_cost_samples({&before_the_crossover}, "comm").groups[0].samples.size(), 2U);
+
+  // Every size below it: nothing of the ring's own to fit.
+  crossover.settings.options["ring_allreduce_below_chunk_bytes"] = 1 << 20;
+  EXPECT_THROW(group_cost_samples({&crossover}, "comm"), ConfigError);
 }
 
 TEST(SampleGroups, HierAcrossNodesIsRefused) {
