@@ -154,5 +154,25 @@ TEST(TrainingPrediction, PredictsEachRankCountFromComputePerSampleAndTheFit) {
   EXPECT_THROW(predict_training(run, {}, {1, 4}, 1, 2), ConfigError);
 }
 
+// Buckets of 2000 bytes lie below the ring's crossover (512 KiB per rank): the ring hands them to
+// MPI_Allreduce, so where the comm run has allreduce's fit, that fit times them.
+TEST(TrainingPrediction, BucketsBelowTheRingsCrossoverAreTimedWithAllreducesFit) {
+  const ResultSet run = training_run("crossover");
+  BackendCostFit ring;
+  ring.backend = "ring";
+  ring.form = CostForm::kRing;
+  ring.parameters = kKnown;
+  BackendCostFit allreduce;
+  allreduce.backend = "allreduce";
+  allreduce.form = CostForm::kRingOrRecursiveDoubling;
+  allreduce.parameters = {1e-6, 0.1e-9, kKnown.gamma_s_per_byte};
+  const TrainingPrediction prediction = predict_training(run, {{"ring", ring}, {"allreduce", allreduce}}, {1, 4}, 1, 2);
+  ASSERT_EQ(prediction.families.size(), 1U);
+  const PredictedStep& two = prediction.families[0].steps[1];
+  ASSERT_EQ(two.ranks, 2);
+  EXPECT_DOUBLE_EQ(two.comm_s, 2 * predicted_allreduce_s(CostForm::kRingOrRecursiveDoubling, allreduce.parameters, 2, 2000) +
+                                   4000 * kKnown.gamma_s_per_byte);
+}
+
 }  // namespace
 }  // namespace harness
