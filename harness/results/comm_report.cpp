@@ -5,6 +5,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "backends/registry.h"
 
@@ -63,6 +64,25 @@ double memory_limit_fraction(const SizeRow& row) {
   const double probe_us = reduce_us > 0 ? std::min(copy_us, reduce_us) : copy_us;
   const double limit_us = backend->memory_traffic(row.run->record.settings.ranks) / 3.0 * probe_us;
   return limit_us / row.size->time_us_median;
+}
+
+std::string memory_above_its_limit(const ResultSet& set) {
+  std::vector<std::string> above;
+  for (const SizeRow& row : size_rows(set)) {
+    // 100.5% prints as 101 in the column: the first figure a reader would question.
+    if (const double fraction = memory_limit_fraction(row); fraction >= 1.005) {
+      above.push_back(fmt::format("{} {} at {} B ({:.0f}%)", row.run->record.id, row.run->record.settings.backend,
+                                  row.size->bytes, 100 * fraction));
+    }
+  }
+  if (above.empty()) return "";
+  const std::size_t shown = std::min<std::size_t>(above.size(), 4);
+  return fmt::format(
+      "memory above 100% of its limit: {}{}. The limit is the backend's modelled memory traffic at the rate of this "
+      "run's copy and a[i] += b[i] probes, measured beside it, not a bound: a few points over it is noise between the "
+      "two; far over it, the backend moved fewer bytes than its model counts (docs/backends-and-comm-benchmark.md)\n",
+      fmt::join(above.begin(), above.begin() + static_cast<std::ptrdiff_t>(shown), ", "),
+      above.size() > shown ? fmt::format(" and {} more", above.size() - shown) : "");
 }
 
 bool any_run_on_several_nodes(const ResultSet& set) {
@@ -254,6 +274,7 @@ std::string CommReport::console_table(const ResultSet& set) const {
     columns.push_back({"inter", "GB/s", 7, false, of_size("{:.2f}", &MessageSizeMetrics::inter_node_gbps, "-")});
   }
   std::string table = format_console_table(columns, size_rows(set));
+  if (const std::string above = memory_above_its_limit(set); !above.empty()) table += "\n" + above;
   if (const std::string crossovers = crossover_summary(set); !crossovers.empty()) {
     table += "\n";
     table += crossovers;

@@ -128,6 +128,37 @@ TEST(CommReport, TheMemoryLimitOfARankThatWorksAloneIsOneCoresRate) {
   };
   EXPECT_NE(row_of("ring").find(",0.225,"), std::string::npos) << row_of("ring");
   EXPECT_NE(row_of("ps").find(",0.15,"), std::string::npos) << row_of("ps");
+  EXPECT_EQ(CommReport().console_table(set).find("memory above 100%"), std::string::npos)
+      << "both within their limits: nothing to explain";
+}
+
+// A fraction above 100% is not hidden or capped: the console says which rows, and what the limit is.
+TEST(CommReport, AMemoryFractionAboveItsLimitIsNamedAndExplained) {
+  const auto path = std::filesystem::temp_directory_path() / "harness_comm_above_limit_test";
+  std::filesystem::remove_all(path);
+  ResultsDirectory directory(path.string());
+  directory.create();
+  const Experiment experiment = parse_experiment(
+      R"({"name": "exp", "settings": {"kind": "comm", "ranks": 2, "backend": "shm"}})", "exp.json");
+  const std::vector<Point> points = expand(experiment);
+  PointRecord record = ok_record_of(points[0]);
+  Measurements measurements;
+  measurements.kind = Kind::kComm;
+  measurements.world_size = 2;
+  measurements.hosts = {"a", "a"};
+  MessageSizeMetrics size;
+  size.bytes = 1 << 24;
+  size.time_us_median = size.time_us_min = size.time_us_max = 1000;
+  size.copy_probe_us = 1530;  // shm moves 2 bytes per byte against the probe's 3: 1020 us, 102%
+  measurements.comm = CommMeasurements{{size}};
+  record.measurements = measurements;
+  write_file_atomically(directory.record_path(record.id), to_json(record).dump(1));
+  const ResultSet set = ResultSet::load(directory, experiment, points, true);
+  const std::string table = CommReport().console_table(set);
+  EXPECT_NE(table.find("memory above 100% of its limit: " + record.id + " shm at 16777216 B (102%). The limit is the "
+                       "backend's modelled memory traffic at the rate of this run's copy and a[i] += b[i] probes"),
+            std::string::npos)
+      << table;
 }
 
 }  // namespace
