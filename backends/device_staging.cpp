@@ -43,6 +43,7 @@ void check_cuda(cudaError_t code, std::string_view operation) {
 
 CudaStatus cuda_status() {
   CudaStatus status;
+  status.built = true;
   const cudaError_t code = cudaGetDeviceCount(&status.devices);
   if (code != cudaSuccess) {
     status.devices = 0;

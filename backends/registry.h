@@ -73,6 +73,7 @@ inline constexpr std::string_view kNoExchangePath = "none (one rank)";
 
 // Whether this build can use CUDA devices, and why not; MPI-free, for validation.
 struct CudaStatus {
+  bool built = false;  // the build has CUDA (HARNESS_WITH_CUDA), whatever this machine has
   bool usable = false;
   int devices = 0;
   std::string reason;  // why not usable; empty when usable

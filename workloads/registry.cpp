@@ -1,5 +1,6 @@
 #include "workloads/registry.h"
 
+#include <ATen/Context.h>
 #include <torch/cuda.h>
 
 #include <fmt/format.h>
@@ -102,9 +103,14 @@ const WorkloadInfo& find_workload(std::string_view name) {
   return find_by_name(workload_table(), name, "workload");
 }
 
-std::string training_device_problem(std::string_view device) {
-  if (device == "cuda" && !torch::cuda::is_available()) {
+std::string training_device_problem(std::string_view device, bool devices_here) {
+  if (device != "cuda") return "";
+  // hasCUDART: LibTorch's CUDA part is built and linked, whether or not this machine has a GPU.
+  if (!at::Context::hasCUDART()) {
     return "training on \"cuda\" needs a LibTorch built with CUDA, and this one is CPU-only";
+  }
+  if (devices_here && !torch::cuda::is_available()) {
+    return "LibTorch finds no CUDA device on this machine (torch::cuda::is_available() is false)";
   }
   return "";
 }

@@ -68,6 +68,8 @@ const std::vector<WorkloadInfo>& workload_table();
 const WorkloadInfo& find_workload(std::string_view name);
 
 // Why workloads cannot train on `device` with this LibTorch ("cuda" with a CPU-only build), or "".
-std::string training_device_problem(std::string_view device);
+// `devices_here`: the ranks run on this machine, so LibTorch must also find a GPU here; false for a
+// launcher whose ranks run on other nodes (SLURM from a login node), where only the build counts.
+std::string training_device_problem(std::string_view device, bool devices_here);
 
 }  // namespace harness

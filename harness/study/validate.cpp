@@ -187,11 +187,13 @@ void validate_points(const Experiment& experiment, const std::vector<Point>& poi
     const BackendInfo& backend = named(experiment, point, "backend", [&]() -> const BackendInfo& {
       return find_backend(s.backend);
     });
-    // The device first: where no GPU can be used, that is the reason, whatever the backend.
+    // The device first: where no GPU can be used, that is the reason, whatever the backend. Where
+    // the ranks run on other nodes (SLURM from a login node without a GPU), only the build must
+    // have CUDA: the nodes' GPUs are asked of the scheduler, and a rank without one says so.
     const CudaStatus cuda = s.device == "cuda" ? cuda_status() : CudaStatus{};
     if (s.device == "cuda") {
-      std::string problem = cuda.reason;
-      if (problem.empty() && s.kind == Kind::kTrain) problem = training_device_problem(s.device);
+      std::string problem = !cuda.built || limits.gpus_as_here ? cuda.reason : "";
+      if (problem.empty() && s.kind == Kind::kTrain) problem = training_device_problem(s.device, limits.gpus_as_here);
       if (!problem.empty()) {
         fail_at(experiment, point, {"device", "expected \"cpu\" on this build and machine: " + problem});
       }

@@ -22,8 +22,10 @@ struct ResourceLimits {
   int max_nodes = 0;  // 0: no limit
   std::string nodes_why;  // "the local launcher runs every rank on this machine"
   // Whether each node's ranks see the GPUs that this machine's do (cuda_status().devices,
-  // CUDA_VISIBLE_DEVICES respected), for the backends that need a GPU per rank (nccl); false:
-  // unknown before launch (they check when they start).
+  // CUDA_VISIBLE_DEVICES respected): device "cuda" then needs a GPU here, and the backends that
+  // need a GPU per rank (nccl) count this machine's. False: the ranks run on other nodes (SLURM
+  // from a login node), whose GPUs are unknown before launch; only the build must have CUDA, and
+  // the ranks check when they start.
   bool gpus_as_here = false;
 };
 

@@ -7,14 +7,15 @@
 #include "backends/device_staging.h"
 #include "backends/nccl_allreduce.h"
 #include "harness/common/errors.h"
+#include "workloads/registry.h"
 
 namespace harness {
 namespace {
 
-std::string validation_error(const std::string& text) {
+std::string validation_error(const std::string& text, const ResourceLimits& limits = {}) {
   try {
     const Experiment experiment = parse_experiment(text, "exp.json");
-    validate_points(experiment, expand(experiment));
+    validate_points(experiment, expand(experiment), limits);
   } catch (const ConfigError& error) {
     return error.what();
   }
@@ -57,14 +58,31 @@ TEST(Validate, UnknownNamesAreEchoedEscapedAndShort) {
                          "... (expected one of: allreduce, ring, ps, shm, hier, gloo, nccl)");
 }
 
+ResourceLimits ranks_here() {
+  ResourceLimits limits;
+  limits.gpus_as_here = true;  // the local launcher's
+  return limits;
+}
+
+// Where the ranks run on this machine, it must have a GPU; where they run on other nodes (SLURM
+// from a login node without one), only the build must have CUDA (and, to train, LibTorch).
 TEST(Validate, CudaIsRejectedBeforeLaunchWhereItCannotRun) {
   const CudaStatus status = cuda_status();
   if (status.usable) GTEST_SKIP() << "this machine has a CUDA device";
   for (const char* kind : {"train", "comm"}) {
-    EXPECT_EQ(validation_error(fmt::format(
-                  R"({{"name": "x", "settings": {{"kind": "{}", "device": "cuda"}}}})", kind)),
-              "exp.json: settings.device: expected \"cpu\" on this build and machine: " +
-                  status.reason);
+    const std::string text = fmt::format(R"({{"name": "x", "settings": {{"kind": "{}", "device": "cuda"}}}})", kind);
+    EXPECT_EQ(validation_error(text, ranks_here()),
+              "exp.json: settings.device: expected \"cpu\" on this build and machine: " + status.reason);
+    const std::string elsewhere = validation_error(text);
+    if (!status.built) {
+      EXPECT_EQ(elsewhere, "exp.json: settings.device: expected \"cpu\" on this build and machine: " + status.reason);
+    } else if (std::string(kind) == "comm") {
+      EXPECT_EQ(elsewhere, "") << "a CUDA build on a login node: the nodes have the GPUs";
+    } else {
+      // Training also needs LibTorch's CUDA: Debian's LibTorch (CI's CUDA configuration) has none.
+      const std::string problem = training_device_problem("cuda", false);
+      EXPECT_EQ(elsewhere, problem.empty() ? "" : "exp.json: settings.device: expected \"cpu\" on this build and machine: " + problem);
+    }
   }
 }
 
@@ -86,7 +104,7 @@ TEST(Validate, NcclIsRefusedBeforeLaunchWithTheSettingAtFault) {
   }
   const CudaStatus cuda = cuda_status();
   const std::string on_device =
-      validation_error(R"({"name": "x", "settings": {"kind": "comm", "backend": "nccl", "device": "cuda"}})");
+      validation_error(R"({"name": "x", "settings": {"kind": "comm", "backend": "nccl", "device": "cuda"}})", ranks_here());
   if (!cuda.usable) {
     EXPECT_EQ(on_device, "exp.json: settings.device: expected \"cpu\" on this build and machine: " + cuda.reason);
     return;
