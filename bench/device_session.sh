@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# Everything a session with the GPU machine should measure, in one call of the device tool (a
+# session gets 15 device-minutes, a machine takes minutes to start, and each one starts bare):
+# build there, then the stages below in order of priority, each under its own time limit, the
+# whole under DEADLINE_S. What each stage prints and writes goes to $OUT/<stage>.txt (plus a
+# few CSVs), and $OUT/stages.txt lists each stage's exit status and seconds.
+#
+#   bash ../shared/device/prepare.sh          # here, once: fills .device/ (see ../shared/device/README.md)
+#   run: bash bench/device_session.sh         # there, with carry [".device"]
+#   run: STAGES="gpu_tests comm_cuda" bash bench/device_session.sh
+#   HARNESS=./build/harness STAGES=simulated_hosts bash bench/device_session.sh   # here: no build
+#
+# Stages (the default runs them all, in this order):
+#   gpu_tests        ctest -L gpu: staging, nccl, cuda_ipc, provenance, the GPU experiments
+#   comm_cuda        experiments/gpu/comm_cuda.json, 2 ranks on the one GPU, MPS started first
+#   compare_gpu      bench/compare_gpu.sh, one round: the CNN and ResNet-50 against PyTorch's loop
+#   scale_comm       experiments/scale_comm.json on the CPU: 16 ranks, every host backend, the
+#                    pure ring beside MPI_Allreduce (the ring's crossover, the memory limits)
+#   scale            experiments/scale.json (CNN weak scaling, 1 to 16 ranks) and DDP beside it
+#   simulated_hosts  2 simulated hosts x 8 ranks: mpirun's allocation and map, then a comm point
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+out=${OUT:-/tmp/device-out}
+mkdir -p "$out"
+deadline=$((SECONDS + ${DEADLINE_S:-540}))
+stages=${STAGES:-gpu_tests comm_cuda compare_gpu scale_comm scale simulated_hosts}
+harness=${HARNESS:-/tmp/b/harness}
+results=/tmp/device-results
+
+log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$out/stages.txt"; }
+
+# Keeps a run's tables: the summaries, the stats, the console's output.
+keep() {
+  local name=$1 dir=$2
+  for file in summary.csv stats.csv efficiency.csv; do
+    [[ -f $dir/$file ]] && cp "$dir/$file" "$out/$name.$file"
+  done
+}
+
+stage_gpu_tests() {
+  ctest --test-dir /tmp/b -L gpu --output-on-failure --timeout 150
+}
+
+start_mps() {
+  # Two ranks on one GPU time-slice it without MPS (a 1 KiB staged reduction: 550 us against
+  # 20 us with it; ../shared/device/README.md).
+  if command -v nvidia-cuda-mps-control > /dev/null && ! pgrep -x nvidia-cuda-mps > /dev/null; then
+    nvidia-cuda-mps-control -d && echo "MPS started"
+  fi
+}
+
+stage_comm_cuda() {
+  start_mps
+  "$harness" run experiments/gpu/comm_cuda.json --out "$results/comm_cuda"
+  local status=$?
+  keep comm_cuda "$results/comm_cuda"
+  return $status
+}
+
+stage_compare_gpu() {
+  ROUNDS=1 HARNESS=$harness bash bench/compare_gpu.sh
+}
+
+stage_scale_comm() {
+  "$harness" run experiments/scale_comm.json --out "$results/scale_comm"
+  local status=$?
+  keep scale_comm "$results/scale_comm"
+  return $status
+}
+
+stage_scale() {
+  "$harness" run experiments/scale.json --out "$results/scale"
+  local status=$?
+  keep scale "$results/scale"
+  ROUNDS=1 ONLY=mnist_cnn RANKS='1 4 8 16' HARNESS=$harness PYTHON=python3 bash bench/compare_ddp.sh
+  return $status
+}
+
+stage_simulated_hosts() {
+  local agent="$harness simulated-node"
+  mpirun -n 16 --allow-run-as-root --display-allocation --display-map --host nodea:8,nodeb:8 \
+    --mca plm_rsh_agent "$agent" --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo hostname
+  printf '%s\n' '{"name": "hosts_2x8", "settings": {"kind": "comm", "ranks": 16, "nodes": 2, "threads_per_rank": 1,' \
+    '"comm_max_bytes": 65536, "comm_iterations": 5}, "sweep": {"backend": ["allreduce", "hier"]},' \
+    '"launcher": {"name": "local", "hosts": ["nodea", "nodeb"], "simulate_hosts": true}}' > /tmp/hosts_2x8.json
+  "$harness" run /tmp/hosts_2x8.json --out "$results/hosts_2x8"
+  local status=$?
+  keep hosts_2x8 "$results/hosts_2x8"
+  return $status
+}
+
+# The most seconds each stage may take, within what is left of the deadline.
+declare -A limit=([gpu_tests]=240 [comm_cuda]=150 [compare_gpu]=200 [scale_comm]=150 [scale]=240 [simulated_hosts]=90)
+
+log "device session: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo 'no nvidia-smi'), $(nproc) cores"
+started=$SECONDS
+if [[ -z ${HARNESS:-} ]]; then
+  if ! bash .device/build-on-device.sh > "$out/build.txt" 2>&1; then
+    log "build failed after $((SECONDS - started)) s (build.txt)"
+    tail -30 "$out/build.txt"
+    exit 1
+  fi
+  log "build: $((SECONDS - started)) s"
+  . .device/env-on-device.sh
+fi
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mkdir -p "$results"
+
+for stage in $stages; do
+  left=$((deadline - SECONDS))
+  if ! declare -F "stage_$stage" > /dev/null; then
+    log "$stage: no such stage (expected one of: ${!limit[*]})"
+    continue
+  fi
+  if ((left < 30)); then
+    log "$stage: skipped, $left s left of DEADLINE_S"
+    continue
+  fi
+  seconds=${limit[$stage]}
+  ((seconds > left)) && seconds=$left
+  started=$SECONDS
+  timeout --kill-after=10 "$seconds" bash -c "$(declare -f keep start_mps "stage_$stage"); \
+    out='$out' results='$results' harness='$harness' stage_$stage" > "$out/$stage.txt" 2>&1
+  status=$?
+  log "$stage: exit $status in $((SECONDS - started)) s (limit $seconds s)$([[ $status == 124 ]] && echo ', timed out')"
+  tail -15 "$out/$stage.txt"
+done
+cd "$root" && log "done"
