@@ -52,17 +52,24 @@ std::string parameter_server_problem(const BackendOptions& options) {
 // nothing from shared memory and pays for the extra phases.
 constexpr std::string_view kHierMpiBelowKey = "hier_allreduce_below_bytes";
 
+// A crossover setting in bytes (hier's, ring's): a non-negative integer, 0 for "never".
+BackendSetting crossover_bytes_setting(std::string_view key, std::string_view help, std::size_t fallback) {
+  return {.key = key,
+          .expected = "a non-negative integer",
+          .help = help,
+          .json_schema = R"({"type": "integer", "minimum": 0})",
+          .fallback = Json(fallback),
+          .normalise = [](const Json& value, const std::string& where) {
+            return Json(read_integer(value, where, 0, INT64_MAX, "a non-negative integer"));
+          }};
+}
+
 std::vector<BackendSetting> hierarchical_settings() {
-  return {{.key = kHierMpiBelowKey,
-           .expected = "a non-negative integer",
-           .help = "backend \"hier\" across nodes: buffers smaller than this many bytes go through "
-                   "MPI_Allreduce (0: never; the crossover of your network, measured as in "
-                   "experiments/multinode.json)",
-           .json_schema = R"({"type": "integer", "minimum": 0})",
-           .fallback = Json(kHierMpiBelowBytes),
-           .normalise = [](const Json& value, const std::string& where) {
-             return Json(read_integer(value, where, 0, INT64_MAX, "a non-negative integer"));
-           }}};
+  return {crossover_bytes_setting(kHierMpiBelowKey,
+                                  "backend \"hier\" across nodes: buffers smaller than this many bytes go through "
+                                  "MPI_Allreduce (0: never; the crossover of your network, measured as in "
+                                  "experiments/multinode.json)",
+                                  kHierMpiBelowBytes)};
 }
 
 std::unique_ptr<GradientSync> make_hierarchical(const Communicator& communicator, const BackendOptions& options) {
@@ -79,16 +86,12 @@ std::size_t hierarchical_hands_to_mpi_below_bytes(const BackendOptions& options)
 constexpr std::string_view kRingMpiBelowChunkKey = "ring_allreduce_below_chunk_bytes";
 
 std::vector<BackendSetting> ring_settings() {
-  return {{.key = kRingMpiBelowChunkKey,
-           .expected = "a non-negative integer",
-           .help = "backend \"ring\": buffers whose chunk (buffer bytes / ranks) is smaller than this many "
-                   "bytes go through MPI_Allreduce (0: never; measure the crossover on your machine "
-                   "with the comm benchmark and this set to 0, as experiments/scale_comm.json does)",
-           .json_schema = R"({"type": "integer", "minimum": 0})",
-           .fallback = Json(kRingMpiBelowChunkBytes),
-           .normalise = [](const Json& value, const std::string& where) {
-             return Json(read_integer(value, where, 0, INT64_MAX, "a non-negative integer"));
-           }}};
+  return {crossover_bytes_setting(kRingMpiBelowChunkKey,
+                                  "backend \"ring\": buffers whose chunk (buffer bytes / ranks) is smaller than this "
+                                  "many bytes go through MPI_Allreduce (0: never; measure the crossover on your "
+                                  "machine with the comm benchmark and this set to 0, as "
+                                  "experiments/scale_comm.json does)",
+                                  kRingMpiBelowChunkBytes)};
 }
 
 std::size_t ring_mpi_below_chunk_bytes(const BackendOptions& options) {
