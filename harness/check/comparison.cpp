@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <regex>
 #include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "harness/check/comparability.h"
 #include "harness/check/empty_comparison.h"
 #include "harness/check/failing_repeats.h"
 #include "harness/check/metric_comparison.h"
@@ -42,38 +42,6 @@ std::string values_text(const Json& values) {
             (value.is_string() ? value.get<std::string>() : value.is_number() ? format_number(value.get<double>()) : value.dump());
   }
   return text;
-}
-
-// The MPI implementation and its version to the minor number ("Open MPI v4.1"): another patch
-// release or packaging of the same library is comparable, another library or release is not.
-std::string mpi_release(std::string text) {
-  // Records before 0.3.1 kept the NUL that Open MPI counts in the string's length.
-  while (!text.empty() && (text.back() == '\0' || text.back() == ' ')) text.pop_back();
-  text = text.substr(0, text.find(','));
-  static const std::regex release(R"(^(\D*?)(\d+)\.(\d+)(\.\d+)?)");
-  std::smatch match;
-  if (std::regex_search(text, match, release)) return match[1].str() + match[2].str() + "." + match[3].str();
-  return text;
-}
-
-// What must agree for two records' timings to be compared; "" when they may be.
-std::string incomparable(const PointRecord& a, const PointRecord& b) {
-  const auto hosts = [](const PointRecord& record) {
-    const auto& list = record.measurements->hosts;
-    return std::set<std::string>(list.begin(), list.end()).size();
-  };
-  if (a.schema_version != b.schema_version &&
-      std::min(a.schema_version, b.schema_version) < kTimingsComparableSince) {
-    return fmt::format("record schema {} against {}", a.schema_version, b.schema_version);
-  }
-  if (hosts(a) != hosts(b)) return fmt::format("{} host(s) against {}", hosts(a), hosts(b));
-  const std::string library_a = mpi_release(a.measurements->mpi_library);
-  const std::string library_b = mpi_release(b.measurements->mpi_library);
-  if (library_a != library_b) return fmt::format("MPI library \"{}\" against \"{}\"", library_a, library_b);
-  if (a.settings.device != b.settings.device) {
-    return fmt::format("device {} against {}", a.settings.device, b.settings.device);
-  }
-  return "";
 }
 
 // A metric's values of one configuration, by message size (0 for training) and repeat.

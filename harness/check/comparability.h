@@ -1,0 +1,18 @@
+// What must agree for two records' timings to be compared (harness check): the record schema
+// where timings changed meaning, the number of hosts, the MPI library's release and the device.
+#pragma once
+
+#include <string>
+
+#include "harness/results/record.h"
+
+namespace harness {
+
+// The MPI implementation and its version to the minor number ("Open MPI v4.1"): another patch
+// release or packaging of the same library is comparable, another library or release is not.
+std::string mpi_release(std::string text);
+
+// Why two ok records' timings may not be compared ("2 host(s) against 1"), or "" when they may be.
+std::string incomparable(const PointRecord& a, const PointRecord& b);
+
+}  // namespace harness

@@ -1,0 +1,41 @@
+// What must agree for harness check to compare two records' timings.
+#include "harness/check/comparability.h"
+
+#include <gtest/gtest.h>
+
+namespace harness {
+namespace {
+
+PointRecord record_on(std::vector<std::string> hosts, std::string mpi_library, std::string device = "cpu") {
+  PointRecord record;
+  record.settings.device = std::move(device);
+  Measurements measurements;
+  measurements.hosts = std::move(hosts);
+  measurements.mpi_library = std::move(mpi_library);
+  record.measurements = measurements;
+  return record;
+}
+
+TEST(Comparability, TheMpiReleaseIsTheLibraryToItsMinorVersion) {
+  EXPECT_EQ(mpi_release("Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4"), "Open MPI v4.1");
+  EXPECT_EQ(mpi_release(std::string("Open MPI v4.1.6, package: Ubuntu\0", 33)), "Open MPI v4.1");
+  EXPECT_EQ(mpi_release("MPICH Version: 4.0.2"), "MPICH Version: 4.0");
+  EXPECT_EQ(mpi_release("some MPI"), "some MPI");
+}
+
+TEST(Comparability, HostsLibraryReleaseDeviceAndOldSchemasKeepTimingsApart) {
+  const PointRecord debian = record_on({"a", "a"}, "Open MPI v4.1.4, package: Debian");
+  EXPECT_EQ(incomparable(debian, record_on({"b", "b"}, "Open MPI v4.1.6, package: Ubuntu")), "")
+      << "another patch release and other host names: comparable";
+  EXPECT_EQ(incomparable(debian, record_on({"a", "b"}, "Open MPI v4.1.4")), "1 host(s) against 2");
+  EXPECT_EQ(incomparable(debian, record_on({"a"}, "Open MPI v5.0.3")),
+            "MPI library \"Open MPI v4.1\" against \"Open MPI v5.0\"");
+  EXPECT_EQ(incomparable(debian, record_on({"a"}, "Open MPI v4.1.4", "cuda")), "device cpu against cuda");
+  PointRecord old = debian;
+  old.schema_version = kTimingsComparableSince - 1;
+  EXPECT_EQ(incomparable(old, debian),
+            "record schema " + std::to_string(old.schema_version) + " against " + std::to_string(kRecordSchemaVersion));
+}
+
+}  // namespace
+}  // namespace harness
