@@ -1,5 +1,6 @@
 #include "backends/device_staging.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 
@@ -29,6 +30,19 @@ DevicePath device_path_for(const GradientSync& backend) {
 }
 
 }  // namespace
+
+std::vector<StagingChunk> staging_chunks(std::size_t count, std::size_t chunk_floats) {
+  if (chunk_floats == 0) throw Error("staging_chunks: chunk_floats must be positive");
+  std::vector<StagingChunk> chunks;
+  chunks.reserve(count / chunk_floats + 1);
+  std::size_t offset = 0;
+  do {
+    const std::size_t length = std::min(chunk_floats, count - offset);
+    chunks.push_back({offset, length});
+    offset += length;
+  } while (offset < count);
+  return chunks;
+}
 
 #ifdef HARNESS_WITH_CUDA
 
@@ -127,6 +141,7 @@ DeviceStagedSync::DeviceStagedSync(GradientSync& host_backend)
     : host_backend_(host_backend), path_(device_path_for(host_backend)) {}
 
 DeviceStagedSync::~DeviceStagedSync() {
+  release_pipeline();  // first: it waits for copies that may still use the pinned buffer
   if (pinned_ != nullptr) cudaFreeHost(pinned_);
 }
 
@@ -148,6 +163,17 @@ void DeviceStagedSync::allreduce_sum(float* device_data, std::size_t count) {
     return;
   }
   reserve_pinned(count);
+  // The plan depends on the count alone, so every rank takes the same branch here.
+  if (count <= kStagingChunkFloats) {
+    allreduce_staged_whole(device_data, count);
+  } else {
+    allreduce_staged_pipelined(device_data, count);
+  }
+}
+
+void DeviceStagedSync::allreduce_staged_whole(float* device_data, std::size_t count) {
+  // cudaMemcpy runs on the legacy default stream, after the work that wrote the buffer, and
+  // returns when a copy to or from pinned memory is done.
   const std::size_t bytes = count * sizeof(float);
   if (bytes > 0) {
     check_cuda(cudaMemcpy(pinned_, device_data, bytes, cudaMemcpyDeviceToHost),
@@ -157,6 +183,81 @@ void DeviceStagedSync::allreduce_sum(float* device_data, std::size_t count) {
   if (bytes > 0) {
     check_cuda(cudaMemcpy(device_data, pinned_, bytes, cudaMemcpyHostToDevice),
                "cudaMemcpy(sums to device)");
+  }
+}
+
+void DeviceStagedSync::allreduce_staged_pipelined(float* device_data, std::size_t count) {
+  const std::vector<StagingChunk> chunks = staging_chunks(count);
+  prepare_pipeline(device_data, chunks.size());
+  // The overlap's communication thread has no current GPU of its own.
+  check_cuda(cudaSetDevice(device_), "cudaSetDevice");
+  // The copies out wait, through an event, for the work queued on the legacy default stream (what
+  // wrote the buffer), as backend nccl does; the streams are non-blocking, so work queued there
+  // later (the rest of backward, with overlap) need not wait for the copies.
+  check_cuda(cudaEventRecord(input_ready_, cudaStreamLegacy), "cudaEventRecord(input ready)");
+  check_cuda(cudaStreamWaitEvent(copy_out_, input_ready_, 0), "cudaStreamWaitEvent(input ready)");
+  // Every chunk's copy out is queued at once: the copy engine moves chunk k+1 while the host
+  // reduces chunk k. Each chunk has its own part of the pinned buffer, so no copy waits for
+  // another to free space.
+  for (std::size_t k = 0; k < chunks.size(); ++k) {
+    check_cuda(cudaMemcpyAsync(pinned_ + chunks[k].offset, device_data + chunks[k].offset,
+                               chunks[k].count * sizeof(float), cudaMemcpyDeviceToHost, copy_out_),
+               "cudaMemcpyAsync(gradients to host)");
+    check_cuda(cudaEventRecord(copied_out_[k], copy_out_), "cudaEventRecord(chunk copied out)");
+  }
+  // In chunk order on every rank: the host backend's calls are collectives.
+  for (std::size_t k = 0; k < chunks.size(); ++k) {
+    check_cuda(cudaEventSynchronize(copied_out_[k]), "cudaEventSynchronize(chunk copied out)");
+    host_backend_.allreduce_sum(std::span<float>(pinned_ + chunks[k].offset, chunks[k].count));
+    // Back on a stream of its own, beside the copies still going out.
+    check_cuda(cudaMemcpyAsync(device_data + chunks[k].offset, pinned_ + chunks[k].offset,
+                               chunks[k].count * sizeof(float), cudaMemcpyHostToDevice, copy_back_),
+               "cudaMemcpyAsync(sums to device)");
+  }
+  // The contract: the sums are in device memory when the call returns (and the pinned buffer is
+  // free for the next call).
+  check_cuda(cudaEventRecord(copied_back_, copy_back_), "cudaEventRecord(copied back)");
+  check_cuda(cudaEventSynchronize(copied_back_), "cudaEventSynchronize(copied back)");
+}
+
+void DeviceStagedSync::prepare_pipeline(const float* device_data, std::size_t chunks) {
+  if (copied_back_ == nullptr) {  // made last: everything before it is there too
+    release_pipeline();            // what a failed attempt made
+    // Streams and events belong to the GPU current when they are made: the data's.
+    cudaPointerAttributes attributes{};
+    check_cuda(cudaPointerGetAttributes(&attributes, device_data), "cudaPointerGetAttributes");
+    if (attributes.type != cudaMemoryTypeDevice) {
+      throw Error("DeviceStagedSync::allreduce_sum: the buffer is not in device memory");
+    }
+    device_ = attributes.device;
+    check_cuda(cudaSetDevice(device_), "cudaSetDevice");
+    check_cuda(cudaStreamCreateWithFlags(&copy_out_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    check_cuda(cudaStreamCreateWithFlags(&copy_back_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    check_cuda(cudaEventCreateWithFlags(&input_ready_, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+    check_cuda(cudaEventCreateWithFlags(&copied_back_, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+  }
+  check_cuda(cudaSetDevice(device_), "cudaSetDevice");
+  while (copied_out_.size() < chunks) {
+    cudaEvent_t event = nullptr;
+    check_cuda(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+    copied_out_.push_back(event);
+  }
+}
+
+void DeviceStagedSync::release_pipeline() noexcept {
+  if (device_ >= 0) cudaSetDevice(device_);
+  // A call that threw (a host backend's failure) may have left copies queued.
+  if (copy_out_ != nullptr) cudaStreamSynchronize(copy_out_);
+  if (copy_back_ != nullptr) cudaStreamSynchronize(copy_back_);
+  for (cudaEvent_t event : copied_out_) cudaEventDestroy(event);
+  copied_out_.clear();
+  for (cudaEvent_t* event : {&input_ready_, &copied_back_}) {
+    if (*event != nullptr) cudaEventDestroy(*event);
+    *event = nullptr;
+  }
+  for (cudaStream_t* stream : {&copy_out_, &copy_back_}) {
+    if (*stream != nullptr) cudaStreamDestroy(*stream);
+    *stream = nullptr;
   }
 }
 
@@ -196,6 +297,10 @@ DeviceStagedSync::DeviceStagedSync(GradientSync& host_backend)
 DeviceStagedSync::~DeviceStagedSync() = default;
 void DeviceStagedSync::reserve_pinned(std::size_t) { throw_not_built(); }
 void DeviceStagedSync::allreduce_sum(float*, std::size_t) { throw_not_built(); }
+void DeviceStagedSync::allreduce_staged_whole(float*, std::size_t) { throw_not_built(); }
+void DeviceStagedSync::allreduce_staged_pipelined(float*, std::size_t) { throw_not_built(); }
+void DeviceStagedSync::prepare_pipeline(const float*, std::size_t) { throw_not_built(); }
+void DeviceStagedSync::release_pipeline() noexcept {}
 
 #endif  // HARNESS_WITH_CUDA
 

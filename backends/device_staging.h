@@ -21,9 +21,15 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "backends/gradient_sync.h"
 #include "backends/registry.h"  // CudaStatus, cuda_status()
+
+// CUDA's stream and event types (cudaStream_t is CUstream_st*, cudaEvent_t CUevent_st*), declared
+// without CUDA's headers, which only the device code sees.
+struct CUstream_st;
+struct CUevent_st;
 
 namespace harness {
 
@@ -72,6 +78,29 @@ class DeviceBuffer {
   std::size_t count_ = 0;
 };
 
+// Staging cuts a buffer into chunks of this many floats (4 MiB) and pipelines them: the copy
+// engine moves chunk k+1 out of the GPU while the host backend reduces chunk k and chunk k-1 goes
+// back. Large enough that each chunk's copy runs near the link's full rate (pinned copies were
+// measured at 34-55 GB/s from 1 MiB up on an H100, issue 30) and that a host backend's fixed cost
+// per call stays small beside a chunk's reduction; small enough that the two copies nothing
+// overlaps, the first chunk's out and the last one's back, are a sixteenth of a 64 MiB buffer's.
+// A buffer of one chunk or less is staged as before, in one piece: nothing to overlap.
+inline constexpr std::size_t kStagingChunkFloats = std::size_t{1} << 20;
+
+// Floats [offset, offset + count) of a staged buffer.
+struct StagingChunk {
+  std::size_t offset = 0;
+  std::size_t count = 0;
+  friend bool operator==(const StagingChunk&, const StagingChunk&) = default;
+};
+
+// The chunks staging cuts `count` floats into, in the order the host backend reduces them: full
+// chunks of `chunk_floats` (> 0) from the start, the last one shorter; one empty chunk for 0
+// floats, so that the backend is still called once, as every rank calls it. The host backend's
+// reductions are collectives, so every rank must cut the same way: the plan depends on nothing
+// but the count, which is the same on every rank. Any build.
+std::vector<StagingChunk> staging_chunks(std::size_t count, std::size_t chunk_floats = kStagingChunkFloats);
+
 // How a DeviceStagedSync hands device memory to its backend.
 enum class DevicePath {
   kPinnedStaging,    // copied through pinned host memory
@@ -88,8 +117,17 @@ class DeviceStagedSync {
   DeviceStagedSync(const DeviceStagedSync&) = delete;
   DeviceStagedSync& operator=(const DeviceStagedSync&) = delete;
 
-  // Sums `count` floats at `device_data` across ranks, in place. Collective, like
-  // GradientSync::allreduce_sum.
+  // Sums `count` floats at `device_data` across ranks, in place; the sums are in device memory
+  // when it returns. Collective, like GradientSync::allreduce_sum. The buffer's contents may have
+  // been written by work still queued on the legacy default stream (LibTorch's default stream,
+  // cudaMemcpy): staging waits for it. Every call of one object passes memory of one GPU; any
+  // thread may call (the pipeline makes that GPU current first: the overlap's communication
+  // thread has no current GPU of its own).
+  // Staged, a buffer of more than kStagingChunkFloats is pipelined in staging_chunks(count): the
+  // host backend sees each chunk as a call of its own. Every sum is elementwise, so each element
+  // still sums the same values; only a backend whose order of addition depends on the length of
+  // the call (a ring's segments, Open MPI's choice of algorithm) may round an element
+  // differently, with 3 ranks or more (with 2, a + b is b + a to the bit).
   void allreduce_sum(float* device_data, std::size_t count);
 
   // "pinned host staging", "device pointers" (a CUDA-aware MPI), the name of a backend that
@@ -99,11 +137,25 @@ class DeviceStagedSync {
 
  private:
   void reserve_pinned(std::size_t count);
+  void allreduce_staged_whole(float* device_data, std::size_t count);
+  void allreduce_staged_pipelined(float* device_data, std::size_t count);
+  // The streams and one event per chunk, made on the data's GPU the first time they are needed.
+  void prepare_pipeline(const float* device_data, std::size_t chunks);
+  void release_pipeline() noexcept;
 
   GradientSync& host_backend_;
   DevicePath path_ = DevicePath::kPinnedStaging;
+  // Reused from call to call: grown, never shrunk.
   float* pinned_ = nullptr;  // cudaMallocHost
   std::size_t pinned_count_ = 0;
+  // The pipeline (buffers above one chunk): chunks go out on one stream and back on another, so
+  // that the two directions overlap too.
+  int device_ = -1;                       // the GPU whose memory the calls pass
+  CUstream_st* copy_out_ = nullptr;       // device to pinned host
+  CUstream_st* copy_back_ = nullptr;      // pinned host to device
+  CUevent_st* input_ready_ = nullptr;     // recorded on the legacy default stream
+  std::vector<CUevent_st*> copied_out_;   // chunk k is in pinned memory
+  CUevent_st* copied_back_ = nullptr;     // every chunk is back in device memory
 };
 
 }  // namespace harness

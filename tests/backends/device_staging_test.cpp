@@ -91,6 +91,49 @@ TEST(DeviceStaging, PinnedStagingRoundTripsThroughTheHostBackend) {
   }
 }
 
+// Doubles every element it is given and adds 1, and remembers each call's length: a staged buffer
+// comes back as 2x + 1 only if every element went through the backend exactly once.
+class CountingSync final : public GradientSync {
+ public:
+  std::string_view name() const override { return "counting"; }
+  void allreduce_sum(std::span<float> buffer) override {
+    call_lengths.push_back(buffer.size());
+    for (float& value : buffer) value = 2 * value + 1;
+  }
+  std::vector<std::size_t> call_lengths;
+};
+
+// Above one chunk the buffer is pipelined: each chunk reaches the backend once, in the plan's
+// order, and the sums are the whole buffer's (the values are exact in float, so equal means
+// equal). Twice in a row on one object, so that the reused pinned buffer, streams and events are
+// checked too; sizes below, at and above one chunk, and 3.5 chunks.
+TEST(DeviceStaging, PipelinedStagingReducesEveryElementOnceInThePlansChunks) {
+  if (!cuda_status().usable) GTEST_SKIP() << cuda_status().reason;
+  CountingSync host_backend;
+  DeviceStagedSync staged(host_backend);
+  ASSERT_EQ(staged.path(), "pinned host staging");
+  const std::size_t chunk = kStagingChunkFloats;
+  for (const std::size_t count : {std::size_t{0}, std::size_t{1}, chunk - 1, chunk, chunk + 1, 2 * chunk + 1,
+                                  std::size_t{1000003}, 7 * chunk / 2}) {
+    for (int round = 0; round < 2; ++round) {
+      std::vector<float> host(count);
+      for (std::size_t i = 0; i < count; ++i) host[i] = 0.25F * static_cast<float>((i + round) % 1000) - 125.0F;
+      DeviceBuffer device(count);
+      device.copy_from_host(host);
+      host_backend.call_lengths.clear();
+      staged.allreduce_sum(device.data(), count);
+      std::vector<std::size_t> planned;
+      for (const StagingChunk& piece : staging_chunks(count)) planned.push_back(piece.count);
+      EXPECT_EQ(host_backend.call_lengths, planned) << count << " floats, round " << round;
+      std::vector<float> result(count);
+      device.copy_to_host(result);
+      for (std::size_t i = 0; i < count; ++i) {
+        ASSERT_EQ(result[i], 2 * host[i] + 1) << "element " << i << " of " << count << ", round " << round;
+      }
+    }
+  }
+}
+
 // A one-rank point's backend (make_gradient_sync gives one rank nothing to exchange).
 class NothingToExchangeSync final : public GradientSync {
  public:
@@ -125,6 +168,46 @@ TEST(DeviceStaging, TheRanksGpuIsDescribedAsCudaNamesIt) {
   EXPECT_GT(facts.memory_bytes, int64_t{1} << 30);
   EXPECT_TRUE(std::regex_match(facts.driver_version, std::regex("[0-9]+\\.[0-9]"))) << facts.driver_version;
   EXPECT_TRUE(std::regex_match(facts.runtime_version, std::regex("[0-9]+\\.[0-9]"))) << facts.runtime_version;
+}
+
+// Staging's plan, which needs no GPU: which pieces of a buffer the host backend reduces, in order.
+TEST(StagingChunks, CutFullChunksFromTheStartAndAShorterLastOne) {
+  using Plan = std::vector<StagingChunk>;
+  EXPECT_EQ(staging_chunks(0, 4), (Plan{{0, 0}}));  // one empty call, as every rank makes it
+  EXPECT_EQ(staging_chunks(1, 4), (Plan{{0, 1}}));
+  EXPECT_EQ(staging_chunks(3, 4), (Plan{{0, 3}}));
+  EXPECT_EQ(staging_chunks(4, 4), (Plan{{0, 4}}));  // exactly a chunk: one piece
+  EXPECT_EQ(staging_chunks(5, 4), (Plan{{0, 4}, {4, 1}}));  // a chunk + 1
+  EXPECT_EQ(staging_chunks(7, 4), (Plan{{0, 4}, {4, 3}}));  // odd
+  EXPECT_EQ(staging_chunks(14, 4), (Plan{{0, 4}, {4, 4}, {8, 4}, {12, 2}}));  // 3.5 chunks
+  EXPECT_EQ(staging_chunks(8, 1), (Plan{{0, 1}, {1, 1}, {2, 1}, {3, 1}, {4, 1}, {5, 1}, {6, 1}, {7, 1}}));
+  EXPECT_THROW(staging_chunks(8, 0), Error);
+}
+
+TEST(StagingChunks, CoverTheBufferOnceInOrderWhateverItsLength) {
+  for (const std::size_t chunk : {std::size_t{1}, std::size_t{3}, std::size_t{4}, std::size_t{1000}}) {
+    for (std::size_t count = 0; count <= 5 * chunk + 2; ++count) {
+      const std::vector<StagingChunk> plan = staging_chunks(count, chunk);
+      ASSERT_EQ(plan.size(), count == 0 ? std::size_t{1} : (count + chunk - 1) / chunk) << count << " / " << chunk;
+      std::size_t next = 0;
+      for (std::size_t k = 0; k < plan.size(); ++k) {
+        ASSERT_EQ(plan[k].offset, next) << count << " / " << chunk << ", chunk " << k;
+        ASSERT_EQ(plan[k].count, k + 1 < plan.size() ? chunk : count - next) << count << " / " << chunk;
+        ASSERT_TRUE(plan[k].count > 0 || count == 0);
+        next += plan[k].count;
+      }
+      ASSERT_EQ(next, count);
+    }
+  }
+}
+
+// By default 4 MiB of floats: up to that a buffer is staged in one piece, as before.
+TEST(StagingChunks, TheDefaultChunkIsFourMebibytes) {
+  EXPECT_EQ(kStagingChunkFloats * sizeof(float), std::size_t{4} << 20);
+  EXPECT_EQ(staging_chunks(1000003).size(), 1U);
+  EXPECT_EQ(staging_chunks(kStagingChunkFloats).size(), 1U);
+  EXPECT_EQ(staging_chunks(kStagingChunkFloats + 1).size(), 2U);
+  EXPECT_EQ(staging_chunks(std::size_t{16} << 20).size(), 16U);  // 64 MiB of floats
 }
 
 // Without a GPU: the path names and MPS's detection, which the warning before a sweep uses.

@@ -1,0 +1,82 @@
+// Staging from GPU memory through every backend that reduces host memory, against MPI_Allreduce,
+// on every rank under mpirun (tests/CMakeLists.txt: 2 and 3 ranks; label gpu). The ranks may
+// share one GPU. Without a usable GPU the tests skip.
+#include "backends/device_staging.h"
+
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/gloo_allreduce.h"
+#include "backends/registry.h"
+#include "tests/mpi_world.h"
+
+namespace harness {
+namespace {
+
+// Sizes relative to the number of ranks catch chunking mistakes. Codes below 0 mean p + code + 2:
+// -3 → p-1, -2 → p, -1 → p+1; the last two sizes are pipelined (more than one chunk).
+std::size_t element_count(int code, int ranks) {
+  if (code == -4) return kStagingChunkFloats + 1;
+  if (code == -5) return 7 * kStagingChunkFloats / 2;
+  return code >= 0 ? static_cast<std::size_t>(code) : static_cast<std::size_t>(ranks + code + 2);
+}
+
+std::vector<float> random_buffer(std::size_t count, int rank, int round) {
+  std::vector<float> buffer(count);
+  std::mt19937 engine(8765 + 101 * rank + round);
+  std::uniform_real_distribution<float> uniform(-1.0F, 1.0F);
+  for (auto& value : buffer) value = uniform(engine);
+  return buffer;
+}
+
+TEST(DeviceStagingRanks, EveryHostBackendStagedEqualsMpiAllreduceTwiceInARow) {
+  const World world;
+  const Communicator communicator(MPI_COMM_WORLD);
+  if (const CudaStatus cuda = cuda_status(); !cuda.usable) GTEST_SKIP() << cuda.reason;
+  select_cuda_device(communicator);
+  for (const std::string& name : host_memory_backend_names()) {
+    if (name == "gloo" && !gloo_available()) continue;  // PyTorch's LibTorch has no gloo
+    if (refuses_across_nodes(name)) continue;
+    const auto backend = make_gradient_sync(name, communicator);
+    DeviceStagedSync staged(*backend);
+    // A CUDA-aware MPI takes allreduce's device pointers as they are: nothing staged to check.
+    if (staged.path() != "pinned host staging") continue;
+    for (const int code : {0, 1, -3, -2, -1, 1000003, -4, -5}) {
+      const std::size_t count = element_count(code, world.size);
+      for (int round = 0; round < 2; ++round) {
+        const std::vector<float> local = random_buffer(count, world.rank, round);
+        std::vector<float> expected = local;
+        ASSERT_EQ(MPI_Allreduce(MPI_IN_PLACE, expected.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM,
+                                MPI_COMM_WORLD),
+                  MPI_SUCCESS);
+        DeviceBuffer device(count);
+        device.copy_from_host(local);
+        staged.allreduce_sum(device.data(), count);
+        std::vector<float> reduced(count);
+        device.copy_to_host(reduced);
+        int wrong = 0;
+        for (std::size_t i = 0; i < count; ++i) {
+          const double reference = expected[i];
+          if (std::abs(reduced[i] - reference) > 1e-6 * std::max(1.0, std::abs(reference))) ++wrong;
+        }
+        EXPECT_EQ(wrong, 0) << name << ": " << wrong << " of " << count << " elements differ from MPI_Allreduce, round "
+                            << round;
+        // Synchronous SGD needs the same bits on every rank.
+        std::vector<float> from_zero = reduced;
+        ASSERT_EQ(MPI_Bcast(from_zero.data(), static_cast<int>(count), MPI_FLOAT, 0, MPI_COMM_WORLD), MPI_SUCCESS);
+        EXPECT_EQ(std::memcmp(from_zero.data(), reduced.data(), count * sizeof(float)), 0)
+            << name << ": ranks disagree on the sum of " << count << " elements";
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace harness
