@@ -12,26 +12,36 @@
 #include <span>
 #include <vector>
 
+#include "backends/device_probes.h"
 #include "backends/device_staging.h"
 #include "harness/results/statistics.h"
 
 namespace harness {
 namespace {
 
-// The median over `iterations` of the slowest rank's time (µs) for `operation`, every rank
-// starting it together after a barrier, as the ranks reduce during an allreduce.
-template <typename Operation>
-double slowest_rank_median_us(int iterations, const Communicator& communicator, Operation operation) {
+// The median over `iterations` of the slowest rank's time (µs) for an operation that returns its
+// own time in seconds (device work timed with CUDA events), every rank starting it together after
+// a barrier, as the ranks reduce during an allreduce.
+template <typename TimedOperation>
+double slowest_rank_median_of_us(int iterations, const Communicator& communicator, TimedOperation timed_operation) {
   std::vector<double> seconds(static_cast<std::size_t>(iterations));
   for (double& time : seconds) {
     check_mpi(MPI_Barrier(communicator.handle()), "MPI_Barrier");
-    const double start = MPI_Wtime();
-    operation();
-    time = MPI_Wtime() - start;
+    time = timed_operation();
   }
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, seconds.data(), iterations, MPI_DOUBLE, MPI_MAX, communicator.handle()),
             "MPI_Allreduce(probe times)");
   return 1e6 * median_of(seconds);
+}
+
+// The same for `operation`, timed on the host.
+template <typename Operation>
+double slowest_rank_median_us(int iterations, const Communicator& communicator, Operation operation) {
+  return slowest_rank_median_of_us(iterations, communicator, [&operation] {
+    const double start = MPI_Wtime();
+    operation();
+    return MPI_Wtime() - start;
+  });
 }
 
 // The median over `iterations` of rank 0's time (µs) for `operation`, run by rank 0 alone while
@@ -191,6 +201,7 @@ class CommBenchmark {
     MessageSizeMetrics result = timing_metrics(bytes, seconds, communicator_.size());
     result.wrong = wrong;
     if (count > 0) probe_memory(buffer, input, bytes, result);
+    if (on_device_ && count > 0) probe_device(count, result);
     result.intra_node_gbps = link_bandwidth_gbps(intra_node_, bytes, options_.iterations, communicator_);
     result.inter_node_gbps = link_bandwidth_gbps(inter_node_, bytes, options_.iterations, communicator_);
     return result;
@@ -257,6 +268,21 @@ class CommBenchmark {
       std::memcpy(buffer.data(), input.data(), bytes);
     });
     probe_sink = probe_sink + buffer[count / 2];
+  }
+
+  // What the GPU allows at this size, in the same conditions as the reductions (every rank at
+  // once, so ranks that share a GPU or its link to the host share them here too): a copy of the
+  // buffer from device to pinned host memory and back (staging's limit) and one from device to
+  // device memory (the limit of a backend that reduces there), each timed on the GPU with CUDA
+  // events, in buffers of the probes' own.
+  void probe_device(std::size_t count, MessageSizeMetrics& result) const {
+    DeviceCopyProbes probes(count);
+    const auto median_us = [&](double (DeviceCopyProbes::*copy)()) {
+      return slowest_rank_median_of_us(options_.iterations, communicator_, [&] { return (probes.*copy)(); });
+    };
+    result.device_to_host_probe_us = median_us(&DeviceCopyProbes::device_to_host_s);
+    result.host_to_device_probe_us = median_us(&DeviceCopyProbes::host_to_device_s);
+    result.device_copy_probe_us = median_us(&DeviceCopyProbes::device_to_device_s);
   }
 
   GradientSync& backend_;

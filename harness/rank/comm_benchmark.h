@@ -7,8 +7,11 @@
 // than 1e-5 × max(1, |expected|), and must be 0. Then every rank at once times a[i] += b[i] and a
 // copy over the same buffers (reduce_probe_us, copy_probe_us), and rank 0 alone does the same
 // (reduce_probe_one_us, copy_probe_one_us): the memory's limit beside the backend's figure, and
-// the reduction cost that `harness model` needs. Last, MPI_Sendrecv between two ranks of rank 0's
-// node and between rank 0 and another node (intra_node_gbps, inter_node_gbps): the transport's.
+// the reduction cost that `harness model` needs. On device "cuda", every rank at once also times
+// on its GPU, with CUDA events, a copy of the buffer from device to pinned host memory, back, and
+// within device memory (device_to_host_probe_us, host_to_device_probe_us, device_copy_probe_us):
+// the GPU's limits. Last, MPI_Sendrecv between two ranks of rank 0's node and between rank 0 and
+// another node (intra_node_gbps, inter_node_gbps): the transport's.
 //
 // Bandwidths use 10^9 bytes: algbw = bytes / time, busbw = algbw · 2(p−1)/p (the traffic each
 // rank's link carries in a bandwidth-optimal allreduce, so busbw is comparable across p; 0 for

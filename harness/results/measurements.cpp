@@ -216,19 +216,26 @@ TrainMeasurements train_from(const Fields& fields, int version) {
 }
 
 Json to_json(const MessageSizeMetrics& size) {
-  return {{"bytes", size.bytes},
-          {"time_us_median", size.time_us_median},
-          {"time_us_min", size.time_us_min},
-          {"time_us_max", size.time_us_max},
-          {"algbw_gbps", size.algbw_gbps},
-          {"busbw_gbps", size.busbw_gbps},
-          {"wrong", size.wrong},
-          {"reduce_probe_us", size.reduce_probe_us},
-          {"copy_probe_us", size.copy_probe_us},
-          {"reduce_probe_one_us", size.reduce_probe_one_us},
-          {"copy_probe_one_us", size.copy_probe_one_us},
-          {"intra_node_gbps", size.intra_node_gbps},
-          {"inter_node_gbps", size.inter_node_gbps}};
+  Json json = {{"bytes", size.bytes},
+               {"time_us_median", size.time_us_median},
+               {"time_us_min", size.time_us_min},
+               {"time_us_max", size.time_us_max},
+               {"algbw_gbps", size.algbw_gbps},
+               {"busbw_gbps", size.busbw_gbps},
+               {"wrong", size.wrong},
+               {"reduce_probe_us", size.reduce_probe_us},
+               {"copy_probe_us", size.copy_probe_us},
+               {"reduce_probe_one_us", size.reduce_probe_one_us},
+               {"copy_probe_one_us", size.copy_probe_one_us},
+               {"intra_node_gbps", size.intra_node_gbps},
+               {"inter_node_gbps", size.inter_node_gbps}};
+  // The GPU's probes, on device "cuda" only.
+  if (size.device_to_host_probe_us > 0 || size.host_to_device_probe_us > 0 || size.device_copy_probe_us > 0) {
+    json["device_to_host_probe_us"] = size.device_to_host_probe_us;
+    json["host_to_device_probe_us"] = size.host_to_device_probe_us;
+    json["device_copy_probe_us"] = size.device_copy_probe_us;
+  }
+  return json;
 }
 
 CommMeasurements comm_from(const Fields& fields, int version) {
@@ -250,6 +257,11 @@ CommMeasurements comm_from(const Fields& fields, int version) {
       comm.sizes.back().copy_probe_one_us = size.number("copy_probe_one_us");
       comm.sizes.back().intra_node_gbps = size.number("intra_node_gbps");
       comm.sizes.back().inter_node_gbps = size.number("inter_node_gbps");
+    }
+    if (size.has("device_copy_probe_us")) {  // device "cuda"
+      comm.sizes.back().device_to_host_probe_us = size.number("device_to_host_probe_us");
+      comm.sizes.back().host_to_device_probe_us = size.number("host_to_device_probe_us");
+      comm.sizes.back().device_copy_probe_us = size.number("device_copy_probe_us");
     }
   }
   return comm;

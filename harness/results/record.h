@@ -37,6 +37,9 @@
 //   9  backend "ring" hands buffers whose chunk (bytes / ranks) is below the new setting
 //      `ring_allreduce_below_chunk_bytes` (default 512 KiB) to MPI_Allreduce; records before 9 ran
 //      the ring at every size (the cost model reads them so: kRingCrossoverSince).
+//      Also adds, per comm size on device "cuda", the GPU's copy probes
+//      (`device_to_host_probe_us`, `host_to_device_probe_us`, `device_copy_probe_us`); absent
+//      before and on device "cpu".
 #pragma once
 
 #include <cstddef>
@@ -190,6 +193,15 @@ struct MessageSizeMetrics {
   // inside a node and across nodes.
   double intra_node_gbps = 0;
   double inter_node_gbps = 0;
+  // On device "cuda", the GPU at this size in the conditions of the reductions (every rank at
+  // once: ranks that share a GPU share it here too): the median over comm_iterations of the
+  // slowest rank's time for one copy of the buffer, timed on the GPU with CUDA events, from
+  // device to pinned host memory, back, and from device to device memory (backends/
+  // device_probes.h). What bounds staging, and a backend that reduces in device memory. 0 on
+  // device "cpu" and in records before them (version 9).
+  double device_to_host_probe_us = 0;
+  double host_to_device_probe_us = 0;
+  double device_copy_probe_us = 0;
 };
 
 struct CommMeasurements {

@@ -1,0 +1,92 @@
+#include "backends/device_probes.h"
+
+#include <string>
+
+#include <fmt/format.h>
+
+#include "harness/common/errors.h"
+
+#ifdef HARNESS_WITH_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+namespace harness {
+
+#ifdef HARNESS_WITH_CUDA
+
+namespace {
+
+void check_cuda(cudaError_t code, std::string_view operation) {
+  if (code == cudaSuccess) return;
+  throw CommError(fmt::format("{} failed: {}", operation, cudaGetErrorString(code)));
+}
+
+}  // namespace
+
+DeviceCopyProbes::DeviceCopyProbes(std::size_t count) : count_(count), source_(count), destination_(count) {
+  if (count == 0) throw Error("DeviceCopyProbes: the buffers need at least one float");
+  try {
+    check_cuda(cudaMallocHost(reinterpret_cast<void**>(&pinned_), count * sizeof(float)), "cudaMallocHost");
+    // Non-blocking: the probes' copies wait for nothing queued elsewhere, and time only themselves.
+    check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    check_cuda(cudaEventCreate(&start_), "cudaEventCreate");
+    check_cuda(cudaEventCreate(&stop_), "cudaEventCreate");
+    // Defined contents, so that no copy reads memory nobody wrote.
+    check_cuda(cudaMemset(source_.data(), 0, count * sizeof(float)), "cudaMemset");
+    check_cuda(cudaMemset(destination_.data(), 0, count * sizeof(float)), "cudaMemset");
+  } catch (...) {
+    release();  // the destructor does not run for an object whose constructor threw
+    throw;
+  }
+}
+
+DeviceCopyProbes::~DeviceCopyProbes() { release(); }
+
+void DeviceCopyProbes::release() noexcept {
+  if (stream_ != nullptr) cudaStreamSynchronize(stream_);
+  if (start_ != nullptr) cudaEventDestroy(start_);
+  if (stop_ != nullptr) cudaEventDestroy(stop_);
+  if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  if (pinned_ != nullptr) cudaFreeHost(pinned_);
+  start_ = stop_ = nullptr;
+  stream_ = nullptr;
+  pinned_ = nullptr;
+}
+
+double DeviceCopyProbes::timed_copy_s(void* to, const void* from, int kind) {
+  check_cuda(cudaEventRecord(start_, stream_), "cudaEventRecord(probe start)");
+  check_cuda(cudaMemcpyAsync(to, from, count_ * sizeof(float), static_cast<cudaMemcpyKind>(kind), stream_),
+             "cudaMemcpyAsync(probe)");
+  check_cuda(cudaEventRecord(stop_, stream_), "cudaEventRecord(probe stop)");
+  check_cuda(cudaEventSynchronize(stop_), "cudaEventSynchronize(probe stop)");
+  float milliseconds = 0;
+  check_cuda(cudaEventElapsedTime(&milliseconds, start_, stop_), "cudaEventElapsedTime");
+  return milliseconds / 1e3;
+}
+
+double DeviceCopyProbes::device_to_host_s() {
+  return timed_copy_s(pinned_, source_.data(), cudaMemcpyDeviceToHost);
+}
+
+double DeviceCopyProbes::host_to_device_s() {
+  return timed_copy_s(destination_.data(), pinned_, cudaMemcpyHostToDevice);
+}
+
+double DeviceCopyProbes::device_to_device_s() {
+  return timed_copy_s(destination_.data(), source_.data(), cudaMemcpyDeviceToDevice);
+}
+
+#else  // !HARNESS_WITH_CUDA
+
+// DeviceBuffer's constructor already throws NotSupported in this build, saying why.
+DeviceCopyProbes::DeviceCopyProbes(std::size_t count) : count_(count), source_(count), destination_(count) {}
+DeviceCopyProbes::~DeviceCopyProbes() = default;
+void DeviceCopyProbes::release() noexcept {}
+double DeviceCopyProbes::timed_copy_s(void*, const void*, int) { return 0; }
+double DeviceCopyProbes::device_to_host_s() { return 0; }
+double DeviceCopyProbes::host_to_device_s() { return 0; }
+double DeviceCopyProbes::device_to_device_s() { return 0; }
+
+#endif  // HARNESS_WITH_CUDA
+
+}  // namespace harness
