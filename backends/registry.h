@@ -51,6 +51,11 @@ struct BackendInfo {
   // settings (its crossover setting: ring's, hier's across nodes), 0 for none; null: never. The
   // cost model leaves those sizes out of the backend's fit: they time MPI, not the backend.
   std::size_t (*hands_to_mpi_below_bytes)(const BackendOptions& options) = nullptr;
+  // On device "cuda", for a backend that reduces in device memory: bytes the busiest rank moves
+  // through its GPU's memory per byte of the buffer (reads and writes; a GPU writes whole lines
+  // without reading them). The comm table's "gpu" column takes at least 2, what any in-place
+  // allreduce moves (read the buffer, write the sums), where this is null or less.
+  double (*device_memory_traffic)(int ranks) = nullptr;
   // Collective over the communicator's ranks; reads the backend's own settings from `options`.
   std::unique_ptr<GradientSync> (*make)(const Communicator& communicator, const BackendOptions& options) = nullptr;
 };

@@ -9,6 +9,7 @@
 
 #include "backends/registry.h"
 
+#include "harness/results/gpu_limits.h"
 #include "harness/results/plot_data.h"
 #include "harness/results/statistics.h"
 #include "harness/results/table.h"
@@ -54,6 +55,8 @@ int node_count(const Run& run) {
 double memory_limit_fraction(const SizeRow& row) {
   if (row.size == nullptr || row.size->copy_probe_us <= 0 || row.size->time_us_median <= 0) return -1;
   if (node_count(*row.run) != 1) return -1;
+  // Buffers the backend reduces in device memory never touch the host's (the "gpu" column).
+  if (gpu_bound(run_exchange_path(*row.run)) == GpuBound::kDeviceMemory) return -1;
   const BackendInfo* backend = backend_or_null(row.run->record.settings.backend);
   if (backend == nullptr || backend->memory_traffic == nullptr) return -1;
   const bool alone = backend->busiest_rank_works_alone && row.size->copy_probe_one_us > 0;
@@ -83,6 +86,24 @@ std::string memory_above_its_limit(const ResultSet& set) {
       "two; far over it, the backend moved fewer bytes than its model counts (docs/backends-and-comm-benchmark.md)\n",
       fmt::join(above.begin(), above.begin() + static_cast<std::ptrdiff_t>(shown), ", "),
       above.size() > shown ? fmt::format(" and {} more", above.size() - shown) : "");
+}
+
+// On device "cuda", the row's backend against the limit of the way its buffers take
+// (gpu_limits.h); none on several nodes, where the network is the limit, as for memory.
+GpuLimit row_gpu_limit(const SizeRow& row) {
+  if (row.size == nullptr || node_count(*row.run) != 1) return {};
+  const BackendInfo* backend = backend_or_null(row.run->record.settings.backend);
+  const double traffic = backend != nullptr && backend->device_memory_traffic != nullptr
+                             ? backend->device_memory_traffic(row.run->record.settings.ranks)
+                             : 0;
+  return gpu_limit(run_exchange_path(*row.run), traffic, *row.size);
+}
+
+bool any_run_on_a_gpu(const ResultSet& set) {
+  for (const auto& run : set.runs()) {
+    if (run.record.settings.device == "cuda") return true;
+  }
+  return false;
 }
 
 bool any_run_on_several_nodes(const ResultSet& set) {
@@ -234,6 +255,24 @@ std::map<std::string, std::string> CommReport::tables(const ResultSet& set) cons
          const double fraction = memory_limit_fraction(row);
          return fraction < 0 ? std::string() : fmt::format("{:.4g}", fraction);
        }},
+      {"device_to_host_probe_us", of_size("{:.6g}", &MessageSizeMetrics::device_to_host_probe_us, "")},
+      {"host_to_device_probe_us", of_size("{:.6g}", &MessageSizeMetrics::host_to_device_probe_us, "")},
+      {"device_copy_probe_us", of_size("{:.6g}", &MessageSizeMetrics::device_copy_probe_us, "")},
+      {"gpu_limit",
+       [](const SizeRow& row) {
+         const GpuLimit limit = row_gpu_limit(row);
+         return std::string(limit.backend_was_faster ? "its fastest reduction" : gpu_bound_name(limit.bound));
+       }},
+      {"gpu_limit_us",
+       [](const SizeRow& row) {
+         const GpuLimit limit = row_gpu_limit(row);
+         return limit.bound == GpuBound::kNone ? std::string() : fmt::format("{:.6g}", limit.limit_us);
+       }},
+      {"gpu_limit_fraction",
+       [](const SizeRow& row) {
+         const GpuLimit limit = row_gpu_limit(row);
+         return limit.bound == GpuBound::kNone ? std::string() : fmt::format("{:.4g}", limit.fraction);
+       }},
       {"intra_node_gbps", of_size("{:.6g}", &MessageSizeMetrics::intra_node_gbps, "")},
       {"inter_node_gbps", of_size("{:.6g}", &MessageSizeMetrics::inter_node_gbps, "")},
       {"oversubscribed", [](const SizeRow& row) { return run_oversubscribed(*row.run); }},
@@ -265,6 +304,9 @@ std::string CommReport::console_table(const ResultSet& set) const {
          return fraction < 0 ? std::string("-") : fmt::format("{:.0f}", 100 * fraction);
        }},
   };
+  if (any_run_on_a_gpu(set)) {
+    columns.push_back({"gpu", "% limit", 8, false, [](const SizeRow& row) { return gpu_limit_cell(row_gpu_limit(row)); }});
+  }
   if (!set.experiment().builds.empty()) {
     columns.insert(columns.begin() + 2, {"build", "", 6, false, [](const SizeRow& row) { return row.run->record.settings.build; }});
   }
@@ -273,7 +315,11 @@ std::string CommReport::console_table(const ResultSet& set) const {
     columns.push_back({"intra", "GB/s", 7, false, of_size("{:.2f}", &MessageSizeMetrics::intra_node_gbps, "-")});
     columns.push_back({"inter", "GB/s", 7, false, of_size("{:.2f}", &MessageSizeMetrics::inter_node_gbps, "-")});
   }
-  std::string table = format_console_table(columns, size_rows(set));
+  const std::vector<SizeRow> rows = size_rows(set);
+  std::string table = format_console_table(columns, rows);
+  if (std::any_of(rows.begin(), rows.end(), [](const SizeRow& row) { return row_gpu_limit(row).backend_was_faster; })) {
+    table += "\ngpu: * the backend's fastest reduction beat the GPU probes' limit, and is the limit\n";
+  }
   if (const std::string above = memory_above_its_limit(set); !above.empty()) table += "\n" + above;
   if (const std::string crossovers = crossover_summary(set); !crossovers.empty()) {
     table += "\n";

@@ -163,3 +163,95 @@ TEST(CommReport, AMemoryFractionAboveItsLimitIsNamedAndExplained) {
 
 }  // namespace
 }  // namespace harness
+
+namespace harness {
+namespace {
+
+// On device "cuda" the table has a "gpu" column: each backend against the limit of the way its
+// buffers take. Staged (ring): the slower of the copies out and back; device pointers (allreduce
+// to a CUDA-aware MPI): its device memory traffic at the device copy's rate, and then no host
+// "memory" figure, since its buffers never touch host memory.
+TEST(CommReport, OnAGpuEachBackendIsShownAgainstTheLimitOfItsPath) {
+  const auto path = std::filesystem::temp_directory_path() / "harness_comm_gpu_limit_test";
+  std::filesystem::remove_all(path);
+  ResultsDirectory directory(path.string());
+  directory.create();
+  const Experiment experiment = parse_experiment(
+      R"({"name": "exp", "settings": {"kind": "comm", "ranks": 2, "device": "cuda"},
+          "sweep": {"backend": ["ring", "allreduce"]}})", "exp.json");
+  const std::vector<Point> points = expand(experiment);
+  for (const Point& point : points) {
+    PointRecord record = ok_record_of(point);
+    Measurements measurements;
+    measurements.kind = Kind::kComm;
+    measurements.world_size = 2;
+    measurements.hosts = {"a", "a"};
+    measurements.exchange_path = point.settings.backend == "ring" ? "pinned host staging" : "device pointers";
+    MessageSizeMetrics size;
+    size.bytes = 64 << 20;
+    size.time_us_median = size.time_us_max = 10000;
+    size.time_us_min = point.settings.backend == "ring" ? 9000 : 30;  // allreduce once beat the probe
+    size.copy_probe_us = 5000;
+    size.device_to_host_probe_us = 1300;
+    size.host_to_device_probe_us = 1500;
+    size.device_copy_probe_us = 50;
+    measurements.comm = CommMeasurements{{size}};
+    record.measurements = measurements;
+    write_file_atomically(directory.record_path(record.id), to_json(record).dump(1));
+  }
+  const ResultSet set = ResultSet::load(directory, experiment, points, true);
+  // The probes survive the record's round trip.
+  ASSERT_EQ(set.runs().size(), 2U);
+  const MessageSizeMetrics& read = set.runs()[0].record.measurements->comm->sizes[0];
+  EXPECT_EQ(read.device_to_host_probe_us, 1300);
+  EXPECT_EQ(read.host_to_device_probe_us, 1500);
+  EXPECT_EQ(read.device_copy_probe_us, 50);
+
+  const std::string table = CommReport().console_table(set);
+  const auto line_of = [&table](const std::string& backend) {
+    const auto at = table.find(" " + backend + " ");
+    return table.substr(table.rfind('\n', at) + 1, table.find('\n', at) - table.rfind('\n', at) - 1);
+  };
+  EXPECT_NE(table.find("gpu"), std::string::npos) << table;
+  // ring: 1500 us of 10000 is 15% of the copies' limit; its memory figure is there (9 (p-1)/p =
+  // 4.5 bytes per byte at 5000 us per 3: 7500 us, 75%).
+  EXPECT_NE(line_of("ring").find(" 75 "), std::string::npos) << table;
+  EXPECT_EQ(line_of("ring").substr(line_of("ring").find_last_not_of(' ') - 1), "15") << table;
+  // allreduce: 2 bytes per byte at 50 us per 2 is 50 us, but one reduction took 30 us: the limit
+  // is 30 us, 0% of 10000 at this precision, marked; no memory figure.
+  EXPECT_EQ(line_of("allreduce").substr(line_of("allreduce").find_last_not_of(' ') - 1), "0*") << table;
+  EXPECT_NE(table.find("gpu: * the backend's fastest reduction beat"), std::string::npos) << table;
+
+  const std::string csv = CommReport().tables(set).at("summary.csv");
+  const auto row_of = [&csv](const std::string& backend) {
+    const auto at = csv.find("," + backend + ",");
+    return csv.substr(at, csv.find('\n', at) - at);
+  };
+  EXPECT_NE(csv.find("memory_limit_fraction,device_to_host_probe_us,host_to_device_probe_us,device_copy_probe_us,"
+                     "gpu_limit,gpu_limit_us,gpu_limit_fraction,"),
+            std::string::npos)
+      << csv;
+  EXPECT_NE(row_of("ring").find(",0.75,1300,1500,50,host-device copies,1500,0.15,"), std::string::npos) << row_of("ring");
+  EXPECT_NE(row_of("allreduce").find(",,1300,1500,50,its fastest reduction,30,0.003,"), std::string::npos)
+      << row_of("allreduce");
+}
+
+// On the CPU there is no "gpu" column, and no GPU figure in summary.csv.
+TEST(CommReport, OnTheCpuThereIsNoGpuColumn) {
+  const auto path = std::filesystem::temp_directory_path() / "harness_comm_cpu_limit_test";
+  std::filesystem::remove_all(path);
+  ResultsDirectory directory(path.string());
+  directory.create();
+  const Experiment experiment =
+      parse_experiment(R"({"name": "exp", "settings": {"kind": "comm", "ranks": 2}, "sweep": {"backend": ["ring"]}})", "exp.json");
+  const std::vector<Point> points = expand(experiment);
+  for (const Point& point : points) write_comm_record(directory, point, {10, 20, 30});
+  const ResultSet set = ResultSet::load(directory, experiment, points, true);
+  EXPECT_EQ(CommReport().console_table(set).find("gpu"), std::string::npos) << CommReport().console_table(set);
+  const std::string csv = CommReport().tables(set).at("summary.csv");
+  EXPECT_NE(csv.find(",gpu_limit,"), std::string::npos) << csv;
+  EXPECT_EQ(csv.find("host-device"), std::string::npos) << csv;
+}
+
+}  // namespace
+}  // namespace harness
