@@ -36,8 +36,9 @@ struct BackendOptions {
   }
 };
 
-// A setting a backend owns (ps_server_trains, hier_allreduce_below_bytes). `normalise` checks a
-// value and returns it as records store it, throwing ConfigError naming `where`.
+// A setting a backend owns (ps_server_trains, hier_allreduce_below_bytes,
+// cuda_ipc_one_shot_below_bytes). `normalise` checks a value and returns it as records store it,
+// throwing ConfigError naming `where`.
 struct BackendSetting {
   std::string_view key;
   std::string_view expected;     // what a valid value looks like, for messages and docs
@@ -45,6 +46,10 @@ struct BackendSetting {
   std::string_view json_schema;  // the value's JSON Schema, for schema.json
   Json fallback;                 // the default
   Json (*normalise)(const Json& value, const std::string& where) = nullptr;
+  // A size in bytes below which the backend uses another algorithm of its own (cuda_ipc's
+  // one-shot kernel): the comm report then also compares the backend's configurations that differ
+  // only in this setting with each other, not only with MPI_Allreduce (comm_report.h).
+  bool own_crossover = false;
 };
 
 }  // namespace harness

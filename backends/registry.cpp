@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "backends/cuda_ipc_allreduce.h"
 #include "backends/gloo_allreduce.h"
 #include "backends/gradient_sync.h"
 #include "backends/hierarchical_allreduce.h"
@@ -111,6 +112,35 @@ std::size_t ring_hands_to_mpi_below_bytes(const BackendOptions& options) {
   return chunk > SIZE_MAX / ranks ? SIZE_MAX : chunk * ranks;
 }
 
+// Where `cuda_ipc` changes from its one-shot kernel (every rank sums the whole buffer: one arrival,
+// lowest latency) to its two-shot reduce-scatter and all-gather (less memory traffic per rank from
+// 3 ranks up); a crossover between its own kernels, which the comm report compares.
+constexpr std::string_view kCudaIpcOneShotBelowKey = "cuda_ipc_one_shot_below_bytes";
+
+std::vector<BackendSetting> cuda_ipc_settings() {
+  BackendSetting setting = crossover_bytes_setting(
+      kCudaIpcOneShotBelowKey,
+      "backend \"cuda_ipc\": buffers smaller than this many bytes go through its one-shot kernel, larger ones "
+      "through reduce-scatter + all-gather (0: never one-shot; the crossover a comm run measures, as in "
+      "experiments/gpu/comm_cuda.json)",
+      kCudaIpcOneShotBelowBytes);
+  setting.own_crossover = true;
+  return {setting};
+}
+
+// Device memory per byte of the buffer that each cuda_ipc rank moves (a GPU writes whole lines
+// without reading them): the copy in (read 1, write 1), then one-shot (read p, write 1) or two-shot
+// (read 1, write 1/p; read 1, write 1). The less of the two, the least it moves at any size.
+double cuda_ipc_device_traffic(int ranks) {
+  const double p = std::max(1, ranks);
+  return std::min(2 + p + 1, 2 + 1 + 1 / p + 2);
+}
+
+std::unique_ptr<GradientSync> make_cuda_ipc(const Communicator& communicator, const BackendOptions& options) {
+  return make_cuda_ipc_allreduce(communicator, options,
+                                 options.option<std::size_t>(kCudaIpcOneShotBelowKey, kCudaIpcOneShotBelowBytes));
+}
+
 std::string shared_memory_problem(const BackendOptions& options) {
   if (options.nodes <= 1) return "";
   return fmt::format("nodes: backend \"shm\" needs every rank on one node (it reduces through shared memory), "
@@ -202,6 +232,17 @@ const std::vector<BackendInfo>& backend_table() {
        .unavailable_reason = nccl_unavailable_reason,
        // No memory_traffic: its bound is the GPU's memory and links, not the host's.
        .make = make_nccl_allreduce},
+      {.name = "cuda_ipc",
+       .summary = "allreduce in GPU memory through CUDA IPC between the ranks of one node: one-shot below "
+                  "cuda_ipc_one_shot_below_bytes, reduce-scatter + all-gather above (device \"cuda\"; ranks may "
+                  "share a GPU)",
+       .device_memory_only = true,
+       .problem = cuda_ipc_problem,
+       .unavailable_reason = cuda_ipc_unavailable_reason,
+       .settings = cuda_ipc_settings,
+       // No memory_traffic: its bound is the GPU's memory, not the host's (cuda_ipc_allreduce.h).
+       .device_memory_traffic = cuda_ipc_device_traffic,
+       .make = make_cuda_ipc},
   };
   return table;
 }

@@ -1,6 +1,7 @@
 // What identifies a measurement: a point's settings, in their canonical form (every key as
 // to_json writes them, but `build` when it is the running harness's: such points keep the keys
-// they had before builds could be named), and its repeat. Not its position in the sweep (an edited sweep moves
+// they had before builds could be named; likewise the settings added later, at their defaults), and its
+// repeat. Not its position in the sweep (an edited sweep moves
 // points) and not the harness version (a newer harness reads older results): resume, plot, the
 // time estimate and check all find "the same point" in any results directory through this.
 #pragma once

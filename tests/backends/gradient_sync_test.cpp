@@ -174,7 +174,7 @@ TEST(BackendTable, UnknownNameListsTheValidOnes) {
     FAIL() << "no error";
   } catch (const ConfigError& error) {
     EXPECT_STREQ(error.what(),
-                 "unknown backend \"horovod\" (expected one of: allreduce, ring, ps, shm, hier, gloo, nccl)");
+                 "unknown backend \"horovod\" (expected one of: allreduce, ring, ps, shm, hier, gloo, nccl, cuda_ipc)");
   }
 }
 

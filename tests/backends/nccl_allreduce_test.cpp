@@ -58,7 +58,7 @@ TEST(NcclAllreduce, InTheTableForGpuMemoryOnly) {
   EXPECT_FALSE(nccl.accepts_device_pointers) << "that flag is for a CUDA-aware MPI";
   const auto host = host_memory_backend_names();
   EXPECT_EQ(std::count(host.begin(), host.end(), "nccl"), 0);
-  EXPECT_EQ(host.size() + 1, backend_names().size());
+  EXPECT_EQ(host.size() + 2, backend_names().size()) << "all but nccl and cuda_ipc";
 }
 
 // The build has the backend exactly when configure found NCCL, and the library loaded is the one

@@ -121,12 +121,19 @@ TEST(PointKey, IsTheSettingsAndTheRepeat) {
   spelled.erase("build");  // the running harness's points keep the keys they had before builds (builds_test.cpp)
   spelled.erase("inject_compute_delay_ms");  // likewise an undelayed point, before the compute delay existed
   spelled.erase("inject_compute_delay_rank");
-  spelled.erase("ring_allreduce_below_chunk_bytes");  // and a setting added later, at its default
+  spelled.erase("ring_allreduce_below_chunk_bytes");  // and the settings added later, at their defaults
+  spelled.erase("cuda_ipc_one_shot_below_bytes");
   EXPECT_EQ(key.text(), spelled.dump() + "|1");
   // Set to anything else, it is part of the key.
   PointSettings pure_ring = settings;
   pure_ring.options["ring_allreduce_below_chunk_bytes"] = 0;
   EXPECT_NE(PointKey(pure_ring, 1), key);
+  PointSettings two_shot = settings;
+  apply_setting(two_shot, "cuda_ipc_one_shot_below_bytes", 0, "test");
+  EXPECT_NE(PointKey(two_shot, 1), key);
+  EXPECT_NE(PointKey(two_shot, 1).text().find(R"("cuda_ipc_one_shot_below_bytes":0)"), std::string::npos);
+  apply_setting(two_shot, "cuda_ipc_one_shot_below_bytes", 524288, "test");
+  EXPECT_EQ(PointKey(two_shot, 1), key) << "set to its default, as before it existed";
   // A delay is part of the key, with its rank; without a delay the rank is not.
   PointSettings delayed = settings;
   delayed.inject_compute_delay_ms = 20;

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "backends/cuda_ipc_allreduce.h"
 #include "backends/device_staging.h"
 #include "backends/nccl_allreduce.h"
 #include "harness/common/errors.h"
@@ -39,7 +40,7 @@ TEST(Validate, ALossCurveFinerThanTheBoundIsRefused) {
 TEST(Validate, UnknownBackendNamesTheSweepEntryAndListsValidNames) {
   EXPECT_EQ(validation_error(R"({"name": "x", "sweep": {"backend": ["allreduce", "horovod"]}})"),
             "exp.json: sweep.backend[1]: unknown backend \"horovod\" (expected one of: allreduce, ring, ps, shm, hier, "
-            "gloo, nccl)");
+            "gloo, nccl, cuda_ipc)");
 }
 
 TEST(Validate, UnknownWorkloadNamesTheSetting) {
@@ -55,7 +56,8 @@ TEST(Validate, UnknownNamesAreEchoedEscapedAndShort) {
   const std::string message = validation_error(R"({"name": "x", "settings": {"backend": ")" +
                                                std::string(1000000, 'b') + "\"}}");
   EXPECT_EQ(message, "exp.json: settings.backend: unknown backend \"" + std::string(56, 'b') +
-                         "... (expected one of: allreduce, ring, ps, shm, hier, gloo, nccl)");
+                         "... (expected one of: allreduce, ring, ps, shm, hier, gloo, nccl, "
+                         "cuda_ipc)");
 }
 
 ResourceLimits ranks_here() {
@@ -129,6 +131,43 @@ TEST(Validate, NcclIsRefusedBeforeLaunchWithTheSettingAtFault) {
               std::string::npos)
         << error.what();
   }
+}
+
+// Backend cuda_ipc where it cannot run: not in this build (a CPU build), host memory (device
+// "cpu"), no GPU where the ranks run here (the device's reason), ranks on several nodes; ranks
+// sharing this machine's GPUs are accepted (that is what it is for). Where the ranks run on other
+// nodes (SLURM from a login node), a CUDA build is enough to get to the backend's own refusals.
+TEST(Validate, CudaIpcIsRefusedBeforeLaunchWithTheSettingAtFault) {
+  const std::string unavailable = cuda_ipc_unavailable_reason();
+  const std::string on_host = validation_error(R"({"name": "x", "settings": {"kind": "comm", "backend": "cuda_ipc"}})");
+  if (!unavailable.empty()) {
+    EXPECT_EQ(on_host, "exp.json: settings.backend: " + unavailable);
+  } else {
+    EXPECT_EQ(on_host.rfind("exp.json: point ", 0), 0U) << on_host;
+    EXPECT_NE(on_host.find(
+                  "): device: backend \"cuda_ipc\" reduces GPU memory only; expected \"cuda\", got \"cpu\""),
+              std::string::npos)
+        << on_host;
+  }
+  const CudaStatus cuda = cuda_status();
+  const char* on_device = R"({"name": "x", "settings": {"kind": "comm", "backend": "cuda_ipc", "device": "cuda"}})";
+  const std::string device_refused = "exp.json: settings.device: expected \"cpu\" on this build and machine: ";
+  EXPECT_EQ(validation_error(on_device, ranks_here()), cuda.usable ? "" : device_refused + cuda.reason);
+  if (!cuda.built) {
+    EXPECT_EQ(validation_error(on_device), device_refused + cuda.reason);
+    return;
+  }
+  EXPECT_EQ(unavailable, "") << "every CUDA build has it";
+  EXPECT_EQ(validation_error(on_device), "");
+  const std::string across_nodes = validation_error(
+      R"({"name": "x", "settings": {"kind": "comm", "backend": "cuda_ipc", "device": "cuda", "ranks": 4, "nodes": 2}})");
+  EXPECT_NE(across_nodes.find("): nodes: backend \"cuda_ipc\" needs every rank on one node"), std::string::npos)
+      << across_nodes;
+  if (!cuda.usable) return;
+  const std::string crowded = fmt::format(
+      R"({{"name": "x", "settings": {{"kind": "comm", "backend": "cuda_ipc", "device": "cuda", "ranks": {}}}}})",
+      cuda.devices + 1);
+  EXPECT_EQ(validation_error(crowded, ranks_here()), "") << "ranks may share a GPU";
 }
 
 TEST(Validate, EngineMustBeOneTheWorkloadHas) {

@@ -1,0 +1,333 @@
+#include "backends/cuda_ipc_allreduce.h"
+
+#include <fmt/format.h>
+
+#include "harness/common/errors.h"
+
+#ifdef HARNESS_WITH_CUDA
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <vector>
+
+#include "backends/cuda_ipc_kernels.h"
+#endif
+
+namespace harness {
+
+std::string cuda_ipc_problem(const BackendOptions& options) {
+  if (options.device != "cuda") {
+    return fmt::format("device: backend \"cuda_ipc\" reduces GPU memory only; expected \"cuda\", got \"{}\"",
+                       options.device);
+  }
+  if (!options.host_memory_workload.empty()) {
+    return fmt::format("workload: backend \"cuda_ipc\" reduces GPU memory only, and {} adds up its sums in host "
+                       "memory; expected a backend other than \"cuda_ipc\" for {}",
+                       options.host_memory_workload, options.host_memory_workload);
+  }
+  if (options.nodes > 1) {
+    return fmt::format("nodes: backend \"cuda_ipc\" needs every rank on one node (CUDA IPC maps GPU memory between "
+                       "the processes of one machine), got {} nodes; expected nodes 1, or a backend that stages "
+                       "through the host such as \"hier\"",
+                       options.nodes);
+  }
+  return "";
+}
+
+#ifdef HARNESS_WITH_CUDA
+
+namespace {
+
+void check_cuda(cudaError_t code, std::string_view operation) {
+  if (code == cudaSuccess) return;
+  throw CommError(fmt::format("cuda_ipc: {} failed: {}", operation, cudaGetErrorString(code)));
+}
+
+// Whether `ok` holds on every rank of `communicator` (collective).
+bool on_every_rank(bool ok, const Communicator& communicator) {
+  int all = ok ? 1 : 0;
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, communicator.handle()),
+            "MPI_Allreduce(cuda_ipc check)");
+  return all == 1;
+}
+
+// Stops every rank with NotSupported when the ranks span several nodes (collective).
+void check_one_node(const Communicator& communicator) {
+  int smallest_node = node_place(communicator).local_size;
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &smallest_node, 1, MPI_INT, MPI_MIN, communicator.handle()),
+            "MPI_Allreduce(cuda_ipc node sizes)");
+  if (smallest_node == communicator.size()) return;
+  throw NotSupported(fmt::format("nodes: backend \"cuda_ipc\" needs every rank on one node (CUDA IPC maps GPU memory "
+                                 "between the processes of one machine), but some node holds only {} of the {} "
+                                 "ranks; use a backend that stages through the host such as \"hier\" across nodes",
+                                 smallest_node, communicator.size()));
+}
+
+constexpr std::size_t kBusIdLength = 32;  // "0000:2A:00.0" and its terminator, with room to spare
+
+// Why this rank cannot map the buffers of the GPUs its peers use, or "": a peer on the same GPU
+// is always fine, one on another GPU needs peer access to it (collective: gathers every rank's
+// GPU).
+std::string peer_access_problem(const Communicator& communicator, int device) {
+  char mine[kBusIdLength] = {};
+  check_cuda(cudaDeviceGetPCIBusId(mine, sizeof mine, device), "cudaDeviceGetPCIBusId");
+  std::vector<char> all(kBusIdLength * static_cast<std::size_t>(communicator.size()));
+  check_mpi(MPI_Allgather(mine, kBusIdLength, MPI_CHAR, all.data(), kBusIdLength, MPI_CHAR, communicator.handle()),
+            "MPI_Allgather(cuda_ipc GPUs)");
+  for (int rank = 0; rank < communicator.size(); ++rank) {
+    const char* theirs = all.data() + kBusIdLength * static_cast<std::size_t>(rank);
+    if (rank == communicator.rank() || std::strncmp(theirs, mine, kBusIdLength) == 0) continue;
+    int peer = -1;
+    if (cudaDeviceGetByPCIBusId(&peer, theirs) != cudaSuccess) {
+      cudaGetLastError();  // not sticky; clear it
+      return fmt::format("ranks: backend \"cuda_ipc\" on rank {} cannot see the GPU of rank {} ({}); expected "
+                         "every rank of the node to see the same GPUs (CUDA_VISIBLE_DEVICES)",
+                         communicator.rank(), rank, theirs);
+    }
+    int can_access = 0;
+    check_cuda(cudaDeviceCanAccessPeer(&can_access, device, peer), "cudaDeviceCanAccessPeer");
+    if (can_access == 0) {
+      return fmt::format("ranks: backend \"cuda_ipc\" needs ranks on one GPU or on GPUs with peer access, and ranks "
+                         "{} and {} are on GPUs {} and {}, which have none (cudaDeviceCanAccessPeer); expected "
+                         "CUDA_VISIBLE_DEVICES naming one GPU or GPUs linked by NVLink or a PCIe switch, or a "
+                         "backend that stages through the host such as \"hier\"",
+                         communicator.rank(), rank, mine, theirs);
+    }
+  }
+  return "";
+}
+
+// Regions start on 256-byte boundaries (cudaMalloc's alignment): 64 floats.
+constexpr std::size_t kRegionAlignment = 64;
+
+class CudaIpcAllreduce final : public GradientSync {
+ public:
+  CudaIpcAllreduce(const Communicator& communicator, std::size_t one_shot_below_bytes)
+      : communicator_(communicator), one_shot_below_bytes_(one_shot_below_bytes) {
+    try {
+      set_up();
+    } catch (...) {
+      release(/*orderly=*/false);
+      throw;
+    }
+  }
+
+  ~CudaIpcAllreduce() override {
+    // After a failed call, or while this rank unwinds an exception, its peers may not come to a
+    // last arrival: release without one (and keep this rank's buffer, which they may still map).
+    release(!in_call_ && std::uncaught_exceptions() == 0);
+  }
+
+  CudaIpcAllreduce(const CudaIpcAllreduce&) = delete;
+  CudaIpcAllreduce& operator=(const CudaIpcAllreduce&) = delete;
+
+  std::string_view name() const override { return "cuda_ipc"; }
+
+  void allreduce_sum(std::span<float> buffer) override {
+    const std::size_t count = buffer.size();
+    if (count == 0 || communicator_.size() == 1) return;
+    in_call_ = true;  // until the call ends well: see the destructor
+    // The overlap's communication thread has no current GPU of its own.
+    check_cuda(cudaSetDevice(device_), "cudaSetDevice");
+    if (count > capacity_) register_buffers(count);
+    const std::size_t region = calls_ % 2;
+    ++calls_;
+    float* mine = own_ + region * capacity_;
+    const float* const* sources = region_pointers_ + region * static_cast<std::size_t>(communicator_.size());
+
+    // The buffer was written by work queued on the legacy default stream (LibTorch's default
+    // stream, cudaMemcpy): this stream waits for it through an event, as nccl's does.
+    check_cuda(cudaEventRecord(ready_, cudaStreamLegacy), "cudaEventRecord");
+    check_cuda(cudaStreamWaitEvent(stream_, ready_, 0), "cudaStreamWaitEvent");
+    check_cuda(cudaMemcpyAsync(mine, buffer.data(), count * sizeof(float), cudaMemcpyDeviceToDevice, stream_),
+               "cudaMemcpyAsync(into the registered buffer)");
+    arrive(count);  // every rank's input is in its region
+
+    const int ranks = communicator_.size();
+    if (count * sizeof(float) < one_shot_below_bytes_) {
+      check_cuda(cuda_ipc::sum_over_ranks(sources, ranks, buffer.data(), 0, count, stream_), "one-shot kernel");
+    } else {
+      const auto rank = static_cast<std::size_t>(communicator_.rank());
+      const auto size = static_cast<std::size_t>(ranks);
+      check_cuda(cuda_ipc::sum_over_ranks(sources, ranks, mine, count * rank / size, count * (rank + 1) / size,
+                                          stream_),
+                 "reduce-scatter kernel");
+      arrive(count);  // every slice is summed
+      check_cuda(cuda_ipc::gather_slices(sources, ranks, buffer.data(), count, stream_), "all-gather kernel");
+    }
+    // The contract: the sums are in the buffer when the call returns.
+    check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize(after the reduction)");
+    in_call_ = false;
+  }
+
+ private:
+  void set_up() {
+    check_cuda(cudaGetDevice(&device_), "cudaGetDevice");
+    check_one_node(communicator_);
+    const std::string problem = peer_access_problem(communicator_, device_);
+    if (!on_every_rank(problem.empty(), communicator_)) {
+      throw NotSupported(problem.empty() ? "ranks: backend \"cuda_ipc\" needs ranks on one GPU or on GPUs with peer "
+                                           "access, and another rank's GPU has none (see that rank's log)"
+                                         : problem);
+    }
+    check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    check_cuda(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+    bases_.assign(static_cast<std::size_t>(communicator_.size()), nullptr);
+  }
+
+  // The barrier between phases: this rank's queued work is done, and every rank has come as far.
+  // Also checks that every rank reduces `count` elements, so that ranks that would otherwise
+  // read each other's regions past their end all stop instead.
+  void arrive(std::size_t count) {
+    check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+    int64_t largest_and_negated_smallest[2] = {static_cast<int64_t>(count), -static_cast<int64_t>(count)};
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, largest_and_negated_smallest, 2, MPI_INT64_T, MPI_MAX,
+                            communicator_.handle()),
+              "MPI_Allreduce(cuda_ipc arrival)");
+    if (largest_and_negated_smallest[0] != -largest_and_negated_smallest[1]) {
+      throw CommError(fmt::format("cuda_ipc: ranks disagree on the buffer to reduce, from {} to {} elements; every "
+                                  "rank must pass the same element count",
+                                  -largest_and_negated_smallest[1], largest_and_negated_smallest[0]));
+    }
+  }
+
+  // Replaces the registered buffers by ones with regions of at least `count` floats, on every
+  // rank at once (collective; every rank asks for the same count, which arrive() checks).
+  void register_buffers(std::size_t count) {
+    arrive(count);  // every rank is done with the old buffers
+    close_peer_mappings();
+    arrive(count);  // nobody maps them any more
+    free_own_buffers();
+
+    capacity_ = (count + kRegionAlignment - 1) / kRegionAlignment * kRegionAlignment;
+    struct {
+      int ok = 0;
+      cudaIpcMemHandle_t handle{};
+    } mine;
+    void* allocation = nullptr;
+    cudaError_t allocated = cudaMalloc(&allocation, 2 * capacity_ * sizeof(float));
+    if (allocated == cudaSuccess) {
+      own_ = static_cast<float*>(allocation);
+      allocated = cudaIpcGetMemHandle(&mine.handle, own_);
+    }
+    mine.ok = allocated == cudaSuccess ? 1 : 0;
+    std::vector<decltype(mine)> all(static_cast<std::size_t>(communicator_.size()));
+    check_mpi(MPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, communicator_.handle()),
+              "MPI_Allgather(cuda_ipc handles)");
+    for (std::size_t rank = 0; rank < all.size(); ++rank) {
+      if (all[rank].ok != 0) continue;
+      capacity_ = 0;
+      throw CommError(static_cast<int>(rank) == communicator_.rank()
+                          ? fmt::format("cuda_ipc: cudaMalloc or cudaIpcGetMemHandle of 2 x {} floats failed: {}",
+                                        count, cudaGetErrorString(allocated))
+                          : fmt::format("cuda_ipc: rank {} could not allocate and export its buffer (see its log)",
+                                        rank));
+    }
+
+    std::string failure;
+    for (std::size_t rank = 0; rank < all.size(); ++rank) {
+      if (static_cast<int>(rank) == communicator_.rank()) {
+        bases_[rank] = own_;
+        continue;
+      }
+      void* mapped = nullptr;
+      const cudaError_t opened = cudaIpcOpenMemHandle(&mapped, all[rank].handle, cudaIpcMemLazyEnablePeerAccess);
+      if (opened != cudaSuccess) {
+        failure = fmt::format("cuda_ipc: cudaIpcOpenMemHandle of rank {}'s buffer failed: {}", rank,
+                              cudaGetErrorString(opened));
+        break;
+      }
+      bases_[rank] = static_cast<float*>(mapped);
+    }
+    // Where each rank's region k lies, as this rank's kernels address it: region k of rank r at
+    // index k * ranks + r.
+    std::vector<const float*> pointers;
+    for (std::size_t region = 0; region < 2 && failure.empty(); ++region) {
+      for (float* base : bases_) pointers.push_back(base + region * capacity_);
+    }
+    if (failure.empty()) {
+      void* table = nullptr;
+      cudaError_t copied = cudaMalloc(&table, pointers.size() * sizeof(float*));
+      if (copied == cudaSuccess) {
+        region_pointers_ = static_cast<const float**>(table);
+        copied = cudaMemcpy(table, pointers.data(), pointers.size() * sizeof(float*), cudaMemcpyHostToDevice);
+      }
+      if (copied != cudaSuccess) failure = fmt::format("cuda_ipc: the region table: {}", cudaGetErrorString(copied));
+    }
+    if (!on_every_rank(failure.empty(), communicator_)) {
+      capacity_ = 0;
+      throw CommError(failure.empty() ? "cuda_ipc: another rank could not map the registered buffers (see its log)"
+                                      : failure);
+    }
+  }
+
+  void close_peer_mappings() noexcept {
+    for (std::size_t rank = 0; rank < bases_.size(); ++rank) {
+      if (static_cast<int>(rank) != communicator_.rank() && bases_[rank] != nullptr) cudaIpcCloseMemHandle(bases_[rank]);
+      bases_[rank] = nullptr;
+    }
+  }
+
+  void free_own_buffers() noexcept {
+    if (own_ != nullptr) cudaFree(own_);
+    if (region_pointers_ != nullptr) cudaFree(region_pointers_);
+    own_ = nullptr;
+    region_pointers_ = nullptr;
+    capacity_ = 0;
+  }
+
+  // `orderly`: every rank releases together, so this rank may free its buffer once the others
+  // have unmapped it. Otherwise the buffer stays allocated until the process ends (the driver
+  // frees it then), since a peer may still map it.
+  void release(bool orderly) noexcept {
+    if (device_ >= 0) cudaSetDevice(device_);
+    if (stream_ != nullptr) cudaStreamSynchronize(stream_);  // this rank's kernels no longer read its peers'
+    close_peer_mappings();
+    if (orderly && own_ != nullptr && MPI_Barrier(communicator_.handle()) == MPI_SUCCESS) free_own_buffers();
+    if (ready_ != nullptr) cudaEventDestroy(ready_);
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+    ready_ = nullptr;
+    stream_ = nullptr;
+  }
+
+  Communicator communicator_;
+  std::size_t one_shot_below_bytes_;
+  int device_ = -1;
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t ready_ = nullptr;
+  float* own_ = nullptr;                  // this rank's buffer: two regions of capacity_ floats
+  std::size_t capacity_ = 0;              // floats per region, the same on every rank
+  std::vector<float*> bases_;             // every rank's buffer, this rank's own at its index
+  const float** region_pointers_ = nullptr;  // device memory: 2 x ranks region addresses
+  uint64_t calls_ = 0;
+  bool in_call_ = false;
+};
+
+}  // namespace
+
+std::string cuda_ipc_unavailable_reason() { return ""; }
+
+std::unique_ptr<GradientSync> make_cuda_ipc_allreduce(const Communicator& communicator, const BackendOptions& options,
+                                                      std::size_t one_shot_below_bytes) {
+  if (const std::string problem = cuda_ipc_problem(options); !problem.empty()) throw NotSupported(problem);
+  return std::make_unique<CudaIpcAllreduce>(communicator, one_shot_below_bytes);
+}
+
+#else  // !HARNESS_WITH_CUDA
+
+std::string cuda_ipc_unavailable_reason() {
+  return "backend \"cuda_ipc\" is not in this build: it needs a CUDA build (configure with -DHARNESS_WITH_CUDA=ON "
+         "where a CUDA toolkit is installed; docs/gpus.md)";
+}
+
+std::unique_ptr<GradientSync> make_cuda_ipc_allreduce(const Communicator& /*communicator*/,
+                                                      const BackendOptions& /*options*/,
+                                                      std::size_t /*one_shot_below_bytes*/) {
+  throw NotSupported(cuda_ipc_unavailable_reason());
+}
+
+#endif  // HARNESS_WITH_CUDA
+
+}  // namespace harness

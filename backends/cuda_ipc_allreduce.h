@@ -1,0 +1,84 @@
+// `cuda_ipc`: an allreduce in GPU memory between the ranks of one node, through CUDA IPC: the GPU
+// counterpart of `shm`. It works where NCCL does not, for ranks that share one GPU (NCCL refuses
+// them), and for ranks on different GPUs with peer access. The design is vLLM's custom
+// all-reduce and FlashInfer's IPC all-reduce (buffers mapped once, a one-shot and a two-shot
+// reduction); the code is the harness's own.
+//
+// Registration, once per point (and again only when a larger buffer arrives, on every rank at
+// once): every rank allocates one device buffer (cudaMalloc) of two regions, each as large as the
+// largest buffer reduced so far, and the ranks exchange its CUDA IPC handle (cudaIpcGetMemHandle)
+// over MPI; each rank then maps its peers' buffers (cudaIpcOpenMemHandle). Its own is used as it
+// is.
+//
+// Each call (allreduce_sum on a span of device memory, as the device path hands it):
+//   1. copy the caller's buffer into this call's region of this rank's buffer (device to device);
+//   2. arrive: every rank's input is in its region;
+//   3. one-shot, for buffers below the crossover (cuda_ipc_one_shot_below_bytes): one kernel on
+//      each rank sums the whole buffer over every rank's region and writes it into the caller's
+//      buffer. Two-shot otherwise: each rank's kernel sums its slice (elements
+//      [n r / p, n (r + 1) / p) of n, p ranks) over every rank's region into its own region
+//      (reduce-scatter); arrive: every slice is summed; one kernel copies every rank's summed slice
+//      into the caller's buffer (all-gather).
+// Every element is summed in rank order 0, 1, ..., p-1, in either kernel, so every rank gets the
+// same bits, one-shot or two-shot. Device memory moved per rank, in units of the buffer's size n:
+// one-shot (p + 3) n (copy in 2 n, read p n, write n), two-shot (5 + 1/p) n (copy in 2 n; read n,
+// write n/p; read n, write n). Ranks that share a GPU share its memory bandwidth too.
+//
+// Calls alternate between the two regions, so no arrival is needed at the end of a call: a rank
+// writes region k % 2 again only in call k + 2, after the arrival of call k + 1, which every rank
+// reaches only once it has finished reading in call k.
+//
+// Arrivals are host-synchronised: cudaStreamSynchronize on the backend's stream, then an
+// MPI_Allreduce over the ranks (a barrier that also checks that every rank reduces the same
+// number of elements). No kernel waits for another process, so ranks that time-slice one GPU
+// (no MPS) cannot deadlock, they only wait on the host. Replacing arrive() with device-side flags
+// (a flag per rank in the registered memory, written with release and read with acquire
+// semantics at system scope, vLLM's start/end signals) would save the host round trips, but a
+// kernel that spins on a flag set by another process's kernel needs both kernels resident at
+// once: true on separate GPUs and under MPS, not for processes that time-slice one GPU.
+//
+// Cleanup, at the end of the point (the destructor, collective): every rank unmaps its peers'
+// buffers (cudaIpcCloseMemHandle), all arrive, then each frees its own (cudaFree: freeing memory
+// that another process still maps is undefined behaviour). A rank that dies leaves nothing behind:
+// the driver releases a process's device memory and IPC mappings when it exits, however it exits
+// (unlike a POSIX shared-memory name, which `shm` unlinks itself). Its peers wait in their next
+// MPI call until mpirun, seeing the rank gone, stops the job.
+//
+// Refused before launch (cuda_ipc_problem, in one line naming the setting at fault): device
+// "cpu", K-means (its sums stay in host memory), ranks on several nodes; and in a build without
+// CUDA (cuda_ipc_unavailable_reason). Refused when made: ranks on several nodes, ranks on GPUs
+// without peer access.
+//
+// Threading: one call at a time, from any thread (with overlap, the communication thread): each
+// call makes the backend's GPU current on the calling thread first.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "backends/backend_options.h"
+#include "backends/gradient_sync.h"
+
+namespace harness {
+
+// Buffers smaller than this go through the one-shot kernel (the setting
+// cuda_ipc_one_shot_below_bytes says otherwise): vLLM's choice for up to 4 GPUs with NVLink, not
+// measured by this harness yet (experiments/gpu/comm_cuda.json measures it).
+constexpr std::size_t kCudaIpcOneShotBelowBytes = 512 * 1024;
+
+// Why this build lacks the backend (no CUDA), or "".
+std::string cuda_ipc_unavailable_reason();
+
+// Why the backend cannot serve a point with these options (BackendInfo::problem), starting with
+// the setting at fault ("device: ..."), or "".
+std::string cuda_ipc_problem(const BackendOptions& options);
+
+// The backend on this rank's current GPU (select_cuda_device), reducing buffers smaller than
+// `one_shot_below_bytes` with the one-shot kernel. Collective over `communicator`. Throws
+// NotSupported when the build lacks it, cuda_ipc_problem refuses the options, the ranks span
+// several nodes or two GPUs lack peer access; CommError when CUDA or MPI fail.
+std::unique_ptr<GradientSync> make_cuda_ipc_allreduce(const Communicator& communicator, const BackendOptions& options,
+                                                      std::size_t one_shot_below_bytes = kCudaIpcOneShotBelowBytes);
+
+}  // namespace harness

@@ -1,0 +1,174 @@
+// Backend cuda_ipc on GPUs against MPI_Allreduce, on every rank under mpirun (tests/CMakeLists.txt:
+// 1 to 4 ranks, label gpu). Written for p ranks of one node, sharing one GPU or each on its own
+// (with peer access); without a GPU or a CUDA build the GPU tests skip, and the refusals that
+// need none still run.
+#include "backends/cuda_ipc_allreduce.h"
+
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/device_staging.h"
+#include "backends/registry.h"
+#include "harness/common/errors.h"
+#include "tests/mpi_world.h"
+
+namespace harness {
+namespace {
+
+// Sizes relative to the number of ranks catch slicing mistakes. Codes below 0 mean p + code + 2:
+// -3 → p-1, -2 → p, -1 → p+1.
+std::size_t element_count(int code, int ranks) {
+  return code >= 0 ? static_cast<std::size_t>(code) : static_cast<std::size_t>(ranks + code + 2);
+}
+
+std::vector<float> random_buffer(std::size_t count, int rank, int round) {
+  std::vector<float> buffer(count);
+  std::mt19937 engine(4321 + 101 * rank + round);
+  std::uniform_real_distribution<float> uniform(-1.0F, 1.0F);
+  for (auto& value : buffer) value = uniform(engine);
+  return buffer;
+}
+
+// Why the GPU tests cannot run here, or "" (the same on every rank).
+std::string why_not_here() {
+  if (std::string reason = cuda_ipc_unavailable_reason(); !reason.empty()) return reason;
+  const CudaStatus cuda = cuda_status();
+  return cuda.usable ? "" : cuda.reason;
+}
+
+BackendOptions gpu_options(const Communicator& communicator, std::size_t one_shot_below_bytes) {
+  BackendOptions options;
+  options.device = "cuda";
+  options.ranks = communicator.size();
+  options.ranks_per_node = communicator.size();
+  options.owned["cuda_ipc_one_shot_below_bytes"] = one_shot_below_bytes;
+  return options;
+}
+
+// Reduces `local` through `device_path` from a device buffer, at `offset` elements into it (the
+// trainer's buckets are spans of one buffer), and returns the sums.
+std::vector<float> reduced_on_device(DeviceStagedSync& device_path, const std::vector<float>& local,
+                                     std::size_t offset) {
+  std::vector<float> padded(offset + local.size(), 7.0F);
+  std::copy(local.begin(), local.end(), padded.begin() + static_cast<std::ptrdiff_t>(offset));
+  DeviceBuffer device(padded.size());
+  device.copy_from_host(padded);
+  device_path.allreduce_sum(device.data() + offset, local.size());
+  device.copy_to_host(padded);
+  for (std::size_t i = 0; i < offset; ++i) EXPECT_EQ(padded[i], 7.0F) << "written before the span, at " << i;
+  return {padded.begin() + static_cast<std::ptrdiff_t>(offset), padded.end()};
+}
+
+// Elements further than 1e-6 (relative, above 1) from MPI_Allreduce's sum.
+int wrong_elements(const std::vector<float>& reduced, const std::vector<float>& expected) {
+  int wrong = 0;
+  for (std::size_t i = 0; i < reduced.size(); ++i) {
+    const double reference = expected[i];
+    if (std::abs(reduced[i] - reference) > 1e-6 * std::max(1.0, std::abs(reference))) ++wrong;
+  }
+  return wrong;
+}
+
+// Every size twice in a row (different data), with the one-shot kernel at every size, the
+// two-shot at every size, and the default crossover between them; one backend per crossover, so
+// that its registered buffers grow with the sizes and are reused when a smaller one follows.
+TEST(CudaIpcAllreduce, EqualsMpiAllreduceAtEverySizeTwiceInARowOnBothSidesOfTheCrossover) {
+  const World world;
+  const Communicator communicator(MPI_COMM_WORLD);
+  if (const std::string reason = why_not_here(); !reason.empty()) GTEST_SKIP() << reason;
+  select_cuda_device(communicator);
+  for (const std::size_t one_shot_below : {std::numeric_limits<std::size_t>::max(), std::size_t{0},
+                                           kCudaIpcOneShotBelowBytes}) {
+    const auto backend = make_gradient_sync("cuda_ipc", gpu_options(communicator, one_shot_below), communicator);
+    // The trainer's buckets and the comm benchmark reach the backend through the device path.
+    DeviceStagedSync device_path(*backend);
+    EXPECT_EQ(device_path.path(), world.size > 1 ? "cuda_ipc" : kNoExchangePath);
+    for (const int code : {0, 1, -3, -2, -1, 1000003, -1}) {
+      const std::size_t count = element_count(code, world.size);
+      for (int round = 0; round < 2; ++round) {
+        const std::vector<float> local = random_buffer(count, world.rank, round);
+        std::vector<float> expected = local;
+        ASSERT_EQ(MPI_Allreduce(MPI_IN_PLACE, expected.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM,
+                                MPI_COMM_WORLD),
+                  MPI_SUCCESS);
+        const std::vector<float> reduced = reduced_on_device(device_path, local, round);  // offsets 0 and 1
+        EXPECT_EQ(wrong_elements(reduced, expected), 0)
+            << "of " << count << " elements differ from MPI_Allreduce, round " << round + 1
+            << ", one-shot below " << one_shot_below << " bytes";
+        // Synchronous SGD needs the same bits on every rank.
+        std::vector<float> from_zero = reduced;
+        ASSERT_EQ(MPI_Bcast(from_zero.data(), static_cast<int>(count), MPI_FLOAT, 0, MPI_COMM_WORLD), MPI_SUCCESS);
+        EXPECT_EQ(std::memcmp(from_zero.data(), reduced.data(), count * sizeof(float)), 0)
+            << "ranks disagree on the sum of " << count << " elements, round " << round + 1;
+      }
+    }
+  }
+}
+
+// Both kernels add in rank order: the crossover changes the time, never the bits.
+TEST(CudaIpcAllreduce, OneShotAndTwoShotGiveTheSameBits) {
+  const World world;
+  const Communicator communicator(MPI_COMM_WORLD);
+  if (const std::string reason = why_not_here(); !reason.empty()) GTEST_SKIP() << reason;
+  select_cuda_device(communicator);
+  const std::vector<float> local = random_buffer(100003, world.rank, 5);
+  std::vector<std::vector<float>> sums;
+  for (const std::size_t one_shot_below : {std::numeric_limits<std::size_t>::max(), std::size_t{0}}) {
+    const auto backend = make_gradient_sync("cuda_ipc", gpu_options(communicator, one_shot_below), communicator);
+    DeviceStagedSync device_path(*backend);
+    sums.push_back(reduced_on_device(device_path, local, 0));
+  }
+  EXPECT_EQ(std::memcmp(sums[0].data(), sums[1].data(), local.size() * sizeof(float)), 0);
+}
+
+// Ranks that pass different element counts would read past each other's regions: every rank
+// stops with the same error instead, at the first arrival.
+TEST(CudaIpcAllreduce, RanksThatReduceDifferentCountsAllFail) {
+  const World world;
+  const Communicator communicator(MPI_COMM_WORLD);
+  if (world.size == 1) GTEST_SKIP() << "needs two ranks";
+  if (const std::string reason = why_not_here(); !reason.empty()) GTEST_SKIP() << reason;
+  select_cuda_device(communicator);
+  const auto backend = make_gradient_sync("cuda_ipc", gpu_options(communicator, kCudaIpcOneShotBelowBytes),
+                                          communicator);
+  const std::size_t count = 1000 + static_cast<std::size_t>(world.rank);
+  DeviceBuffer device(count);
+  try {
+    backend->allreduce_sum(std::span<float>(device.data(), count));
+    ADD_FAILURE() << "different counts accepted";
+  } catch (const CommError& error) {
+    EXPECT_NE(std::string(error.what()).find("cuda_ipc: ranks disagree on the buffer to reduce, from 1000 to " +
+                                             std::to_string(999 + world.size) + " elements"),
+              std::string::npos)
+        << error.what();
+  }
+}
+
+// Host memory never reaches it: made for device "cpu" it refuses, in every build, with the
+// reason the validation gives before launch.
+TEST(CudaIpcAllreduce, RefusesToBeMadeForHostMemory) {
+  const Communicator communicator(MPI_COMM_WORLD);
+  BackendOptions options;
+  options.ranks = communicator.size();
+  try {
+    make_gradient_sync("cuda_ipc", options, communicator);
+    ADD_FAILURE() << "made for host memory";
+  } catch (const NotSupported& error) {
+    const std::string unavailable = cuda_ipc_unavailable_reason();
+    EXPECT_EQ(std::string(error.what()),
+              unavailable.empty()
+                  ? "device: backend \"cuda_ipc\" reduces GPU memory only; expected \"cuda\", got \"cpu\""
+                  : unavailable);
+  }
+}
+
+}  // namespace
+}  // namespace harness
