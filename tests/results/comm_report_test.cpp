@@ -1,5 +1,6 @@
 // The comm report's crossover lines: where each backend configuration overtakes MPI_Allreduce of
-// the same run, from the median over repeats at each size.
+// the same run, and where a backend's own algorithms cross (cuda_ipc's one-shot and two-shot),
+// from the median over repeats at each size.
 #include "harness/results/comm_report.h"
 
 #include <gtest/gtest.h>
@@ -70,6 +71,39 @@ TEST(CommReport, SaysFromWhichSizeEachConfigurationBeatsAllreduceOnMediansOverRe
   // The console table ends with it.
   const std::string table = CommReport().console_table(set);
   EXPECT_NE(table.find("faster from 16384 B up"), std::string::npos) << table;
+}
+
+// cuda_ipc_one_shot_below_bytes marks a crossover between cuda_ipc's own kernels: its
+// configurations are also compared with each other, against the one-shot one (the largest value).
+TEST(CommReport, SaysFromWhichSizeABackendsOtherAlgorithmWinsForItsOwnCrossover) {
+  const auto path = fs::temp_directory_path() / "harness_comm_report_test_own";
+  fs::remove_all(path);
+  ResultsDirectory directory(path.string());
+  directory.create();
+  const Experiment experiment = parse_experiment(
+      R"({"name": "exp", "settings": {"kind": "comm", "ranks": 4},
+          "sweep": {"backend": ["allreduce", "cuda_ipc"], "cuda_ipc_one_shot_below_bytes": [1073741824, 0]},
+          "exclude": [{"backend": "allreduce", "cuda_ipc_one_shot_below_bytes": 0}]})",
+      "exp.json");
+  const std::vector<Point> points = expand(experiment);
+  ASSERT_EQ(points.size(), 3U);
+  const std::map<std::string, std::vector<double>> times = {
+      {"allreduce 1073741824", {100, 200, 400}},
+      {"cuda_ipc 1073741824", {10, 40, 200}},  // one-shot
+      {"cuda_ipc 0", {20, 40, 100}},           // two-shot: 0.5x, 1x, 2x the one-shot's speed
+  };
+  for (const Point& point : points) {
+    const std::string name =
+        point.settings.backend + " " + to_json(point.settings)["cuda_ipc_one_shot_below_bytes"].dump();
+    write_comm_record(directory, point, times.at(name));
+  }
+  EXPECT_EQ(crossover_summary(ResultSet::load(directory, experiment, points, true)),
+            "Against allreduce (its median time over repeats / this one's, per size):\n"
+            "  backend=cuda_ipc cuda_ipc_one_shot_below_bytes=1073741824: faster at every size (2.00-10.00x)\n"
+            "  backend=cuda_ipc cuda_ipc_one_shot_below_bytes=0: faster at every size (4.00-5.00x)\n"
+            "Against backend=cuda_ipc cuda_ipc_one_shot_below_bytes=1073741824 (its median time over repeats / "
+            "this one's, per size):\n"
+            "  backend=cuda_ipc cuda_ipc_one_shot_below_bytes=0: faster from 65536 B up (2.00x), 0.50-1.00x below\n");
 }
 
 TEST(CommReport, SaysNothingWithoutAllreducePointsToCompareWith) {
