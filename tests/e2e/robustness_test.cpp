@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "backends/registry.h"
 #include "e2e_helpers.h"
 #include "harness/common/clock.h"
 #include "harness/common/files.h"
@@ -131,6 +132,37 @@ TEST(Robustness, KilledRankIsNamedWithItsSignal) {
   const auto rows = read_csv(out / "summary.csv");
   ASSERT_EQ(rows.size(), 1U);
   EXPECT_EQ(rows[0].at("reason"), "rank 1 killed by signal 9 (Killed)");
+}
+
+// A cuda_ipc rank killed in the middle of its reductions: the point fails naming it, the other
+// rank does not hang, and no rank program is left. Nothing else can be left: the driver frees a
+// dead process's device memory and IPC mappings, and cuda_ipc makes no file or shared-memory name.
+// Needs a GPU (label gpu, tests/CMakeLists.txt); the two ranks share it when it is the only one.
+TEST(GpuRobustness, KilledCudaIpcRankStopsThePointAndLeavesNoRankBehind) {
+  if (const CudaStatus cuda = cuda_status(); !cuda.usable) GTEST_SKIP() << cuda.reason;
+  if (const std::string reason = find_backend("cuda_ipc").unavailable_reason(); !reason.empty()) {
+    GTEST_SKIP() << reason;
+  }
+  const fs::path dir = scratch("killed_cuda_ipc");
+  const fs::path experiment = write_experiment(
+      dir, R"({"name": "killed_cuda_ipc", "settings": {"kind": "comm", "device": "cuda", "backend": "cuda_ipc",
+               "ranks": 2, "comm_min_bytes": 16777216, "comm_max_bytes": 16777216, "comm_iterations": 100000,
+               "timeout_s": 300}})");
+  const fs::path out = dir / "out";
+  ChildProcess run(harness_request({"run", experiment.string(), "--out", out.string()}, dir / "run.log"));
+  pid_t rank_one = 0;
+  ASSERT_TRUE(wait_until([&] { return (rank_one = find_rank_process(1)) != 0; }));
+  // Let it start CUDA, map its peer's buffer and get into the reductions (100000 of 16 MiB: many
+  // seconds, even under MPS), then kill it.
+  std::this_thread::sleep_for(std::chrono::seconds(5));
+  ASSERT_EQ(::kill(rank_one, SIGKILL), 0);
+  std::optional<ProcessOutcome> ended;
+  ASSERT_TRUE(wait_until([&] { return (ended = run.poll()).has_value(); })) << "rank 0 waits for the dead rank";
+  EXPECT_EQ(ended->exit_code, 1);
+  const std::string log = joined(tail_lines((dir / "run.log").string(), 50));
+  EXPECT_NE(log.find("FAILED: rank 1 killed by signal 9 (Killed)"), std::string::npos) << log;
+  EXPECT_EQ(find_rank_process(0), 0) << "rank 0 is still running";
+  EXPECT_EQ(find_rank_process(1), 0);
 }
 
 // Beside it an ok point, which keeps its complete measurements only.

@@ -10,6 +10,7 @@
 #include <thread>
 #include <tuple>
 
+#include "backends/device_staging.h"
 #include "backends/registry.h"
 #include "backends/gloo_allreduce.h"
 #include "backends/mpi_allreduce.h"
@@ -27,8 +28,8 @@ constexpr int kBatch = 4;
 std::vector<float> flat_parameters(Workload& workload) {
   std::vector<float> flat;
   for (const auto& parameter : workload.parameters()) {
-    flat.insert(flat.end(), parameter.data_ptr<float>(),
-                parameter.data_ptr<float>() + parameter.numel());
+    const torch::Tensor host = parameter.detach().to(torch::kCPU).contiguous();  // the same tensor on the CPU
+    flat.insert(flat.end(), host.data_ptr<float>(), host.data_ptr<float>() + host.numel());
   }
   return flat;
 }
@@ -224,8 +225,9 @@ TEST(DataParallelTrainer, RefusesAParameterListedTwice) {
   EXPECT_THROW(DataParallelTrainer(workload, backend, MPI_COMM_WORLD, settings), NotSupported);
 }
 
-// Trains a fresh Iris MLP for at least 50 steps with `settings` and returns its parameters.
-std::vector<float> trained_parameters(PointSettings settings) {
+// Trains a fresh Iris MLP for at least 50 steps with `settings` and returns its parameters; on
+// GPU `cuda_device` with device "cuda".
+std::vector<float> trained_parameters(PointSettings settings, int cuda_device = kNoCudaDevice) {
   int size = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   settings.ranks = size;
@@ -234,12 +236,22 @@ std::vector<float> trained_parameters(PointSettings settings) {
   const int workers = worker_layout(settings, 0, size).workers;
   const int steps_per_epoch = 120 / (kBatch * workers);
   settings.epochs = (50 + steps_per_epoch - 1) / steps_per_epoch;
-  auto workload = find_workload("iris_mlp").make(settings, kNoCudaDevice);
-  auto backend = make_gradient_sync(settings.backend, MPI_COMM_WORLD);
+  auto workload = find_workload("iris_mlp").make(settings, cuda_device);
+  auto backend = make_gradient_sync(settings.backend, backend_options(settings), MPI_COMM_WORLD);
   DataParallelTrainer trainer(*workload, *backend, MPI_COMM_WORLD, settings);
   trainer.broadcast_parameters();
   trainer.train();
   return flat_parameters(*workload);
+}
+
+// The largest difference between `parameters` and `reference`, relative where they exceed 1.
+double worst_difference(const std::vector<float>& parameters, const std::vector<float>& reference) {
+  double worst = 0;
+  for (std::size_t i = 0; i < parameters.size(); ++i) {
+    worst = std::max(worst, std::abs(static_cast<double>(parameters[i]) - reference[i]) /
+                                std::max(1.0, std::abs(static_cast<double>(reference[i]))));
+  }
+  return worst;
 }
 
 TEST(DataParallelTrainer, EveryBackendWithAndWithoutBucketsAndOverlapTrainsTheSameParameters) {
@@ -258,14 +270,38 @@ TEST(DataParallelTrainer, EveryBackendWithAndWithoutBucketsAndOverlapTrainsTheSa
         settings.overlap = overlap;
         const std::vector<float> parameters = trained_parameters(settings);
         ASSERT_EQ(parameters.size(), reference.size());
-        double worst = 0;
-        for (std::size_t i = 0; i < parameters.size(); ++i) {
-          worst = std::max(worst, std::abs(static_cast<double>(parameters[i]) - reference[i]) /
-                                      std::max(1.0, std::abs(static_cast<double>(reference[i]))));
-        }
-        EXPECT_LE(worst, 1e-5) << info.name << " bucket_mb=" << bucket_mb
-                               << " overlap=" << overlap;
+        EXPECT_LE(worst_difference(parameters, reference), 1e-5)
+            << info.name << " bucket_mb=" << bucket_mb << " overlap=" << overlap;
       }
+    }
+  }
+}
+
+// On a GPU (tests gpu_training_*, label gpu; skipped without a GPU, a LibTorch with CUDA or a
+// CUDA build): cuda_ipc, which reduces the gradients in GPU memory, trains the same parameters as
+// allreduce, which stages them through the host, with and without buckets and overlap.
+TEST(GpuTraining, CudaIpcTrainsTheSameParametersAsAllreduce) {
+  if (const CudaStatus cuda = cuda_status(); !cuda.usable) GTEST_SKIP() << cuda.reason;
+  if (const std::string problem = training_device_problem("cuda", /*devices_here=*/true); !problem.empty()) {
+    GTEST_SKIP() << problem;
+  }
+  if (const std::string reason = find_backend("cuda_ipc").unavailable_reason(); !reason.empty()) {
+    GTEST_SKIP() << reason;
+  }
+  const int device = select_cuda_device(MPI_COMM_WORLD);
+  PointSettings settings;
+  settings.device = "cuda";
+  settings.backend = "allreduce";
+  const std::vector<float> reference = trained_parameters(settings, device);
+  for (const double bucket_mb : {25.0, 1.0 / 1024}) {
+    for (const bool overlap : {false, true}) {
+      settings.backend = "cuda_ipc";
+      settings.bucket_mb = bucket_mb;
+      settings.overlap = overlap;
+      const std::vector<float> parameters = trained_parameters(settings, device);
+      ASSERT_EQ(parameters.size(), reference.size());
+      EXPECT_LE(worst_difference(parameters, reference), 1e-5) << "bucket_mb=" << bucket_mb << " overlap=" << overlap;
+      EXPECT_EQ(parameters, rank_zeros(parameters)) << "the same bits on every rank";
     }
   }
 }
