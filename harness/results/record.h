@@ -254,7 +254,8 @@ struct Measurements {
   std::string torch_version;
   std::optional<MachineFacts> machine;  // version 7 (rank programs of builds before it leave it out)
   // How the buffers reached the backend (version 8; empty before): "host memory", "pinned host
-  // staging", "device pointers", "nccl", or kNoExchangePath ("none (one rank)").
+  // staging", "device pointers", the name of a backend that reduces GPU memory itself ("nccl",
+  // "cuda_ipc"), or kNoExchangePath ("none (one rank)").
   std::string exchange_path;
   std::optional<GpuFacts> gpus;      // version 8, device "cuda"
   // Version 8: the machine where the ranks' threads most outnumbered the cores they could run on
