@@ -66,8 +66,18 @@ SampleGroups group_cost_samples(const std::vector<const PointRecord*>& records, 
                                        "those sizes to MPI_Allreduce (set its crossover to 0 to fit them)",
                                        count, backend));
   }
-  // A group whose every size went to MPI has nothing of its own to fit.
-  std::erase_if(out.groups, [](const SampleGroup& group) { return group.samples.empty(); });
+  // A group left with fewer than two sizes of its own (a sweep that ends near the crossover) has
+  // no fit: said here, rather than failing the whole model.
+  std::erase_if(out.groups, [&](const SampleGroup& group) {
+    if (!handed_to_mpi.contains(group.backend)) return false;
+    std::set<int64_t> sizes;
+    for (const CostSample& sample : group.samples) sizes.insert(sample.bytes);
+    if (sizes.size() >= 2) return false;
+    out.left_out.push_back(fmt::format("{} not fitted: {} of the run's sizes lie above its crossover, and a fit needs "
+                                       "two (run the comm benchmark to larger sizes, or with the crossover at 0)",
+                                       group_label(group.backend, group.across_nodes), sizes.size()));
+    return true;
+  });
   if (out.groups.empty()) {
     throw ConfigError(fmt::format("{}: no ok comm record on device cpu{} to fit", comm_dir,
                                   delayed > 0 ? " without an injected delay" : ""));

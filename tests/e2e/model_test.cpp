@@ -15,7 +15,8 @@ struct Runs {
   fs::path dir, comm, train;
 };
 
-// A small comm run (two backends, 4 B to 1 MiB, 2 ranks) and a traced training run at 1 and 2
+// A small comm run (two backends, 4 B to 1 MiB, 2 ranks; the ring at every size, without its
+// crossover to MPI_Allreduce, so that it has sizes of its own to fit) and a traced training run at 1 and 2
 // ranks, made once for the tests of this file.
 const Runs& runs() {
   static const Runs made = [] {
@@ -26,7 +27,8 @@ const Runs& runs() {
     const fs::path comm = write_experiment(comm_dir, R"({
       "name": "model_comm",
       "settings": {"kind": "comm", "ranks": 2, "comm_min_bytes": 4, "comm_max_bytes": 1048576,
-                   "comm_size_factor": 16, "comm_iterations": 5, "comm_warmup_iterations": 2},
+                   "comm_size_factor": 16, "comm_iterations": 5, "comm_warmup_iterations": 2,
+                   "ring_allreduce_below_chunk_bytes": 0},
       "sweep": {"backend": ["allreduce", "ring"]}})");
     r.comm = r.dir / "comm";
     HarnessRun run = run_harness({"run", comm.string(), "--out", r.comm.string()}, r.dir / "comm.log");

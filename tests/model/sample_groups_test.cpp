@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include "harness/common/errors.h"
 #include "harness/model/model_report.h"
 
@@ -81,10 +83,13 @@ TEST(SampleGroups, RecordsWithAnInjectedDelayAreLeftOutAndSaidToBe) {
 // ring at every size and keeps them.
 TEST(SampleGroups, SizesTheRingHandedToMpiAreLeftOutAndSaidToBe) {
   PointRecord crossover = comm_record("ring", {"a", "a"});
+  MessageSizeMetrics megabyte = crossover.measurements->comm->sizes.back();
+  megabyte.bytes = 1 << 20;
+  crossover.measurements->comm->sizes.push_back(megabyte);               // 4 KiB, 64 KiB, 1 MiB
   crossover.settings.options["ring_allreduce_below_chunk_bytes"] = 8192;  // MPI below 16 KiB at 2 ranks
   SampleGroups groups = group_cost_samples({&crossover}, "comm");
   ASSERT_EQ(groups.groups.size(), 1U);
-  ASSERT_EQ(groups.groups[0].samples.size(), 1U);
+  ASSERT_EQ(groups.groups[0].samples.size(), 2U);
   EXPECT_EQ(groups.groups[0].samples[0].bytes, 65536);
   ASSERT_EQ(groups.left_out.size(), 1U);
   EXPECT_EQ(groups.left_out[0],
@@ -93,11 +98,22 @@ TEST(SampleGroups, SizesTheRingHandedToMpiAreLeftOutAndSaidToBe) {
 
   PointRecord before_the_crossover = crossover;
   before_the_crossover.schema_version = kRingCrossoverSince - 1;
-  EXPECT_EQ(group_cost_samples({&before_the_crossover}, "comm").groups[0].samples.size(), 2U);
+  EXPECT_EQ(group_cost_samples({&before_the_crossover}, "comm").groups[0].samples.size(), 3U);
 
-  // Every size below it: nothing of the ring's own to fit.
-  crossover.settings.options["ring_allreduce_below_chunk_bytes"] = 1 << 20;
-  EXPECT_THROW(group_cost_samples({&crossover}, "comm"), ConfigError);
+  // One size above it, or none: no fit of the ring's own, said; and with nothing else, no model.
+  const PointRecord allreduce = comm_record("allreduce", {"a", "a"});
+  for (const int chunk_bytes : {65536, 1 << 20}) {
+    crossover.settings.options["ring_allreduce_below_chunk_bytes"] = chunk_bytes;
+    groups = group_cost_samples({&crossover, &allreduce}, "comm");
+    ASSERT_EQ(groups.groups.size(), 1U);
+    EXPECT_EQ(groups.groups[0].backend, "allreduce");
+    ASSERT_EQ(groups.left_out.size(), 2U);
+    EXPECT_EQ(groups.left_out[1], fmt::format("ring not fitted: {} of the run's sizes lie above its crossover, and a "
+                                              "fit needs two (run the comm benchmark to larger sizes, or with the "
+                                              "crossover at 0)",
+                                              chunk_bytes == 65536 ? 1 : 0));
+    EXPECT_THROW(group_cost_samples({&crossover}, "comm"), ConfigError);
+  }
 }
 
 TEST(SampleGroups, HierAcrossNodesIsRefused) {
