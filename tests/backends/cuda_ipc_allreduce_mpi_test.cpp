@@ -18,24 +18,11 @@
 #include "backends/device_staging.h"
 #include "backends/registry.h"
 #include "harness/common/errors.h"
+#include "tests/backends/reduction_inputs.h"
 #include "tests/mpi_world.h"
 
 namespace harness {
 namespace {
-
-// Sizes relative to the number of ranks catch slicing mistakes. Codes below 0 mean p + code + 2:
-// -3 → p-1, -2 → p, -1 → p+1.
-std::size_t element_count(int code, int ranks) {
-  return code >= 0 ? static_cast<std::size_t>(code) : static_cast<std::size_t>(ranks + code + 2);
-}
-
-std::vector<float> random_buffer(std::size_t count, int rank, int round) {
-  std::vector<float> buffer(count);
-  std::mt19937 engine(4321 + 101 * rank + round);
-  std::uniform_real_distribution<float> uniform(-1.0F, 1.0F);
-  for (auto& value : buffer) value = uniform(engine);
-  return buffer;
-}
 
 // Why the GPU tests cannot run here, or "" (the same on every rank).
 std::string why_not_here() {
@@ -94,7 +81,7 @@ TEST(CudaIpcAllreduce, EqualsMpiAllreduceAtEverySizeTwiceInARowOnBothSidesOfTheC
     for (const int code : {0, 1, -3, -2, -1, 1000003, -1}) {
       const std::size_t count = element_count(code, world.size);
       for (int round = 0; round < 2; ++round) {
-        const std::vector<float> local = random_buffer(count, world.rank, round);
+        const std::vector<float> local = random_buffer(count, 4321, world.rank, round);
         std::vector<float> expected = local;
         ASSERT_EQ(MPI_Allreduce(MPI_IN_PLACE, expected.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM,
                                 MPI_COMM_WORLD),
@@ -119,7 +106,7 @@ TEST(CudaIpcAllreduce, OneShotAndTwoShotGiveTheSameBits) {
   const Communicator communicator(MPI_COMM_WORLD);
   if (const std::string reason = why_not_here(); !reason.empty()) GTEST_SKIP() << reason;
   select_cuda_device(communicator);
-  const std::vector<float> local = random_buffer(100003, world.rank, 5);
+  const std::vector<float> local = random_buffer(100003, 4321, world.rank, 5);
   std::vector<std::vector<float>> sums;
   for (const std::size_t one_shot_below : {std::numeric_limits<std::size_t>::max(), std::size_t{0}}) {
     const auto backend = make_gradient_sync("cuda_ipc", gpu_options(communicator, one_shot_below), communicator);

@@ -15,25 +15,18 @@
 
 #include "backends/gloo_allreduce.h"
 #include "backends/registry.h"
+#include "tests/backends/reduction_inputs.h"
 #include "tests/mpi_world.h"
 
 namespace harness {
 namespace {
 
-// Sizes relative to the number of ranks catch chunking mistakes. Codes below 0 mean p + code + 2:
-// -3 → p-1, -2 → p, -1 → p+1; the last two sizes are pipelined (more than one chunk).
-std::size_t element_count(int code, int ranks) {
+// element_count's sizes, and two that are pipelined (more than one chunk): -4 a chunk and one
+// element, -5 three and a half chunks.
+std::size_t staged_count(int code, int ranks) {
   if (code == -4) return kStagingChunkFloats + 1;
   if (code == -5) return 7 * kStagingChunkFloats / 2;
-  return code >= 0 ? static_cast<std::size_t>(code) : static_cast<std::size_t>(ranks + code + 2);
-}
-
-std::vector<float> random_buffer(std::size_t count, int rank, int round) {
-  std::vector<float> buffer(count);
-  std::mt19937 engine(8765 + 101 * rank + round);
-  std::uniform_real_distribution<float> uniform(-1.0F, 1.0F);
-  for (auto& value : buffer) value = uniform(engine);
-  return buffer;
+  return element_count(code, ranks);
 }
 
 TEST(DeviceStagingRanks, EveryHostBackendStagedEqualsMpiAllreduceTwiceInARow) {
@@ -49,9 +42,9 @@ TEST(DeviceStagingRanks, EveryHostBackendStagedEqualsMpiAllreduceTwiceInARow) {
     // A CUDA-aware MPI takes allreduce's device pointers as they are: nothing staged to check.
     if (staged.path() != "pinned host staging") continue;
     for (const int code : {0, 1, -3, -2, -1, 1000003, -4, -5}) {
-      const std::size_t count = element_count(code, world.size);
+      const std::size_t count = staged_count(code, world.size);
       for (int round = 0; round < 2; ++round) {
-        const std::vector<float> local = random_buffer(count, world.rank, round);
+        const std::vector<float> local = random_buffer(count, 8765, world.rank, round);
         std::vector<float> expected = local;
         ASSERT_EQ(MPI_Allreduce(MPI_IN_PLACE, expected.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM,
                                 MPI_COMM_WORLD),

@@ -15,24 +15,11 @@
 #include "backends/device_staging.h"
 #include "backends/registry.h"
 #include "harness/common/errors.h"
+#include "tests/backends/reduction_inputs.h"
 #include "tests/mpi_world.h"
 
 namespace harness {
 namespace {
-
-// Sizes relative to the number of ranks catch chunking mistakes. Codes below 0 mean p + code + 2:
-// -3 → p-1, -2 → p, -1 → p+1.
-std::size_t element_count(int code, int ranks) {
-  return code >= 0 ? static_cast<std::size_t>(code) : static_cast<std::size_t>(ranks + code + 2);
-}
-
-std::vector<float> random_buffer(std::size_t count, int rank, int round) {
-  std::vector<float> buffer(count);
-  std::mt19937 engine(4321 + 101 * rank + round);
-  std::uniform_real_distribution<float> uniform(-1.0F, 1.0F);
-  for (auto& value : buffer) value = uniform(engine);
-  return buffer;
-}
 
 // Why the GPU tests cannot run on this rank's node, or "" (the same on every rank of a node).
 std::string why_not_here(const Communicator& communicator) {
@@ -63,7 +50,7 @@ TEST(NcclAllreduce, EqualsMpiAllreduceAtEverySizeTwiceInARow) {
     const std::size_t count = element_count(code, world.size);
     // Twice in a row on one communicator, different data each time.
     for (int round = 0; round < 2; ++round) {
-      const std::vector<float> local = random_buffer(count, world.rank, round);
+      const std::vector<float> local = random_buffer(count, 4321, world.rank, round);
       std::vector<float> expected = local;
       ASSERT_EQ(MPI_Allreduce(MPI_IN_PLACE, expected.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM,
                               MPI_COMM_WORLD),
