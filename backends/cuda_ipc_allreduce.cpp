@@ -7,6 +7,8 @@
 #ifdef HARNESS_WITH_CUDA
 #include <cuda_runtime_api.h>
 
+#include "backends/cuda_check.h"
+
 #include <cstdint>
 #include <cstring>
 #include <exception>
@@ -40,10 +42,7 @@ std::string cuda_ipc_problem(const BackendOptions& options) {
 
 namespace {
 
-void check_cuda(cudaError_t code, std::string_view operation) {
-  if (code == cudaSuccess) return;
-  throw CommError(fmt::format("cuda_ipc: {} failed: {}", operation, cudaGetErrorString(code)));
-}
+void check_cuda(cudaError_t code, std::string_view operation) { check_cuda_call(code, operation, "cuda_ipc: "); }
 
 // Whether `ok` holds on every rank of `communicator` (collective).
 bool on_every_rank(bool ok, const Communicator& communicator) {

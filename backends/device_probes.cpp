@@ -8,32 +8,25 @@
 
 #ifdef HARNESS_WITH_CUDA
 #include <cuda_runtime_api.h>
+
+#include "backends/cuda_check.h"
 #endif
 
 namespace harness {
 
 #ifdef HARNESS_WITH_CUDA
 
-namespace {
-
-void check_cuda(cudaError_t code, std::string_view operation) {
-  if (code == cudaSuccess) return;
-  throw CommError(fmt::format("{} failed: {}", operation, cudaGetErrorString(code)));
-}
-
-}  // namespace
-
 DeviceCopyProbes::DeviceCopyProbes(std::size_t count) : count_(count), source_(count), destination_(count) {
   if (count == 0) throw Error("DeviceCopyProbes: the buffers need at least one float");
   try {
-    check_cuda(cudaMallocHost(reinterpret_cast<void**>(&pinned_), count * sizeof(float)), "cudaMallocHost");
+    check_cuda_call(cudaMallocHost(reinterpret_cast<void**>(&pinned_), count * sizeof(float)), "cudaMallocHost");
     // Non-blocking: the probes' copies wait for nothing queued elsewhere, and time only themselves.
-    check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
-    check_cuda(cudaEventCreate(&start_), "cudaEventCreate");
-    check_cuda(cudaEventCreate(&stop_), "cudaEventCreate");
+    check_cuda_call(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    check_cuda_call(cudaEventCreate(&start_), "cudaEventCreate");
+    check_cuda_call(cudaEventCreate(&stop_), "cudaEventCreate");
     // Defined contents, so that no copy reads memory nobody wrote.
-    check_cuda(cudaMemset(source_.data(), 0, count * sizeof(float)), "cudaMemset");
-    check_cuda(cudaMemset(destination_.data(), 0, count * sizeof(float)), "cudaMemset");
+    check_cuda_call(cudaMemset(source_.data(), 0, count * sizeof(float)), "cudaMemset");
+    check_cuda_call(cudaMemset(destination_.data(), 0, count * sizeof(float)), "cudaMemset");
   } catch (...) {
     release();  // the destructor does not run for an object whose constructor threw
     throw;
@@ -54,13 +47,13 @@ void DeviceCopyProbes::release() noexcept {
 }
 
 double DeviceCopyProbes::timed_copy_s(void* to, const void* from, int kind) {
-  check_cuda(cudaEventRecord(start_, stream_), "cudaEventRecord(probe start)");
-  check_cuda(cudaMemcpyAsync(to, from, count_ * sizeof(float), static_cast<cudaMemcpyKind>(kind), stream_),
+  check_cuda_call(cudaEventRecord(start_, stream_), "cudaEventRecord(probe start)");
+  check_cuda_call(cudaMemcpyAsync(to, from, count_ * sizeof(float), static_cast<cudaMemcpyKind>(kind), stream_),
              "cudaMemcpyAsync(probe)");
-  check_cuda(cudaEventRecord(stop_, stream_), "cudaEventRecord(probe stop)");
-  check_cuda(cudaEventSynchronize(stop_), "cudaEventSynchronize(probe stop)");
+  check_cuda_call(cudaEventRecord(stop_, stream_), "cudaEventRecord(probe stop)");
+  check_cuda_call(cudaEventSynchronize(stop_), "cudaEventSynchronize(probe stop)");
   float milliseconds = 0;
-  check_cuda(cudaEventElapsedTime(&milliseconds, start_, stop_), "cudaEventElapsedTime");
+  check_cuda_call(cudaEventElapsedTime(&milliseconds, start_, stop_), "cudaEventElapsedTime");
   return milliseconds / 1e3;
 }
 

@@ -10,6 +10,8 @@
 
 #ifdef HARNESS_WITH_CUDA
 #include <cuda_runtime_api.h>
+
+#include "backends/cuda_check.h"
 #endif
 #if __has_include(<mpi-ext.h>)
 #include <mpi-ext.h>  // Open MPI's MPIX_Query_cuda_support
@@ -46,15 +48,6 @@ std::vector<StagingChunk> staging_chunks(std::size_t count, std::size_t chunk_fl
 
 #ifdef HARNESS_WITH_CUDA
 
-namespace {
-
-void check_cuda(cudaError_t code, std::string_view operation) {
-  if (code == cudaSuccess) return;
-  throw CommError(fmt::format("{} failed: {}", operation, cudaGetErrorString(code)));
-}
-
-}  // namespace
-
 CudaStatus cuda_status() {
   CudaStatus status;
   status.built = true;
@@ -73,10 +66,10 @@ CudaStatus cuda_status() {
 int select_cuda_device(const Communicator& communicator) {
   const int local_rank = node_place(communicator).local_rank;
   int devices = 0;
-  check_cuda(cudaGetDeviceCount(&devices), "cudaGetDeviceCount");
+  check_cuda_call(cudaGetDeviceCount(&devices), "cudaGetDeviceCount");
   if (devices == 0) throw NotSupported("no CUDA device on this machine");
   const int device = local_rank % devices;
-  check_cuda(cudaSetDevice(device), "cudaSetDevice");
+  check_cuda_call(cudaSetDevice(device), "cudaSetDevice");
   return device;
 }
 
@@ -91,16 +84,16 @@ CudaDeviceFacts cuda_device_facts(int device) {
   CudaDeviceFacts facts;
   facts.index = device;
   cudaDeviceProp properties{};
-  check_cuda(cudaGetDeviceProperties(&properties, device), "cudaGetDeviceProperties");
+  check_cuda_call(cudaGetDeviceProperties(&properties, device), "cudaGetDeviceProperties");
   facts.name = properties.name;
   facts.memory_bytes = static_cast<int64_t>(properties.totalGlobalMem);
   char bus_id[32] = {};
-  check_cuda(cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, device), "cudaDeviceGetPCIBusId");
+  check_cuda_call(cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, device), "cudaDeviceGetPCIBusId");
   facts.pci_bus_id = bus_id;
   int version = 0;
-  check_cuda(cudaDriverGetVersion(&version), "cudaDriverGetVersion");
+  check_cuda_call(cudaDriverGetVersion(&version), "cudaDriverGetVersion");
   facts.driver_version = cuda_version_text(version);
-  check_cuda(cudaRuntimeGetVersion(&version), "cudaRuntimeGetVersion");
+  check_cuda_call(cudaRuntimeGetVersion(&version), "cudaRuntimeGetVersion");
   facts.runtime_version = cuda_version_text(version);
   return facts;
 }
@@ -115,7 +108,7 @@ bool mpi_accepts_device_pointers() {
 
 DeviceBuffer::DeviceBuffer(std::size_t count) : count_(count) {
   if (count > 0) {
-    check_cuda(cudaMalloc(reinterpret_cast<void**>(&data_), count * sizeof(float)), "cudaMalloc");
+    check_cuda_call(cudaMalloc(reinterpret_cast<void**>(&data_), count * sizeof(float)), "cudaMalloc");
   }
 }
 
@@ -126,14 +119,14 @@ DeviceBuffer::~DeviceBuffer() {
 void DeviceBuffer::copy_from_host(std::span<const float> host) {
   if (host.size() != count_) throw Error("DeviceBuffer::copy_from_host: size mismatch");
   if (count_ == 0) return;
-  check_cuda(cudaMemcpy(data_, host.data(), count_ * sizeof(float), cudaMemcpyHostToDevice),
+  check_cuda_call(cudaMemcpy(data_, host.data(), count_ * sizeof(float), cudaMemcpyHostToDevice),
              "cudaMemcpy(host to device)");
 }
 
 void DeviceBuffer::copy_to_host(std::span<float> host) const {
   if (host.size() != count_) throw Error("DeviceBuffer::copy_to_host: size mismatch");
   if (count_ == 0) return;
-  check_cuda(cudaMemcpy(host.data(), data_, count_ * sizeof(float), cudaMemcpyDeviceToHost),
+  check_cuda_call(cudaMemcpy(host.data(), data_, count_ * sizeof(float), cudaMemcpyDeviceToHost),
              "cudaMemcpy(device to host)");
 }
 
@@ -151,7 +144,7 @@ void DeviceStagedSync::reserve_pinned(std::size_t count) {
   pinned_ = nullptr;
   pinned_count_ = 0;
   // Page-locked memory lets the copy engine move the data without a bounce buffer.
-  check_cuda(cudaMallocHost(reinterpret_cast<void**>(&pinned_), count * sizeof(float)),
+  check_cuda_call(cudaMallocHost(reinterpret_cast<void**>(&pinned_), count * sizeof(float)),
              "cudaMallocHost");
   pinned_count_ = count;
 }
@@ -176,12 +169,12 @@ void DeviceStagedSync::allreduce_staged_whole(float* device_data, std::size_t co
   // returns when a copy to or from pinned memory is done.
   const std::size_t bytes = count * sizeof(float);
   if (bytes > 0) {
-    check_cuda(cudaMemcpy(pinned_, device_data, bytes, cudaMemcpyDeviceToHost),
+    check_cuda_call(cudaMemcpy(pinned_, device_data, bytes, cudaMemcpyDeviceToHost),
                "cudaMemcpy(gradients to host)");
   }
   host_backend_.allreduce_sum(std::span<float>(pinned_, count));
   if (bytes > 0) {
-    check_cuda(cudaMemcpy(device_data, pinned_, bytes, cudaMemcpyHostToDevice),
+    check_cuda_call(cudaMemcpy(device_data, pinned_, bytes, cudaMemcpyHostToDevice),
                "cudaMemcpy(sums to device)");
   }
 }
@@ -190,34 +183,34 @@ void DeviceStagedSync::allreduce_staged_pipelined(float* device_data, std::size_
   const std::vector<StagingChunk> chunks = staging_chunks(count);
   prepare_pipeline(device_data, chunks.size());
   // The overlap's communication thread has no current GPU of its own.
-  check_cuda(cudaSetDevice(device_), "cudaSetDevice");
+  check_cuda_call(cudaSetDevice(device_), "cudaSetDevice");
   // The copies out wait, through an event, for the work queued on the legacy default stream (what
   // wrote the buffer), as backend nccl does; the streams are non-blocking, so work queued there
   // later (the rest of backward, with overlap) need not wait for the copies.
-  check_cuda(cudaEventRecord(input_ready_, cudaStreamLegacy), "cudaEventRecord(input ready)");
-  check_cuda(cudaStreamWaitEvent(copy_out_, input_ready_, 0), "cudaStreamWaitEvent(input ready)");
+  check_cuda_call(cudaEventRecord(input_ready_, cudaStreamLegacy), "cudaEventRecord(input ready)");
+  check_cuda_call(cudaStreamWaitEvent(copy_out_, input_ready_, 0), "cudaStreamWaitEvent(input ready)");
   // Every chunk's copy out is queued at once: the copy engine moves chunk k+1 while the host
   // reduces chunk k. Each chunk has its own part of the pinned buffer, so no copy waits for
   // another to free space.
   for (std::size_t k = 0; k < chunks.size(); ++k) {
-    check_cuda(cudaMemcpyAsync(pinned_ + chunks[k].offset, device_data + chunks[k].offset,
+    check_cuda_call(cudaMemcpyAsync(pinned_ + chunks[k].offset, device_data + chunks[k].offset,
                                chunks[k].count * sizeof(float), cudaMemcpyDeviceToHost, copy_out_),
                "cudaMemcpyAsync(gradients to host)");
-    check_cuda(cudaEventRecord(copied_out_[k], copy_out_), "cudaEventRecord(chunk copied out)");
+    check_cuda_call(cudaEventRecord(copied_out_[k], copy_out_), "cudaEventRecord(chunk copied out)");
   }
   // In chunk order on every rank: the host backend's calls are collectives.
   for (std::size_t k = 0; k < chunks.size(); ++k) {
-    check_cuda(cudaEventSynchronize(copied_out_[k]), "cudaEventSynchronize(chunk copied out)");
+    check_cuda_call(cudaEventSynchronize(copied_out_[k]), "cudaEventSynchronize(chunk copied out)");
     host_backend_.allreduce_sum(std::span<float>(pinned_ + chunks[k].offset, chunks[k].count));
     // Back on a stream of its own, beside the copies still going out.
-    check_cuda(cudaMemcpyAsync(device_data + chunks[k].offset, pinned_ + chunks[k].offset,
+    check_cuda_call(cudaMemcpyAsync(device_data + chunks[k].offset, pinned_ + chunks[k].offset,
                                chunks[k].count * sizeof(float), cudaMemcpyHostToDevice, copy_back_),
                "cudaMemcpyAsync(sums to device)");
   }
   // The contract: the sums are in device memory when the call returns (and the pinned buffer is
   // free for the next call).
-  check_cuda(cudaEventRecord(copied_back_, copy_back_), "cudaEventRecord(copied back)");
-  check_cuda(cudaEventSynchronize(copied_back_), "cudaEventSynchronize(copied back)");
+  check_cuda_call(cudaEventRecord(copied_back_, copy_back_), "cudaEventRecord(copied back)");
+  check_cuda_call(cudaEventSynchronize(copied_back_), "cudaEventSynchronize(copied back)");
 }
 
 void DeviceStagedSync::prepare_pipeline(const float* device_data, std::size_t chunks) {
@@ -225,21 +218,21 @@ void DeviceStagedSync::prepare_pipeline(const float* device_data, std::size_t ch
     release_pipeline();            // what a failed attempt made
     // Streams and events belong to the GPU current when they are made: the data's.
     cudaPointerAttributes attributes{};
-    check_cuda(cudaPointerGetAttributes(&attributes, device_data), "cudaPointerGetAttributes");
+    check_cuda_call(cudaPointerGetAttributes(&attributes, device_data), "cudaPointerGetAttributes");
     if (attributes.type != cudaMemoryTypeDevice) {
       throw Error("DeviceStagedSync::allreduce_sum: the buffer is not in device memory");
     }
     device_ = attributes.device;
-    check_cuda(cudaSetDevice(device_), "cudaSetDevice");
-    check_cuda(cudaStreamCreateWithFlags(&copy_out_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
-    check_cuda(cudaStreamCreateWithFlags(&copy_back_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
-    check_cuda(cudaEventCreateWithFlags(&input_ready_, cudaEventDisableTiming), "cudaEventCreateWithFlags");
-    check_cuda(cudaEventCreateWithFlags(&copied_back_, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+    check_cuda_call(cudaSetDevice(device_), "cudaSetDevice");
+    check_cuda_call(cudaStreamCreateWithFlags(&copy_out_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    check_cuda_call(cudaStreamCreateWithFlags(&copy_back_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    check_cuda_call(cudaEventCreateWithFlags(&input_ready_, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+    check_cuda_call(cudaEventCreateWithFlags(&copied_back_, cudaEventDisableTiming), "cudaEventCreateWithFlags");
   }
-  check_cuda(cudaSetDevice(device_), "cudaSetDevice");
+  check_cuda_call(cudaSetDevice(device_), "cudaSetDevice");
   while (copied_out_.size() < chunks) {
     cudaEvent_t event = nullptr;
-    check_cuda(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+    check_cuda_call(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreateWithFlags");
     copied_out_.push_back(event);
   }
 }

@@ -6,6 +6,8 @@
 
 #ifdef HARNESS_WITH_NCCL
 #include <cuda_runtime_api.h>
+
+#include "backends/cuda_check.h"
 #include <nccl.h>
 
 #include <exception>
@@ -47,10 +49,7 @@ std::string nccl_problem(const BackendOptions& options) {
 
 namespace {
 
-void check_cuda(cudaError_t code, std::string_view operation) {
-  if (code == cudaSuccess) return;
-  throw CommError(fmt::format("nccl: {} failed: {}", operation, cudaGetErrorString(code)));
-}
+void check_cuda(cudaError_t code, std::string_view operation) { check_cuda_call(code, operation, "nccl: "); }
 
 // NCCL's code and, where it has one, its last message ("Duplicate GPU detected : rank 1 and ...").
 std::string nccl_failure(ncclResult_t result, std::string_view operation) {
