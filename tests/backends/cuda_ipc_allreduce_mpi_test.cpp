@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
-#include <cmath>
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -54,16 +54,6 @@ std::vector<float> reduced_on_device(DeviceStagedSync& device_path, const std::v
   return {padded.begin() + static_cast<std::ptrdiff_t>(offset), padded.end()};
 }
 
-// Elements further than 1e-6 (relative, above 1) from MPI_Allreduce's sum.
-int wrong_elements(const std::vector<float>& reduced, const std::vector<float>& expected) {
-  int wrong = 0;
-  for (std::size_t i = 0; i < reduced.size(); ++i) {
-    const double reference = expected[i];
-    if (std::abs(reduced[i] - reference) > 1e-6 * std::max(1.0, std::abs(reference))) ++wrong;
-  }
-  return wrong;
-}
-
 // Every size twice in a row (different data), with the one-shot kernel at every size, the
 // two-shot at every size, and the default crossover between them; one backend per crossover, so
 // that its registered buffers grow with the sizes and are reused when a smaller one follows.
@@ -82,18 +72,12 @@ TEST(CudaIpcAllreduce, EqualsMpiAllreduceAtEverySizeTwiceInARowOnBothSidesOfTheC
       const std::size_t count = element_count(code, world.size);
       for (int round = 0; round < 2; ++round) {
         const std::vector<float> local = random_buffer(count, 4321, world.rank, round);
-        std::vector<float> expected = local;
-        ASSERT_EQ(MPI_Allreduce(MPI_IN_PLACE, expected.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM,
-                                MPI_COMM_WORLD),
-                  MPI_SUCCESS);
+        const std::vector<float> expected = mpi_allreduce_sum(local);
         const std::vector<float> reduced = reduced_on_device(device_path, local, round);  // offsets 0 and 1
-        EXPECT_EQ(wrong_elements(reduced, expected), 0)
+        EXPECT_EQ(elements_off(reduced, expected), 0)
             << "of " << count << " elements differ from MPI_Allreduce, round " << round + 1
             << ", one-shot below " << one_shot_below << " bytes";
-        // Synchronous SGD needs the same bits on every rank.
-        std::vector<float> from_zero = reduced;
-        ASSERT_EQ(MPI_Bcast(from_zero.data(), static_cast<int>(count), MPI_FLOAT, 0, MPI_COMM_WORLD), MPI_SUCCESS);
-        EXPECT_EQ(std::memcmp(from_zero.data(), reduced.data(), count * sizeof(float)), 0)
+        EXPECT_TRUE(same_bits_as_rank_zero(reduced))
             << "ranks disagree on the sum of " << count << " elements, round " << round + 1;
       }
     }

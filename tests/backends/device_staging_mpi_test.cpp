@@ -6,9 +6,6 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
-#include <algorithm>
-#include <cmath>
-#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -45,27 +42,16 @@ TEST(DeviceStagingRanks, EveryHostBackendStagedEqualsMpiAllreduceTwiceInARow) {
       const std::size_t count = staged_count(code, world.size);
       for (int round = 0; round < 2; ++round) {
         const std::vector<float> local = random_buffer(count, 8765, world.rank, round);
-        std::vector<float> expected = local;
-        ASSERT_EQ(MPI_Allreduce(MPI_IN_PLACE, expected.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM,
-                                MPI_COMM_WORLD),
-                  MPI_SUCCESS);
+        const std::vector<float> expected = mpi_allreduce_sum(local);
         DeviceBuffer device(count);
         device.copy_from_host(local);
         staged.allreduce_sum(device.data(), count);
         std::vector<float> reduced(count);
         device.copy_to_host(reduced);
-        int wrong = 0;
-        for (std::size_t i = 0; i < count; ++i) {
-          const double reference = expected[i];
-          if (std::abs(reduced[i] - reference) > 1e-6 * std::max(1.0, std::abs(reference))) ++wrong;
-        }
+        const int wrong = elements_off(reduced, expected);
         EXPECT_EQ(wrong, 0) << name << ": " << wrong << " of " << count << " elements differ from MPI_Allreduce, round "
-                            << round;
-        // Synchronous SGD needs the same bits on every rank.
-        std::vector<float> from_zero = reduced;
-        ASSERT_EQ(MPI_Bcast(from_zero.data(), static_cast<int>(count), MPI_FLOAT, 0, MPI_COMM_WORLD), MPI_SUCCESS);
-        EXPECT_EQ(std::memcmp(from_zero.data(), reduced.data(), count * sizeof(float)), 0)
-            << name << ": ranks disagree on the sum of " << count << " elements";
+                            << round + 1;
+        EXPECT_TRUE(same_bits_as_rank_zero(reduced)) << name << ": ranks disagree on the sum of " << count << " elements";
       }
     }
   }
