@@ -2,6 +2,7 @@
 // the same run, and where a backend's own algorithms cross (cuda_ipc's one-shot and two-shot),
 // from the median over repeats at each size.
 #include "harness/results/comm_report.h"
+#include "harness/results/crossover_summary.h"
 
 #include <gtest/gtest.h>
 
