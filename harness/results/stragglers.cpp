@@ -18,7 +18,7 @@ struct Tally {
   std::vector<double> compute_s;  // sampled
 };
 
-void finish(Tally& tally, int64_t steps) {
+void finish_tally(Tally& tally, int64_t steps) {
   Straggling& entry = tally.entry;
   entry.slowest_steps = static_cast<int64_t>(tally.leads_s.size());
   entry.share = steps > 0 ? static_cast<double>(entry.slowest_steps) / static_cast<double>(steps) : 0;
@@ -41,6 +41,99 @@ const Straggling* most_often_slowest(const std::vector<Straggling>& entries) {
   return best;
 }
 
+// Every rank's and host's tally over the runs of one configuration.
+class RunTallies {
+ public:
+  // Adds one run's steps; a run without the per-step slowest rank, or with fewer than two training
+  // ranks, adds nothing.
+  void add(const Measurements& run) {
+    if (!run.train) return;
+    const StepSeries& steps = run.train->steps;
+    if (!steps.slowest_rank || !steps.slowest_lead_s || run.train->training_ranks < 2) return;
+    const int world = run.world_size;
+    const int first_training = world - run.train->training_ranks;  // 1 where rank 0 only serves
+    const std::vector<std::size_t> host_index = meet_ranks(run, first_training);
+    training_ranks_ = std::max(training_ranks_, run.train->training_ranks);
+    ++runs_;
+    const std::size_t count = steps.slowest_rank->size();
+    for (std::size_t s = 0; s < count; ++s) {
+      const int rank = (*steps.slowest_rank)[s];
+      if (rank < first_training || rank >= world) continue;  // the reader refuses these
+      const double lead = (*steps.slowest_lead_s)[s];
+      const double wait = steps.imbalance_s ? std::max(0.0, (*steps.imbalance_s)[s]) : 0.0;
+      for (Tally* tally : {&ranks_[static_cast<std::size_t>(rank)], &hosts_[host_index[static_cast<std::size_t>(rank)]]}) {
+        tally->leads_s.push_back(lead);
+        tally->wait_s += wait;
+      }
+    }
+    steps_ += static_cast<int64_t>(count);
+    if (!steps.rank_compute) return;
+    for (const std::vector<double>& row : steps.rank_compute->compute_s) {
+      for (int r = first_training; r < world && static_cast<std::size_t>(r) < row.size(); ++r) {
+        ranks_[static_cast<std::size_t>(r)].compute_s.push_back(row[static_cast<std::size_t>(r)]);
+        all_compute_s_.push_back(row[static_cast<std::size_t>(r)]);
+      }
+    }
+  }
+
+  // The tallies as entries; `measured` false when no run added steps.
+  Stragglers finish() {
+    Stragglers result;
+    result.runs = runs_;
+    result.steps = steps_;
+    if (runs_ == 0 || steps_ == 0) return result;
+    result.measured = true;
+    for (Tally& tally : ranks_) {
+      if (tally.entry.rank < 0) continue;  // a rank that only serves
+      finish_tally(tally, steps_);
+      result.ranks.push_back(tally.entry);
+    }
+    for (Tally& tally : hosts_) {
+      finish_tally(tally, steps_);
+      result.hosts.push_back(tally.entry);
+    }
+    result.straggler = *most_often_slowest(result.ranks);
+    result.median_compute_s = median_of(all_compute_s_);
+    return result;
+  }
+
+  int training_ranks() const { return training_ranks_; }
+
+ private:
+  // Makes a tally for each training rank of `run` and each host new to them; the index of each
+  // rank's host.
+  std::vector<std::size_t> meet_ranks(const Measurements& run, int first_training) {
+    const int world = run.world_size;
+    const auto host_of = [&run](int rank) {
+      return static_cast<std::size_t>(rank) < run.hosts.size() ? run.hosts[static_cast<std::size_t>(rank)]
+                                                               : std::string();
+    };
+    if (ranks_.size() < static_cast<std::size_t>(world)) ranks_.resize(static_cast<std::size_t>(world));
+    std::vector<std::size_t> host_index(static_cast<std::size_t>(world));
+    for (int r = first_training; r < world; ++r) {
+      Tally& tally = ranks_[static_cast<std::size_t>(r)];
+      if (tally.entry.rank < 0) tally.entry = Straggling{r, host_of(r)};
+      const std::string host = host_of(r);
+      auto found = std::find_if(hosts_.begin(), hosts_.end(), [&](const Tally& t) { return t.entry.host == host; });
+      if (found == hosts_.end()) {
+        found = hosts_.insert(hosts_.end(), Tally{});
+        found->entry.host = host;
+        found->entry.ranks = 0;
+      }
+      host_index[static_cast<std::size_t>(r)] = static_cast<std::size_t>(found - hosts_.begin());
+      if (runs_ == 0) ++found->entry.ranks;
+    }
+    return host_index;
+  }
+
+  std::vector<Tally> ranks_;  // by rank
+  std::vector<Tally> hosts_;  // in order of their first rank (in the first run that has them)
+  std::vector<double> all_compute_s_;
+  int training_ranks_ = 0;
+  int runs_ = 0;
+  int64_t steps_ = 0;
+};
+
 }  // namespace
 
 bool beyond_chance(int64_t count, int64_t steps, double chance) {
@@ -58,72 +151,12 @@ const Straggling* Stragglers::flagged_entry() const {
 }
 
 Stragglers find_stragglers(const std::vector<const Measurements*>& runs) {
-  Stragglers result;
-  std::vector<Tally> ranks;  // by rank
-  std::vector<Tally> hosts;  // in order of their first rank (in the first run that has them)
-  std::vector<double> all_compute_s;
-  int training_ranks = 0;
+  RunTallies tallies;
   for (const Measurements* run : runs) {
-    if (run == nullptr || !run->train) continue;
-    const StepSeries& steps = run->train->steps;
-    if (!steps.slowest_rank || !steps.slowest_lead_s || run->train->training_ranks < 2) continue;
-    const int world = run->world_size;
-    const int first_training = world - run->train->training_ranks;  // 1 where rank 0 only serves
-    const auto host_of = [run](int rank) {
-      return static_cast<std::size_t>(rank) < run->hosts.size() ? run->hosts[static_cast<std::size_t>(rank)]
-                                                                : std::string();
-    };
-    if (ranks.size() < static_cast<std::size_t>(world)) ranks.resize(static_cast<std::size_t>(world));
-    std::vector<std::size_t> host_index(static_cast<std::size_t>(world));
-    for (int r = first_training; r < world; ++r) {
-      Tally& tally = ranks[static_cast<std::size_t>(r)];
-      if (tally.entry.rank < 0) tally.entry = Straggling{r, host_of(r)};
-      const std::string host = host_of(r);
-      auto found = std::find_if(hosts.begin(), hosts.end(), [&](const Tally& t) { return t.entry.host == host; });
-      if (found == hosts.end()) {
-        found = hosts.insert(hosts.end(), Tally{});
-        found->entry.host = host;
-        found->entry.ranks = 0;
-      }
-      host_index[static_cast<std::size_t>(r)] = static_cast<std::size_t>(found - hosts.begin());
-      if (result.runs == 0) ++found->entry.ranks;
-    }
-    training_ranks = std::max(training_ranks, run->train->training_ranks);
-    ++result.runs;
-    const std::size_t count = steps.slowest_rank->size();
-    for (std::size_t s = 0; s < count; ++s) {
-      const int rank = (*steps.slowest_rank)[s];
-      if (rank < first_training || rank >= world) continue;  // the reader refuses these
-      const double lead = (*steps.slowest_lead_s)[s];
-      const double wait = steps.imbalance_s ? std::max(0.0, (*steps.imbalance_s)[s]) : 0.0;
-      for (Tally* tally : {&ranks[static_cast<std::size_t>(rank)], &hosts[host_index[static_cast<std::size_t>(rank)]]}) {
-        tally->leads_s.push_back(lead);
-        tally->wait_s += wait;
-      }
-    }
-    result.steps += static_cast<int64_t>(count);
-    if (steps.rank_compute) {
-      for (const std::vector<double>& row : steps.rank_compute->compute_s) {
-        for (int r = first_training; r < world && static_cast<std::size_t>(r) < row.size(); ++r) {
-          ranks[static_cast<std::size_t>(r)].compute_s.push_back(row[static_cast<std::size_t>(r)]);
-          all_compute_s.push_back(row[static_cast<std::size_t>(r)]);
-        }
-      }
-    }
+    if (run != nullptr) tallies.add(*run);
   }
-  if (result.runs == 0 || result.steps == 0) return result;
-  result.measured = true;
-  for (Tally& tally : ranks) {
-    if (tally.entry.rank < 0) continue;  // a rank that only serves
-    finish(tally, result.steps);
-    result.ranks.push_back(tally.entry);
-  }
-  for (Tally& tally : hosts) {
-    finish(tally, result.steps);
-    result.hosts.push_back(tally.entry);
-  }
-  result.straggler = *most_often_slowest(result.ranks);
-  result.median_compute_s = median_of(all_compute_s);
+  Stragglers result = tallies.finish();
+  if (!result.measured) return result;
 
   // Why both conditions. On a machine with more ranks than cores, or any busy one, every rank's
   // compute jitters by a scheduler slice now and then, and with no straggler each of k ranks is
@@ -142,7 +175,7 @@ Stragglers find_stragglers(const std::vector<const Measurements*>& runs) {
   const auto stands_out = [&](const Straggling& entry, double chance) {
     return beyond_chance(entry.slowest_steps, result.steps, chance) && entry.lead_median_s >= result.noise_floor_s;
   };
-  const auto k = static_cast<double>(std::max(training_ranks, 1));
+  const auto k = static_cast<double>(std::max(tallies.training_ranks(), 1));
   if (stands_out(result.straggler, 1 / k)) {
     result.flagged = "rank";
   } else if (result.hosts.size() >= 2) {
