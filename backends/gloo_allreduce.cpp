@@ -178,8 +178,6 @@ class GlooAllreduce final : public GradientSync {
 
 }  // namespace
 
-bool gloo_available() { return true; }
-
 std::unique_ptr<GradientSync> make_gloo_allreduce(const Communicator& communicator) {
   return std::make_unique<GlooAllreduce>(communicator);
 }
@@ -189,8 +187,6 @@ std::unique_ptr<GradientSync> make_gloo_allreduce(const Communicator& communicat
 #else  // !HARNESS_WITH_GLOO
 
 namespace harness {
-
-bool gloo_available() { return false; }
 
 std::unique_ptr<GradientSync> make_gloo_allreduce(const Communicator& /*communicator*/) {
   throw NotSupported(

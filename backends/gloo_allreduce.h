@@ -15,6 +15,7 @@
 namespace harness {
 
 // True when this build has the gloo backend (libgloo-dev headers were found at configure time).
+// Defined in gloo_available.cpp, which needs no LibTorch: the orchestrator asks it too.
 bool gloo_available();
 
 // Throws NotSupported when !gloo_available(), CommError when the rendezvous fails.

@@ -7,25 +7,15 @@
 
 #include "backends/cuda_ipc_allreduce.h"
 #include "backends/gloo_allreduce.h"
-#include "backends/gradient_sync.h"
 #include "backends/hierarchical_allreduce.h"
-#include "backends/injected_delay.h"
-#include "backends/mpi_allreduce.h"
 #include "backends/nccl_allreduce.h"
-#include "backends/parameter_server.h"
 #include "backends/ring_allreduce.h"
-#include "backends/shared_memory_allreduce.h"
 #include "harness/common/errors.h"
 #include "harness/common/json_values.h"
 #include "harness/common/name_table.h"
 
 namespace harness {
 namespace {
-
-template <typename Backend>
-std::unique_ptr<GradientSync> make(const Communicator& communicator, const BackendOptions& /*options*/) {
-  return std::make_unique<Backend>(communicator);
-}
 
 // The parameter server's rank 0 trains as well as serving only when asked: the course project's
 // design is a server that only serves.
@@ -73,14 +63,9 @@ std::vector<BackendSetting> hierarchical_settings() {
                                   kHierMpiBelowBytes)};
 }
 
-std::unique_ptr<GradientSync> make_hierarchical(const Communicator& communicator, const BackendOptions& options) {
-  return std::make_unique<HierarchicalAllreduce>(
-      communicator, options.option<std::size_t>(kHierMpiBelowKey, kHierMpiBelowBytes));
-}
-
 std::size_t hierarchical_hands_to_mpi_below_bytes(const BackendOptions& options) {
   // On one node hier is shm, whatever the size.
-  return options.nodes > 1 ? options.option<std::size_t>(kHierMpiBelowKey, kHierMpiBelowBytes) : 0;
+  return options.nodes > 1 ? hier_mpi_below_bytes(options) : 0;
 }
 
 // Where the ring hands small buffers to MPI_Allreduce, in bytes per rank (ring_allreduce.h).
@@ -93,14 +78,6 @@ std::vector<BackendSetting> ring_settings() {
                                   "machine with the comm benchmark and this set to 0, as "
                                   "experiments/scale_comm.json does)",
                                   kRingMpiBelowChunkBytes)};
-}
-
-std::size_t ring_mpi_below_chunk_bytes(const BackendOptions& options) {
-  return options.option<std::size_t>(kRingMpiBelowChunkKey, kRingMpiBelowChunkBytes);
-}
-
-std::unique_ptr<GradientSync> make_ring(const Communicator& communicator, const BackendOptions& options) {
-  return std::make_unique<RingAllreduce>(communicator, ring_mpi_below_chunk_bytes(options));
 }
 
 std::size_t ring_hands_to_mpi_below_bytes(const BackendOptions& options) {
@@ -136,11 +113,6 @@ double cuda_ipc_device_traffic(int ranks) {
   return std::min(2 + p + 1, 2 + 1 + 1 / p + 2);
 }
 
-std::unique_ptr<GradientSync> make_cuda_ipc(const Communicator& communicator, const BackendOptions& options) {
-  return make_cuda_ipc_allreduce(communicator, options,
-                                 options.option<std::size_t>(kCudaIpcOneShotBelowKey, kCudaIpcOneShotBelowBytes));
-}
-
 std::string shared_memory_problem(const BackendOptions& options) {
   if (options.nodes <= 1) return "";
   return fmt::format("nodes: backend \"shm\" needs every rank on one node (it reduces through shared memory), "
@@ -168,70 +140,61 @@ double parameter_server_traffic(int ranks) { return 6.0 * (ranks - 1); }
 // just read (n): no copy, no write-allocate.
 double shared_memory_traffic(int /*ranks*/) { return 2.0; }
 
-// Every backend on a one-rank communicator: the sum over one rank is the buffer itself.
-class NothingToExchange final : public GradientSync {
- public:
-  explicit NothingToExchange(std::string_view backend) : backend_(backend) {}
-  std::string_view name() const override { return backend_; }
-  void allreduce_sum(std::span<float> /*buffer*/) override {}
-  bool exchanges() const override { return false; }
-
- private:
-  std::string_view backend_;  // a name from the table, which lives as long as the program
-};
-
 }  // namespace
+
+std::size_t hier_mpi_below_bytes(const BackendOptions& options) {
+  return options.option<std::size_t>(kHierMpiBelowKey, kHierMpiBelowBytes);
+}
+
+std::size_t ring_mpi_below_chunk_bytes(const BackendOptions& options) {
+  return options.option<std::size_t>(kRingMpiBelowChunkKey, kRingMpiBelowChunkBytes);
+}
+
+std::size_t cuda_ipc_one_shot_below_bytes(const BackendOptions& options) {
+  return options.option<std::size_t>(kCudaIpcOneShotBelowKey, kCudaIpcOneShotBelowBytes);
+}
 
 const std::vector<BackendInfo>& backend_table() {
   static const std::vector<BackendInfo> table = {
       {.name = "allreduce",
        .summary = "MPI_Allreduce (in place, SUM) on one fused buffer",
        .accepts_device_pointers = true,
-       .memory_traffic = ring_traffic,  // Open MPI's choice varies; its large-buffer algorithms move as much
-       .make = make<MpiAllreduce>},
+       .memory_traffic = ring_traffic},  // Open MPI's choice varies; its large-buffer algorithms move as much
       {.name = "ring",
        .summary = "bandwidth-optimal ring allreduce (reduce-scatter + allgather) over MPI point-to-point; "
                   "small buffers through MPI_Allreduce",
        .settings = ring_settings,
        .memory_traffic = ring_traffic,
-       .hands_to_mpi_below_bytes = ring_hands_to_mpi_below_bytes,
-       .make = make_ring},
+       .hands_to_mpi_below_bytes = ring_hands_to_mpi_below_bytes},
       {.name = "ps",
        .summary = "parameter server: rank 0 receives, sums and sends back with MPI_Send/MPI_Recv",
        .root_only_serves = [](const BackendOptions& options) { return !server_trains(options); },
        .problem = parameter_server_problem,
        .settings = parameter_server_settings,
        .memory_traffic = parameter_server_traffic,
-       .busiest_rank_works_alone = true,
-       .make = make<ParameterServer>},
+       .busiest_rank_works_alone = true},
       {.name = "shm",
        .summary = "zero-copy shared-memory allreduce: each rank sums its slice of every rank's "
                   "buffer in place (ranks on one node)",
        .problem = shared_memory_problem,
-       .memory_traffic = shared_memory_traffic,
-       .make = make<SharedMemoryAllreduce>},
+       .memory_traffic = shared_memory_traffic},
       {.name = "hier",
        .summary = "hierarchical allreduce: shared memory inside each node (as shm), a pipelined "
                   "ring between nodes for every local rank's slice at once",
        .settings = hierarchical_settings,
        .memory_traffic = shared_memory_traffic,  // on one node it is shm
-       .hands_to_mpi_below_bytes = hierarchical_hands_to_mpi_below_bytes,
-       .make = make_hierarchical},
+       .hands_to_mpi_below_bytes = hierarchical_hands_to_mpi_below_bytes},
       {.name = "gloo",
        .summary = "Gloo allreduce through LibTorch's c10d::ProcessGroupGloo (what PyTorch DDP uses)",
        .unavailable_reason = gloo_unavailable,
-       .memory_traffic = ring_traffic,  // a ring, plus copies of its own
-       .make = [](const Communicator& communicator, const BackendOptions& /*options*/) {
-         return make_gloo_allreduce(communicator);
-       }},
+       .memory_traffic = ring_traffic},  // a ring, plus copies of its own
       {.name = "nccl",
        .summary = "NCCL's ncclAllReduce on GPU memory (device \"cuda\", a GPU per rank; what PyTorch DDP "
                   "and Horovod use on GPUs)",
        .device_memory_only = true,
        .problem = nccl_problem,
-       .unavailable_reason = nccl_unavailable_reason,
        // No memory_traffic: its bound is the GPU's memory and links, not the host's.
-       .make = make_nccl_allreduce},
+       .unavailable_reason = nccl_unavailable_reason},
       {.name = "cuda_ipc",
        .summary = "allreduce in GPU memory through CUDA IPC between the ranks of one node: one-shot below "
                   "cuda_ipc_one_shot_below_bytes, reduce-scatter + all-gather above (device \"cuda\"; ranks may "
@@ -241,8 +204,7 @@ const std::vector<BackendInfo>& backend_table() {
        .unavailable_reason = cuda_ipc_unavailable_reason,
        .settings = cuda_ipc_settings,
        // No memory_traffic: its bound is the GPU's memory, not the host's (cuda_ipc_allreduce.h).
-       .device_memory_traffic = cuda_ipc_device_traffic,
-       .make = make_cuda_ipc},
+       .device_memory_traffic = cuda_ipc_device_traffic},
   };
   return table;
 }
@@ -270,31 +232,6 @@ const BackendInfo* backend_or_null(std::string_view name) {
     if (info.name == name) return &info;
   }
   return nullptr;
-}
-
-std::unique_ptr<GradientSync> make_gradient_sync(std::string_view name,
-                                                 const Communicator& communicator) {
-  return make_gradient_sync(name, BackendOptions{}, communicator);
-}
-
-std::unique_ptr<GradientSync> make_gradient_sync(std::string_view name, const BackendOptions& options,
-                                                 const Communicator& communicator) {
-  const BackendInfo& info = find_backend(name);
-  // A backend this build lacks, or one for GPU memory only given host memory, is refused on one
-  // rank as on several, before the shortcut below (the settings' other problems are validation's,
-  // before launch).
-  if (info.unavailable_reason != nullptr) {
-    if (std::string reason = info.unavailable_reason(); !reason.empty()) throw NotSupported(reason);
-  }
-  if (info.device_memory_only && options.device != "cuda" && info.problem != nullptr) {
-    throw NotSupported(info.problem(options));
-  }
-  if (communicator.size() == 1) return std::make_unique<NothingToExchange>(info.name);
-  auto backend = info.make(communicator, options);
-  if (options.inject_comm_delay_us > 0) {
-    return std::make_unique<InjectedDelay>(std::move(backend), options.inject_comm_delay_us);
-  }
-  return backend;
 }
 
 }  // namespace harness

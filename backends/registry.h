@@ -1,12 +1,14 @@
-// The backend name -> factory table, and what the rest of the harness may know about a backend:
-// its capabilities (rather than comparing names), the settings it owns, whether this build has
-// it. Free of MPI and LibTorch headers, so the orchestrator can validate experiments with it.
+// The backend table: what the rest of the harness may know about a backend, by name: its
+// capabilities (rather than comparing names), the settings it owns, whether this build has it.
+// Free of MPI and LibTorch headers, and linked without LibTorch, so the orchestrator validates
+// experiments with it and never loads LibTorch. Each backend's constructor is in the rank
+// program's half, factories.h.
 //
-// Adding a backend = a file pair in this folder + a line in registry.cpp + a CMake line + a test.
+// Adding a backend = a file pair in this folder + an entry here in registry.cpp + one in
+// factories.cpp (a test checks that both tables name the same backends) + a CMake line + a test.
 #pragma once
 
 #include <cstddef>
-#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,9 +16,6 @@
 #include "backends/backend_options.h"
 
 namespace harness {
-
-class Communicator;
-class GradientSync;
 
 struct BackendInfo {
   std::string_view name;     // the string used in experiment files
@@ -56,8 +55,6 @@ struct BackendInfo {
   // without reading them). The comm table's "gpu" column takes at least 2, what any in-place
   // allreduce moves (read the buffer, write the sums), where this is null or less.
   double (*device_memory_traffic)(int ranks) = nullptr;
-  // Collective over the communicator's ranks; reads the backend's own settings from `options`.
-  std::unique_ptr<GradientSync> (*make)(const Communicator& communicator, const BackendOptions& options) = nullptr;
 };
 
 // The table, in the order --help lists it.
@@ -71,6 +68,11 @@ std::vector<std::string> host_memory_backend_names();
 const BackendInfo& find_backend(std::string_view name);
 // Null when `name` is unknown (records of a backend this build does not have).
 const BackendInfo* backend_or_null(std::string_view name);
+
+// The backends' own settings at a point, as their constructors read them (defaults where unset).
+std::size_t hier_mpi_below_bytes(const BackendOptions& options);           // hier_allreduce_below_bytes
+std::size_t ring_mpi_below_chunk_bytes(const BackendOptions& options);     // ring_allreduce_below_chunk_bytes
+std::size_t cuda_ipc_one_shot_below_bytes(const BackendOptions& options);  // cuda_ipc_one_shot_below_bytes
 
 // How a point's buffers reach its backend, as records say it (`exchange_path`), when there is
 // nothing to exchange (one rank: GradientSync::exchanges() is false).

@@ -10,6 +10,7 @@
 #include "harness/rank/allocator.h"
 #include "harness/common/shuffle.h"
 #include "harness/rank/trainer.h"
+#include "workloads/factories.h"
 #include "workloads/registry.h"
 #include "workloads/workload.h"
 
@@ -19,7 +20,7 @@ namespace {
 // One forward and backward pass of `settings`' workload on the first `state.range(0)` samples.
 void forward_backward(benchmark::State& state, PointSettings settings) {
   at::set_num_threads(1);
-  const auto workload = find_workload(settings.workload).make(settings, kNoCudaDevice);
+  const auto workload = make_workload(settings, kNoCudaDevice);
   std::vector<int64_t> positions(static_cast<std::size_t>(state.range(0)));
   std::iota(positions.begin(), positions.end(), 0);
   auto parameters = workload->parameters();
@@ -60,7 +61,7 @@ void BM_MnistCnnTrainingStep(benchmark::State& state) {
   settings.workload = "mnist_cnn";
   settings.dataset_size = 4096;
   settings.test_size = 10;
-  const auto workload = find_workload(settings.workload).make(settings, kNoCudaDevice);
+  const auto workload = make_workload(settings, kNoCudaDevice);
   std::vector<int64_t> order(static_cast<std::size_t>(workload->train_size()));
   std::iota(order.begin(), order.end(), 0);
   deterministic_shuffle(order, 42, 1);
@@ -85,7 +86,7 @@ BENCHMARK(BM_MnistCnnTrainingStep)->Arg(64)->Unit(benchmark::kMillisecond);
 void BM_IrisSgdUpdate(benchmark::State& state) {
   at::set_num_threads(1);
   PointSettings settings;
-  const auto workload = find_workload("iris_mlp").make(settings, kNoCudaDevice);
+  const auto workload = make_workload(settings, kNoCudaDevice);
   auto parameters = workload->parameters();
   for (auto& parameter : parameters) parameter.mutable_grad() = torch::ones_like(parameter);
   torch::NoGradGuard no_grad;

@@ -2,7 +2,8 @@
 #   cmake -DSOURCE_DIR=... -DRULE=orchestrator|backends -P this file
 # - orchestrator: the command line, study, launching, results, check, model and common helpers
 #   never include MPI or LibTorch: they run in the harness process, which starts no MPI and
-#   trains nothing. Only the rank side (harness/rank, backends, workloads) does.
+#   trains nothing. Only the rank side (harness/rank, backends, workloads) does. (That harness
+#   also loads no LibTorch is checked on the binary: OrchestratorLoadsNoLibTorch.)
 # - backends: backends/ takes what it needs of a point through backends/backend_options.h, filled
 #   by the study, and includes nothing of harness/ but harness/common/, so that data flows one way
 #   and a new backend plugs in without the study.

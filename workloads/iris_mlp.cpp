@@ -16,18 +16,6 @@
 namespace harness {
 namespace {
 
-std::string iris_path(const PointSettings& settings) {
-  return settings.data_path.empty() ? default_iris_path() : settings.data_path;
-}
-
-IrisData load_for(const PointSettings& settings) {
-  try {
-    return load_iris_csv(iris_path(settings));
-  } catch (const ConfigError& error) {
-    throw ConfigError(std::string("data_path: ") + error.what());
-  }
-}
-
 torch::Tensor rows_of_features(const IrisData& data, const std::vector<int64_t>& rows) {
   auto tensor = torch::empty({static_cast<int64_t>(rows.size()), IrisData::kFeatures});
   float* out = tensor.data_ptr<float>();
@@ -51,7 +39,7 @@ class IrisMlpBase : public TensorClassifier {
  public:
   IrisMlpBase(const PointSettings& settings, int cuda_device)
       : TensorClassifier(torch_device(settings.device, cuda_device)) {
-    IrisData data = load_for(settings);
+    IrisData data = load_iris_for(settings);
     IrisSplit split = split_iris(data, kIrisTestFraction, static_cast<uint64_t>(settings.seed));
     if (settings.dataset_size > 0) split.train.resize(settings.dataset_size);
     standardize(data, split.train);
@@ -232,12 +220,6 @@ class IrisMlpBlas final : public IrisMlpBase {
 };
 
 }  // namespace
-
-int64_t iris_mlp_train_samples(const PointSettings& settings) {
-  const IrisData data = load_for(settings);
-  return static_cast<int64_t>(
-      split_iris(data, kIrisTestFraction, static_cast<uint64_t>(settings.seed)).train.size());
-}
 
 std::unique_ptr<Workload> make_iris_mlp(const PointSettings& settings, int cuda_device) {
   if (settings.engine == "blas") return std::make_unique<IrisMlpBlas>(settings, cuda_device);

@@ -17,6 +17,11 @@ class Workload;
 
 inline constexpr double kIrisTestFraction = 0.2;
 
+struct IrisData;
+
+// The point's Iris data: data_path, or the CSV shipped with the harness. Throws ConfigError
+// starting "data_path: ". (This and iris_mlp_train_samples need no LibTorch: iris_mlp_data.cpp.)
+IrisData load_iris_for(const PointSettings& settings);
 int64_t iris_mlp_train_samples(const PointSettings& settings);
 std::unique_ptr<Workload> make_iris_mlp(const PointSettings& settings, int cuda_device);
 

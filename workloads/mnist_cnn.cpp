@@ -4,58 +4,16 @@
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/linear.h>
 
-#include <filesystem>
-
 #include <fmt/format.h>
 
 #include "harness/common/errors.h"
 #include "workloads/idx_reader.h"
+#include "workloads/mnist_data.h"
 #include "workloads/classification.h"
 #include "workloads/workload.h"
 
 namespace harness {
 namespace {
-
-std::string data_directory(const PointSettings& settings) {
-  return settings.data_path.empty() ? kDefaultMnistDirectory : settings.data_path;
-}
-
-// "<dir>/<name>" or "<dir>/<name>.gz", whichever exists.
-std::string idx_file(const PointSettings& settings, const std::string& name) {
-  const std::filesystem::path directory = data_directory(settings);
-  for (const auto& candidate : {directory / name, directory / (name + ".gz")}) {
-    if (std::filesystem::exists(candidate)) return candidate.string();
-  }
-  throw ConfigError(fmt::format(
-      "data_path: {}: no {} or {}.gz (expected a directory of MNIST-format IDX files; Debian's "
-      "Fashion-MNIST is in package dataset-fashion-mnist)",
-      directory.string(), name, name));
-}
-
-struct Split {
-  std::string images;
-  std::string labels;
-};
-
-Split split_files(const PointSettings& settings, bool train) {
-  const std::string prefix = train ? "train" : "t10k";
-  return {idx_file(settings, prefix + "-images-idx3-ubyte"),
-          idx_file(settings, prefix + "-labels-idx1-ubyte")};
-}
-
-// Checks that images are N×28×28 and labels N; returns N.
-int64_t checked_count(const Split& split) {
-  const auto images = read_idx_shape(split.images);
-  const auto labels = read_idx_shape(split.labels);
-  if (images.size() != 3 || images[1] != 28 || images[2] != 28) {
-    throw ConfigError(fmt::format("data_path: {}: expected images of N × 28 × 28", split.images));
-  }
-  if (labels.size() != 1 || labels[0] != images[0]) {
-    throw ConfigError(fmt::format("data_path: {}: expected {} labels to match {}", split.labels,
-                                  images[0], split.images));
-  }
-  return images[0];
-}
 
 torch::Tensor image_tensor(const IdxArray& images) {
   const int64_t count = images.shape[0];
@@ -77,8 +35,8 @@ class MnistCnn final : public TensorClassifier {
  public:
   MnistCnn(const PointSettings& settings, int cuda_device)
       : TensorClassifier(torch_device(settings.device, cuda_device)) {
-    const Split train = split_files(settings, true);
-    const Split test = split_files(settings, false);
+    const MnistFiles train = mnist_files(settings, true);
+    const MnistFiles test = mnist_files(settings, false);
     const int64_t train_count = settings.dataset_size > 0 ? settings.dataset_size : 0;
     const int64_t test_count = settings.test_size > 0 ? settings.test_size : 0;
     train_inputs_ = image_tensor(read_idx(train.images, train_count));
@@ -135,16 +93,6 @@ class MnistCnn final : public TensorClassifier {
 };
 
 }  // namespace
-
-int64_t mnist_cnn_train_samples(const PointSettings& settings) {
-  const int64_t train = checked_count(split_files(settings, true));
-  const int64_t test = checked_count(split_files(settings, false));
-  if (settings.test_size > test) {
-    throw ConfigError(fmt::format("test_size: expected at most {} (the held-out images), got {}",
-                                  test, settings.test_size));
-  }
-  return train;
-}
 
 std::unique_ptr<Workload> make_mnist_cnn(const PointSettings& settings, int cuda_device) {
   return std::make_unique<MnistCnn>(settings, cuda_device);

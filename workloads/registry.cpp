@@ -1,8 +1,5 @@
 #include "workloads/registry.h"
 
-#include <ATen/Context.h>
-#include <torch/cuda.h>
-
 #include <fmt/format.h>
 
 #include "harness/common/errors.h"
@@ -74,20 +71,17 @@ const std::vector<WorkloadInfo>& workload_table() {
        .summary = "Iris 4-30-20-3 sigmoid MLP, squared error on one-hot labels, plain SGD",
        .engines = {"torch", "blas"},
        .train_samples = iris_limits,
-       .check = iris_check,
-       .make = make_iris_mlp},
+       .check = iris_check},
       {.name = "mnist_cnn",
        .summary = "PyTorch MNIST example CNN (2 conv, 2 fc, no dropout) on MNIST-format data",
        .engines = {"torch"},
-       .train_samples = mnist_limits,
-       .make = make_mnist_cnn},
+       .train_samples = mnist_limits},
       {.name = "resnet",
        .summary = "ResNet-18/50 (torchvision layout) on synthetic images, as Horovod's benchmark",
        .engines = {"torch"},
        .settings = resnet_setting_rows,
        .train_samples = resnet_limits,
-       .check = resnet_check,
-       .make = make_resnet},
+       .check = resnet_check},
       {.name = "kmeans",
        .summary = "distributed K-means (Lloyd), sums and counts allreduced; Iris or Gaussian blobs",
        .engines = {},  // one implementation: no "engine" to choose
@@ -103,16 +97,15 @@ const WorkloadInfo& find_workload(std::string_view name) {
   return find_by_name(workload_table(), name, "workload");
 }
 
-std::string training_device_problem(std::string_view device, bool devices_here) {
+std::string training_device_problem(std::string_view device) {
   if (device != "cuda") return "";
-  // hasCUDART: LibTorch's CUDA part is built and linked, whether or not this machine has a GPU.
-  if (!at::Context::hasCUDART()) {
-    return "training on \"cuda\" needs a LibTorch built with CUDA, and this one is CPU-only";
-  }
-  if (devices_here && !torch::cuda::is_available()) {
-    return "LibTorch finds no CUDA device on this machine (torch::cuda::is_available() is false)";
-  }
+  // What CMake found of the LibTorch the rank program links (workloads/CMakeLists.txt): asked
+  // here, where LibTorch is not loaded, so that validating an experiment costs no LibTorch start-up.
+#ifndef HARNESS_LIBTORCH_WITH_CUDA
+  return "training on \"cuda\" needs a LibTorch built with CUDA, and this one is CPU-only";
+#else
   return "";
+#endif
 }
 
 }  // namespace harness

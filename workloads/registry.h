@@ -1,12 +1,15 @@
-// The workload name -> factory table, and what the rest of the harness may know about a workload:
-// its engines, the settings it owns, how much data a point can have and what it refuses. Free of
-// LibTorch headers, so the orchestrator can validate experiments with it before launching anything.
+// The workload table: what the rest of the harness may know about a workload, by name: its
+// engines, the settings it owns, how much data a point can have and what it refuses. Free of
+// LibTorch headers, and linked without LibTorch (harness_workload_table), so the orchestrator
+// validates experiments with it and never loads LibTorch. The models themselves are made through
+// factories.h, the rank program's half.
 //
-// Adding a workload = a file pair in this folder + a line in registry.cpp + a CMake line + a test.
+// Adding a workload = a file pair in this folder (its data and settings in a file without
+// LibTorch) + an entry in registry.cpp + one in factories.cpp (a test checks that both tables
+// agree) + CMake lines + a test.
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,7 +19,6 @@
 
 namespace harness {
 
-class Workload;
 struct PointSettings;
 
 // How a workload trains: data-parallel SGD through the Workload interface and the trainer, or
@@ -43,9 +45,6 @@ struct SettingProblem {
   std::string message;  // "expected ..., got ..." at a key; a sentence for the point
 };
 
-// What make() takes as `cuda_device` on the cpu.
-inline constexpr int kNoCudaDevice = -1;
-
 struct WorkloadInfo {
   std::string_view name;     // the string used in experiment files
   std::string_view summary;  // one line for --help
@@ -58,18 +57,14 @@ struct WorkloadInfo {
   SampleLimits (*train_samples)(const PointSettings& settings) = nullptr;
   // What else this workload refuses for a point (null: nothing).
   std::optional<SettingProblem> (*check)(const PointSettings& settings, const PointShape& shape) = nullptr;
-  // The SGD workload on this rank; `cuda_device` is the rank's GPU with device "cuda" (null for
-  // kLloydKMeans).
-  std::unique_ptr<Workload> (*make)(const PointSettings& settings, int cuda_device) = nullptr;
 };
 
 const std::vector<WorkloadInfo>& workload_table();
 // Throws ConfigError listing the valid names when `name` is unknown.
 const WorkloadInfo& find_workload(std::string_view name);
 
-// Why workloads cannot train on `device` with this LibTorch ("cuda" with a CPU-only build), or "".
-// `devices_here`: the ranks run on this machine, so LibTorch must also find a GPU here; false for a
-// launcher whose ranks run on other nodes (SLURM from a login node), where only the build counts.
-std::string training_device_problem(std::string_view device, bool devices_here);
+// Why workloads cannot train on `device` with the LibTorch of this build ("cuda" with a CPU-only
+// LibTorch), or "". Whether this machine has a GPU is cuda_status()'s (backends/registry.h).
+std::string training_device_problem(std::string_view device);
 
 }  // namespace harness

@@ -1,11 +1,17 @@
 // `harness`: command-line entry point. `harness worker ...` is the rank program that launchers
-// start under mpirun; every other subcommand is for people.
+// start under mpirun (it execs harness-worker, beside this binary); every other subcommand is for
+// people.
 #include <CLI/CLI.hpp>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include <fmt/format.h>
@@ -21,7 +27,6 @@
 #include "harness/common/text.h"
 #include "harness/common/resources.h"
 #include "harness/common/version.h"
-#include "harness/rank/worker.h"
 #include "workloads/registry.h"
 
 namespace {
@@ -81,6 +86,29 @@ struct Subcommands {
   CLI::App* model = nullptr;
 };
 
+// `harness worker ARGS` runs `<this binary's folder>/harness-worker` with the same arguments: the
+// rank program, an executable of its own so that no other command loads LibTorch
+// (harness/rank/worker_program.cpp). argv[0] stays, so that ps and /proc still show the ranks as
+// `harness worker ...`. Returns only when it cannot be started.
+int exec_rank_program(char** argv) {
+  std::error_code error;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
+  const std::string worker = (error ? std::filesystem::path("harness-worker")
+                                    : self.parent_path() / "harness-worker").string();
+  execv(worker.c_str(), argv);
+  const std::string why = fmt::format("cannot start the rank program {}: {} (it is built and installed beside harness)",
+                                      worker, std::strerror(errno));
+  // As the rank program says its last words, so that the point's reason quotes them
+  // (harness/launch/failure_reason.cpp).
+  const char* rank = nullptr;
+  for (const char* variable : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID"}) {
+    if (rank == nullptr) rank = std::getenv(variable);
+  }
+  std::cerr << (rank != nullptr ? fmt::format("harness worker (rank {}): {}\n", rank, why)
+                                : fmt::format("harness: {}\n", why));
+  return harness::kExitFailure;
+}
+
 // main's steps, defined below it.
 Subcommands add_subcommands(CLI::App& app, CommandOptions& options);
 int run_subcommand(const CLI::App& app, const Subcommands& subcommands, CommandOptions& options,
@@ -89,10 +117,8 @@ int run_subcommand(const CLI::App& app, const Subcommands& subcommands, CommandO
 }  // namespace
 
 int main(int argc, char** argv) {
-  // The worker parses its own arguments: it runs under mpirun, before anything else.
-  if (argc >= 2 && std::strcmp(argv[1], "worker") == 0) {
-    return harness::worker_main(argc - 2, argv + 2);
-  }
+  // The rank program, with the arguments as given: it runs under mpirun, before anything else.
+  if (argc >= 2 && std::strcmp(argv[1], "worker") == 0) return exec_rank_program(argv);
   // mpirun's remote-shell agent for simulated hosts (the local launcher's "simulate_hosts").
   if (argc >= 2 && std::strcmp(argv[1], "simulated-node") == 0) {
     return harness::simulated_node_main(argc - 2, argv + 2);

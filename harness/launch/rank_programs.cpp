@@ -45,11 +45,10 @@ std::string run_for_probe(const std::string& path, const std::string& argument, 
   return run.output;
 }
 
-// 16 hex digits of 64-bit FNV-1a over the file's bytes ("" when it cannot be read).
-std::string file_fingerprint(const std::string& path) {
+// Folds the file's bytes into a 64-bit FNV-1a hash; false when it cannot be read.
+bool hash_file(const fs::path& path, uint64_t& hash) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return "";
-  uint64_t hash = 14695981039346656037ULL;
+  if (!in) return false;
   char chunk[65536];
   while (in.read(chunk, sizeof(chunk)) || in.gcount() > 0) {
     for (std::streamsize i = 0; i < in.gcount(); ++i) {
@@ -57,6 +56,16 @@ std::string file_fingerprint(const std::string& path) {
       hash *= 1099511628211ULL;
     }
   }
+  return true;
+}
+
+// 16 hex digits of 64-bit FNV-1a over the build's bytes ("" when the binary cannot be read): the
+// harness binary, then the rank program beside it (harness-worker, which `harness worker` execs;
+// builds before it had none), so that rebuilding either is a new build.
+std::string file_fingerprint(const std::string& path) {
+  uint64_t hash = 14695981039346656037ULL;
+  if (!hash_file(path, hash)) return "";
+  hash_file(fs::path(path).parent_path() / "harness-worker", hash);
   return fmt::format("{:016x}", hash);
 }
 

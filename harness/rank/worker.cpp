@@ -31,6 +31,7 @@
 #include "backends/nccl_allreduce.h"
 #include "workloads/kmeans_driver.h"
 #include "harness/rank/trainer.h"
+#include "workloads/factories.h"
 #include "workloads/registry.h"
 #include "workloads/workload.h"
 
@@ -228,7 +229,7 @@ std::optional<Oversubscription> gather_oversubscription(const Communicator& comm
 TrainMeasurements train(const PointSettings& settings, const Communicator& communicator,
                         int cuda_device, PhaseClock& clock, OutputFile& output, Timeline* timeline) {
   const int world_size = communicator.size();
-  const auto workload = find_workload(settings.workload).make(settings, cuda_device);
+  const auto workload = make_workload(settings, cuda_device);
   clock.lap(&RankPhases::data_s);
   const auto backend = make_gradient_sync(settings.backend, backend_options(settings), communicator);
   output.context().exchange_path = exchange_path(*backend, cuda_device != kNoCudaDevice);

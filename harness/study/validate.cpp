@@ -193,7 +193,7 @@ void validate_points(const Experiment& experiment, const std::vector<Point>& poi
     const CudaStatus cuda = s.device == "cuda" ? cuda_status() : CudaStatus{};
     if (s.device == "cuda") {
       std::string problem = !cuda.built || limits.gpus_as_here ? cuda.reason : "";
-      if (problem.empty() && s.kind == Kind::kTrain) problem = training_device_problem(s.device, limits.gpus_as_here);
+      if (problem.empty() && s.kind == Kind::kTrain) problem = training_device_problem(s.device);
       if (!problem.empty()) {
         fail_at(experiment, point, {"device", "expected \"cpu\" on this build and machine: " + problem});
       }

@@ -26,12 +26,8 @@ struct TwoBuilds {
 TwoBuilds two_builds(const std::string& name) {
   TwoBuilds builds;
   builds.dir = scratch(name);
-  fs::create_directories(builds.dir / "base" / "build");
-  fs::create_directories(builds.dir / "head" / "build");
-  builds.base = builds.dir / "base" / "build" / "harness";
-  builds.head = builds.dir / "head" / "build" / "harness";
-  fs::copy_file(HARNESS_BINARY, builds.base);
-  fs::copy_file(HARNESS_BINARY, builds.head);
+  builds.base = copy_harness_build(builds.dir / "base" / "build");
+  builds.head = copy_harness_build(builds.dir / "head" / "build");
   builds.experiment = write_experiment(builds.dir, kGate);
   return builds;
 }

@@ -32,6 +32,14 @@ HarnessRun run_harness(const std::vector<std::string>& arguments, const fs::path
   return run;
 }
 
+fs::path copy_harness_build(const fs::path& directory) {
+  fs::create_directories(directory);
+  const fs::path harness = fs::path(HARNESS_BINARY);
+  fs::copy_file(harness, directory / "harness");
+  fs::copy_file(harness.parent_path() / "harness-worker", directory / "harness-worker");
+  return directory / "harness";
+}
+
 fs::path write_experiment(const fs::path& directory, const std::string& text) {
   const fs::path path = directory / "experiment.json";
   std::ofstream(path) << text;

@@ -19,7 +19,7 @@ TEST(CrashReport, ACallThroughANullPointerNamesItsCallerAndEndsWithTheSignal) {
       testing::KilledBySignal(SIGSEGV),
       "harness worker \\(rank 7\\): SIGSEGV \\(segmentation fault\\) at address 0x0\n"
       "  instruction: 0x0\n"
-      "  called from: 0x[0-9a-f]+ \\([^)]*harness_unit_tests\\+0x[0-9a-f]+");
+      "  called from: 0x[0-9a-f]+ \\([^)]*harness_rank_unit_tests\\+0x[0-9a-f]+");
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "backends/gloo_allreduce.h"
 #include "harness/rank/trainer.h"
 #include "workloads/mnist_cnn.h"
+#include "workloads/factories.h"
 #include "workloads/registry.h"
 
 namespace harness {
@@ -24,7 +25,7 @@ std::vector<float> train_and_flatten(PointSettings settings, MPI_Comm communicat
   int size = 1;
   MPI_Comm_size(communicator, &size);
   settings.ranks = size;
-  auto workload = find_workload(settings.workload).make(settings, kNoCudaDevice);
+  auto workload = make_workload(settings, kNoCudaDevice);
   auto backend = make_gradient_sync(settings.backend, communicator);
   DataParallelTrainer trainer(*workload, *backend, communicator, settings);
   trainer.broadcast_parameters();

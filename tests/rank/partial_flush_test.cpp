@@ -19,6 +19,7 @@
 #include "harness/rank/trainer.h"
 #include "tests/mpi_world.h"
 #include "workloads/kmeans_driver.h"
+#include "workloads/factories.h"
 #include "workloads/registry.h"
 
 namespace harness {
@@ -122,7 +123,7 @@ TEST(PartialFlush, EveryRankFlushesAtTheSameStepsAndRankZeroWritesTheSeriesSoFar
     settings.epochs = 10;
     settings.overlap = overlap;
     settings.warmup_steps = 2;
-    auto workload = find_workload("iris_mlp").make(settings, kNoCudaDevice);
+    auto workload = make_workload(settings, kNoCudaDevice);
     MpiAllreduce backend(MPI_COMM_WORLD);
     DataParallelTrainer trainer(*workload, backend, MPI_COMM_WORLD, settings);
     const std::vector<bool> training(world.size, true);
@@ -190,7 +191,7 @@ TEST(PartialFlush, TrainerLeavesTheFlushesOutOfTheTrainingTime) {
   settings.batch_size = 4;
   settings.dataset_size = 24 * world.size;  // 6 steps an epoch
   settings.epochs = 2;
-  auto workload = find_workload("iris_mlp").make(settings, kNoCudaDevice);
+  auto workload = make_workload(settings, kNoCudaDevice);
   MpiAllreduce backend(MPI_COMM_WORLD);
   DataParallelTrainer trainer(*workload, backend, MPI_COMM_WORLD, settings);
   SleepingFlush flush;

@@ -91,7 +91,9 @@ void expect_bounded_sample(const RankComputeSample& sample, std::size_t ranks, i
   EXPECT_EQ(sample.stride & (sample.stride - 1), 0) << sample.stride;  // a power of two
   // Every multiple of the stride, no more: spread evenly over the run, and as fine as the bound allows.
   EXPECT_EQ(static_cast<int64_t>(sample.steps.size()), (steps + sample.stride - 1) / sample.stride);
-  if (steps >= static_cast<int64_t>(limit)) EXPECT_GE(2 * sample.steps.size(), limit);
+  if (steps >= static_cast<int64_t>(limit)) {
+    EXPECT_GE(2 * sample.steps.size(), limit);
+  }
   for (std::size_t i = 0; i < sample.steps.size(); ++i) {
     EXPECT_EQ(sample.steps[i], static_cast<int64_t>(i) * sample.stride);
     ASSERT_EQ(sample.compute_s[i].size(), ranks);

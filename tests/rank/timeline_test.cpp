@@ -13,6 +13,7 @@
 #include "harness/common/files.h"
 #include "harness/rank/comm_benchmark.h"
 #include "harness/rank/trainer.h"
+#include "workloads/factories.h"
 #include "workloads/registry.h"
 
 namespace harness {
@@ -52,7 +53,7 @@ PointSettings iris_settings(int epochs, bool overlap) {
 
 // Trains with a timeline and returns the trace rank 0 wrote (null elsewhere).
 Json trained_trace(const PointSettings& settings, const std::string& name, int64_t* timed_steps = nullptr) {
-  const auto workload = find_workload("iris_mlp").make(settings, kNoCudaDevice);
+  const auto workload = make_workload(settings, kNoCudaDevice);
   MpiAllreduce backend(MPI_COMM_WORLD);
   DataParallelTrainer trainer(*workload, backend, MPI_COMM_WORLD, settings);
   Timeline timeline;

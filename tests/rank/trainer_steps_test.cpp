@@ -18,6 +18,7 @@
 #include "harness/results/statistics.h"
 #include "harness/results/stragglers.h"
 #include "harness/study/settings.h"
+#include "workloads/factories.h"
 #include "workloads/registry.h"
 #include "workloads/workload.h"
 
@@ -109,7 +110,7 @@ TEST(SgdUpdate, MatchesSubInEveryLayoutAndType) {
 class OneSlowRank final : public Workload {
  public:
   explicit OneSlowRank(const PointSettings& settings)
-      : iris_(find_workload("iris_mlp").make(settings, kNoCudaDevice)) {
+      : iris_(make_workload(settings, kNoCudaDevice)) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   }
   int64_t train_size() const override { return iris_->train_size(); }
@@ -173,7 +174,7 @@ TEST(DataParallelTrainer, AnInjectedComputeDelayMakesItsRankTheStraggler) {
   settings.epochs = 1;
   settings.inject_compute_delay_ms = 20;
   settings.inject_compute_delay_rank = std::min(2, size - 1);
-  auto workload = find_workload("iris_mlp").make(settings, kNoCudaDevice);
+  auto workload = make_workload(settings, kNoCudaDevice);
   MpiAllreduce backend(MPI_COMM_WORLD);
   DataParallelTrainer trainer(*workload, backend, MPI_COMM_WORLD, settings);
   const LoopResult result = trainer.train();
@@ -218,7 +219,7 @@ TEST(DataParallelTrainer, WarmupStepsTrainButAreNotTimed) {
     settings.epochs = 2;
     settings.lr = 0.5;
     settings.warmup_steps = warmup_steps;
-    auto workload = find_workload("iris_mlp").make(settings, kNoCudaDevice);
+    auto workload = make_workload(settings, kNoCudaDevice);
     MpiAllreduce backend(MPI_COMM_WORLD);
     DataParallelTrainer trainer(*workload, backend, MPI_COMM_WORLD, settings);
     trainer.broadcast_parameters();

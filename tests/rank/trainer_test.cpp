@@ -16,6 +16,7 @@
 #include "backends/mpi_allreduce.h"
 #include "harness/common/errors.h"
 #include "harness/study/settings.h"
+#include "workloads/factories.h"
 #include "workloads/registry.h"
 #include "workloads/workload.h"
 #include "tests/mpi_world.h"
@@ -55,7 +56,7 @@ struct Fixture {
     settings.batch_size = kBatch;
     settings.bucket_mb = bucket_mb;
     settings.overlap = overlap;
-    workload = find_workload("iris_mlp").make(settings, kNoCudaDevice);
+    workload = make_workload(settings, kNoCudaDevice);
     trainer = std::make_unique<DataParallelTrainer>(*workload, backend, MPI_COMM_WORLD, settings);
   }
 
@@ -236,7 +237,7 @@ std::vector<float> trained_parameters(PointSettings settings, int cuda_device = 
   const int workers = worker_layout(settings, 0, size).workers;
   const int steps_per_epoch = 120 / (kBatch * workers);
   settings.epochs = (50 + steps_per_epoch - 1) / steps_per_epoch;
-  auto workload = find_workload("iris_mlp").make(settings, cuda_device);
+  auto workload = make_workload(settings, cuda_device);
   auto backend = make_gradient_sync(settings.backend, backend_options(settings), MPI_COMM_WORLD);
   DataParallelTrainer trainer(*workload, *backend, MPI_COMM_WORLD, settings);
   trainer.broadcast_parameters();
@@ -282,7 +283,7 @@ TEST(DataParallelTrainer, EveryBackendWithAndWithoutBucketsAndOverlapTrainsTheSa
 // allreduce, which stages them through the host, with and without buckets and overlap.
 TEST(GpuTraining, CudaIpcTrainsTheSameParametersAsAllreduce) {
   if (const CudaStatus cuda = cuda_status(); !cuda.usable) GTEST_SKIP() << cuda.reason;
-  if (const std::string problem = training_device_problem("cuda", /*devices_here=*/true); !problem.empty()) {
+  if (const std::string problem = training_device_problem("cuda"); !problem.empty()) {
     GTEST_SKIP() << problem;
   }
   if (const std::string reason = find_backend("cuda_ipc").unavailable_reason(); !reason.empty()) {

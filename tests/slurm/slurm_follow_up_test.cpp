@@ -187,10 +187,8 @@ TEST(SlurmFollowUp, DetachReturnsAtOnceAndStatusFollowsToTheEnd) {
 // resumed run then measures again only the points of the rebuilt one.
 TEST(SlurmFollowUp, DetachedBuildsAreRecordedAsSubmittedAndARebuiltOneRunsAgain) {
   const fs::path dir = scratch("slurm_builds");
-  const fs::path base = dir / "base-harness";
-  const fs::path head = dir / "head-harness";
-  fs::copy_file(HARNESS_BINARY, base);
-  fs::copy_file(HARNESS_BINARY, head);
+  const fs::path base = copy_harness_build(dir / "base");
+  const fs::path head = copy_harness_build(dir / "head");
   // Short jobs: what matters is that they are collected after head was rebuilt.
   std::string experiment_text = four_points("array", "200");
   experiment_text.replace(experiment_text.find("[4, 8, 16, 32]"), 14, "[4, 8]");
@@ -210,7 +208,7 @@ TEST(SlurmFollowUp, DetachedBuildsAreRecordedAsSubmittedAndARebuiltOneRunsAgain)
     submitted[entry.build->name] = entry.build->fingerprint;
   }
   // Head rebuilt: another binary at the same path (running jobs keep the old one).
-  const fs::path rebuilt = dir / "rebuilt";
+  const fs::path rebuilt = dir / "head" / "rebuilt";
   fs::copy_file(HARNESS_BINARY, rebuilt);
   std::ofstream(rebuilt, std::ios::app) << "rebuilt";
   fs::rename(rebuilt, head);

@@ -82,7 +82,7 @@ TEST(Validate, CudaIsRejectedBeforeLaunchWhereItCannotRun) {
       EXPECT_EQ(elsewhere, "") << "a CUDA build on a login node: the nodes have the GPUs";
     } else {
       // Training also needs LibTorch's CUDA: Debian's LibTorch (CI's CUDA configuration) has none.
-      const std::string problem = training_device_problem("cuda", false);
+      const std::string problem = training_device_problem("cuda");
       EXPECT_EQ(elsewhere, problem.empty() ? "" : "exp.json: settings.device: expected \"cpu\" on this build and machine: " + problem);
     }
   }

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "workloads/factories.h"
 #include "workloads/registry.h"
 
 #include <torch/torch.h>

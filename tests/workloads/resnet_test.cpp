@@ -1,5 +1,6 @@
 // The resnet workload builds torchvision's ResNet-18 and ResNet-50 (same parameter counts) and
 // trains on its synthetic set.
+#include "workloads/factories.h"
 #include "workloads/registry.h"
 #include "workloads/resnet.h"
 

@@ -1,0 +1,26 @@
+// iris_mlp's data as validation needs it, without LibTorch (iris_mlp.h).
+#include "workloads/iris_mlp.h"
+
+#include <string>
+
+#include "harness/common/errors.h"
+#include "workloads/iris_data.h"
+
+namespace harness {
+
+IrisData load_iris_for(const PointSettings& settings) {
+  const std::string path = settings.data_path.empty() ? default_iris_path() : settings.data_path;
+  try {
+    return load_iris_csv(path);
+  } catch (const ConfigError& error) {
+    throw ConfigError(std::string("data_path: ") + error.what());
+  }
+}
+
+int64_t iris_mlp_train_samples(const PointSettings& settings) {
+  const IrisData data = load_iris_for(settings);
+  return static_cast<int64_t>(
+      split_iris(data, kIrisTestFraction, static_cast<uint64_t>(settings.seed)).train.size());
+}
+
+}  // namespace harness
