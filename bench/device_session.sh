@@ -103,6 +103,11 @@ if [[ -z ${HARNESS:-} ]]; then
   fi
   log "build: $((SECONDS - started)) s"
   . .device/env-on-device.sh
+  # What configure found of LibTorch's CUDA decides whether training on cuda passes validation
+  # (workloads/CMakeLists.txt); harness itself must load no LibTorch, harness-worker must.
+  log "$(grep -hE 'LibTorch (has CUDA|is CPU-only)' /tmp/b-configure.log || echo 'configure said nothing of LibTorch CUDA')"
+  log "LibTorch libraries loaded: harness $(ldd "$harness" | grep -c libtorch), harness-worker $(ldd "${harness}-worker" | grep -c libtorch)"
+  cp /tmp/b-configure.log "$out/configure.txt" 2>/dev/null
 fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mkdir -p "$results"
