@@ -5,6 +5,7 @@
 #include "harness/common/errors.h"
 
 #ifdef HARNESS_WITH_CUDA
+#include <cuda.h>  // the driver API's types, for the stream memory operations (no libcuda link: see below)
 #include <cuda_runtime_api.h>
 
 #include "backends/cuda_check.h"
@@ -100,11 +101,51 @@ std::string peer_access_problem(const Communicator& communicator, int device) {
 
 // Regions start on 256-byte boundaries (cudaMalloc's alignment): 64 floats.
 constexpr std::size_t kRegionAlignment = 64;
+// Each rank's buffer starts with its arrival flag (a 32-bit epoch), on a region boundary of its own.
+constexpr std::size_t kFlagFloats = kRegionAlignment;
+
+// A driver API function, found through the runtime (cudaGetDriverEntryPoint*), so that the build
+// links no libcuda; nullptr where this driver or runtime lacks it.
+void* driver_function(const char* symbol) {
+#if CUDART_VERSION >= 12000
+  void* function = nullptr;
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+#if CUDART_VERSION >= 12050
+  const cudaError_t status = cudaGetDriverEntryPointByVersion(symbol, &function, 12000, cudaEnableDefault, &found);
+#else
+  const cudaError_t status = cudaGetDriverEntryPoint(symbol, &function, cudaEnableDefault, &found);
+#endif
+  if (status == cudaSuccess && found == cudaDriverEntryPointSuccess) return function;
+  cudaGetLastError();  // not sticky; clear it
+#else
+  (void)symbol;
+#endif
+  return nullptr;
+}
+
+// The driver's stream memory operations: a 32-bit write, and a wait until a 32-bit value in device
+// memory reaches one, queued on a stream like a kernel and carried out by the GPU's front end, not
+// by its SMs (a wait holds no SM, so processes that time-slice one GPU cannot deadlock on it).
+struct StreamMemoryOperations {
+  using Operation = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+  Operation write_value = nullptr;  // cuStreamWriteValue32: fences the stream's earlier writes first
+  Operation wait_value = nullptr;   // cuStreamWaitValue32
+
+  static StreamMemoryOperations found() {
+    return {reinterpret_cast<Operation>(driver_function("cuStreamWriteValue32")),
+            reinterpret_cast<Operation>(driver_function("cuStreamWaitValue32"))};
+  }
+  bool usable() const { return write_value != nullptr && wait_value != nullptr; }
+};
+
+CUdeviceptr device_address(const void* pointer) {
+  return static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(pointer));
+}
 
 class CudaIpcAllreduce final : public GradientSync {
  public:
-  CudaIpcAllreduce(const Communicator& communicator, std::size_t one_shot_below_bytes)
-      : communicator_(communicator), one_shot_below_bytes_(one_shot_below_bytes) {
+  CudaIpcAllreduce(const Communicator& communicator, std::size_t one_shot_below_bytes, bool device_arrivals)
+      : communicator_(communicator), one_shot_below_bytes_(one_shot_below_bytes), device_arrivals_(device_arrivals) {
     try {
       set_up();
     } catch (...) {
@@ -130,10 +171,13 @@ class CudaIpcAllreduce final : public GradientSync {
     in_call_ = true;  // until the call ends well: see the destructor
     // The overlap's communication thread has no current GPU of its own.
     check_cuda(cudaSetDevice(device_), "cudaSetDevice");
+    // Before any wait is queued on the GPU: ranks that disagree stop here, all of them, rather than
+    // wait for each other's flags (host arrivals check it at their first arrival).
+    if (device_arrivals_) agree_on_count(count);
     if (count > capacity_) register_buffers(count);
     const std::size_t region = calls_ % 2;
     ++calls_;
-    float* mine = own_ + region * capacity_;
+    float* mine = own_ + kFlagFloats + region * capacity_;
     const float* const* sources = region_pointers_ + region * static_cast<std::size_t>(communicator_.size());
 
     // The buffer was written by work queued on the legacy default stream (LibTorch's default
@@ -174,13 +218,44 @@ class CudaIpcAllreduce final : public GradientSync {
     check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
     check_cuda(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming), "cudaEventCreateWithFlags");
     bases_.assign(static_cast<std::size_t>(communicator_.size()), nullptr);
+    if (device_arrivals_) operations_ = StreamMemoryOperations::found();
   }
 
-  // The barrier between phases: this rank's queued work is done, and every rank has come as far.
-  // Also checks that every rank reduces `count` elements, so that ranks that would otherwise
-  // read each other's regions past their end all stop instead.
+  // The barrier between phases: every rank's work queued so far is done before this rank's next.
   void arrive(std::size_t count) {
+    if (device_arrivals_) {
+      arrive_on_stream();
+    } else {
+      arrive_on_host(count);
+    }
+  }
+
+  // On the GPU: this rank's stream writes the next epoch into its flag once its earlier work is
+  // done (the write fences it), then waits until every peer's flag has reached that epoch. The
+  // host queues both and goes on: no round trip through it.
+  void arrive_on_stream() {
+    ++epoch_;
+    const auto me = static_cast<std::size_t>(communicator_.rank());
+    check_driver(operations_.write_value(stream_, device_address(bases_[me]), epoch_, CU_STREAM_WRITE_VALUE_DEFAULT),
+                 "cuStreamWriteValue32(arrival)");
+    for (std::size_t rank = 0; rank < bases_.size(); ++rank) {
+      if (rank == me) continue;
+      // GEQ compares cyclically ((int32_t)(flag - epoch) >= 0): a peer already past it counts.
+      check_driver(operations_.wait_value(stream_, device_address(bases_[rank]), epoch_, CU_STREAM_WAIT_VALUE_GEQ),
+                   "cuStreamWaitValue32(arrival)");
+    }
+  }
+
+  // On the host: this rank's queued work is done, and every rank has come as far (an MPI
+  // reduction, which also checks the element counts).
+  void arrive_on_host(std::size_t count) {
     check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+    agree_on_count(count);
+  }
+
+  // Every rank reduces `count` elements, or every rank throws: ranks that disagreed would read
+  // each other's regions past their end.
+  void agree_on_count(std::size_t count) {
     int64_t largest_and_negated_smallest[2] = {static_cast<int64_t>(count), -static_cast<int64_t>(count)};
     check_mpi(MPI_Allreduce(MPI_IN_PLACE, largest_and_negated_smallest, 2, MPI_INT64_T, MPI_MAX,
                             communicator_.handle()),
@@ -192,12 +267,17 @@ class CudaIpcAllreduce final : public GradientSync {
     }
   }
 
+  static void check_driver(CUresult result, std::string_view operation) {
+    if (result != CUDA_SUCCESS) throw CommError(fmt::format("cuda_ipc: {} failed: CUDA driver error {}", operation,
+                                                            static_cast<int>(result)));
+  }
+
   // Replaces the registered buffers by ones with regions of at least `count` floats, on every
   // rank at once (collective; every rank asks for the same count, which arrive() checks).
   void register_buffers(std::size_t count) {
-    arrive(count);  // every rank is done with the old buffers
+    arrive_on_host(count);  // every rank is done with the old buffers
     close_peer_mappings();
-    arrive(count);  // nobody maps them any more
+    arrive_on_host(count);  // nobody maps them any more
     free_own_buffers();
 
     capacity_ = (count + kRegionAlignment - 1) / kRegionAlignment * kRegionAlignment;
@@ -206,10 +286,13 @@ class CudaIpcAllreduce final : public GradientSync {
       cudaIpcMemHandle_t handle{};
     } mine;
     void* allocation = nullptr;
-    cudaError_t allocated = cudaMalloc(&allocation, 2 * capacity_ * sizeof(float));
+    cudaError_t allocated = cudaMalloc(&allocation, (kFlagFloats + 2 * capacity_) * sizeof(float));
     if (allocated == cudaSuccess) {
       own_ = static_cast<float*>(allocation);
-      allocated = cudaIpcGetMemHandle(&mine.handle, own_);
+      // The arrival flag starts at epoch 0 on every rank, before any peer maps it.
+      allocated = cudaMemset(own_, 0, kFlagFloats * sizeof(float));
+      if (allocated == cudaSuccess) allocated = cudaDeviceSynchronize();
+      if (allocated == cudaSuccess) allocated = cudaIpcGetMemHandle(&mine.handle, own_);
     }
     mine.ok = allocated == cudaSuccess ? 1 : 0;
     std::vector<decltype(mine)> all(static_cast<std::size_t>(communicator_.size()));
@@ -244,7 +327,7 @@ class CudaIpcAllreduce final : public GradientSync {
     // index k * ranks + r.
     std::vector<const float*> pointers;
     for (std::size_t region = 0; region < 2 && failure.empty(); ++region) {
-      for (float* base : bases_) pointers.push_back(base + region * capacity_);
+      for (float* base : bases_) pointers.push_back(base + kFlagFloats + region * capacity_);
     }
     if (failure.empty()) {
       void* table = nullptr;
@@ -260,6 +343,28 @@ class CudaIpcAllreduce final : public GradientSync {
       throw CommError(failure.empty() ? "cuda_ipc: another rank could not map the registered buffers (see its log)"
                                       : failure);
     }
+    epoch_ = 0;
+    if (device_arrivals_) device_arrivals_ = on_every_rank(stream_waits_work(), communicator_);
+  }
+
+  // Whether this rank's stream can write its flag and wait on its peers' (a driver may refuse
+  // stream memory operations, or refuse them on another process's memory): tried once per
+  // registration, on epoch 0, which every flag holds already.
+  bool stream_waits_work() {
+    bool works = operations_.usable() &&
+                 operations_.write_value(stream_, device_address(own_), 0, CU_STREAM_WRITE_VALUE_DEFAULT) == CUDA_SUCCESS;
+    for (std::size_t rank = 0; works && rank < bases_.size(); ++rank) {
+      works = operations_.wait_value(stream_, device_address(bases_[rank]), 0, CU_STREAM_WAIT_VALUE_GEQ) == CUDA_SUCCESS;
+    }
+    works = cudaStreamSynchronize(stream_) == cudaSuccess && works;
+    if (!works) {
+      cudaGetLastError();
+      if (communicator_.rank() == 0) {
+        fmt::print(stderr, "harness: cuda_ipc: this driver cannot queue waits on the GPU (cuStreamWaitValue32); "
+                           "its ranks arrive through the host instead\n");
+      }
+    }
+    return works;
   }
 
   void close_peer_mappings() noexcept {
@@ -296,9 +401,12 @@ class CudaIpcAllreduce final : public GradientSync {
   int device_ = -1;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t ready_ = nullptr;
-  float* own_ = nullptr;                  // this rank's buffer: two regions of capacity_ floats
+  bool device_arrivals_;                  // arrive on the GPU's stream (arrive_on_stream), else on the host
+  StreamMemoryOperations operations_;
+  uint32_t epoch_ = 0;                    // arrivals since the buffers were registered
+  float* own_ = nullptr;                  // this rank's buffer: its flag, then two regions of capacity_ floats
   std::size_t capacity_ = 0;              // floats per region, the same on every rank
-  std::vector<float*> bases_;             // every rank's buffer, this rank's own at its index
+  std::vector<float*> bases_;             // every rank's buffer (its flag first), this rank's own at its index
   const float** region_pointers_ = nullptr;  // device memory: 2 x ranks region addresses
   uint64_t calls_ = 0;
   bool in_call_ = false;
@@ -309,9 +417,9 @@ class CudaIpcAllreduce final : public GradientSync {
 std::string cuda_ipc_unavailable_reason() { return ""; }
 
 std::unique_ptr<GradientSync> make_cuda_ipc_allreduce(const Communicator& communicator, const BackendOptions& options,
-                                                      std::size_t one_shot_below_bytes) {
+                                                      std::size_t one_shot_below_bytes, bool device_arrivals) {
   if (const std::string problem = cuda_ipc_problem(options); !problem.empty()) throw NotSupported(problem);
-  return std::make_unique<CudaIpcAllreduce>(communicator, one_shot_below_bytes);
+  return std::make_unique<CudaIpcAllreduce>(communicator, one_shot_below_bytes, device_arrivals);
 }
 
 #else  // !HARNESS_WITH_CUDA
@@ -323,7 +431,8 @@ std::string cuda_ipc_unavailable_reason() {
 
 std::unique_ptr<GradientSync> make_cuda_ipc_allreduce(const Communicator& /*communicator*/,
                                                       const BackendOptions& /*options*/,
-                                                      std::size_t /*one_shot_below_bytes*/) {
+                                                      std::size_t /*one_shot_below_bytes*/,
+                                                      bool /*device_arrivals*/) {
   throw NotSupported(cuda_ipc_unavailable_reason());
 }
 

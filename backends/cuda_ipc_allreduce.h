@@ -28,14 +28,18 @@
 // writes region k % 2 again only in call k + 2, after the arrival of call k + 1, which every rank
 // reaches only once it has finished reading in call k.
 //
-// Arrivals are host-synchronised: cudaStreamSynchronize on the backend's stream, then an
-// MPI_Allreduce over the ranks (a barrier that also checks that every rank reduces the same
-// number of elements). No kernel waits for another process, so ranks that time-slice one GPU
-// (no MPS) cannot deadlock, they only wait on the host. Replacing arrive() with device-side flags
-// (a flag per rank in the registered memory, written with release and read with acquire
-// semantics at system scope, vLLM's start/end signals) would save the host round trips, but a
-// kernel that spins on a flag set by another process's kernel needs both kernels resident at
-// once: true on separate GPUs and under MPS, not for processes that time-slice one GPU.
+// Arrivals (cuda_ipc_device_arrivals, true by default) are queued on the GPU: each rank's stream
+// writes the next epoch into its flag (a 32-bit word before its regions, which its peers map with
+// them) once its earlier work is done, then waits until every peer's flag has reached it
+// (cuStreamWriteValue32 and cuStreamWaitValue32, the driver's stream memory operations). The host
+// queues them and goes on, so a one-shot call makes one round trip through the host (its end)
+// instead of two. The waits are carried out by the GPU's front end, not by kernels spinning on SMs
+// (vLLM's flags), so they need no two processes' kernels resident at once and cannot deadlock
+// ranks that time-slice one GPU without MPS. Each call first checks on the host (an MPI reduction)
+// that every rank reduces the same number of elements, so that ranks which disagree all stop
+// instead of waiting on the GPU for each other. Where the driver refuses stream memory operations
+// (tried when the buffers are registered, on every rank), or with cuda_ipc_device_arrivals false,
+// arrivals are host-synchronised: cudaStreamSynchronize, then an MPI_Allreduce over the ranks.
 //
 // Cleanup, at the end of the point (the destructor, collective): every rank unmaps its peers'
 // buffers (cudaIpcCloseMemHandle), all arrive, then each frees its own (cudaFree: freeing memory
@@ -78,7 +82,9 @@ std::string cuda_ipc_problem(const BackendOptions& options);
 // `one_shot_below_bytes` with the one-shot kernel. Collective over `communicator`. Throws
 // NotSupported when the build lacks it, cuda_ipc_problem refuses the options, the ranks span
 // several nodes or two GPUs lack peer access; CommError when CUDA or MPI fail.
+// `device_arrivals`: arrive on the GPU's stream where the driver allows (above), else on the host.
 std::unique_ptr<GradientSync> make_cuda_ipc_allreduce(const Communicator& communicator, const BackendOptions& options,
-                                                      std::size_t one_shot_below_bytes = kCudaIpcOneShotBelowBytes);
+                                                      std::size_t one_shot_below_bytes = kCudaIpcOneShotBelowBytes,
+                                                      bool device_arrivals = true);
 
 }  // namespace harness

@@ -35,7 +35,8 @@ std::unique_ptr<GradientSync> make_gloo(const Communicator& communicator, const 
 }
 
 std::unique_ptr<GradientSync> make_cuda_ipc(const Communicator& communicator, const BackendOptions& options) {
-  return make_cuda_ipc_allreduce(communicator, options, cuda_ipc_one_shot_below_bytes(options));
+  return make_cuda_ipc_allreduce(communicator, options, cuda_ipc_one_shot_below_bytes(options),
+                                 cuda_ipc_device_arrivals(options));
 }
 
 const BackendFactory& factory_of(std::string_view name) {

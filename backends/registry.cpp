@@ -93,6 +93,8 @@ std::size_t ring_hands_to_mpi_below_bytes(const BackendOptions& options) {
 // lowest latency) to its two-shot reduce-scatter and all-gather (less memory traffic per rank from
 // 3 ranks up); a crossover between its own kernels, which the comm report compares.
 constexpr std::string_view kCudaIpcOneShotBelowKey = "cuda_ipc_one_shot_below_bytes";
+// How cuda_ipc's ranks wait for each other between its phases: on the GPU, or through the host.
+constexpr std::string_view kCudaIpcDeviceArrivalsKey = "cuda_ipc_device_arrivals";
 
 std::vector<BackendSetting> cuda_ipc_settings() {
   BackendSetting setting = crossover_bytes_setting(
@@ -102,7 +104,15 @@ std::vector<BackendSetting> cuda_ipc_settings() {
       "experiments/gpu/comm_cuda.json)",
       kCudaIpcOneShotBelowBytes);
   setting.own_crossover = true;
-  return {setting};
+  BackendSetting arrivals{
+      .key = kCudaIpcDeviceArrivalsKey,
+      .expected = "true or false",
+      .help = "backend \"cuda_ipc\": ranks wait for each other on the GPU's stream (cuStreamWaitValue32), without "
+              "a round trip through the host (false: cudaStreamSynchronize and an MPI barrier at each arrival)",
+      .json_schema = R"({"type": "boolean"})",
+      .fallback = true,
+      .normalise = [](const Json& value, const std::string& where) { return Json(read_boolean(value, where)); }};
+  return {setting, arrivals};
 }
 
 // Device memory per byte of the buffer that each cuda_ipc rank moves (a GPU writes whole lines
@@ -152,6 +162,10 @@ std::size_t ring_mpi_below_chunk_bytes(const BackendOptions& options) {
 
 std::size_t cuda_ipc_one_shot_below_bytes(const BackendOptions& options) {
   return options.option<std::size_t>(kCudaIpcOneShotBelowKey, kCudaIpcOneShotBelowBytes);
+}
+
+bool cuda_ipc_device_arrivals(const BackendOptions& options) {
+  return options.option<bool>(kCudaIpcDeviceArrivalsKey, true);
 }
 
 const std::vector<BackendInfo>& backend_table() {

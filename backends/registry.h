@@ -73,6 +73,7 @@ const BackendInfo* backend_or_null(std::string_view name);
 std::size_t hier_mpi_below_bytes(const BackendOptions& options);           // hier_allreduce_below_bytes
 std::size_t ring_mpi_below_chunk_bytes(const BackendOptions& options);     // ring_allreduce_below_chunk_bytes
 std::size_t cuda_ipc_one_shot_below_bytes(const BackendOptions& options);  // cuda_ipc_one_shot_below_bytes
+bool cuda_ipc_device_arrivals(const BackendOptions& options);               // cuda_ipc_device_arrivals
 
 // How a point's buffers reach its backend, as records say it (`exchange_path`), when there is
 // nothing to exchange (one rank: GradientSync::exchanges() is false).

@@ -28,7 +28,8 @@ std::string key_settings(const PointSettings& settings) {
     json.erase("inject_compute_delay_rank");
   }
   static const Json defaults = to_json(PointSettings{});
-  for (const char* added : {"ring_allreduce_below_chunk_bytes", "cuda_ipc_one_shot_below_bytes"}) {
+  for (const char* added :
+       {"ring_allreduce_below_chunk_bytes", "cuda_ipc_one_shot_below_bytes", "cuda_ipc_device_arrivals"}) {
     if (json.contains(added) && json[added] == defaults[added]) json.erase(added);
   }
   return json.dump();

@@ -31,12 +31,14 @@ std::string why_not_here() {
   return cuda.usable ? "" : cuda.reason;
 }
 
-BackendOptions gpu_options(const Communicator& communicator, std::size_t one_shot_below_bytes) {
+BackendOptions gpu_options(const Communicator& communicator, std::size_t one_shot_below_bytes,
+                           bool device_arrivals = true) {
   BackendOptions options;
   options.device = "cuda";
   options.ranks = communicator.size();
   options.ranks_per_node = communicator.size();
   options.owned["cuda_ipc_one_shot_below_bytes"] = one_shot_below_bytes;
+  options.owned["cuda_ipc_device_arrivals"] = device_arrivals;
   return options;
 }
 
@@ -55,16 +57,20 @@ std::vector<float> reduced_on_device(DeviceStagedSync& device_path, const std::v
 }
 
 // Every size twice in a row (different data), with the one-shot kernel at every size, the
-// two-shot at every size, and the default crossover between them; one backend per crossover, so
-// that its registered buffers grow with the sizes and are reused when a smaller one follows.
-TEST(CudaIpcAllreduce, EqualsMpiAllreduceAtEverySizeTwiceInARowOnBothSidesOfTheCrossover) {
+// two-shot at every size, and the default crossover between them, with arrivals on the GPU and on
+// the host; one backend per configuration, so that its registered buffers grow with the sizes and
+// are reused when a smaller one follows.
+class CudaIpcArrivals : public ::testing::TestWithParam<bool> {};
+
+TEST_P(CudaIpcArrivals, EqualsMpiAllreduceAtEverySizeTwiceInARowOnBothSidesOfTheCrossover) {
   const World world;
   const Communicator communicator(MPI_COMM_WORLD);
   if (const std::string reason = why_not_here(); !reason.empty()) GTEST_SKIP() << reason;
   select_cuda_device(communicator);
   for (const std::size_t one_shot_below : {std::numeric_limits<std::size_t>::max(), std::size_t{0},
                                            kCudaIpcOneShotBelowBytes}) {
-    const auto backend = make_gradient_sync("cuda_ipc", gpu_options(communicator, one_shot_below), communicator);
+    const auto backend =
+        make_gradient_sync("cuda_ipc", gpu_options(communicator, one_shot_below, GetParam()), communicator);
     // The trainer's buckets and the comm benchmark reach the backend through the device path.
     DeviceStagedSync device_path(*backend);
     EXPECT_EQ(device_path.path(), world.size > 1 ? "cuda_ipc" : kNoExchangePath);
@@ -83,6 +89,11 @@ TEST(CudaIpcAllreduce, EqualsMpiAllreduceAtEverySizeTwiceInARowOnBothSidesOfTheC
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(OnTheGpuAndOnTheHost, CudaIpcArrivals, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return std::string(info.param ? "DeviceArrivals" : "HostArrivals");
+                         });
 
 // Both kernels add in rank order: the crossover changes the time, never the bits.
 TEST(CudaIpcAllreduce, OneShotAndTwoShotGiveTheSameBits) {

@@ -61,7 +61,7 @@ TEST(CudaIpcAllreduce, InTheTableForGpuMemoryOnlyWithItsCrossoverSetting) {
   EXPECT_EQ(std::count(host.begin(), host.end(), "cuda_ipc"), 0);
   ASSERT_NE(cuda_ipc.settings, nullptr);
   const auto settings = cuda_ipc.settings();
-  ASSERT_EQ(settings.size(), 1U);
+  ASSERT_EQ(settings.size(), 2U);
   EXPECT_EQ(settings[0].key, "cuda_ipc_one_shot_below_bytes");
   EXPECT_EQ(settings[0].fallback, Json(kCudaIpcOneShotBelowBytes));
   EXPECT_EQ(kCudaIpcOneShotBelowBytes, 512U * 1024);
@@ -69,6 +69,16 @@ TEST(CudaIpcAllreduce, InTheTableForGpuMemoryOnlyWithItsCrossoverSetting) {
   EXPECT_EQ(settings[0].normalise(Json(0), "x"), Json(0)) << "0: never one-shot";
   EXPECT_THROW(settings[0].normalise(Json(-1), "x"), ConfigError);
   EXPECT_THROW(settings[0].normalise(Json("big"), "x"), ConfigError);
+  // How its ranks wait for each other: on the GPU's stream unless told otherwise.
+  EXPECT_EQ(settings[1].key, "cuda_ipc_device_arrivals");
+  EXPECT_EQ(settings[1].fallback, Json(true));
+  EXPECT_FALSE(settings[1].own_crossover);
+  EXPECT_EQ(settings[1].normalise(Json(false), "x"), Json(false));
+  EXPECT_THROW(settings[1].normalise(Json(1), "x"), ConfigError);
+  BackendOptions options;
+  EXPECT_TRUE(cuda_ipc_device_arrivals(options));
+  options.owned["cuda_ipc_device_arrivals"] = false;
+  EXPECT_FALSE(cuda_ipc_device_arrivals(options));
 }
 
 // The build has it exactly when it is a CUDA build.

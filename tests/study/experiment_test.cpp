@@ -123,6 +123,7 @@ TEST(PointKey, IsTheSettingsAndTheRepeat) {
   spelled.erase("inject_compute_delay_rank");
   spelled.erase("ring_allreduce_below_chunk_bytes");  // and the settings added later, at their defaults
   spelled.erase("cuda_ipc_one_shot_below_bytes");
+  spelled.erase("cuda_ipc_device_arrivals");
   EXPECT_EQ(key.text(), spelled.dump() + "|1");
   // Set to anything else, it is part of the key.
   PointSettings pure_ring = settings;
@@ -134,6 +135,9 @@ TEST(PointKey, IsTheSettingsAndTheRepeat) {
   EXPECT_NE(PointKey(two_shot, 1).text().find(R"("cuda_ipc_one_shot_below_bytes":0)"), std::string::npos);
   apply_setting(two_shot, "cuda_ipc_one_shot_below_bytes", 524288, "test");
   EXPECT_EQ(PointKey(two_shot, 1), key) << "set to its default, as before it existed";
+  PointSettings host_arrivals = settings;
+  apply_setting(host_arrivals, "cuda_ipc_device_arrivals", false, "test");
+  EXPECT_NE(PointKey(host_arrivals, 1), key);
   // A delay is part of the key, with its rank; without a delay the rank is not.
   PointSettings delayed = settings;
   delayed.inject_compute_delay_ms = 20;
