@@ -134,7 +134,15 @@ stage_hosts_diagnosis() {
 16|nodea:8,nodeb:8|--map-by node --bind-to none
 16|nodea:8,nodeb:8|--oversubscribe --bind-to none
 16|nodea:8,nodeb:8|--map-by core --bind-to core
+2|nodea:1,nodeb:1|--mca plm_base_verbose 10 --mca ras_base_verbose 10
+2|nodea:1,nodeb:1|--mca orte_no_vm 0 --mca plm rsh
 TRIES
+  # On the GPU machine every layout failed with no daemon launched (15:21 on 2026-11-26): what
+  # picks the launcher and whether the image sets anything for it.
+  env | grep -E '^(OMPI|PMIX|ORTE)_' | sort
+  grep -hv '^#' /etc/openmpi/openmpi-mca-params.conf "${HOME:-/root}/.openmpi/mca-params.conf" 2> /dev/null | grep .
+  ompi_info --all 2> /dev/null | grep -E 'MCA plm|orte_no_vm|plm_rsh_agent|orte_default_hostfile' | head -20
+  getent hosts nodea nodeb "$(hostname)"
   hostname
   grep -iE 'slots|filled|removing|available|node' "$out/hosts_try1.txt" | grep -v 'components_' | head -40
 }
