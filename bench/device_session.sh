@@ -11,7 +11,8 @@
 #   HARNESS=./build/harness STAGES=simulated_hosts bash bench/device_session.sh   # here: no build
 #
 # Stages (the default runs them all, in this order):
-#   gpu_tests        ctest -L gpu: staging, nccl, cuda_ipc, provenance, the GPU experiments
+#   gpu_tests        ctest -L gpu: staging, nccl, cuda_ipc, provenance, the GPU experiments cut to
+#                    seconds (GpuExperiments.*: 45 points; not yet timed there)
 #   comm_cuda        experiments/gpu/comm_cuda.json, 2 ranks on the one GPU, MPS started first
 #   compare_gpu      bench/compare_gpu.sh, one round: the CNN and ResNet-50 against PyTorch's loop
 #   scale_comm       experiments/scale_comm.json on the CPU: 16 ranks, every host backend, the
@@ -50,7 +51,7 @@ keep() {
 stage_gpu_tests() {
   # Under MPS, as the GPU experiments run: ranks sharing the GPU without it time-slice it.
   start_mps
-  ctest --test-dir /tmp/b -L gpu -j6 --output-on-failure --timeout 150
+  ctest --test-dir /tmp/b -L gpu -j6 --output-on-failure --timeout 280
 }
 
 start_mps() {
@@ -187,7 +188,7 @@ stage_ring16() {
 }
 
 # The most seconds each stage may take, within what is left of the deadline.
-declare -A limit=([gpu_tests]=200 [comm_cuda]=150 [compare_gpu]=200 [scale_comm]=150 [scale]=240 [simulated_hosts]=90
+declare -A limit=([gpu_tests]=320 [comm_cuda]=150 [compare_gpu]=200 [scale_comm]=150 [scale]=240 [simulated_hosts]=90
   [hosts_diagnosis]=100 [cnn_one_gpu]=120 [staging_host]=60 [ring16]=120)
 
 # Everything comes back in $OUT/session.tar.gz (the device tool returns at most 8 files), packed

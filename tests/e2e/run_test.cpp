@@ -390,8 +390,5 @@ TEST(EndToEnd, EveryWorkloadRunsWithEveryBackend) {
   }
 }
 
-// The GPU experiments live in experiments/gpu/: where they cannot run (no CUDA build, no device,
-// a CPU-only LibTorch) the harness says why in one line, before launching anything.
-
 }  // namespace
 }  // namespace harness::e2e
