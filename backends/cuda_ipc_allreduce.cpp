@@ -5,10 +5,10 @@
 #include "harness/common/errors.h"
 
 #ifdef HARNESS_WITH_CUDA
-#include <cuda.h>  // the driver API's types, for the stream memory operations (no libcuda link: see below)
 #include <cuda_runtime_api.h>
 
 #include "backends/cuda_check.h"
+#include "backends/cuda_stream_memory.h"
 
 #include <cstdint>
 #include <cstring>
@@ -103,44 +103,6 @@ std::string peer_access_problem(const Communicator& communicator, int device) {
 constexpr std::size_t kRegionAlignment = 64;
 // Each rank's buffer starts with its arrival flag (a 32-bit epoch), on a region boundary of its own.
 constexpr std::size_t kFlagFloats = kRegionAlignment;
-
-// A driver API function, found through the runtime (cudaGetDriverEntryPoint*), so that the build
-// links no libcuda; nullptr where this driver or runtime lacks it.
-void* driver_function(const char* symbol) {
-#if CUDART_VERSION >= 12000
-  void* function = nullptr;
-  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-#if CUDART_VERSION >= 12050
-  const cudaError_t status = cudaGetDriverEntryPointByVersion(symbol, &function, 12000, cudaEnableDefault, &found);
-#else
-  const cudaError_t status = cudaGetDriverEntryPoint(symbol, &function, cudaEnableDefault, &found);
-#endif
-  if (status == cudaSuccess && found == cudaDriverEntryPointSuccess) return function;
-  cudaGetLastError();  // not sticky; clear it
-#else
-  (void)symbol;
-#endif
-  return nullptr;
-}
-
-// The driver's stream memory operations: a 32-bit write, and a wait until a 32-bit value in device
-// memory reaches one, queued on a stream like a kernel and carried out by the GPU's front end, not
-// by its SMs (a wait holds no SM, so processes that time-slice one GPU cannot deadlock on it).
-struct StreamMemoryOperations {
-  using Operation = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
-  Operation write_value = nullptr;  // cuStreamWriteValue32: fences the stream's earlier writes first
-  Operation wait_value = nullptr;   // cuStreamWaitValue32
-
-  static StreamMemoryOperations found() {
-    return {reinterpret_cast<Operation>(driver_function("cuStreamWriteValue32")),
-            reinterpret_cast<Operation>(driver_function("cuStreamWaitValue32"))};
-  }
-  bool usable() const { return write_value != nullptr && wait_value != nullptr; }
-};
-
-CUdeviceptr device_address(const void* pointer) {
-  return static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(pointer));
-}
 
 class CudaIpcAllreduce final : public GradientSync {
  public:
@@ -273,7 +235,7 @@ class CudaIpcAllreduce final : public GradientSync {
   }
 
   // Replaces the registered buffers by ones with regions of at least `count` floats, on every
-  // rank at once (collective; every rank asks for the same count, which arrive() checks).
+  // rank at once (collective; every rank asks for the same count, which arrive_on_host() checks).
   void register_buffers(std::size_t count) {
     arrive_on_host(count);  // every rank is done with the old buffers
     close_peer_mappings();
