@@ -48,6 +48,15 @@ keep() {
   done
 }
 
+# Runs an experiment file into $results/NAME and keeps its tables; the run's exit status.
+run_and_keep() {
+  local name=$1 file=$2 status
+  "$harness" run "$file" --out "$results/$name"
+  status=$?
+  keep "$name" "$results/$name"
+  return $status
+}
+
 stage_gpu_tests() {
   # Under MPS, as the GPU experiments run: ranks sharing the GPU without it time-slice it.
   start_mps
@@ -64,10 +73,7 @@ start_mps() {
 
 stage_comm_cuda() {
   start_mps
-  "$harness" run experiments/gpu/comm_cuda.json --out "$results/comm_cuda"
-  local status=$?
-  keep comm_cuda "$results/comm_cuda"
-  return $status
+  run_and_keep comm_cuda experiments/gpu/comm_cuda.json
 }
 
 stage_compare_gpu() {
@@ -86,16 +92,12 @@ if "gloo" in built.stdout + built.stderr and built.returncode != 0:
     experiment["exclude"][0]["backend"].remove("gloo")
 print(json.dumps(experiment))
 PYTHON
-  "$harness" run /tmp/scale_comm.json --out "$results/scale_comm"
-  local status=$?
-  keep scale_comm "$results/scale_comm"
-  return $status
+  run_and_keep scale_comm /tmp/scale_comm.json
 }
 
 stage_scale() {
-  "$harness" run experiments/scale.json --out "$results/scale"
+  run_and_keep scale experiments/scale.json
   local status=$?
-  keep scale "$results/scale"
   ROUNDS=1 ONLY=mnist_cnn RANKS='1 4 8 16' HARNESS=$harness PYTHON=python3 bash bench/compare_ddp.sh
   return $status
 }
@@ -107,10 +109,7 @@ stage_simulated_hosts() {
   printf '%s\n' '{"name": "hosts_2x8", "settings": {"kind": "comm", "ranks": 16, "nodes": 2, "threads_per_rank": 1,' \
     '"comm_max_bytes": 65536, "comm_iterations": 5}, "sweep": {"backend": ["allreduce", "hier"]},' \
     '"launcher": {"name": "local", "hosts": ["nodea", "nodeb"], "simulate_hosts": true}}' > /tmp/hosts_2x8.json
-  "$harness" run /tmp/hosts_2x8.json --out "$results/hosts_2x8"
-  local status=$?
-  keep hosts_2x8 "$results/hosts_2x8"
-  return $status
+  run_and_keep hosts_2x8 /tmp/hosts_2x8.json
 }
 
 # Why mpirun refuses 16 ranks on 2 simulated hosts on this machine (issue 31): the mapper's own
@@ -158,10 +157,7 @@ experiment["repeats"] = 1
 experiment["sweep"] = {"backend": ["allreduce", "shm", "cuda_ipc"]}
 print(json.dumps(experiment))
 PYTHON
-  "$harness" run /tmp/cnn_one_gpu.json --out "$results/cnn_one_gpu"
-  local status=$?
-  keep cnn_one_gpu "$results/cnn_one_gpu"
-  return $status
+  run_and_keep cnn_one_gpu /tmp/cnn_one_gpu.json
 }
 
 # What staging reduces through: the host backends alone, on host memory, 2 ranks, 1 to 64 MiB.
@@ -169,10 +165,7 @@ stage_staging_host() {
   printf '%s\n' '{"name": "staging_host", "settings": {"kind": "comm", "ranks": 2, "threads_per_rank": 1,' \
     '"comm_min_bytes": 1048576, "comm_max_bytes": 67108864, "comm_iterations": 10},' \
     '"sweep": {"backend": ["allreduce", "shm"]}}' > /tmp/staging_host.json
-  "$harness" run /tmp/staging_host.json --out "$results/staging_host"
-  local status=$?
-  keep staging_host "$results/staging_host"
-  return $status
+  run_and_keep staging_host /tmp/staging_host.json
 }
 
 # The ring against MPI_Allreduce at 16 ranks, twice each, interleaved (one run of each was 0.67x
@@ -181,10 +174,7 @@ stage_ring16() {
   printf '%s\n' '{"name": "ring16", "repeats": 2, "settings": {"kind": "comm", "ranks": 16, "threads_per_rank": 1,' \
     '"comm_min_bytes": 1024, "comm_max_bytes": 16777216, "comm_iterations": 20},' \
     '"sweep": {"backend": ["allreduce", "ring"]}}' > /tmp/ring16.json
-  "$harness" run /tmp/ring16.json --out "$results/ring16"
-  local status=$?
-  keep ring16 "$results/ring16"
-  return $status
+  run_and_keep ring16 /tmp/ring16.json
 }
 
 # The most seconds each stage may take, within what is left of the deadline.
@@ -251,7 +241,7 @@ for stage in $stages; do
   seconds=${limit[$stage]}
   ((seconds > left)) && seconds=$left
   started=$SECONDS
-  timeout --kill-after=10 "$seconds" bash -c "$(declare -f keep start_mps "stage_$stage"); \
+  timeout --kill-after=10 "$seconds" bash -c "$(declare -f keep run_and_keep start_mps "stage_$stage"); \
     out='$out' results='$results' harness='$harness' stage_$stage" > "$out/$stage.txt" 2>&1
   status=$?
   log "$stage: exit $status in $((SECONDS - started)) s (limit $seconds s)$([[ $status == 124 ]] && echo ', timed out')"
