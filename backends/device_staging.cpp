@@ -135,18 +135,44 @@ DeviceStagedSync::DeviceStagedSync(GradientSync& host_backend)
 
 DeviceStagedSync::~DeviceStagedSync() {
   release_pipeline();  // first: it waits for copies that may still use the pinned buffer
-  if (pinned_ != nullptr) cudaFreeHost(pinned_);
+  free_pinned();
 }
 
 void DeviceStagedSync::reserve_pinned(std::size_t count) {
   if (count <= pinned_count_) return;
-  if (pinned_ != nullptr) cudaFreeHost(pinned_);
-  pinned_ = nullptr;
-  pinned_count_ = 0;
+  free_pinned();
+  // A backend that reduces its own memory in place (shm, hier) gets the copies straight into it:
+  // otherwise it would copy each staged buffer into its shared segments and the sums back out,
+  // two more passes over host memory, which bound staging on the GPU machine (docs/gpus.md).
+  // Collective, as allocate_buffer must be: every rank comes here with the same count. Every rank
+  // then uses the backend's memory, page-locked or not, as its contract asks.
+  if (std::shared_ptr<float> offered = host_backend_.allocate_buffer(count)) {
+    backend_memory_ = std::move(offered);
+    pinned_ = backend_memory_.get();
+    pinned_count_ = count;
+    // Page-locked, the copy engine moves the data without a bounce buffer; where the driver
+    // refuses to lock it, the copies still work, staged by the driver.
+    backend_memory_registered_ =
+        count == 0 || cudaHostRegister(pinned_, count * sizeof(float), cudaHostRegisterDefault) == cudaSuccess;
+    if (!backend_memory_registered_) cudaGetLastError();  // not sticky; clear it
+    return;
+  }
   // Page-locked memory lets the copy engine move the data without a bounce buffer.
   check_cuda_call(cudaMallocHost(reinterpret_cast<void**>(&pinned_), count * sizeof(float)),
              "cudaMallocHost");
   pinned_count_ = count;
+}
+
+void DeviceStagedSync::free_pinned() noexcept {
+  if (backend_memory_ != nullptr) {
+    if (backend_memory_registered_ && pinned_count_ > 0) cudaHostUnregister(pinned_);
+    backend_memory_.reset();  // the backend's, which it frees when no one holds it
+  } else if (pinned_ != nullptr) {
+    cudaFreeHost(pinned_);
+  }
+  pinned_ = nullptr;
+  pinned_count_ = 0;
+  backend_memory_registered_ = false;
 }
 
 void DeviceStagedSync::allreduce_sum(float* device_data, std::size_t count) {
@@ -289,6 +315,7 @@ DeviceStagedSync::DeviceStagedSync(GradientSync& host_backend)
 }
 DeviceStagedSync::~DeviceStagedSync() = default;
 void DeviceStagedSync::reserve_pinned(std::size_t) { throw_not_built(); }
+void DeviceStagedSync::free_pinned() noexcept {}
 void DeviceStagedSync::allreduce_sum(float*, std::size_t) { throw_not_built(); }
 void DeviceStagedSync::allreduce_staged_whole(float*, std::size_t) { throw_not_built(); }
 void DeviceStagedSync::allreduce_staged_pipelined(float*, std::size_t) { throw_not_built(); }

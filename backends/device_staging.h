@@ -2,6 +2,8 @@
 // and the way of a GPU collective library:
 // - staging: copy the device buffer into a pinned (page-locked) host buffer, reduce it there with
 //   any host backend, copy the sums back. Works with every host backend and every MPI library.
+//   The host buffer is the backend's own memory where it offers some (shm's and hier's shared
+//   segments, reduced in place), page-locked with cudaHostRegister.
 // - device pointers: hand the device address straight to MPI when the library reports CUDA
 //   support at run time (Open MPI's MPIX_Query_cuda_support), for a backend whose table entry
 //   accepts device pointers (MPI itself does its arithmetic; the others add floats in host code).
@@ -19,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -137,6 +140,7 @@ class DeviceStagedSync {
 
  private:
   void reserve_pinned(std::size_t count);
+  void free_pinned() noexcept;
   void allreduce_staged_whole(float* device_data, std::size_t count);
   void allreduce_staged_pipelined(float* device_data, std::size_t count);
   // The streams and one event per chunk, made on the data's GPU the first time they are needed.
@@ -145,9 +149,13 @@ class DeviceStagedSync {
 
   GradientSync& host_backend_;
   DevicePath path_ = DevicePath::kPinnedStaging;
-  // Reused from call to call: grown, never shrunk.
-  float* pinned_ = nullptr;  // cudaMallocHost
+  // Reused from call to call: grown, never shrunk. The host backend's own memory where it offers
+  // some (allocate_buffer: shm's and hier's shared segments, which they reduce in place), page-locked
+  // where it is (cudaHostRegister); else cudaMallocHost's.
+  float* pinned_ = nullptr;
   std::size_t pinned_count_ = 0;
+  std::shared_ptr<float> backend_memory_;  // what pinned_ points into, when the backend's
+  bool backend_memory_registered_ = false;
   // The pipeline (buffers above one chunk): chunks go out on one stream and back on another, so
   // that the two directions overlap too.
   int device_ = -1;                       // the GPU whose memory the calls pass
