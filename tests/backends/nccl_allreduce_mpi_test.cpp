@@ -43,11 +43,14 @@ TEST(NcclAllreduce, EqualsMpiAllreduceAtEverySizeTwiceInARow) {
   if (const std::string reason = why_not_here(communicator); !reason.empty()) GTEST_SKIP() << reason;
   select_cuda_device(communicator);
   const auto backend = make_gradient_sync("nccl", gpu_options(communicator), communicator);
-  // The trainer's buckets and the comm benchmark reach the backend through the device path.
+  // The trainer's buckets and the comm benchmark reach the backend through the device path. With
+  // one rank there is nothing to exchange: make_gradient_sync sets nothing up and the device path
+  // calls nothing (kNoExchangePath). So the sums below also go to NCCL's backend made directly,
+  // which makes a communicator and calls ncclAllReduce even for one rank.
   DeviceStagedSync device_path(*backend);
-  // With one rank there is nothing to exchange: the device path calls no backend (kNoExchangePath),
-  // so the sums below also go to the backend itself, which reduces device pointers through NCCL.
   EXPECT_EQ(device_path.path(), world.size == 1 ? kNoExchangePath : std::string_view("nccl"));
+  const auto nccl = make_nccl_allreduce(communicator, gpu_options(communicator));
+  EXPECT_EQ(nccl->name(), "nccl");
   for (const int code : {0, 1, -3, -2, -1, 1000003}) {
     const std::size_t count = element_count(code, world.size);
     // Twice in a row on one communicator, different data each time.
@@ -60,11 +63,11 @@ TEST(NcclAllreduce, EqualsMpiAllreduceAtEverySizeTwiceInARow) {
         if (through_device_path) {
           device_path.allreduce_sum(device.data(), count);
         } else {
-          backend->allreduce_sum(std::span<float>(device.data(), count));
+          nccl->allreduce_sum(std::span<float>(device.data(), count));
         }
         std::vector<float> reduced(count);
         device.copy_to_host(reduced);
-        const char* how = through_device_path ? "through the device path" : "by the backend itself";
+        const char* how = through_device_path ? "through the device path" : "by NCCL's backend made directly";
         EXPECT_EQ(elements_off(reduced, expected), 0)
             << "of " << count << " elements differ from MPI_Allreduce " << how << ", round " << round + 1;
         EXPECT_TRUE(same_bits_as_rank_zero(reduced))
