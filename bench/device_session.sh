@@ -181,7 +181,7 @@ stage_ring16() {
 }
 
 # The most seconds each stage may take, within what is left of the deadline.
-declare -A limit=([gpu_tests]=320 [comm_cuda]=150 [compare_gpu]=200 [scale_comm]=150 [scale]=240 [simulated_hosts]=90
+declare -A limit=([gpu_tests]=320 [comm_cuda]=150 [compare_gpu]=200 [scale_comm]=200 [scale]=240 [simulated_hosts]=90
   [hosts_diagnosis]=100 [cnn_one_gpu]=120 [staging_host]=60 [ring16]=120)
 
 # Everything comes back in $OUT/session.tar.gz (the device tool returns at most 8 files), packed
