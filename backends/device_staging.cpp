@@ -153,7 +153,7 @@ void DeviceStagedSync::reserve_pinned(std::size_t count) {
     // Page-locked, the copy engine moves the data without a bounce buffer; where the driver
     // refuses to lock it, the copies still work, staged by the driver.
     backend_memory_registered_ =
-        count == 0 || cudaHostRegister(pinned_, count * sizeof(float), cudaHostRegisterDefault) == cudaSuccess;
+        cudaHostRegister(pinned_, count * sizeof(float), cudaHostRegisterDefault) == cudaSuccess;
     if (!backend_memory_registered_) cudaGetLastError();  // not sticky; clear it
     return;
   }
@@ -165,7 +165,7 @@ void DeviceStagedSync::reserve_pinned(std::size_t count) {
 
 void DeviceStagedSync::free_pinned() noexcept {
   if (backend_memory_ != nullptr) {
-    if (backend_memory_registered_ && pinned_count_ > 0) cudaHostUnregister(pinned_);
+    if (backend_memory_registered_) cudaHostUnregister(pinned_);
     backend_memory_.reset();  // the backend's, which it frees when no one holds it
   } else if (pinned_ != nullptr) {
     cudaFreeHost(pinned_);
