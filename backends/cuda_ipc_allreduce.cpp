@@ -101,8 +101,13 @@ std::string peer_access_problem(const Communicator& communicator, int device) {
 
 // Regions start on 256-byte boundaries (cudaMalloc's alignment): 64 floats.
 constexpr std::size_t kRegionAlignment = 64;
-// Each rank's buffer starts with its arrival flag (a 32-bit epoch), on a region boundary of its own.
+// Each rank's buffer starts with its arrival flag on the stream (a 32-bit epoch), on a region
+// boundary of its own, then the one-shot kernel's flags (one_shot_with_arrival), then the regions.
 constexpr std::size_t kFlagFloats = kRegionAlignment;
+
+constexpr std::size_t round_up(std::size_t count, std::size_t multiple) {
+  return (count + multiple - 1) / multiple * multiple;
+}
 
 class CudaIpcAllreduce final : public GradientSync {
  public:
@@ -139,19 +144,30 @@ class CudaIpcAllreduce final : public GradientSync {
     if (count > capacity_) register_buffers(count);
     const std::size_t region = calls_ % 2;
     ++calls_;
-    float* mine = own_ + kFlagFloats + region * capacity_;
+    float* mine = own_ + header_floats_ + region * capacity_;
     const float* const* sources = region_pointers_ + region * static_cast<std::size_t>(communicator_.size());
 
     // The buffer was written by work queued on the legacy default stream (LibTorch's default
     // stream, cudaMemcpy): this stream waits for it through an event, as nccl's does.
     check_cuda(cudaEventRecord(ready_, cudaStreamLegacy), "cudaEventRecord");
     check_cuda(cudaStreamWaitEvent(stream_, ready_, 0), "cudaStreamWaitEvent");
+    const int ranks = communicator_.size();
+    const bool one_shot = count * sizeof(float) < one_shot_below_bytes_;
+    if (one_shot && device_arrivals_ && count <= cuda_ipc::kOneShotWithArrivalMaxCount) {
+      // Small buffers: copy-in, arrival and sum in one kernel (one GPU operation instead of four;
+      // the latency is the point there). Its blocks spin only for peers that the host check above
+      // has seen at this call already.
+      check_cuda(cuda_ipc::one_shot_with_arrival(buffer.data(), sources, ranks, communicator_.rank(), flag_pointers_,
+                                                 ++kernel_epoch_, count, stream_),
+                 "one-shot kernel with arrivals");
+      finish_call();
+      return;
+    }
     check_cuda(cudaMemcpyAsync(mine, buffer.data(), count * sizeof(float), cudaMemcpyDeviceToDevice, stream_),
                "cudaMemcpyAsync(into the registered buffer)");
     arrive(count);  // every rank's input is in its region
 
-    const int ranks = communicator_.size();
-    if (count * sizeof(float) < one_shot_below_bytes_) {
+    if (one_shot) {
       check_cuda(cuda_ipc::sum_over_ranks(sources, ranks, buffer.data(), 0, count, stream_), "one-shot kernel");
     } else {
       const auto rank = static_cast<std::size_t>(communicator_.rank());
@@ -162,12 +178,16 @@ class CudaIpcAllreduce final : public GradientSync {
       arrive(count);  // every slice is summed
       check_cuda(cuda_ipc::gather_slices(sources, ranks, buffer.data(), count, stream_), "all-gather kernel");
     }
+    finish_call();
+  }
+
+ private:
+  void finish_call() {
     // The contract: the sums are in the buffer when the call returns.
     check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize(after the reduction)");
     in_call_ = false;
   }
 
- private:
   void set_up() {
     check_cuda(cudaGetDevice(&device_), "cudaGetDevice");
     check_one_node(communicator_);
@@ -180,6 +200,7 @@ class CudaIpcAllreduce final : public GradientSync {
     check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
     check_cuda(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming), "cudaEventCreateWithFlags");
     bases_.assign(static_cast<std::size_t>(communicator_.size()), nullptr);
+    header_floats_ = kFlagFloats + round_up(cuda_ipc::kOneShotWithArrivalBlocks * bases_.size(), kRegionAlignment);
     if (device_arrivals_) operations_ = StreamMemoryOperations::found();
   }
 
@@ -242,17 +263,17 @@ class CudaIpcAllreduce final : public GradientSync {
     arrive_on_host(count);  // nobody maps them any more
     free_own_buffers();
 
-    capacity_ = (count + kRegionAlignment - 1) / kRegionAlignment * kRegionAlignment;
+    capacity_ = round_up(count, kRegionAlignment);
     struct {
       int ok = 0;
       cudaIpcMemHandle_t handle{};
     } mine;
     void* allocation = nullptr;
-    cudaError_t allocated = cudaMalloc(&allocation, (kFlagFloats + 2 * capacity_) * sizeof(float));
+    cudaError_t allocated = cudaMalloc(&allocation, (header_floats_ + 2 * capacity_) * sizeof(float));
     if (allocated == cudaSuccess) {
       own_ = static_cast<float*>(allocation);
-      // The arrival flag starts at epoch 0 on every rank, before any peer maps it.
-      allocated = cudaMemset(own_, 0, kFlagFloats * sizeof(float));
+      // The arrival flags start at epoch 0 on every rank, before any peer maps them.
+      allocated = cudaMemset(own_, 0, header_floats_ * sizeof(float));
       if (allocated == cudaSuccess) allocated = cudaDeviceSynchronize();
       if (allocated == cudaSuccess) allocated = cudaIpcGetMemHandle(&mine.handle, own_);
     }
@@ -289,16 +310,18 @@ class CudaIpcAllreduce final : public GradientSync {
     // index k * ranks + r.
     std::vector<const float*> pointers;
     for (std::size_t region = 0; region < 2 && failure.empty(); ++region) {
-      for (float* base : bases_) pointers.push_back(base + kFlagFloats + region * capacity_);
+      for (float* base : bases_) pointers.push_back(base + header_floats_ + region * capacity_);
+    }
+    // Where each rank's flags for the one-shot kernel's arrivals lie, rank r's at index r.
+    std::vector<std::uint32_t*> flags;
+    for (float* base : bases_) flags.push_back(reinterpret_cast<std::uint32_t*>(base + kFlagFloats));
+    if (failure.empty()) {
+      const cudaError_t copied = copy_to_device(pointers, region_pointers_);
+      if (copied != cudaSuccess) failure = fmt::format("cuda_ipc: the region table: {}", cudaGetErrorString(copied));
     }
     if (failure.empty()) {
-      void* table = nullptr;
-      cudaError_t copied = cudaMalloc(&table, pointers.size() * sizeof(float*));
-      if (copied == cudaSuccess) {
-        region_pointers_ = static_cast<const float**>(table);
-        copied = cudaMemcpy(table, pointers.data(), pointers.size() * sizeof(float*), cudaMemcpyHostToDevice);
-      }
-      if (copied != cudaSuccess) failure = fmt::format("cuda_ipc: the region table: {}", cudaGetErrorString(copied));
+      const cudaError_t copied = copy_to_device(flags, flag_pointers_);
+      if (copied != cudaSuccess) failure = fmt::format("cuda_ipc: the flag table: {}", cudaGetErrorString(copied));
     }
     if (!on_every_rank(failure.empty(), communicator_)) {
       capacity_ = 0;
@@ -306,6 +329,7 @@ class CudaIpcAllreduce final : public GradientSync {
                                       : failure);
     }
     epoch_ = 0;
+    kernel_epoch_ = 0;
     if (device_arrivals_) device_arrivals_ = on_every_rank(stream_waits_work(), communicator_);
   }
 
@@ -336,11 +360,23 @@ class CudaIpcAllreduce final : public GradientSync {
     }
   }
 
+  // A new device array holding `values` in `table` (cudaFree'd by free_own_buffers).
+  template <typename Pointer>
+  static cudaError_t copy_to_device(const std::vector<Pointer>& values, Pointer*& table) {
+    void* allocation = nullptr;
+    cudaError_t status = cudaMalloc(&allocation, values.size() * sizeof(Pointer));
+    if (status != cudaSuccess) return status;
+    table = static_cast<Pointer*>(allocation);
+    return cudaMemcpy(allocation, values.data(), values.size() * sizeof(Pointer), cudaMemcpyHostToDevice);
+  }
+
   void free_own_buffers() noexcept {
     if (own_ != nullptr) cudaFree(own_);
     if (region_pointers_ != nullptr) cudaFree(region_pointers_);
+    if (flag_pointers_ != nullptr) cudaFree(flag_pointers_);
     own_ = nullptr;
     region_pointers_ = nullptr;
+    flag_pointers_ = nullptr;
     capacity_ = 0;
   }
 
@@ -365,11 +401,14 @@ class CudaIpcAllreduce final : public GradientSync {
   cudaEvent_t ready_ = nullptr;
   bool device_arrivals_;                  // arrive on the GPU's stream (arrive_on_stream), else on the host
   StreamMemoryOperations operations_;
-  uint32_t epoch_ = 0;                    // arrivals since the buffers were registered
-  float* own_ = nullptr;                  // this rank's buffer: its flag, then two regions of capacity_ floats
+  uint32_t epoch_ = 0;                    // arrivals on the stream since the buffers were registered
+  uint32_t kernel_epoch_ = 0;             // one_shot_with_arrival calls since then
+  std::size_t header_floats_ = 0;         // the flags before each rank's regions
+  float* own_ = nullptr;                  // this rank's buffer: its flags, then two regions of capacity_ floats
   std::size_t capacity_ = 0;              // floats per region, the same on every rank
   std::vector<float*> bases_;             // every rank's buffer (its flag first), this rank's own at its index
   const float** region_pointers_ = nullptr;  // device memory: 2 x ranks region addresses
+  std::uint32_t** flag_pointers_ = nullptr;  // device memory: every rank's one-shot arrival flags
   uint64_t calls_ = 0;
   bool in_call_ = false;
 };

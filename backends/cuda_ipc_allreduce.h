@@ -40,6 +40,13 @@
 // instead of waiting on the GPU for each other. Where the driver refuses stream memory operations
 // (tried when the buffers are registered, on every rank), or with cuda_ipc_device_arrivals false,
 // arrivals are host-synchronised: cudaStreamSynchronize, then an MPI_Allreduce over the ranks.
+// Small one-shot calls (up to cuda_ipc::kOneShotWithArrivalMaxCount elements) with arrivals on the
+// GPU are one kernel instead of a copy, a flag write, a wait and a kernel: each block copies its
+// elements in, tells every rank, spins until every rank's same block has told it, and sums
+// (vLLM's flags, cuda_ipc_kernels.h). Its few blocks spin only for peers that the host check has
+// seen at this call already, so for no longer than their queued GPU work; ranks sharing a GPU
+// need MPS for their kernels to be resident at once (without it they still finish, a time slice
+// at a time).
 //
 // Cleanup, at the end of the point (the destructor, collective): every rank unmaps its peers'
 // buffers (cudaIpcCloseMemHandle), all arrive, then each frees its own (cudaFree: freeing memory

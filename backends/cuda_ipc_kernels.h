@@ -9,6 +9,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace harness::cuda_ipc {
 
@@ -22,5 +23,20 @@ cudaError_t sum_over_ranks(const float* const* sources, int ranks, float* destin
 // elements are [count r / ranks, count (r + 1) / ranks).
 cudaError_t gather_slices(const float* const* sources, int ranks, float* destination, std::size_t count,
                           cudaStream_t stream);
+
+// The one-shot allreduce of a small buffer in one kernel, arrivals included (vLLM's custom
+// all-reduce does the same): block b of rank `me` copies its elements of `buffer` into this rank's
+// region (`sources[me]`), tells every rank so (flags[r][b * ranks + me] = epoch, a release store
+// at system scope), waits until every rank's block b has told it the same (flags[me][b * ranks
+// + r] has reached `epoch`, compared cyclically), then sums those elements over every rank's
+// region, in rank order, into `buffer`. Block b handles the same elements in both phases, so it
+// waits only for the blocks whose data it reads. Its blocks spin while they wait, so every rank's
+// kernel must be resident at once: under MPS or on GPUs of their own, with at most
+// kOneShotWithArrivalBlocks blocks each. At most kOneShotWithArrivalMaxCount elements.
+constexpr std::size_t kOneShotWithArrivalBlocks = 32;
+constexpr std::size_t kOneShotWithArrivalMaxCount = 131072;  // 512 KiB of floats: 16 a thread
+cudaError_t one_shot_with_arrival(float* buffer, const float* const* sources, int ranks, int me,
+                                  std::uint32_t* const* flags, std::uint32_t epoch, std::size_t count,
+                                  cudaStream_t stream);
 
 }  // namespace harness::cuda_ipc

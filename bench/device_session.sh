@@ -18,6 +18,8 @@
 #   comm_cuda        experiments/gpu/comm_cuda.json, 2 ranks on the one GPU, MPS started first
 #   hosts_diagnosis  mpirun's mapper and launcher, verbose, and the layouts and options it accepts
 #                    on 2 simulated hosts, with Open MPI's settings there
+#   staging_host     the host backends on host memory, 2 ranks, 1-64 MiB: what staging reduces through
+#   cuda_ipc_ranks   cuda_ipc with 3 and 4 ranks on the one GPU, one-shot and two-shot: the crossover
 #   ring16           ring against MPI_Allreduce at 16 ranks, 1 KiB-16 MiB, two interleaved rounds
 # and, named in STAGES:
 #   compare_gpu      bench/compare_gpu.sh, one round: the CNN and ResNet-50 against PyTorch's loop
@@ -26,7 +28,6 @@
 #   scale            experiments/scale.json (CNN weak scaling, 1 to 16 ranks) and DDP beside it
 #   simulated_hosts  2 simulated hosts x 8 ranks: mpirun's allocation and map, then a comm point
 #   cnn_one_gpu      the CNN, 2 ranks on the one GPU: allreduce, shm, cuda_ipc (one round)
-#   staging_host     the host backends on host memory, 2 ranks, 1-64 MiB: what staging reduces through
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -37,7 +38,7 @@ out=/tmp/device-session
 rm -rf "$out"
 mkdir -p "$out" "$returned"
 deadline=$((SECONDS + ${DEADLINE_S:-540}))
-stages=${STAGES:-gpu_tests comm_cuda hosts_diagnosis ring16}
+stages=${STAGES:-gpu_tests comm_cuda hosts_diagnosis staging_host cuda_ipc_ranks ring16}
 harness=${HARNESS:-/tmp/b/harness}
 results=/tmp/device-results
 
@@ -128,18 +129,20 @@ stage_hosts_diagnosis() {
     echo "try $try: -n $ranks --host $hosts $options: exit $? ($(grep -c . "$out/hosts_try$try.txt") lines)" \
       "$(grep -m1 -iE 'filled|not enough|error' "$out/hosts_try$try.txt")"
   done <<'TRIES'
-16|nodea:8,nodeb:8|--mca rmaps_base_verbose 10 --mca ras_base_verbose 10 --display-allocation
-2|nodea:1,nodeb:1|
-4|nodea:2,nodeb:2|
-8|nodea:4,nodeb:4|
-16|nodea:8,nodeb:8|--bind-to none
-16|nodea:8,nodeb:8|--map-by slot --bind-to none
-16|nodea:8,nodeb:8|--map-by node --bind-to none
-16|nodea:8,nodeb:8|--oversubscribe --bind-to none
-16|nodea:8,nodeb:8|--map-by core --bind-to core
-2|nodea:1,nodeb:1|--mca plm_base_verbose 10 --mca ras_base_verbose 10
-2|nodea:1,nodeb:1|--mca orte_no_vm 0 --mca plm rsh
+2|nodea:1,nodeb:1|--mca plm_base_verbose 10 --mca rmaps_base_verbose 10 --mca ras_base_verbose 5
+2|nodea:1,nodeb:1|--mca plm rsh
+2|nodea:1,nodeb:1|--mca plm rsh --mca plm_base_verbose 10 --debug-daemons --leave-session-attached
+2|nodea:1,nodeb:1|--do-not-launch --display-map
+2|nodea:1,nodeb:1|--mca plm rsh --mca orte_soft_locations 0
+16|nodea:8,nodeb:8|--mca plm rsh
+16|nodea:8,nodeb:8|--mca plm rsh --bind-to none
 TRIES
+  # The same with no OMPI_MCA_plm in the environment (images may set it to "isolated").
+  env -u OMPI_MCA_plm timeout 20 mpirun -n 2 --host nodea:1,nodeb:1 "${common[@]}" hostname < /dev/null > "$out/hosts_try_noenv.txt" 2>&1
+  echo "try noenv: exit $? $(head -c 300 "$out/hosts_try_noenv.txt" | tr '\n' ' ')"
+  # What the harness itself does now (it names the rsh launcher): 2 x 8, a comm point.
+  stage_simulated_hosts > "$out/hosts_harness.txt" 2>&1
+  echo "harness 2x8: exit $?"; tail -5 "$out/hosts_harness.txt"
   # On the GPU machine every layout failed with no daemon launched (15:21 on 2026-11-26): what
   # picks the launcher and whether the image sets anything for it.
   env | grep -E '^(OMPI|PMIX|ORTE)_' | sort
@@ -147,7 +150,7 @@ TRIES
   ompi_info --all 2> /dev/null | grep -E 'MCA plm|orte_no_vm|plm_rsh_agent|orte_default_hostfile' | head -20
   getent hosts nodea nodeb "$(hostname)"
   hostname
-  grep -iE 'slots|filled|removing|available|node' "$out/hosts_try1.txt" | grep -v 'components_' | head -40
+  grep -iE 'selected|component|filled|daemon|node' "$out/hosts_try1.txt" | head -40
 }
 
 # cuda_ipc beside the staged allreduce in training: the CNN, 2 ranks on the one GPU, blocking.
@@ -171,6 +174,17 @@ stage_staging_host() {
   run_and_keep staging_host /tmp/staging_host.json
 }
 
+# cuda_ipc with more ranks than 2 on the one GPU: one-shot against two-shot at every size (the
+# crossover at 3 and 4 ranks; at 2, one-shot won at every size).
+stage_cuda_ipc_ranks() {
+  start_mps
+  printf '%s\n' '{"name": "cuda_ipc_ranks", "settings": {"kind": "comm", "device": "cuda", "threads_per_rank": 1,' \
+    '"backend": "cuda_ipc", "comm_min_bytes": 4096, "comm_max_bytes": 67108864, "comm_size_factor": 4,' \
+    '"comm_iterations": 20, "comm_warmup_iterations": 5},' \
+    '"sweep": {"ranks": [3, 4], "cuda_ipc_one_shot_below_bytes": [1073741824, 0]}}' > /tmp/cuda_ipc_ranks.json
+  run_and_keep cuda_ipc_ranks /tmp/cuda_ipc_ranks.json
+}
+
 # The ring against MPI_Allreduce at 16 ranks, twice each, interleaved (one run of each was 0.67x
 # at 1 MiB where both call MPI_Allreduce: run-to-run spread, which repeats show).
 stage_ring16() {
@@ -182,7 +196,7 @@ stage_ring16() {
 
 # The most seconds each stage may take, within what is left of the deadline.
 declare -A limit=([gpu_tests]=320 [comm_cuda]=150 [compare_gpu]=200 [scale_comm]=200 [scale]=240 [simulated_hosts]=90
-  [hosts_diagnosis]=100 [cnn_one_gpu]=120 [staging_host]=60 [ring16]=120)
+  [hosts_diagnosis]=130 [cnn_one_gpu]=120 [staging_host]=60 [cuda_ipc_ranks]=90 [ring16]=120)
 
 # Everything comes back in $OUT/session.tar.gz (the device tool returns at most 8 files), packed
 # again after every stage, so a call stopped at its limit still returns what ran.
@@ -244,7 +258,7 @@ for stage in $stages; do
   seconds=${limit[$stage]}
   ((seconds > left)) && seconds=$left
   started=$SECONDS
-  timeout --kill-after=10 "$seconds" bash -c "$(declare -f keep run_and_keep start_mps "stage_$stage"); \
+  timeout --kill-after=10 "$seconds" bash -c "$(declare -f keep run_and_keep start_mps stage_simulated_hosts "stage_$stage"); \
     out='$out' results='$results' harness='$harness' stage_$stage" > "$out/$stage.txt" 2>&1
   status=$?
   log "$stage: exit $status in $((SECONDS - started)) s (limit $seconds s)$([[ $status == 124 ]] && echo ', timed out')"

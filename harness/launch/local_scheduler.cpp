@@ -215,8 +215,10 @@ std::vector<std::string> LocalScheduler::host_arguments(const JobSpec& job) cons
   }
   std::vector<std::string> argv = {"--host", placement};
   if (options_.simulate_hosts) {
-    // mpirun calls the agent as ssh; the harness that runs the ranks is also the agent.
-    argv.insert(argv.end(), {"--mca", "plm_rsh_agent", job.argv.front() + " simulated-node",
+    // mpirun calls the agent as ssh; the harness that runs the ranks is also the agent. Through
+    // rsh's launcher by name: where another is configured (images that set OMPI_MCA_plm=isolated,
+    // which launches no daemon), mpirun would start nothing on the hosts and report them full.
+    argv.insert(argv.end(), {"--mca", "plm", "rsh", "--mca", "plm_rsh_agent", job.argv.front() + " simulated-node",
                              // Between simulated hosts only the loopback exists.
                              "--mca", "btl_tcp_if_include", "lo", "--mca", "oob_tcp_if_include", "lo",
                              "-x", "GLOO_SOCKET_IFNAME=lo"});

@@ -174,6 +174,7 @@ TEST(LocalScheduler, SimulatedHostsRunThroughTheHarnessAsRshAgentOverTheLoopback
   spread.nodes = 2;
   const auto argv = LocalScheduler(options, 2, true).command_for(spread);
   EXPECT_EQ(value_after(argv, "--host"), "nodea:2,nodeb:2");
+  EXPECT_EQ(value_after(argv, "plm"), "rsh");
   EXPECT_EQ(value_after(argv, "plm_rsh_agent"), "/opt/harness simulated-node");
   EXPECT_EQ(value_after(argv, "btl_tcp_if_include"), "lo");
   EXPECT_EQ(value_after(argv, "oob_tcp_if_include"), "lo");
