@@ -74,9 +74,11 @@
 namespace harness {
 
 // Buffers smaller than this go through the one-shot kernel (the setting
-// cuda_ipc_one_shot_below_bytes says otherwise): vLLM's choice for up to 4 GPUs with NVLink, not
-// measured by this harness yet (experiments/gpu/comm_cuda.json measures it).
-constexpr std::size_t kCudaIpcOneShotBelowBytes = 512 * 1024;
+// cuda_ipc_one_shot_below_bytes says otherwise). Measured with ranks sharing one H100 under MPS
+// (experiments/gpu/comm_cuda.json, docs/gpus.md): one-shot was faster up to 4 MiB at 3 and 4
+// ranks, two-shot from 16 MiB; at 2 ranks one-shot at every size. On GPUs of their own with
+// NVLink, vLLM switches from 512 KiB: measure it there and set it.
+constexpr std::size_t kCudaIpcOneShotBelowBytes = 16 * 1024 * 1024;
 
 // Why this build lacks the backend (no CUDA), or "".
 std::string cuda_ipc_unavailable_reason();

@@ -133,7 +133,7 @@ TEST(PointKey, IsTheSettingsAndTheRepeat) {
   apply_setting(two_shot, "cuda_ipc_one_shot_below_bytes", 0, "test");
   EXPECT_NE(PointKey(two_shot, 1), key);
   EXPECT_NE(PointKey(two_shot, 1).text().find(R"("cuda_ipc_one_shot_below_bytes":0)"), std::string::npos);
-  apply_setting(two_shot, "cuda_ipc_one_shot_below_bytes", 524288, "test");
+  apply_setting(two_shot, "cuda_ipc_one_shot_below_bytes", 16777216, "test");
   EXPECT_EQ(PointKey(two_shot, 1), key) << "set to its default, as before it existed";
   PointSettings host_arrivals = settings;
   apply_setting(host_arrivals, "cuda_ipc_device_arrivals", false, "test");
