@@ -11,22 +11,23 @@
 #   run: STAGES="gpu_tests comm_cuda" bash bench/device_session.sh
 #   HARNESS=./build/harness STAGES=simulated_hosts bash bench/device_session.sh   # here: no build
 #
-# Stages. The default runs what the open issues still need, in this order (2026-11-26: everything
-# else was measured once, docs/gpus.md and docs/performance.md):
-#   gpu_tests        ctest -L gpu: staging, nccl, cuda_ipc, provenance, the GPU experiments cut to
-#                    seconds (GpuExperiments.*: 45 points; not yet timed there)
-#   comm_cuda        experiments/gpu/comm_cuda.json, 2 ranks on the one GPU, MPS started first
-#   hosts_diagnosis  mpirun's mapper and launcher, verbose, and the layouts and options it accepts
-#                    on 2 simulated hosts, with Open MPI's settings there
+# Stages. The default runs what the open issues still need, in this order (2026-11-26, 18:30:
+# everything else was measured, docs/gpus.md, docs/performance.md, docs/launchers-and-slurm.md):
+#   hier_hosts_probe hier on 2 simulated hosts: 2 to 16 ranks, yielding or not, the stuck ranks' stacks
+#   simulated_hosts  2 simulated hosts x 8 ranks: mpirun's allocation, a comm point, the CNN
 #   staging_host     the host backends on host memory, 2 ranks, 1-64 MiB: what staging reduces through
+#   comm_cuda        experiments/gpu/comm_cuda.json, 2 ranks on the one GPU, MPS started first
+# and, named in STAGES:
+#   gpu_tests        ctest -L gpu: staging, nccl, cuda_ipc, provenance, the GPU experiments cut to
+#                    seconds (GpuExperiments.*: 45 points, 82 s on the H100)
+#   hosts_diagnosis  mpirun's launcher and mapper, verbose, on 2 simulated hosts, with and without
+#                    naming rsh's launcher (the image sets OMPI_MCA_plm=isolated), Open MPI's settings
 #   cuda_ipc_ranks   cuda_ipc with 3 and 4 ranks on the one GPU, one-shot and two-shot: the crossover
 #   ring16           ring against MPI_Allreduce at 16 ranks, 1 KiB-16 MiB, two interleaved rounds
-# and, named in STAGES:
 #   compare_gpu      bench/compare_gpu.sh, one round: the CNN and ResNet-50 against PyTorch's loop
 #   scale_comm       experiments/scale_comm.json on the CPU: 16 ranks, every host backend, the
 #                    pure ring beside MPI_Allreduce (the ring's crossover, the memory limits)
 #   scale            experiments/scale.json (CNN weak scaling, 1 to 16 ranks) and DDP beside it
-#   simulated_hosts  2 simulated hosts x 8 ranks: mpirun's allocation and map, then a comm point
 #   cnn_one_gpu      the CNN, 2 ranks on the one GPU: allreduce, shm, cuda_ipc (one round)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -38,7 +39,7 @@ out=/tmp/device-session
 rm -rf "$out"
 mkdir -p "$out" "$returned"
 deadline=$((SECONDS + ${DEADLINE_S:-540}))
-stages=${STAGES:-gpu_tests comm_cuda hosts_diagnosis staging_host cuda_ipc_ranks ring16}
+stages=${STAGES:-hier_hosts_probe simulated_hosts staging_host comm_cuda}
 harness=${HARNESS:-/tmp/b/harness}
 results=/tmp/device-results
 
@@ -134,6 +135,34 @@ stage_simulated_hosts() {
   run_and_keep hosts_2x8_train /tmp/hosts_2x8_train.json
 }
 
+# hier on 2 simulated hosts x 8 ranks did not finish here (2026-11-26, twice, 90 s each; allreduce
+# on the same hosts took 1.3 s, and hier 2 x 8 takes 5 s on the 2-core Debian machines, where the
+# ranks yield): which layouts finish, whether yielding does, and where the 16 ranks wait.
+stage_hier_hosts_probe() {
+  local launcher='"launcher": {"name": "local", "hosts": ["nodea", "nodeb"], "simulate_hosts": true'
+  local settings='"kind": "comm", "backend": "hier", "nodes": 2, "threads_per_rank": 1, "comm_max_bytes": 65536, "comm_iterations": 5, "timeout_s": 25'
+  printf '{"name": "hier_hosts", "settings": {%s}, "sweep": {"ranks": [2, 4, 8, 16]}, %s}}\n' "$settings" "$launcher" > /tmp/hier_hosts.json
+  run_and_keep hier_hosts /tmp/hier_hosts.json
+  printf '{"name": "hier_hosts_yield", "settings": {%s, "ranks": 16}, %s, "mpirun_args": ["--mca", "mpi_yield_when_idle", "1"]}}\n' \
+    "$settings" "$launcher" > /tmp/hier_hosts_yield.json
+  run_and_keep hier_hosts_yield /tmp/hier_hosts_yield.json
+  # Where the ranks wait: the 16-rank point again, and after 12 s each rank's state and stacks.
+  printf '{"name": "hier_hosts_stacks", "settings": {%s, "ranks": 16}, %s}}\n' "$settings" "$launcher" > /tmp/hier_hosts_stacks.json
+  "$harness" run /tmp/hier_hosts_stacks.json --out "$results/hier_hosts_stacks" > "$out/hier_hosts_stacks_run.txt" 2>&1 &
+  sleep 12
+  local pid
+  for pid in $(pgrep -x harness-worker); do
+    echo "== $pid $(cat "/proc/$pid/wchan" 2> /dev/null) state $(awk '{print $3}' "/proc/$pid/stat" 2> /dev/null) cpu $(ps -o pcpu= -p "$pid")"
+    if command -v gdb > /dev/null; then
+      timeout 10 gdb -p "$pid" -batch -ex 'thread apply all bt' 2> /dev/null | grep -E '^#' | head -20
+    elif command -v eu-stack > /dev/null; then
+      timeout 10 eu-stack -p "$pid" 2> /dev/null | head -40
+    fi
+  done
+  wait
+  tail -5 "$out/hier_hosts_stacks_run.txt"
+}
+
 # Why mpirun refuses 16 ranks on 2 simulated hosts on this machine (issue 31): the mapper's own
 # account (rmaps_base_verbose), then which layouts and mapping options it accepts.
 stage_hosts_diagnosis() {
@@ -215,7 +244,8 @@ stage_ring16() {
 
 # The most seconds each stage may take, within what is left of the deadline.
 declare -A limit=([gpu_tests]=320 [comm_cuda]=150 [compare_gpu]=200 [scale_comm]=200 [scale]=240 [simulated_hosts]=100
-  [hosts_diagnosis]=130 [cnn_one_gpu]=120 [staging_host]=60 [cuda_ipc_ranks]=90 [ring16]=120)
+  [hosts_diagnosis]=130 [cnn_one_gpu]=120 [staging_host]=60 [cuda_ipc_ranks]=90 [ring16]=120
+  [hier_hosts_probe]=150)
 
 # Everything comes back in $OUT/session.tar.gz (the device tool returns at most 8 files), packed
 # again after every stage, so a call stopped at its limit still returns what ran.

@@ -225,7 +225,10 @@ std::vector<std::string> LocalScheduler::host_arguments(const JobSpec& job) cons
     // Every simulated host's slots are this machine's cores, which mpirun cannot know: with more
     // ranks than cores, waiting ranks must yield or they starve the ones they wait for (measured
     // on 2 x 2 ranks on 2 cores: a 64 KiB MPI_Allreduce took 16 ms busy-polling, 72 us yielding).
-    if (job.ranks > cores_) argv.insert(argv.end(), {"--mca", "mpi_yield_when_idle", "1"});
+    // Unless mpirun_args sets it (mpirun refuses an MCA parameter given twice).
+    const bool user_sets_yield = std::ranges::find(options_.mpirun_args, "mpi_yield_when_idle") !=
+                                 options_.mpirun_args.end();
+    if (job.ranks > cores_ && !user_sets_yield) argv.insert(argv.end(), {"--mca", "mpi_yield_when_idle", "1"});
   }
   return argv;
 }

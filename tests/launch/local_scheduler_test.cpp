@@ -182,6 +182,11 @@ TEST(LocalScheduler, SimulatedHostsRunThroughTheHarnessAsRshAgentOverTheLoopback
   // 4 ranks on 2 cores: MPI must yield while it waits, which mpirun cannot see from the slots.
   EXPECT_EQ(value_after(argv, "mpi_yield_when_idle"), "1");
   EXPECT_FALSE(has(LocalScheduler(options, 4, true).command_for(spread), "mpi_yield_when_idle"));
+  // Set in mpirun_args, it is not given twice (mpirun refuses that).
+  options.mpirun_args = {"--mca", "mpi_yield_when_idle", "0"};
+  const auto user_set = LocalScheduler(options, 2, true).command_for(spread);
+  EXPECT_EQ(std::count(user_set.begin(), user_set.end(), "mpi_yield_when_idle"), 1);
+  EXPECT_EQ(value_after(user_set, "mpi_yield_when_idle"), "0");
 }
 
 TEST(SchedulerTable, LauncherIsANameOrAnObjectWithOptions) {
