@@ -1,5 +1,6 @@
 #include "backends/communicator.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 
@@ -63,16 +64,22 @@ std::vector<std::string> gather_to_root(const Communicator& communicator, const 
 }
 
 NodePlace node_place(const Communicator& communicator) {
-  MPI_Comm node = MPI_COMM_NULL;
-  check_mpi(MPI_Comm_split_type(communicator.handle(), MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node),
-            "MPI_Comm_split_type");
+  const std::vector<std::string> hosts = all_host_names(communicator);
+  const std::string& mine = hosts[static_cast<std::size_t>(communicator.rank())];
   NodePlace place;
-  const int ranked = MPI_Comm_rank(node, &place.local_rank);
-  const int sized = MPI_Comm_size(node, &place.local_size);
-  MPI_Comm_free(&node);
-  check_mpi(ranked, "MPI_Comm_rank");
-  check_mpi(sized, "MPI_Comm_size");
+  place.local_rank = static_cast<int>(std::count(hosts.begin(), hosts.begin() + communicator.rank(), mine));
+  place.local_size = static_cast<int>(std::count(hosts.begin(), hosts.end(), mine));
   return place;
+}
+
+MPI_Comm split_by_node(const Communicator& communicator) {
+  const std::vector<std::string> hosts = all_host_names(communicator);
+  const auto mine = hosts.begin() + communicator.rank();
+  // The node's colour: the lowest rank with this host name.
+  const auto color = static_cast<int>(std::find(hosts.begin(), hosts.end(), *mine) - hosts.begin());
+  MPI_Comm node = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_split(communicator.handle(), color, communicator.rank(), &node), "MPI_Comm_split(by host)");
+  return node;
 }
 
 }  // namespace harness

@@ -35,11 +35,22 @@ std::vector<std::string> all_host_names(const Communicator& communicator);
 // Every rank's `mine`, in rank order, on rank 0 (empty on the others). Collective.
 std::vector<std::string> gather_to_root(const Communicator& communicator, const std::string& mine);
 
-// How many ranks share this rank's node (MPI_COMM_TYPE_SHARED), and this rank's index among them.
+// Nodes are told apart by host name (MPI_Get_processor_name), not by MPI_COMM_TYPE_SHARED: every
+// rank works the grouping out from the same gathered names, so all agree by construction, and
+// simulated hosts (UTS namespaces of one machine) are the nodes the launcher placed ranks on. With
+// Open MPI 4.1.6 and an external PMIx (Ubuntu 24.04), `hier` hung on 2 simulated hosts x 8 ranks
+// where MPI_Comm_split_type was its first collective; Open MPI 4.1 with PMIx 4.2.3 and later is
+// known to give wrong shared-memory groups (open-mpi/ompi#10416, #11585).
+
+// How many ranks share this rank's node, and this rank's index among them (collective).
 struct NodePlace {
   int local_rank = 0;
   int local_size = 1;
 };
 NodePlace node_place(const Communicator& communicator);
+
+// The ranks of this rank's node, in the order of their ranks in `communicator`: a new
+// communicator, which the caller frees (collective).
+MPI_Comm split_by_node(const Communicator& communicator);
 
 }  // namespace harness

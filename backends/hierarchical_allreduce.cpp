@@ -10,14 +10,6 @@
 namespace harness {
 namespace {
 
-// The ranks of this rank's node, in world rank order. Freed by the caller.
-MPI_Comm split_by_node(const Communicator& world) {
-  MPI_Comm node = MPI_COMM_NULL;
-  check_mpi(MPI_Comm_split_type(world.handle(), MPI_COMM_TYPE_SHARED, world.rank(), MPI_INFO_NULL, &node),
-            "MPI_Comm_split_type");
-  return node;
-}
-
 // Element range of part `part` of `parts` of [offset, offset + count).
 struct Range {
   std::size_t begin;

@@ -5,10 +5,13 @@
 
 #include <mpi.h>
 
+#include <set>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
+#include "backends/communicator.h"
 #include "backends/registry.h"
 #include "harness/common/errors.h"
 
@@ -17,17 +20,12 @@ namespace harness {
 struct World {
   int rank = 0;
   int size = 1;
-  int nodes = 1;  // as MPI_COMM_TYPE_SHARED sees them: one per (simulated) host
+  int nodes = 1;  // one per (simulated) host name, as the launcher placed the ranks
   World() {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    MPI_Comm node;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
-    int node_rank = 0;
-    MPI_Comm_rank(node, &node_rank);
-    MPI_Comm_free(&node);
-    int leader = node_rank == 0 ? 1 : 0;
-    MPI_Allreduce(&leader, &nodes, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    const std::vector<std::string> hosts = all_host_names(Communicator(MPI_COMM_WORLD));
+    nodes = static_cast<int>(std::set<std::string>(hosts.begin(), hosts.end()).size());
   }
 };
 

@@ -6,9 +6,12 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <string>
 #include <random>
 #include <span>
 #include <vector>
@@ -22,15 +25,14 @@
 namespace harness {
 namespace {
 
-// The fewest ranks that any node holds.
+// The fewest ranks that any node (host name) holds.
 int fewest_ranks_per_node() {
-  MPI_Comm node;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-  int size = 0;
-  MPI_Comm_size(node, &size);
-  MPI_Comm_free(&node);
-  MPI_Allreduce(MPI_IN_PLACE, &size, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  return size;
+  const std::vector<std::string> hosts = all_host_names(Communicator(MPI_COMM_WORLD));
+  std::map<std::string, int> ranks;
+  for (const std::string& host : hosts) ++ranks[host];
+  int fewest = static_cast<int>(hosts.size());
+  for (const auto& [host, count] : ranks) fewest = std::min(fewest, count);
+  return fewest;
 }
 
 bool same_bits_on_every_rank(std::span<const float> values) {
@@ -39,6 +41,28 @@ bool same_bits_on_every_rank(std::span<const float> values) {
   int same = std::memcmp(from_zero.data(), values.data(), values.size_bytes()) == 0 ? 1 : 0;
   MPI_Allreduce(MPI_IN_PLACE, &same, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   return same == 1;
+}
+
+// A node is the ranks of one host name, in rank order, the same on every rank (not MPI's
+// shared-memory view: communicator.h says why).
+TEST(HierarchicalAllreduce, NodesAreTheRanksOfEachHostNameInRankOrder) {
+  const Communicator world(MPI_COMM_WORLD);
+  const std::vector<std::string> hosts = all_host_names(world);
+  const std::string& mine = hosts[static_cast<std::size_t>(world.rank())];
+  std::vector<int> expected;
+  for (int rank = 0; rank < world.size(); ++rank) {
+    if (hosts[static_cast<std::size_t>(rank)] == mine) expected.push_back(rank);
+  }
+  const NodePlace place = node_place(world);
+  EXPECT_EQ(place.local_size, static_cast<int>(expected.size()));
+  EXPECT_EQ(expected[static_cast<std::size_t>(place.local_rank)], world.rank());
+  MPI_Comm node_handle = split_by_node(world);
+  const Communicator node(node_handle);
+  std::vector<int> members(static_cast<std::size_t>(node.size()));
+  const int me = world.rank();
+  MPI_Allgather(&me, 1, MPI_INT, members.data(), 1, MPI_INT, node_handle);
+  MPI_Comm_free(&node_handle);
+  EXPECT_EQ(members, expected);
 }
 
 TEST(HierarchicalAllreduce, SeesTheNodesAndExchangesOneSlicePerRankOfTheSmallestNode) {
