@@ -130,8 +130,10 @@ void DeviceBuffer::copy_to_host(std::span<float> host) const {
              "cudaMemcpy(device to host)");
 }
 
-DeviceStagedSync::DeviceStagedSync(GradientSync& host_backend)
-    : host_backend_(host_backend), path_(device_path_for(host_backend)) {}
+DeviceStagedSync::DeviceStagedSync(GradientSync& host_backend, std::size_t chunk_floats)
+    : host_backend_(host_backend), chunk_floats_(chunk_floats), path_(device_path_for(host_backend)) {
+  if (chunk_floats_ == 0) throw Error("DeviceStagedSync: chunk_floats must be positive");
+}
 
 DeviceStagedSync::~DeviceStagedSync() {
   release_pipeline();  // first: it waits for copies that may still use the pinned buffer
@@ -183,7 +185,7 @@ void DeviceStagedSync::allreduce_sum(float* device_data, std::size_t count) {
   }
   reserve_pinned(count);
   // The plan depends on the count alone, so every rank takes the same branch here.
-  if (count <= kStagingChunkFloats) {
+  if (count <= chunk_floats_) {
     allreduce_staged_whole(device_data, count);
   } else {
     allreduce_staged_pipelined(device_data, count);
@@ -206,7 +208,7 @@ void DeviceStagedSync::allreduce_staged_whole(float* device_data, std::size_t co
 }
 
 void DeviceStagedSync::allreduce_staged_pipelined(float* device_data, std::size_t count) {
-  const std::vector<StagingChunk> chunks = staging_chunks(count);
+  const std::vector<StagingChunk> chunks = staging_chunks(count, chunk_floats_);
   prepare_pipeline(device_data, chunks.size());
   // The overlap's communication thread has no current GPU of its own.
   check_cuda_call(cudaSetDevice(device_), "cudaSetDevice");
@@ -309,8 +311,8 @@ DeviceBuffer::~DeviceBuffer() = default;
 void DeviceBuffer::copy_from_host(std::span<const float>) { throw_not_built(); }
 void DeviceBuffer::copy_to_host(std::span<float>) const { throw_not_built(); }
 
-DeviceStagedSync::DeviceStagedSync(GradientSync& host_backend)
-    : host_backend_(host_backend) {
+DeviceStagedSync::DeviceStagedSync(GradientSync& host_backend, std::size_t chunk_floats)
+    : host_backend_(host_backend), chunk_floats_(chunk_floats) {
   throw_not_built();
 }
 DeviceStagedSync::~DeviceStagedSync() = default;

@@ -37,7 +37,7 @@ struct CUevent_st;
 namespace harness {
 
 // Gives this rank its own GPU on a node with several: the rank's index among the ranks of its
-// node (MPI_COMM_TYPE_SHARED) modulo the node's devices, made current with cudaSetDevice.
+// node (its host name: node_place) modulo the node's devices, made current with cudaSetDevice.
 // Collective over `communicator`. Returns the device index, which the rank passes on to its
 // workload (there is no global "current device" in the harness).
 int select_cuda_device(const Communicator& communicator);
@@ -115,7 +115,8 @@ class DeviceStagedSync {
  public:
   // `host_backend` must outlive this object. Device pointers go to it directly when its table
   // entry reduces device memory only, or accepts device pointers and mpi_accepts_device_pointers().
-  explicit DeviceStagedSync(GradientSync& host_backend);
+  // Staged buffers above `chunk_floats` (> 0) are pipelined in chunks of that many floats.
+  explicit DeviceStagedSync(GradientSync& host_backend, std::size_t chunk_floats = kStagingChunkFloats);
   ~DeviceStagedSync();
   DeviceStagedSync(const DeviceStagedSync&) = delete;
   DeviceStagedSync& operator=(const DeviceStagedSync&) = delete;
@@ -126,7 +127,7 @@ class DeviceStagedSync {
   // cudaMemcpy): staging waits for it. Every call of one object passes memory of one GPU; any
   // thread may call (the pipeline makes that GPU current first: the overlap's communication
   // thread has no current GPU of its own).
-  // Staged, a buffer of more than kStagingChunkFloats is pipelined in staging_chunks(count): the
+  // Staged, a buffer of more than chunk_floats is pipelined in staging_chunks(count, chunk_floats): the
   // host backend sees each chunk as a call of its own. Every sum is elementwise, so each element
   // still sums the same values; only a backend whose order of addition depends on the length of
   // the call (a ring's segments, Open MPI's choice of algorithm) may round an element
@@ -148,6 +149,7 @@ class DeviceStagedSync {
   void release_pipeline() noexcept;
 
   GradientSync& host_backend_;
+  std::size_t chunk_floats_;
   DevicePath path_ = DevicePath::kPinnedStaging;
   // Reused from call to call: grown, never shrunk. The host backend's own memory where it offers
   // some (allocate_buffer: shm's and hier's shared segments, which they reduce in place), page-locked

@@ -14,6 +14,7 @@
 # Stages. The default runs what the open issues still need, in this order (2026-11-26, 18:30:
 # everything else was measured, docs/gpus.md, docs/performance.md, docs/launchers-and-slurm.md):
 #   hier_hosts_probe hier on 2 simulated hosts: 2 to 16 ranks, yielding or not, the stuck ranks' stacks
+#   staging_chunks   staged shm on the one GPU with chunks of 1-64 MiB (setting staging_chunk_bytes)
 #   simulated_hosts  2 simulated hosts x 8 ranks: mpirun's allocation, a comm point, the CNN
 #   staging_host     the host backends on host memory, 2 ranks, 1-64 MiB: what staging reduces through
 #   comm_cuda        experiments/gpu/comm_cuda.json, 2 ranks on the one GPU, MPS started first
@@ -39,7 +40,7 @@ out=/tmp/device-session
 rm -rf "$out"
 mkdir -p "$out" "$returned"
 deadline=$((SECONDS + ${DEADLINE_S:-540}))
-stages=${STAGES:-hier_hosts_probe simulated_hosts staging_host comm_cuda}
+stages=${STAGES:-hier_hosts_probe staging_chunks simulated_hosts staging_host comm_cuda}
 harness=${HARNESS:-/tmp/b/harness}
 results=/tmp/device-results
 
@@ -233,6 +234,17 @@ stage_cuda_ipc_ranks() {
   run_and_keep cuda_ipc_ranks /tmp/cuda_ipc_ranks.json
 }
 
+# Staging's chunk: staged shm, 2 ranks on the one GPU, at 16 and 64 MiB with chunks of 1 to 64 MiB,
+# two interleaved rounds (issue 30: 6.8-7.6 GB/s at 64 MiB with 4 MiB chunks; shm alone 10.9).
+stage_staging_chunks() {
+  start_mps
+  printf '%s\n' '{"name": "staging_chunks", "repeats": 2, "settings": {"kind": "comm", "device": "cuda",' \
+    '"ranks": 2, "threads_per_rank": 1, "backend": "shm", "comm_min_bytes": 16777216, "comm_max_bytes": 67108864,' \
+    '"comm_iterations": 20, "comm_warmup_iterations": 3},' \
+    '"sweep": {"staging_chunk_bytes": [1048576, 4194304, 16777216, 67108864]}}' > /tmp/staging_chunks.json
+  run_and_keep staging_chunks /tmp/staging_chunks.json
+}
+
 # The ring against MPI_Allreduce at 16 ranks, twice each, interleaved (one run of each was 0.67x
 # at 1 MiB where both call MPI_Allreduce: run-to-run spread, which repeats show).
 stage_ring16() {
@@ -245,7 +257,7 @@ stage_ring16() {
 # The most seconds each stage may take, within what is left of the deadline.
 declare -A limit=([gpu_tests]=320 [comm_cuda]=150 [compare_gpu]=200 [scale_comm]=200 [scale]=240 [simulated_hosts]=100
   [hosts_diagnosis]=130 [cnn_one_gpu]=120 [staging_host]=60 [cuda_ipc_ranks]=90 [ring16]=120
-  [hier_hosts_probe]=150)
+  [hier_hosts_probe]=150 [staging_chunks]=90)
 
 # Everything comes back in $OUT/session.tar.gz (the device tool returns at most 8 files), packed
 # again after every stage, so a call stopped at its limit still returns what ran.

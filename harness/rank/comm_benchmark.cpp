@@ -137,6 +137,9 @@ MessageSizeMetrics timing_metrics(int64_t bytes, std::vector<double> seconds, in
 
 // The measurements at one message size after another, with what every size shares: the options,
 // the GPU staging (device "cuda"), the link probes' pairs and the timeline.
+static_assert(kDefaultStagingChunkBytes == static_cast<int64_t>(kStagingChunkFloats * sizeof(float)),
+              "staging_chunk_bytes defaults to the staging's own chunk");
+
 class CommBenchmark {
  public:
   CommBenchmark(GradientSync& backend, const Communicator& communicator, const PointSettings& settings,
@@ -148,7 +151,7 @@ class CommBenchmark {
         on_device_(settings.device == "cuda"),
         timeline_(timeline),
         traced_per_size_(std::min(options_.iterations, kTracedIterationsPerSize)) {
-    if (on_device_) device_sync_.emplace(backend);
+    if (on_device_) device_sync_.emplace(backend, staging_chunk_floats(settings));
     std::tie(intra_node_, inter_node_) = node_link_pairs(communicator);
   }
 

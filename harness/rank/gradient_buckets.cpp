@@ -47,7 +47,7 @@ void copy_scaled_from_fused(const torch::Tensor& slice, float scale, torch::Tens
 }  // namespace
 
 GradientBuckets::GradientBuckets(std::vector<torch::Tensor> parameters, GradientSync& backend,
-                                 double bucket_mb, bool overlap, int divisor)
+                                 double bucket_mb, bool overlap, int divisor, std::size_t staging_chunk_floats)
     : parameters_(std::move(parameters)),
       backend_(backend),
       // With nothing to exchange (one rank) there is nothing to overlap: no hooks, no thread.
@@ -92,7 +92,7 @@ GradientBuckets::GradientBuckets(std::vector<torch::Tensor> parameters, Gradient
     fused_tensor_ = torch::empty({static_cast<int64_t>(offset)},
                                  torch::TensorOptions().dtype(torch::kFloat32).device(device));
   }
-  if (!device.is_cpu() && backend_.exchanges()) staging_.emplace(backend_);
+  if (!device.is_cpu() && backend_.exchanges()) staging_.emplace(backend_, staging_chunk_floats);
   fused_ = fused_tensor_.data_ptr<float>();
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
     fused_slices_.push_back(fused_tensor_.as_strided(

@@ -57,8 +57,9 @@ class GradientBuckets {
   // without overlap on the CPU their .grad are replaced by views of the fused buffer. `divisor`
   // is what the sums are divided by (the number of training ranks). Throws NotSupported when
   // overlap is asked for and MPI's thread level is below MPI_THREAD_SERIALIZED.
+  // On a GPU, buffers staged through the host go in pipelined chunks of `staging_chunk_floats`.
   GradientBuckets(std::vector<torch::Tensor> parameters, GradientSync& backend, double bucket_mb,
-                  bool overlap, int divisor);
+                  bool overlap, int divisor, std::size_t staging_chunk_floats = kStagingChunkFloats);
   ~GradientBuckets();
   GradientBuckets(const GradientBuckets&) = delete;
   GradientBuckets& operator=(const GradientBuckets&) = delete;

@@ -46,7 +46,8 @@ DataParallelTrainer::DataParallelTrainer(Workload& workload, GradientSync& backe
       settings_(settings),
       layout_(worker_layout(settings, communicator.rank(), communicator.size())),
       parameters_(checked_parameters(workload)),
-      buckets_(parameters_, backend, settings.bucket_mb, settings.overlap, layout_.workers) {}
+      buckets_(parameters_, backend, settings.bucket_mb, settings.overlap, layout_.workers,
+               staging_chunk_floats(settings)) {}
 
 void DataParallelTrainer::broadcast_parameters() {
   torch::NoGradGuard no_grad;

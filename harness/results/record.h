@@ -40,6 +40,9 @@
 //      Also adds, per comm size on device "cuda", the GPU's copy probes
 //      (`device_to_host_probe_us`, `host_to_device_probe_us`, `device_copy_probe_us`); absent
 //      before and on device "cpu".
+//  10  adds the setting `staging_chunk_bytes` (the chunk of pipelined GPU staging); records before
+//      10 staged in chunks of its default, 4194304 bytes, and read with it. Timings mean what they
+//      meant in version 9.
 #pragma once
 
 #include <cstddef>
@@ -55,7 +58,7 @@
 
 namespace harness {
 
-inline constexpr int kRecordSchemaVersion = 9;
+inline constexpr int kRecordSchemaVersion = 10;
 // Records of this version and later time the same things in the same way: `harness check`
 // compares their timings, while a record older than this is compared only with its own version.
 inline constexpr int kTimingsComparableSince = 4;

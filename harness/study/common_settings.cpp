@@ -17,6 +17,7 @@ namespace {
 
 constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
 constexpr int64_t kMaxInt64 = std::numeric_limits<int64_t>::max();
+constexpr std::string_view kStagingChunkExpected = "a multiple of 4 bytes from 4096 to 1073741824";
 
 // Texts built for rows, which keep views of them; a deque never moves its elements.
 std::string_view kept_text(std::string text) {
@@ -198,6 +199,16 @@ std::vector<SettingRow> common_setting_rows() {
       bool_row("overlap",
                "reduce each bucket during the backward pass, as soon as its gradients are ready",
                &PointSettings::overlap),
+      {"staging_chunk_bytes", kStagingChunkExpected,
+       "device cuda, a backend that adds up in host memory: buffers larger than this are copied through "
+       "pinned host memory in chunks of this many bytes, pipelined (copy out, reduce, copy back)",
+       R"({"type": "integer", "minimum": 4096, "maximum": 1073741824, "multipleOf": 4})",
+       [](PointSettings& s, const Json& v, const std::string& where) {
+         const int64_t bytes = read_integer(v, where, 4096, int64_t{1} << 30, kStagingChunkExpected);
+         if (bytes % 4 != 0) fail_expected(where, kStagingChunkExpected, v);
+         s.staging_chunk_bytes = bytes;
+       },
+       [](const PointSettings& s) { return Json(s.staging_chunk_bytes); }},
       {"inject_comm_delay_us", "a non-negative number of microseconds up to 10000000",
        "fault injection: every backend call waits this long first, to check that a regression "
        "gate fires (harness check ignores it when matching points)",

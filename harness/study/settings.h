@@ -7,6 +7,7 @@
 // typed view (comm_options(), resnet_options(), ...).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -24,6 +25,10 @@ namespace harness {
 // a cluster's longest partition is far below this, so anything above is a typo (2e11), not a plan.
 inline constexpr double kMaxTimeLimitS = 365.0 * 24 * 3600;
 inline constexpr const char* kTimeLimitExpected = "a positive number of seconds up to 31536000 (365 days)";
+
+// staging_chunk_bytes' default: the staging's own chunk (kStagingChunkFloats, checked where both
+// are seen).
+inline constexpr int64_t kDefaultStagingChunkBytes = int64_t{4} << 20;
 
 struct PointSettings {
   Kind kind = Kind::kTrain;
@@ -62,6 +67,10 @@ struct PointSettings {
   std::string data_path;      // "" = the workload's default data
   double bucket_mb = 25;      // gradients are reduced in buckets of about this many MiB (as DDP)
   bool overlap = false;       // reduce each bucket during backward, as soon as it is complete
+  // Device "cuda", a backend that reduces host memory: buffers above this many bytes are staged
+  // through pinned host memory in pipelined chunks of this size (kStagingChunkFloats floats by
+  // default, backends/device_staging.h).
+  int64_t staging_chunk_bytes = kDefaultStagingChunkBytes;
   // Fault injection: every backend call waits this long first (backends/injected_delay.h), so
   // that users can check that their regression gate fires. Not part of a point's identity for
   // `harness check`, which compares a run with a delay to the same points without.
@@ -88,6 +97,11 @@ struct PointSettings {
     return found == options.end() ? fallback : found->template get<T>();
   }
 };
+
+// The staging chunk in floats, as DeviceStagedSync takes it.
+inline std::size_t staging_chunk_floats(const PointSettings& settings) {
+  return static_cast<std::size_t>(settings.staging_chunk_bytes) / sizeof(float);
+}
 
 // A row whose value lives in PointSettings::options: a setting that a kind, a backend or a
 // workload owns (comm_iterations, ps_server_trains, resnet_depth). `normalise` checks a value and

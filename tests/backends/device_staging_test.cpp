@@ -106,29 +106,31 @@ class CountingSync final : public GradientSync {
 // Above one chunk the buffer is pipelined: each chunk reaches the backend once, in the plan's
 // order, and the sums are the whole buffer's (the values are exact in float, so equal means
 // equal). Twice in a row on one object, so that the reused pinned buffer, streams and events are
-// checked too; sizes below, at and above one chunk, and 3.5 chunks.
+// checked too; sizes below, at and above one chunk, and 3.5 chunks; with the default chunk and
+// with a small one set (staging_chunk_bytes).
 TEST(DeviceStaging, PipelinedStagingReducesEveryElementOnceInThePlansChunks) {
   if (!cuda_status().usable) GTEST_SKIP() << cuda_status().reason;
-  CountingSync host_backend;
-  DeviceStagedSync staged(host_backend);
-  ASSERT_EQ(staged.path(), "pinned host staging");
-  const std::size_t chunk = kStagingChunkFloats;
-  for (const std::size_t count : {std::size_t{0}, std::size_t{1}, chunk - 1, chunk, chunk + 1, 2 * chunk + 1,
-                                  std::size_t{1000003}, 7 * chunk / 2}) {
-    for (int round = 0; round < 2; ++round) {
-      std::vector<float> host(count);
-      for (std::size_t i = 0; i < count; ++i) host[i] = 0.25F * static_cast<float>((i + round) % 1000) - 125.0F;
-      DeviceBuffer device(count);
-      device.copy_from_host(host);
-      host_backend.call_lengths.clear();
-      staged.allreduce_sum(device.data(), count);
-      std::vector<std::size_t> planned;
-      for (const StagingChunk& piece : staging_chunks(count)) planned.push_back(piece.count);
-      EXPECT_EQ(host_backend.call_lengths, planned) << count << " floats, round " << round;
-      std::vector<float> result(count);
-      device.copy_to_host(result);
-      for (std::size_t i = 0; i < count; ++i) {
-        ASSERT_EQ(result[i], 2 * host[i] + 1) << "element " << i << " of " << count << ", round " << round;
+  for (const std::size_t chunk : {kStagingChunkFloats, std::size_t{1000}}) {
+    CountingSync host_backend;
+    DeviceStagedSync staged(host_backend, chunk);
+    ASSERT_EQ(staged.path(), "pinned host staging");
+    for (const std::size_t count : {std::size_t{0}, std::size_t{1}, chunk - 1, chunk, chunk + 1, 2 * chunk + 1,
+                                    std::size_t{1000003}, 7 * chunk / 2}) {
+      for (int round = 0; round < 2; ++round) {
+        std::vector<float> host(count);
+        for (std::size_t i = 0; i < count; ++i) host[i] = 0.25F * static_cast<float>((i + round) % 1000) - 125.0F;
+        DeviceBuffer device(count);
+        device.copy_from_host(host);
+        host_backend.call_lengths.clear();
+        staged.allreduce_sum(device.data(), count);
+        std::vector<std::size_t> planned;
+        for (const StagingChunk& piece : staging_chunks(count, chunk)) planned.push_back(piece.count);
+        EXPECT_EQ(host_backend.call_lengths, planned) << count << " floats in chunks of " << chunk << ", round " << round;
+        std::vector<float> result(count);
+        device.copy_to_host(result);
+        for (std::size_t i = 0; i < count; ++i) {
+          ASSERT_EQ(result[i], 2 * host[i] + 1) << "element " << i << " of " << count << ", round " << round;
+        }
       }
     }
   }

@@ -124,6 +124,7 @@ TEST(PointKey, IsTheSettingsAndTheRepeat) {
   spelled.erase("ring_allreduce_below_chunk_bytes");  // and the settings added later, at their defaults
   spelled.erase("cuda_ipc_one_shot_below_bytes");
   spelled.erase("cuda_ipc_device_arrivals");
+  spelled.erase("staging_chunk_bytes");
   EXPECT_EQ(key.text(), spelled.dump() + "|1");
   // Set to anything else, it is part of the key.
   PointSettings pure_ring = settings;
@@ -135,6 +136,11 @@ TEST(PointKey, IsTheSettingsAndTheRepeat) {
   EXPECT_NE(PointKey(two_shot, 1).text().find(R"("cuda_ipc_one_shot_below_bytes":0)"), std::string::npos);
   apply_setting(two_shot, "cuda_ipc_one_shot_below_bytes", 16777216, "test");
   EXPECT_EQ(PointKey(two_shot, 1), key) << "set to its default, as before it existed";
+  PointSettings chunks = settings;
+  apply_setting(chunks, "staging_chunk_bytes", 16777216, "test");
+  EXPECT_NE(PointKey(chunks, 1), key);
+  apply_setting(chunks, "staging_chunk_bytes", 4194304, "test");
+  EXPECT_EQ(PointKey(chunks, 1), key) << "set to its default, as before it existed";
   PointSettings host_arrivals = settings;
   apply_setting(host_arrivals, "cuda_ipc_device_arrivals", false, "test");
   EXPECT_NE(PointKey(host_arrivals, 1), key);
@@ -277,6 +283,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{R"({"name": "x", "settings": {"a\nb": 1}})",
                  "exp.json: settings: expected keys of up to 100 characters without control "
                  "characters, got \"a\\nb\""},
+        BadInput{R"({"name": "x", "settings": {"staging_chunk_bytes": 4094}})",
+                 "settings.staging_chunk_bytes: expected a multiple of 4 bytes from 4096 to 1073741824, got 4094"},
+        BadInput{R"({"name": "x", "sweep": {"staging_chunk_bytes": [4194304, 4194305]}})",
+                 "staging_chunk_bytes[1]: expected a multiple of 4 bytes from 4096 to 1073741824, got 4194305"},
         BadInput{R"({"name": "x", "settings": {"data_path": "a\nb"}})",
                  "settings.data_path: expected a path (at most 4096 bytes, no control characters), "
                  "got \"a\\nb\""}));
