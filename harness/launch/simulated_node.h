@@ -3,7 +3,8 @@
 // simulated-node"`, so mpirun calls it as it would call `ssh HOST WORDS...` for every host of the
 // job; it runs the words with /bin/sh here, in a UTS namespace of its own named HOST. The ranks
 // started there see HOST as their host name, the backends group nodes by it (node_place,
-// backends/communicator.h), and ranks of different hosts talk TCP over the loopback. Needs root (or CAP_SYS_ADMIN) for the namespace.
+// backends/communicator.h), and ranks of different hosts talk TCP over the loopback. Needs root
+// (or CAP_SYS_ADMIN) for the namespace.
 #pragma once
 
 namespace harness {
