@@ -123,7 +123,7 @@ stage_scale() {
 stage_simulated_hosts() {
   local agent="$harness simulated-node"
   mpirun -n 16 --allow-run-as-root --display-allocation --display-map --host nodea:8,nodeb:8 \
-    --mca plm_rsh_agent "$agent" --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo hostname
+    --mca plm rsh --mca plm_rsh_agent "$agent" --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo hostname
   printf '%s\n' '{"name": "hosts_2x8", "settings": {"kind": "comm", "ranks": 16, "nodes": 2, "threads_per_rank": 1,' \
     '"comm_max_bytes": 65536, "comm_iterations": 5}, "sweep": {"backend": ["allreduce", "hier"]},' \
     '"launcher": {"name": "local", "hosts": ["nodea", "nodeb"], "simulate_hosts": true}}' > /tmp/hosts_2x8.json
