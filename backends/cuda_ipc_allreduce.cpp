@@ -11,11 +11,11 @@
 #include "backends/cuda_stream_memory.h"
 
 #include <cstdint>
-#include <cstring>
 #include <exception>
 #include <vector>
 
 #include "backends/cuda_ipc_kernels.h"
+#include "backends/cuda_ipc_placement.h"
 #endif
 
 namespace harness {
@@ -44,60 +44,6 @@ std::string cuda_ipc_problem(const BackendOptions& options) {
 namespace {
 
 void check_cuda(cudaError_t code, std::string_view operation) { check_cuda_call(code, operation, "cuda_ipc: "); }
-
-// Whether `ok` holds on every rank of `communicator` (collective).
-bool on_every_rank(bool ok, const Communicator& communicator) {
-  int all = ok ? 1 : 0;
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, communicator.handle()),
-            "MPI_Allreduce(cuda_ipc check)");
-  return all == 1;
-}
-
-// Stops every rank with NotSupported when the ranks span several nodes (collective).
-void check_one_node(const Communicator& communicator) {
-  int smallest_node = node_place(communicator).local_size;
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &smallest_node, 1, MPI_INT, MPI_MIN, communicator.handle()),
-            "MPI_Allreduce(cuda_ipc node sizes)");
-  if (smallest_node == communicator.size()) return;
-  throw NotSupported(fmt::format("nodes: backend \"cuda_ipc\" needs every rank on one node (CUDA IPC maps GPU memory "
-                                 "between the processes of one machine), but some node holds only {} of the {} "
-                                 "ranks; use a backend that stages through the host such as \"hier\" across nodes",
-                                 smallest_node, communicator.size()));
-}
-
-constexpr std::size_t kBusIdLength = 32;  // "0000:2A:00.0" and its terminator, with room to spare
-
-// Why this rank cannot map the buffers of the GPUs its peers use, or "": a peer on the same GPU
-// is always fine, one on another GPU needs peer access to it (collective: gathers every rank's
-// GPU).
-std::string peer_access_problem(const Communicator& communicator, int device) {
-  char mine[kBusIdLength] = {};
-  check_cuda(cudaDeviceGetPCIBusId(mine, sizeof mine, device), "cudaDeviceGetPCIBusId");
-  std::vector<char> all(kBusIdLength * static_cast<std::size_t>(communicator.size()));
-  check_mpi(MPI_Allgather(mine, kBusIdLength, MPI_CHAR, all.data(), kBusIdLength, MPI_CHAR, communicator.handle()),
-            "MPI_Allgather(cuda_ipc GPUs)");
-  for (int rank = 0; rank < communicator.size(); ++rank) {
-    const char* theirs = all.data() + kBusIdLength * static_cast<std::size_t>(rank);
-    if (rank == communicator.rank() || std::strncmp(theirs, mine, kBusIdLength) == 0) continue;
-    int peer = -1;
-    if (cudaDeviceGetByPCIBusId(&peer, theirs) != cudaSuccess) {
-      cudaGetLastError();  // not sticky; clear it
-      return fmt::format("ranks: backend \"cuda_ipc\" on rank {} cannot see the GPU of rank {} ({}); expected "
-                         "every rank of the node to see the same GPUs (CUDA_VISIBLE_DEVICES)",
-                         communicator.rank(), rank, theirs);
-    }
-    int can_access = 0;
-    check_cuda(cudaDeviceCanAccessPeer(&can_access, device, peer), "cudaDeviceCanAccessPeer");
-    if (can_access == 0) {
-      return fmt::format("ranks: backend \"cuda_ipc\" needs ranks on one GPU or on GPUs with peer access, and ranks "
-                         "{} and {} are on GPUs {} and {}, which have none (cudaDeviceCanAccessPeer); expected "
-                         "CUDA_VISIBLE_DEVICES naming one GPU or GPUs linked by NVLink or a PCIe switch, or a "
-                         "backend that stages through the host such as \"hier\"",
-                         communicator.rank(), rank, mine, theirs);
-    }
-  }
-  return "";
-}
 
 // Regions start on 256-byte boundaries (cudaMalloc's alignment): 64 floats.
 constexpr std::size_t kRegionAlignment = 64;
@@ -190,9 +136,9 @@ class CudaIpcAllreduce final : public GradientSync {
 
   void set_up() {
     check_cuda(cudaGetDevice(&device_), "cudaGetDevice");
-    check_one_node(communicator_);
-    const std::string problem = peer_access_problem(communicator_, device_);
-    if (!on_every_rank(problem.empty(), communicator_)) {
+    cuda_ipc::check_one_node(communicator_);
+    const std::string problem = cuda_ipc::peer_access_problem(communicator_, device_);
+    if (!cuda_ipc::on_every_rank(problem.empty(), communicator_)) {
       throw NotSupported(problem.empty() ? "ranks: backend \"cuda_ipc\" needs ranks on one GPU or on GPUs with peer "
                                            "access, and another rank's GPU has none (see that rank's log)"
                                          : problem);
@@ -323,14 +269,14 @@ class CudaIpcAllreduce final : public GradientSync {
       const cudaError_t copied = copy_to_device(flags, flag_pointers_);
       if (copied != cudaSuccess) failure = fmt::format("cuda_ipc: the flag table: {}", cudaGetErrorString(copied));
     }
-    if (!on_every_rank(failure.empty(), communicator_)) {
+    if (!cuda_ipc::on_every_rank(failure.empty(), communicator_)) {
       capacity_ = 0;
       throw CommError(failure.empty() ? "cuda_ipc: another rank could not map the registered buffers (see its log)"
                                       : failure);
     }
     epoch_ = 0;
     kernel_epoch_ = 0;
-    if (device_arrivals_) device_arrivals_ = on_every_rank(stream_waits_work(), communicator_);
+    if (device_arrivals_) device_arrivals_ = cuda_ipc::on_every_rank(stream_waits_work(), communicator_);
   }
 
   // Whether this rank's stream can write its flag and wait on its peers' (a driver may refuse
