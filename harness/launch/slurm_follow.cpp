@@ -102,16 +102,24 @@ std::optional<JobVerdict> judge_job(FollowedJob& job, const PointStatusFile& sta
       return verdict.end == JobEnd::kFailed ? ranks_failed : verdict;
     }
     if (job.packed) {
-      // A signal: only a state read after it says whether the allocation was stopped (the last
-      // query's RUNNING may be from before the scancel).
-      if (is_signal_status(code) && !queried) return std::nullopt;
-      if (seen != nullptr && is_final_state(seen->state) && is_signal_status(code)) {
-        return from_final_state(*seen, true, job.packed);
+      // The allocation goes on with its next point, so a failure is usually the point's own. But
+      // when the allocation is being stopped (scancel, its time limit) the point ends too: by a
+      // signal, or with srun's own exit code 1 ("Job/step already completing or completed") when
+      // the stop came as srun started the step. Only a query made after the failure was read can
+      // tell: one made earlier in the same poll may predate the scancel.
+      if (!job.failure_read) {
+        job.failure_read = true;
+        return std::nullopt;
       }
-      // A signal while the allocation completes: it was stopped (scancel, its time limit), and
-      // its final state will say which; the point's ranks did not fail on their own.
-      if (seen != nullptr && seen->state == "COMPLETING" && is_signal_status(code)) return std::nullopt;
-      if (!is_signal_status(code) || seen != nullptr) return ranks_failed;
+      if (!queried) return std::nullopt;
+      if (seen != nullptr && is_final_state(seen->state)) {
+        JobVerdict verdict = from_final_state(*seen, true, job.packed);
+        return verdict.end == JobEnd::kFailed ? ranks_failed : verdict;
+      }
+      // Completing: it was stopped, or this was its last point; its final state will say which.
+      if (seen != nullptr && seen->state == "COMPLETING") return std::nullopt;
+      // Still running: its next point runs, and this one failed on its own.
+      if (seen != nullptr || !is_signal_status(code)) return ranks_failed;
     }
     if (!queried) return std::nullopt;
     // A signal: the final state will say whose. COMPLETING may last until the scheduler forgets the

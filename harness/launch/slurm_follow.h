@@ -36,6 +36,7 @@ struct FollowedJob {
   double submitted_at = 0;
   int unseen_queries = 0;   // consecutive queries that did not list the job
   int silent_queries = 0;   // consecutive queries that showed it ended while its file said nothing
+  bool failure_read = false;  // a pack's point: its failure was read, a later query will judge it
 };
 
 struct JobVerdict {

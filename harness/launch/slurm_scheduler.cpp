@@ -238,6 +238,7 @@ std::vector<JobResult> SlurmScheduler::collect(bool may_query) {
     backoff_.queried(now);
   }
   std::vector<JobResult> ended;
+  bool failure_to_confirm = false;  // a pack's point failed: ask the scheduler soon whether it was stopped
   for (auto it = tracked_.begin(); it != tracked_.end();) {
     Tracked& tracked = it->second;
     const PointStatusFile status = read_status_file(status_path(tracked.spec));
@@ -248,7 +249,9 @@ std::vector<JobResult> SlurmScheduler::collect(bool may_query) {
                                                          : JobVerdict{JobEnd::kInterrupted, "cancelled by harness"};
     } else {
       const auto seen = last_seen_.find(tracked.follow.slurm_id);
+      const bool failure_was_read = tracked.follow.failure_read;
       verdict = judge_job(tracked.follow, status, seen == last_seen_.end() ? nullptr : &seen->second, queried);
+      failure_to_confirm |= !failure_was_read && tracked.follow.failure_read;
     }
     if (!verdict) {
       ++it;
@@ -275,7 +278,7 @@ std::vector<JobResult> SlurmScheduler::collect(bool may_query) {
     ended.push_back(std::move(result));
     it = tracked_.erase(it);
   }
-  if (!ended.empty()) backoff_.reset(now);
+  if (!ended.empty() || failure_to_confirm) backoff_.reset(now);
   return ended;
 }
 

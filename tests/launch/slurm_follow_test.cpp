@@ -79,11 +79,27 @@ TEST(SlurmFollow, AFailedOrSignalledJobWaitsForTheSchedulersFinalState) {
   const SchedulerJob oom = seen("OUT_OF_MEMORY");
   FollowedJob fourth = job();
   EXPECT_EQ(judge_job(fourth, finished(137, 1), &oom, true)->end, JobEnd::kOutOfMemory);
-  // A pack's allocation goes on: a step's failure is the point's alone, at once.
+  // A pack's allocation goes on: a step's failure is the point's alone once a query made after it
+  // was read shows the allocation still running (one made in the same poll may predate a scancel).
   FollowedJob packed = job(true);
   const SchedulerJob running = seen("RUNNING");
-  EXPECT_EQ(judge_job(packed, finished(1), nullptr, false)->end, JobEnd::kFailed);
-  EXPECT_EQ(judge_job(packed, finished(137, 1), &running, true)->end, JobEnd::kFailed);
+  EXPECT_FALSE(judge_job(packed, finished(1), &running, true));
+  EXPECT_TRUE(packed.failure_read);
+  EXPECT_FALSE(judge_job(packed, finished(1), &running, false));
+  const auto own = judge_job(packed, finished(1), &running, true);
+  EXPECT_EQ(own->end, JobEnd::kFailed);
+  EXPECT_EQ(own->reason, "");
+  FollowedJob signalled = job(true);
+  EXPECT_FALSE(judge_job(signalled, finished(137, 1), &running, true));
+  EXPECT_EQ(judge_job(signalled, finished(137, 1), &running, true)->end, JobEnd::kFailed);
+  // Its last point failing on its own: the allocation completes after it.
+  FollowedJob last = job(true);
+  const SchedulerJob completed = seen("COMPLETED");
+  EXPECT_FALSE(judge_job(last, finished(1), &running, true));
+  EXPECT_FALSE(judge_job(last, finished(1), &completing, true));
+  const auto last_own = judge_job(last, finished(1), &completed, true);
+  EXPECT_EQ(last_own->end, JobEnd::kFailed);
+  EXPECT_EQ(last_own->reason, "");
 }
 
 TEST(SlurmFollow, AJobThatDiedWithoutAWordIsJudgedAfterTwoQueries) {
@@ -129,6 +145,13 @@ TEST(SlurmFollow, ACancelledPackCancelsItsRunningPointAndLosesTheOthers) {
   const auto stopped = judge_job(running, finished(143), &cancelled, true);
   ASSERT_TRUE(stopped);
   EXPECT_EQ(stopped->end, JobEnd::kCancelled);
+  // scancel as srun starts the point's step: srun fails on its own (exit 1, "Job/step already
+  // completing or completed"), and the allocation's state says it was cancelled.
+  FollowedJob starting = job(true);
+  EXPECT_FALSE(judge_job(starting, finished(1, 0.2), &before, true));
+  const auto stopped_at_start = judge_job(starting, finished(1, 0.2), &cancelled, true);
+  ASSERT_TRUE(stopped_at_start);
+  EXPECT_EQ(stopped_at_start->end, JobEnd::kCancelled);
   // Its points that never started are lost (--retry-failed runs them), not cancelled (kept).
   FollowedJob waiting = job(true);
   EXPECT_FALSE(judge_job(waiting, {}, &cancelled, true));
