@@ -122,9 +122,10 @@ std::optional<JobVerdict> judge_job(FollowedJob& job, const PointStatusFile& sta
       if (seen != nullptr || !is_signal_status(code)) return ranks_failed;
     }
     if (!queried) return std::nullopt;
-    // A signal: the final state will say whose. COMPLETING may last until the scheduler forgets the
-    // job (SLURM 22.05 keeps some cancelled jobs COMPLETING until MinJobAge purges them): wait.
-    if (seen != nullptr && seen->state == "COMPLETING" && is_signal_status(code)) return std::nullopt;
+    // The final state will say whose failure it was: a signal's sender, or, for srun's own exit
+    // code 1, a scancel that came as it started the step. COMPLETING may last until the scheduler
+    // forgets the job (SLURM 22.05 keeps some cancelled jobs COMPLETING until MinJobAge purges them): wait.
+    if (seen != nullptr && seen->state == "COMPLETING") return std::nullopt;
     if (seen == nullptr && ++job.unseen_queries >= 2 && is_signal_status(code)) {
       return JobVerdict{JobEnd::kFailed,
                         fmt::format("stopped by signal {} (scancel, a time limit or a preemption), and job {} left "

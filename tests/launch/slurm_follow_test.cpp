@@ -58,6 +58,10 @@ TEST(SlurmFollow, AFailedOrSignalledJobWaitsForTheSchedulersFinalState) {
   for (int query = 0; query < 5; ++query) EXPECT_FALSE(judge_job(followed, finished(143), &completing, true));
   const SchedulerJob cancelled = seen("CANCELLED");
   EXPECT_EQ(judge_job(followed, finished(143), &cancelled, true)->end, JobEnd::kCancelled);
+  // srun's own exit code 1 when a scancel came as it started the step: the same wait.
+  FollowedJob starting = job();
+  for (int query = 0; query < 5; ++query) EXPECT_FALSE(judge_job(starting, finished(1, 0.2), &completing, true));
+  EXPECT_EQ(judge_job(starting, finished(1, 0.2), &cancelled, true)->end, JobEnd::kCancelled);
   // Forgotten by the scheduler before it showed a final state: failed, saying so.
   FollowedJob forgotten = job();
   EXPECT_FALSE(judge_job(forgotten, finished(143), nullptr, true));
