@@ -1,6 +1,6 @@
-// The SLURM launcher's job scripts: golden files of what it submits in each mode, every value
+// The SLURM launcher's job scripts: golden files of what it submits in each mode, and every value
 // quoted (a rendered script run by bash gives each argument back byte for byte and executes
-// nothing of it), and options refused before anything is rendered.
+// nothing of it). The options refused before anything is rendered: slurm_options_test.cpp.
 #include "harness/launch/slurm_script.h"
 
 #include <gtest/gtest.h>
@@ -22,10 +22,12 @@
 #include "harness/launch/slurm_scheduler.h"
 #include "harness/launch/sweep_runner.h"
 #include "harness/study/settings.h"
+#include "tests/launch/launcher_option_error.h"
 
 namespace harness {
 namespace {
 namespace fs = std::filesystem;
+using testing::option_error;
 
 std::string read_text(const fs::path& path) {
   std::ifstream in(path);
@@ -109,8 +111,6 @@ TEST(SlurmScript, NodeHoursCountEveryArrayTaskAndAPackOnce) {
   EXPECT_NE(plan_of(SlurmMode::kArray).find("at most 1.10 node-hour(s)"), std::string::npos);
   EXPECT_NE(plan_of(SlurmMode::kPack).find("at most 1.07 node-hour(s)"), std::string::npos);
 }
-
-std::string option_error(const std::string& launcher_json);
 
 // The job of a point as `harness run` makes it, on `device`, with this layout.
 JobSpec point_job(int index, const std::string& device, int ranks, int nodes, int ranks_per_node) {
@@ -361,78 +361,6 @@ TEST(SlurmScript, ATerminatedJobLeavesAFinishedLineAndAPointOverItsLimitSays124)
   const PointStatusFile status = read_status_file((dir / "stopped.status").string());
   EXPECT_TRUE(status.finished) << read_text(dir / "stopped.status");
   EXPECT_EQ(status.exit_code, 143);
-}
-
-std::string option_error(const std::string& launcher_json) {
-  try {
-    LauncherSpec spec;
-    spec.options = Json::parse(launcher_json);
-    spec.name = spec.options["name"];
-    spec.options.erase("name");
-    spec.where = "exp.json: launcher";
-    make_scheduler(spec);
-  } catch (const ConfigError& error) {
-    return error.what();
-  }
-  return "";
-}
-
-TEST(SlurmOptions, ValuesThatWouldReachAShellAreRefusedInOneLine) {
-  EXPECT_EQ(option_error(R"({"name": "slurm", "partition": "debug"})"), "");
-  for (const char* bad : {"a;b", "$(reboot)", "`id`", "a b", "a\nb", "a'b", "a\"b"}) {
-    const Json value = bad;
-    const std::string error = option_error(R"({"name": "slurm", "partition": )" + value.dump() + "}");
-    EXPECT_EQ(error.find("exp.json: launcher.partition: expected a SLURM name"), 0U) << error;
-    EXPECT_EQ(error.find('\n'), std::string::npos) << error;
-  }
-  EXPECT_NE(option_error(R"({"name": "slurm", "account": "x;rm"})").find("launcher.account"), std::string::npos);
-  EXPECT_NE(option_error(R"j({"name": "slurm", "constraint": "a$(b)"})j").find("launcher.constraint"), std::string::npos);
-  EXPECT_EQ(option_error(R"({"name": "slurm", "constraint": "[skylake|haswell]&ib"})"), "");
-  EXPECT_NE(option_error(R"({"name": "slurm", "sbatch": ["--mail-type=END;id"]})").find("launcher.sbatch[0]"),
-            std::string::npos);
-  EXPECT_NE(option_error(R"({"name": "slurm", "sbatch": ["--comment=a b"]})").find("launcher.sbatch[0]"),
-            std::string::npos);
-  EXPECT_EQ(option_error(R"({"name": "slurm", "sbatch": ["--mail-type=END", "--requeue"]})"), "");
-  EXPECT_NE(option_error(R"({"name": "slurm", "setup": ["module load x\nid"]})").find("launcher.setup[0]"),
-            std::string::npos);
-  EXPECT_NE(option_error(R"({"name": "slurm", "mode": "packed"})").find("expected \"auto\", \"per-point\""),
-            std::string::npos);
-  EXPECT_EQ(option_error(R"({"name": "slurm", "partitoin": "x"})"),
-            "exp.json: launcher.partitoin: unknown option \"partitoin\" (did you mean \"partition\"?)");
-}
-
-TEST(SlurmOptions, OptionsTheHarnessSetsOnEveryJobAreRefusedWithTheReason) {
-  EXPECT_EQ(option_error(R"({"name": "slurm", "sbatch": ["--job-name=mine"]})"),
-            "exp.json: launcher.sbatch[0]: \"--job-name=mine\" is set by the harness on every job and cannot be "
-            "overridden: the harness names every job harness-<sweep id> and finds them by that name");
-  for (const char* owned :
-       {"--job-name=mine", "--job-name mine", "-J", "-Jmine", "-J mine", "--job=mine", "--comment=x", "--array=0-3",
-        "-a", "-a0-3", "--time=1", "--time 1", "-t", "-t1", "--tim=1", "--output=x", "-o", "--error=x", "-e",
-        "--parsable", "--dependency=afterok:1", "-d", "--nodes=2", "-N2", "--ntasks=2", "-n 2",
-        "--ntasks-per-node=2"}) {
-    const std::string error =
-        option_error(R"({"name": "slurm", "sbatch": ["--mail-type=END", )" + Json(owned).dump() + "]}");
-    EXPECT_EQ(error.find("exp.json: launcher.sbatch[1]: " + Json(owned).dump() + " is set by the harness"), 0U)
-        << owned << ": " << error;
-    EXPECT_EQ(error.find('\n'), std::string::npos) << error;
-  }
-  // Options of their own, even those that start like one of the harness's, pass.
-  EXPECT_EQ(option_error(R"({"name": "slurm", "sbatch": ["--time-min=5", "--nodelist=a", "--requeue",
-                                                          "--ntasks-per-core=1", "--mail-type=END"]})"),
-            "");
-}
-
-TEST(SlurmOptions, ATemplateMustHoldEveryPlaceholderOnce) {
-  const fs::path dir = scratch("template");
-  std::ofstream(dir / "t.sh") << "#!/bin/bash\n{{sbatch}}\n{{setup}}\n{{points}}\n{{run}}\n";
-  const std::string error = option_error(R"({"name": "slurm", "template": ")" + (dir / "t.sh").string() + "\"}");
-  EXPECT_NE(error.find("expected the placeholder {{status_dir}} once, found it 0 time(s)"), std::string::npos) << error;
-  std::ofstream(dir / "u.sh") << "{{sbatch}} {{setup}} {{status_dir}} {{points}} {{run}} {{oops}}\n";
-  EXPECT_NE(option_error(R"({"name": "slurm", "template": ")" + (dir / "u.sh").string() + "\"}")
-                .find("unknown placeholder {{oops}}"),
-            std::string::npos);
-  EXPECT_NE(option_error(R"({"name": "slurm", "template": "/no/such/template.sh"})").find("launcher.template"),
-            std::string::npos);
 }
 
 }  // namespace

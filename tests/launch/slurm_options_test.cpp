@@ -1,0 +1,85 @@
+// The SLURM launcher's options, refused in one line before anything is rendered or submitted:
+// values that would reach a shell, options the harness sets on every job, templates without
+// their placeholders.
+#include "harness/launch/slurm_options.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "tests/launch/launcher_option_error.h"
+
+namespace harness {
+namespace {
+namespace fs = std::filesystem;
+using testing::option_error;
+
+fs::path scratch(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("harness_slurm_options_" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+TEST(SlurmOptions, ValuesThatWouldReachAShellAreRefusedInOneLine) {
+  EXPECT_EQ(option_error(R"({"name": "slurm", "partition": "debug"})"), "");
+  for (const char* bad : {"a;b", "$(reboot)", "`id`", "a b", "a\nb", "a'b", "a\"b"}) {
+    const Json value = bad;
+    const std::string error = option_error(R"({"name": "slurm", "partition": )" + value.dump() + "}");
+    EXPECT_EQ(error.find("exp.json: launcher.partition: expected a SLURM name"), 0U) << error;
+    EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+  }
+  EXPECT_NE(option_error(R"({"name": "slurm", "account": "x;rm"})").find("launcher.account"), std::string::npos);
+  EXPECT_NE(option_error(R"j({"name": "slurm", "constraint": "a$(b)"})j").find("launcher.constraint"), std::string::npos);
+  EXPECT_EQ(option_error(R"({"name": "slurm", "constraint": "[skylake|haswell]&ib"})"), "");
+  EXPECT_NE(option_error(R"({"name": "slurm", "sbatch": ["--mail-type=END;id"]})").find("launcher.sbatch[0]"),
+            std::string::npos);
+  EXPECT_NE(option_error(R"({"name": "slurm", "sbatch": ["--comment=a b"]})").find("launcher.sbatch[0]"),
+            std::string::npos);
+  EXPECT_EQ(option_error(R"({"name": "slurm", "sbatch": ["--mail-type=END", "--requeue"]})"), "");
+  EXPECT_NE(option_error(R"({"name": "slurm", "setup": ["module load x\nid"]})").find("launcher.setup[0]"),
+            std::string::npos);
+  EXPECT_NE(option_error(R"({"name": "slurm", "mode": "packed"})").find("expected \"auto\", \"per-point\""),
+            std::string::npos);
+  EXPECT_EQ(option_error(R"({"name": "slurm", "partitoin": "x"})"),
+            "exp.json: launcher.partitoin: unknown option \"partitoin\" (did you mean \"partition\"?)");
+}
+
+TEST(SlurmOptions, OptionsTheHarnessSetsOnEveryJobAreRefusedWithTheReason) {
+  EXPECT_EQ(option_error(R"({"name": "slurm", "sbatch": ["--job-name=mine"]})"),
+            "exp.json: launcher.sbatch[0]: \"--job-name=mine\" is set by the harness on every job and cannot be "
+            "overridden: the harness names every job harness-<sweep id> and finds them by that name");
+  for (const char* owned :
+       {"--job-name=mine", "--job-name mine", "-J", "-Jmine", "-J mine", "--job=mine", "--comment=x", "--array=0-3",
+        "-a", "-a0-3", "--time=1", "--time 1", "-t", "-t1", "--tim=1", "--output=x", "-o", "--error=x", "-e",
+        "--parsable", "--dependency=afterok:1", "-d", "--nodes=2", "-N2", "--ntasks=2", "-n 2",
+        "--ntasks-per-node=2"}) {
+    const std::string error =
+        option_error(R"({"name": "slurm", "sbatch": ["--mail-type=END", )" + Json(owned).dump() + "]}");
+    EXPECT_EQ(error.find("exp.json: launcher.sbatch[1]: " + Json(owned).dump() + " is set by the harness"), 0U)
+        << owned << ": " << error;
+    EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+  }
+  // Options of their own, even those that start like one of the harness's, pass.
+  EXPECT_EQ(option_error(R"({"name": "slurm", "sbatch": ["--time-min=5", "--nodelist=a", "--requeue",
+                                                          "--ntasks-per-core=1", "--mail-type=END"]})"),
+            "");
+}
+
+TEST(SlurmOptions, ATemplateMustHoldEveryPlaceholderOnce) {
+  const fs::path dir = scratch("template");
+  std::ofstream(dir / "t.sh") << "#!/bin/bash\n{{sbatch}}\n{{setup}}\n{{points}}\n{{run}}\n";
+  const std::string error = option_error(R"({"name": "slurm", "template": ")" + (dir / "t.sh").string() + "\"}");
+  EXPECT_NE(error.find("expected the placeholder {{status_dir}} once, found it 0 time(s)"), std::string::npos) << error;
+  std::ofstream(dir / "u.sh") << "{{sbatch}} {{setup}} {{status_dir}} {{points}} {{run}} {{oops}}\n";
+  EXPECT_NE(option_error(R"({"name": "slurm", "template": ")" + (dir / "u.sh").string() + "\"}")
+                .find("unknown placeholder {{oops}}"),
+            std::string::npos);
+  EXPECT_NE(option_error(R"({"name": "slurm", "template": "/no/such/template.sh"})").find("launcher.template"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace harness
