@@ -327,7 +327,7 @@ TEST(SlurmScript, RenderedScriptGivesEveryValueBackAndExecutesNone) {
   for (const char* marker : {"MARKER1", "MARKER2", "MARKER3"}) EXPECT_FALSE(fs::exists(dir / marker)) << marker;
 }
 
-TEST(SlurmScript, ATerminatedJobLeavesAFinishedLineAndAPointOverItsLimitSays124) {
+TEST(SlurmScript, ATerminatedJobLeavesAFinishedLineEvenWhenKilledWhileWaitingAndAPointOverItsLimitSays124) {
   const fs::path dir = scratch("signals");
   JobScript script;
   script.mode = SlurmMode::kPack;
@@ -339,9 +339,12 @@ TEST(SlurmScript, ATerminatedJobLeavesAFinishedLineAndAPointOverItsLimitSays124)
   slow.measurements_path = (dir / "m").string();
   slow.log_path = (dir / "slow.log").string();
   slow.command = {"sleep", "30"};
+  // Like srun, which waits for its step longer than the scheduler waits between TERM and KILL
+  // (KillWait): it outlives the TERM, so the script is KILLed while its trap waits.
   ScriptPoint stopped = slow;
   stopped.id = "stopped";
   stopped.time_limit_s = 60;
+  stopped.command = {"bash", "-c", "trap '' TERM; sleep 3"};
   script.points = {slow, stopped};
   const fs::path path = dir / "job.sh";
   write_file_atomically(path.string(), render_job_script(load_job_template("", "t"), script));
@@ -355,6 +358,9 @@ TEST(SlurmScript, ATerminatedJobLeavesAFinishedLineAndAPointOverItsLimitSays124)
   }
   ::kill(job.pid(), SIGTERM);
   std::optional<ProcessOutcome> outcome;
+  for (int i = 0; i < 10 && !(outcome = job.poll()); ++i) wait_for_any({&job}, 0.05);
+  EXPECT_FALSE(outcome.has_value()) << "the trap did not wait for the point's command";
+  ::kill(job.pid(), SIGKILL);
   for (int i = 0; i < 200 && !(outcome = job.poll()); ++i) wait_for_any({&job}, 0.05);
   ASSERT_TRUE(outcome.has_value());
   EXPECT_EQ(read_status_file((dir / "slow.status").string()).exit_code, 124);
