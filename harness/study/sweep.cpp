@@ -150,7 +150,11 @@ void check_baseline_found(const Experiment& experiment, const std::vector<PointS
 }
 
 // Repeats run the whole sweep again rather than one point several times in a row, so that a
-// slow spell of the machine spreads over all points instead of hitting one.
+// slow spell of the machine spreads over all points instead of hitting one; and every second
+// repeat runs it backwards (A B, B A, A B, ...), so that no point always runs right after the
+// same other one. What a point leaves behind for the next (on a 2-vCPU VM, an MPI_Allreduce point
+// right after another was 2-3x slower in 9 of 20 pairs, the first of the pair in 1 of 20) then
+// falls on both sides of a comparison, as the two builds of CI's gate (docs/ci-gate.md).
 std::vector<Point> repeated_points(const Experiment& experiment, const std::vector<PointSettings>& kept) {
   if (kept.size() * static_cast<std::size_t>(experiment.repeats) > kMaxPoints) {
     throw ConfigError(fmt::format("{}: repeats: expected at most {} points in all, got {} × {}",
@@ -159,7 +163,9 @@ std::vector<Point> repeated_points(const Experiment& experiment, const std::vect
   }
   std::vector<Point> points;
   for (int repeat = 0; repeat < experiment.repeats; ++repeat) {
-    for (const auto& settings : kept) {
+    const bool backwards = repeat % 2 == 1;
+    for (std::size_t i = 0; i < kept.size(); ++i) {
+      const PointSettings& settings = kept[backwards ? kept.size() - 1 - i : i];
       Point point;
       point.index = static_cast<int>(points.size());
       point.repeat = repeat;

@@ -1,6 +1,7 @@
 #include "harness/study/experiment.h"
 #include "harness/study/sweep.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <tuple>
@@ -76,11 +77,26 @@ TEST(Experiment, ExcludeDropsMatchingCombinationsAndRepeatsRunTheSweepAgain) {
   EXPECT_EQ(points[3].settings.backend, "ps");
   EXPECT_EQ(points[3].settings.ranks, 4);
   // A repeat has its own id and hash; the same settings in another position keep their hash.
-  EXPECT_EQ(points[0].settings.ranks, points[4].settings.ranks);
-  EXPECT_NE(points[0].id.substr(5), points[4].id.substr(5));
+  // (The second repeat runs backwards: points[7] repeats points[0].)
+  EXPECT_EQ(PointKey(points[0].settings, 0), PointKey(points[7].settings, 0));
+  EXPECT_NE(points[0].id.substr(5), points[7].id.substr(5));
   EXPECT_EQ(points[0].id.substr(5), PointKey(points[0].settings, 0).hash());
   EXPECT_EQ(points[0].key, PointKey(points[0].settings, 0));
-  EXPECT_NE(points[0].key, points[4].key);
+  EXPECT_NE(points[0].key, points[7].key);
+}
+
+TEST(Experiment, EverySecondRepeatRunsTheSweepBackwardsSoNoPointAlwaysFollowsTheSameOne) {
+  const auto points = expand(parse_experiment(
+      R"({"name": "ab", "repeats": 3, "sweep": {"backend": ["allreduce", "ring"]}})", "e"));
+  ASSERT_EQ(points.size(), 6U);
+  const std::vector<std::pair<std::string, int>> expected = {
+      {"allreduce", 0}, {"ring", 0}, {"ring", 1}, {"allreduce", 1}, {"allreduce", 2}, {"ring", 2}};
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    EXPECT_EQ(points[i].settings.backend, expected[i].first) << i;
+    EXPECT_EQ(points[i].repeat, expected[i].second) << i;
+    EXPECT_EQ(points[i].index, static_cast<int>(i));
+    EXPECT_EQ(points[i].id.substr(0, 4), fmt::format("p{:03}", i));
+  }
 }
 
 TEST(Experiment, BaselineIsReadAsNormalisedSettingValues) {
