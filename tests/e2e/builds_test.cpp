@@ -97,10 +97,12 @@ TEST(Builds, EachPointRunsItsBuildsBinaryAndCheckComparesHeadWithBaseInOneRun) {
   EXPECT_EQ(again.outcome.exit_code, 0) << explained(again);
   EXPECT_NE(joined(again.output).find("12 point(s) kept from an earlier run"), std::string::npos) << joined(again.output);
 
-  // Head against base in one run, interleaved: an A/A comparison passes (the threshold leaves the
-  // noise of a shared machine out of this test; the gate's own noise is measured, see docs/ci-gate.md).
+  // Head against base in one run, interleaved: an A/A comparison passes. The thresholds leave the
+  // noise of a shared machine out of this test (the gate's own noise is measured, docs/ci-gate.md):
+  // on a 2-vCPU VM a 4 KiB MPI_Allreduce takes 1.7 us or, in spells of one to a few points, 4-5 us
+  // (+170%, busbw -63%), and in one CI run such spells fell on head's side in all 3 pairs.
   const HarnessRun check = run_harness({"check", results.string(), "--against", R"({"build": "base"})", "--threshold",
-                                        "busbw=60%", "--threshold", "reduce_time=60%", "--json",
+                                        "busbw=80%", "--threshold", "reduce_time=300%", "--json",
                                         (builds.dir / "check.json").string()},
                                        builds.dir / "check.log");
   EXPECT_EQ(check.outcome.exit_code, 0) << explained(check);
