@@ -19,6 +19,7 @@ struct BackendOptions {
   // The most ranks on one node: ranks_per_node where the point sets it, else as a block
   // distribution places them (the first nodes take ceil(ranks / nodes)).
   int ranks_per_node = 1;
+  int threads_per_rank = 0;  // the point's setting; 0: cores / ranks, resolved at launch
   std::string device = "cpu";  // where the buffers live: "cpu" (host memory) or "cuda"
   // The workload when it hands the backend host memory whatever the device (kmeans), or "".
   std::string host_memory_workload;
@@ -37,8 +38,9 @@ struct BackendOptions {
 };
 
 // A setting a backend owns (ps_server_trains, hier_allreduce_below_bytes,
-// cuda_ipc_one_shot_below_bytes). `normalise` checks a value and returns it as records store it,
-// throwing ConfigError naming `where`.
+// cuda_ipc_one_shot_below_bytes). Backends may share one (shm_reduce_threads: shm's and hier's):
+// the settings table lists it once, as the first backend declares it. `normalise` checks a value
+// and returns it as records store it, throwing ConfigError naming `where`.
 struct BackendSetting {
   std::string_view key;
   std::string_view expected;     // what a valid value looks like, for messages and docs

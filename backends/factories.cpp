@@ -26,8 +26,13 @@ std::unique_ptr<GradientSync> make_ring(const Communicator& communicator, const 
   return std::make_unique<RingAllreduce>(communicator, ring_mpi_below_chunk_bytes(options));
 }
 
+std::unique_ptr<GradientSync> make_shared_memory(const Communicator& communicator, const BackendOptions& options) {
+  return std::make_unique<SharedMemoryAllreduce>(communicator, shm_reduce_threads(options));
+}
+
 std::unique_ptr<GradientSync> make_hierarchical(const Communicator& communicator, const BackendOptions& options) {
-  return std::make_unique<HierarchicalAllreduce>(communicator, hier_mpi_below_bytes(options));
+  return std::make_unique<HierarchicalAllreduce>(communicator, hier_mpi_below_bytes(options),
+                                                 shm_reduce_threads(options));
 }
 
 std::unique_ptr<GradientSync> make_gloo(const Communicator& communicator, const BackendOptions& /*options*/) {
@@ -66,7 +71,7 @@ const std::vector<BackendFactory>& backend_factories() {
       {"allreduce", make<MpiAllreduce>},
       {"ring", make_ring},
       {"ps", make<ParameterServer>},
-      {"shm", make<SharedMemoryAllreduce>},
+      {"shm", make_shared_memory},
       {"hier", make_hierarchical},
       {"gloo", make_gloo},
       {"nccl", make_nccl_allreduce},

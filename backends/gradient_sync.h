@@ -34,6 +34,9 @@ class GradientSync {
   // backend (make_gradient_sync below). Its allreduce_sum leaves the buffer as it is, and callers
   // skip even their own copies around it (no device staging, no communication thread).
   virtual bool exchanges() const { return true; }
+  // The threads of this rank that do the backend's arithmetic on host memory (shm's and hier's
+  // shm_reduce_threads; 1 for the others): the comm benchmark's memory probes run as many.
+  virtual int host_threads() const { return 1; }
 };
 
 // The backend named `name` (registry.h) over `communicator`, with its settings' defaults.

@@ -23,11 +23,12 @@ Range part_of(std::size_t offset, std::size_t count, int part, int parts) {
 
 }  // namespace
 
-HierarchicalAllreduce::HierarchicalAllreduce(const Communicator& communicator, std::size_t mpi_below_bytes)
+HierarchicalAllreduce::HierarchicalAllreduce(const Communicator& communicator, std::size_t mpi_below_bytes,
+                                             int reduce_threads)
     : world_(communicator),
       node_handle_(split_by_node(communicator)),
       mpi_below_bytes_(mpi_below_bytes),
-      memory_(Communicator(node_handle_), "hier") {
+      memory_(Communicator(node_handle_), "hier", reduce_threads) {
   const Communicator node(node_handle_);
   std::array<int, 2> counts = {node.rank() == 0 ? 1 : 0, -node.size()};  // nodes, -(fewest ranks)
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, &counts[0], 1, MPI_INT, MPI_SUM, world_.handle()),
@@ -52,7 +53,7 @@ void HierarchicalAllreduce::allreduce_sum(std::span<float> buffer) {
   if (nodes_ == 1) {  // `shm`
     memory_.reduce(buffer, [this](const std::vector<float*>& segments, std::size_t offset,
                                   std::size_t count) {
-      sum_slice_into_every_segment(segments, offset, count, memory_.rank());
+      sum_slice_into_every_segment(memory_, segments, offset, count);
       memory_.arrive_and_wait();
     });
     return;
@@ -75,7 +76,7 @@ void HierarchicalAllreduce::reduce_across_nodes(const std::vector<float*>& segme
     const Range owned = part_of(offset, count, slice, slices_);
     const Range both = {std::max(work.begin, owned.begin), std::min(work.end, owned.end)};
     if (both.begin < both.end) {
-      sum_segments(segments, both.begin, both.end, std::span<float* const>(&segments[static_cast<std::size_t>(slice)], 1));
+      memory_.sum(segments, both.begin, both.end, std::span<float* const>(&segments[static_cast<std::size_t>(slice)], 1));
     }
   }
   memory_.arrive_and_wait();

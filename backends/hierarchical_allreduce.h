@@ -36,9 +36,11 @@ constexpr std::size_t kHierMpiBelowBytes = 16 * 1024;
 
 class HierarchicalAllreduce : public GradientSync {
  public:
-  // Collective over `communicator`. Throws CommError when the shared memory cannot be created.
+  // Collective over `communicator`; each rank sums its parts inside the node with
+  // `reduce_threads` threads (setting shm_reduce_threads). Throws CommError when the shared memory
+  // cannot be created.
   explicit HierarchicalAllreduce(const Communicator& communicator,
-                                 std::size_t mpi_below_bytes = kHierMpiBelowBytes);
+                                 std::size_t mpi_below_bytes = kHierMpiBelowBytes, int reduce_threads = 1);
   ~HierarchicalAllreduce() override;
   HierarchicalAllreduce(const HierarchicalAllreduce&) = delete;
   HierarchicalAllreduce& operator=(const HierarchicalAllreduce&) = delete;
@@ -53,6 +55,7 @@ class HierarchicalAllreduce : public GradientSync {
   // Slices exchanged between nodes in parallel: the fewest ranks on any node.
   int slices() const { return slices_; }
   std::size_t in_place_reductions() const { return memory_.in_place_reductions(); }
+  int host_threads() const override { return memory_.reduce_threads(); }
 
  private:
   // Phases 1-3 on the node's segments (the class comment).

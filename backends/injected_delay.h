@@ -27,6 +27,7 @@ class InjectedDelay final : public GradientSync {
   void allreduce_sum(std::span<float> buffer) override;
   std::shared_ptr<float> allocate_buffer(std::size_t count) override { return backend_->allocate_buffer(count); }
   bool exchanges() const override { return backend_->exchanges(); }
+  int host_threads() const override { return backend_->host_threads(); }
 
  private:
   std::unique_ptr<GradientSync> backend_;

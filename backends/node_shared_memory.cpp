@@ -161,13 +161,14 @@ class SharedMapping {
   void* data_ = nullptr;
 };
 
-NodeSharedMemory::NodeSharedMemory(const Communicator& node, std::string_view backend)
-    : communicator_(node), backend_(backend), rank_(node.rank()), size_(node.size()) {
-  // More ranks than cores: a waiting rank gives its core away at once rather than spinning. So
-  // too when MPI was told to (mpirun --mca mpi_yield_when_idle 1, as the local launcher does for
-  // simulated hosts, whose ranks share this machine's cores with other "nodes").
+NodeSharedMemory::NodeSharedMemory(const Communicator& node, std::string_view backend, int reduce_threads)
+    : communicator_(node), backend_(backend), rank_(node.rank()), size_(node.size()), threads_(reduce_threads) {
+  // More ranks than cores (each rank counting its reduction threads): a waiting rank gives its
+  // core away at once rather than spinning. So too when MPI was told to (mpirun --mca
+  // mpi_yield_when_idle 1, as the local launcher does for simulated hosts, whose ranks share this
+  // machine's cores with other "nodes").
   const char* mpi_yields = std::getenv("OMPI_MCA_mpi_yield_when_idle");
-  oversubscribed_ = size_ > ::sysconf(_SC_NPROCESSORS_ONLN) ||
+  oversubscribed_ = static_cast<long>(size_) * threads_.size() > ::sysconf(_SC_NPROCESSORS_ONLN) ||
                     (mpi_yields != nullptr && std::string_view(mpi_yields) == "1");
   const std::size_t flags_bytes =
       round_up(kFlagBytes * static_cast<std::size_t>(size_), kPageBytes);
@@ -276,6 +277,11 @@ void NodeSharedMemory::reduce(std::span<float> buffer, const SegmentReduction& r
     reduction(scratch_, 0, n);
     std::copy_n(mine, n, buffer.data() + done);
   }
+}
+
+void NodeSharedMemory::sum(const std::vector<float*>& segments, std::size_t begin, std::size_t end,
+                           std::span<float* const> targets) {
+  threads_.for_each_part(begin, end, [&](std::size_t from, std::size_t to) { sum_segments(segments, from, to, targets); });
 }
 
 void sum_segments(const std::vector<float*>& segments, std::size_t begin, std::size_t end,

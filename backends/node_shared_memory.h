@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "backends/communicator.h"
+#include "backends/reduction_threads.h"
 
 namespace harness {
 
@@ -34,9 +35,10 @@ class NodeSharedMemory {
   using SegmentReduction =
       std::function<void(const std::vector<float*>& segments, std::size_t offset, std::size_t count)>;
 
-  // Collective over `node` (ranks of one node). `backend` names the user of the memory in errors.
+  // Collective over `node` (ranks of one node). `backend` names the user of the memory in errors;
+  // sum() splits its arithmetic over `reduce_threads` threads of this rank (reduction_threads.h).
   // Throws CommError when the shared memory cannot be created.
-  NodeSharedMemory(const Communicator& node, std::string_view backend);
+  NodeSharedMemory(const Communicator& node, std::string_view backend, int reduce_threads = 1);
   ~NodeSharedMemory();
   NodeSharedMemory(const NodeSharedMemory&) = delete;
   NodeSharedMemory& operator=(const NodeSharedMemory&) = delete;
@@ -57,6 +59,10 @@ class NodeSharedMemory {
 
   // Sets this rank's arrival flag and waits until every rank has set theirs as often.
   void arrive_and_wait();
+
+  // sum_segments(segments, begin, end, targets), its range split over the reduction threads.
+  void sum(const std::vector<float*>& segments, std::size_t begin, std::size_t end, std::span<float* const> targets);
+  int reduce_threads() const { return threads_.size(); }
 
   // Reductions done in allocate()'s memory, without copies (the rest went through scratch).
   std::size_t in_place_reductions() const { return in_place_reductions_; }
@@ -87,6 +93,7 @@ class NodeSharedMemory {
   uint64_t regions_allocated_ = 0;
   std::vector<Region> regions_;
   std::size_t in_place_reductions_ = 0;
+  ReductionThreads threads_;
 };
 
 // Adds elements [begin, end) of every segment, in segment order (so the sum has the same bits

@@ -55,12 +55,39 @@ BackendSetting crossover_bytes_setting(std::string_view key, std::string_view he
           }};
 }
 
+// The threads with which each rank of shm and hier sums its slice (reduction_threads.h).
+constexpr std::string_view kShmReduceThreadsKey = "shm_reduce_threads";
+constexpr int64_t kMostReduceThreads = 256;
+
+BackendSetting shm_reduce_threads_setting() {
+  return {.key = kShmReduceThreadsKey,
+          .expected = "an integer from 1 to 256",
+          .help = "backends \"shm\" and \"hier\": threads with which each rank sums its slice of the node's "
+                  "buffers (large buffers only; at most threads_per_rank: they are the rank's own cores)",
+          .json_schema = R"({"type": "integer", "minimum": 1, "maximum": 256})",
+          .fallback = 1,
+          .normalise = [](const Json& value, const std::string& where) {
+            return Json(read_integer(value, where, 1, kMostReduceThreads, "an integer from 1 to 256"));
+          }};
+}
+
+// More reduction threads than the rank's threads_per_rank would run on cores that the point does
+// not count as used (oversubscription is judged by ranks x threads_per_rank).
+std::string reduce_threads_problem(const BackendOptions& options) {
+  const int threads = shm_reduce_threads(options);
+  if (options.threads_per_rank <= 0 || threads <= options.threads_per_rank) return "";
+  return fmt::format("shm_reduce_threads: {} threads outnumber the rank's threads_per_rank {} (they run on the "
+                     "rank's own cores); expected at most {}, or threads_per_rank {}",
+                     threads, options.threads_per_rank, options.threads_per_rank, threads);
+}
+
 std::vector<BackendSetting> hierarchical_settings() {
   return {crossover_bytes_setting(kHierMpiBelowKey,
                                   "backend \"hier\" across nodes: buffers smaller than this many bytes go through "
                                   "MPI_Allreduce (0: never; the crossover of your network, measured as in "
                                   "experiments/multinode.json)",
-                                  kHierMpiBelowBytes)};
+                                  kHierMpiBelowBytes),
+          shm_reduce_threads_setting()};
 }
 
 std::size_t hierarchical_hands_to_mpi_below_bytes(const BackendOptions& options) {
@@ -124,7 +151,7 @@ double cuda_ipc_device_traffic(int ranks) {
 }
 
 std::string shared_memory_problem(const BackendOptions& options) {
-  if (options.nodes <= 1) return "";
+  if (options.nodes <= 1) return reduce_threads_problem(options);
   return fmt::format("nodes: backend \"shm\" needs every rank on one node (it reduces through shared memory), "
                      "got {} nodes; expected nodes 1, or backend \"hier\" (shared memory inside each node)",
                      options.nodes);
@@ -151,6 +178,8 @@ double parameter_server_traffic(int ranks) { return 6.0 * (ranks - 1); }
 double shared_memory_traffic(int /*ranks*/) { return 2.0; }
 
 }  // namespace
+
+int shm_reduce_threads(const BackendOptions& options) { return options.option<int>(kShmReduceThreadsKey, 1); }
 
 std::size_t hier_mpi_below_bytes(const BackendOptions& options) {
   return options.option<std::size_t>(kHierMpiBelowKey, kHierMpiBelowBytes);
@@ -191,10 +220,12 @@ const std::vector<BackendInfo>& backend_table() {
        .summary = "zero-copy shared-memory allreduce: each rank sums its slice of every rank's "
                   "buffer in place (ranks on one node)",
        .problem = shared_memory_problem,
+       .settings = [] { return std::vector<BackendSetting>{shm_reduce_threads_setting()}; },
        .memory_traffic = shared_memory_traffic},
       {.name = "hier",
        .summary = "hierarchical allreduce: shared memory inside each node (as shm), a pipelined "
                   "ring between nodes for every local rank's slice at once",
+       .problem = reduce_threads_problem,
        .settings = hierarchical_settings,
        .memory_traffic = shared_memory_traffic,  // on one node it is shm
        .hands_to_mpi_below_bytes = hierarchical_hands_to_mpi_below_bytes},

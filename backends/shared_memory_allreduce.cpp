@@ -24,21 +24,21 @@ const Communicator& on_one_node(const Communicator& communicator) {
 
 }  // namespace
 
-SharedMemoryAllreduce::SharedMemoryAllreduce(const Communicator& communicator)
-    : memory_(on_one_node(communicator), "shm") {}
+SharedMemoryAllreduce::SharedMemoryAllreduce(const Communicator& communicator, int reduce_threads)
+    : memory_(on_one_node(communicator), "shm", reduce_threads) {}
 
-void sum_slice_into_every_segment(const std::vector<float*>& segments, std::size_t offset,
-                                  std::size_t count, int rank) {
+void sum_slice_into_every_segment(NodeSharedMemory& memory, const std::vector<float*>& segments,
+                                  std::size_t offset, std::size_t count) {
   const std::size_t ranks = segments.size();
-  const auto index = static_cast<std::size_t>(rank);
-  sum_segments(segments, offset + count * index / ranks, offset + count * (index + 1) / ranks, segments);
+  const auto index = static_cast<std::size_t>(memory.rank());
+  memory.sum(segments, offset + count * index / ranks, offset + count * (index + 1) / ranks, segments);
 }
 
 void SharedMemoryAllreduce::allreduce_sum(std::span<float> buffer) {
   if (memory_.size() == 1 || buffer.empty()) return;
   memory_.reduce(buffer, [this](const std::vector<float*>& segments, std::size_t offset,
                                 std::size_t count) {
-    sum_slice_into_every_segment(segments, offset, count, memory_.rank());
+    sum_slice_into_every_segment(memory_, segments, offset, count);
     memory_.arrive_and_wait();  // every slice is summed: the segments may be read and reused
   });
 }

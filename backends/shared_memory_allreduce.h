@@ -26,9 +26,10 @@ namespace harness {
 
 class SharedMemoryAllreduce : public GradientSync {
  public:
-  // Collective over `communicator`. Throws NotSupported when its ranks span several nodes and
+  // Collective over `communicator`; each rank sums its slice with `reduce_threads` threads
+  // (setting shm_reduce_threads). Throws NotSupported when its ranks span several nodes and
   // CommError when the shared memory cannot be created.
-  explicit SharedMemoryAllreduce(const Communicator& communicator);
+  explicit SharedMemoryAllreduce(const Communicator& communicator, int reduce_threads = 1);
 
   std::string_view name() const override { return "shm"; }
   std::shared_ptr<float> allocate_buffer(std::size_t count) override { return memory_.allocate(count); }
@@ -39,15 +40,17 @@ class SharedMemoryAllreduce : public GradientSync {
   // Reductions done in allocate_buffer()'s memory, without copies (the rest went through the
   // scratch segments).
   std::size_t in_place_reductions() const { return memory_.in_place_reductions(); }
+  int host_threads() const override { return memory_.reduce_threads(); }
 
  private:
   NodeSharedMemory memory_;
 };
 
-// Sums elements [offset, offset + count) of every segment into all of them; rank `rank` of
-// `ranks` does its slice. The sums are the same whichever rank computes them (ranks are added in
-// rank order). Between two arrivals. Also `hier`'s reduction inside a node of one rank per slice.
-void sum_slice_into_every_segment(const std::vector<float*>& segments, std::size_t offset,
-                                  std::size_t count, int rank);
+// Sums elements [offset, offset + count) of every segment of `memory` into all of them; this
+// rank does its slice, with memory's reduction threads. The sums are the same whichever rank
+// computes them (ranks are added in rank order) and however many threads. Between two arrivals.
+// Also `hier`'s reduction inside a node of one rank per slice.
+void sum_slice_into_every_segment(NodeSharedMemory& memory, const std::vector<float*>& segments,
+                                  std::size_t offset, std::size_t count);
 
 }  // namespace harness

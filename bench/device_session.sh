@@ -14,9 +14,11 @@
 # Stages. The default runs what the open issues still need, in this order (2026-11-26, 18:30:
 # everything else was measured, docs/gpus.md, docs/performance.md, docs/launchers-and-slurm.md):
 #   hier_hosts_probe hier on 2 simulated hosts: 2 to 16 ranks, yielding or not, the stuck ranks' stacks
-#   staging_chunks   staged shm on the one GPU with chunks of 1-64 MiB (setting staging_chunk_bytes)
+#   staging_chunks   staged shm on the one GPU: chunks of 1-16 MiB (staging_chunk_bytes) x 1, 4, 8
+#                    threads per rank summing (shm_reduce_threads)
 #   simulated_hosts  2 simulated hosts x 8 ranks: mpirun's allocation, a comm point, the CNN
-#   staging_host     the host backends on host memory, 2 ranks, 1-64 MiB: what staging reduces through
+#   staging_host     allreduce and shm (1, 4, 8 threads) on host memory, 2 ranks, 1-64 MiB: what
+#                    staging reduces through
 #   comm_cuda        experiments/gpu/comm_cuda.json, 2 ranks on the one GPU, MPS started first
 # and, named in STAGES:
 #   gpu_tests        ctest -L gpu: staging, nccl, cuda_ipc, provenance, the GPU experiments cut to
@@ -216,9 +218,11 @@ PYTHON
 
 # What staging reduces through: the host backends alone, on host memory, 2 ranks, 1 to 64 MiB.
 stage_staging_host() {
-  printf '%s\n' '{"name": "staging_host", "settings": {"kind": "comm", "ranks": 2, "threads_per_rank": 1,' \
+  # shm with 1, 4 and 8 threads per rank (shm_reduce_threads): what the host alone reaches.
+  printf '%s\n' '{"name": "staging_host", "settings": {"kind": "comm", "ranks": 2, "threads_per_rank": 8,' \
     '"comm_min_bytes": 1048576, "comm_max_bytes": 67108864, "comm_iterations": 10},' \
-    '"sweep": {"backend": ["allreduce", "shm"]}}' > /tmp/staging_host.json
+    '"sweep": {"backend": ["allreduce", "shm"], "shm_reduce_threads": [1, 4, 8]},' \
+    '"exclude": [{"backend": "allreduce", "shm_reduce_threads": [4, 8]}]}' > /tmp/staging_host.json
   run_and_keep staging_host /tmp/staging_host.json
 }
 
@@ -234,14 +238,16 @@ stage_cuda_ipc_ranks() {
   run_and_keep cuda_ipc_ranks /tmp/cuda_ipc_ranks.json
 }
 
-# Staging's chunk: staged shm, 2 ranks on the one GPU, at 16 and 64 MiB with chunks of 1 to 64 MiB,
-# two interleaved rounds (issue 30: 6.8-7.6 GB/s at 64 MiB with 4 MiB chunks; shm alone 10.9).
+# Staging's chunk and the host's threads: staged shm, 2 ranks on the one GPU, at 16 and 64 MiB, with
+# chunks of 1 to 16 MiB and each rank summing its slice on 1, 4 or 8 of its 8 threads
+# (shm_reduce_threads), two interleaved rounds (issue 30: 6.8-7.6 GB/s at 64 MiB with 4 MiB chunks
+# and one thread; shm alone on host memory 10.9 GB/s, one thread per rank).
 stage_staging_chunks() {
   start_mps
   printf '%s\n' '{"name": "staging_chunks", "repeats": 2, "settings": {"kind": "comm", "device": "cuda",' \
-    '"ranks": 2, "threads_per_rank": 1, "backend": "shm", "comm_min_bytes": 16777216, "comm_max_bytes": 67108864,' \
+    '"ranks": 2, "threads_per_rank": 8, "backend": "shm", "comm_min_bytes": 16777216, "comm_max_bytes": 67108864,' \
     '"comm_iterations": 20, "comm_warmup_iterations": 3},' \
-    '"sweep": {"staging_chunk_bytes": [1048576, 4194304, 16777216, 67108864]}}' > /tmp/staging_chunks.json
+    '"sweep": {"staging_chunk_bytes": [1048576, 4194304, 16777216], "shm_reduce_threads": [1, 4, 8]}}' > /tmp/staging_chunks.json
   run_and_keep staging_chunks /tmp/staging_chunks.json
 }
 
@@ -256,8 +262,8 @@ stage_ring16() {
 
 # The most seconds each stage may take, within what is left of the deadline.
 declare -A limit=([gpu_tests]=320 [comm_cuda]=150 [compare_gpu]=200 [scale_comm]=200 [scale]=240 [simulated_hosts]=100
-  [hosts_diagnosis]=130 [cnn_one_gpu]=120 [staging_host]=60 [cuda_ipc_ranks]=90 [ring16]=120
-  [hier_hosts_probe]=150 [staging_chunks]=90)
+  [hosts_diagnosis]=130 [cnn_one_gpu]=120 [staging_host]=80 [cuda_ipc_ranks]=90 [ring16]=120
+  [hier_hosts_probe]=150 [staging_chunks]=150)
 
 # Everything comes back in $OUT/session.tar.gz (the device tool returns at most 8 files), packed
 # again after every stage, so a call stopped at its limit still returns what ran.

@@ -14,6 +14,7 @@
 
 #include "backends/device_probes.h"
 #include "backends/device_staging.h"
+#include "backends/reduction_threads.h"
 #include "harness/results/statistics.h"
 
 namespace harness {
@@ -149,6 +150,7 @@ class CommBenchmark {
         seed_(settings.seed),
         options_(comm_options(settings)),
         on_device_(settings.device == "cuda"),
+        probe_threads_(backend.host_threads()),
         timeline_(timeline),
         traced_per_size_(std::min(options_.iterations, kTracedIterationsPerSize)) {
     if (on_device_) device_sync_.emplace(backend, staging_chunk_floats(settings));
@@ -203,7 +205,7 @@ class CommBenchmark {
 
     MessageSizeMetrics result = timing_metrics(bytes, seconds, communicator_.size());
     result.wrong = wrong;
-    if (count > 0) probe_memory(buffer, input, bytes, result);
+    if (count > 0) probe_memory(buffer, input, result);
     if (on_device_ && count > 0) probe_device(count, result);
     result.intra_node_gbps = link_bandwidth_gbps(intra_node_, bytes, options_.iterations, communicator_);
     result.inter_node_gbps = link_bandwidth_gbps(inter_node_, bytes, options_.iterations, communicator_);
@@ -253,23 +255,26 @@ class CommBenchmark {
   }
 
   // What the node's memory allows at this size, in the same conditions as the reductions: the
-  // arithmetic a reduction does (the cost model's γ) and a copy. After the check, so the
-  // buffer's contents no longer matter. The host buffers, also for device "cuda".
-  void probe_memory(std::span<float> buffer, const std::vector<float>& input, int64_t bytes,
-                    MessageSizeMetrics& result) const {
+  // arithmetic a reduction does (the cost model's γ) and a copy, each on as many threads of this
+  // rank as the backend adds with (its host_threads(): shm_reduce_threads), split as it splits.
+  // After the check, so the buffer's contents no longer matter. The host buffers, also for device
+  // "cuda".
+  void probe_memory(std::span<float> buffer, const std::vector<float>& input, MessageSizeMetrics& result) {
     const std::size_t count = buffer.size();
-    result.reduce_probe_us = slowest_rank_median_us(options_.iterations, communicator_, [&] {
-      for (std::size_t i = 0; i < count; ++i) buffer[i] += input[i];
-    });
-    result.copy_probe_us = slowest_rank_median_us(options_.iterations, communicator_, [&] {
-      std::memcpy(buffer.data(), input.data(), bytes);
-    });
-    result.reduce_probe_one_us = rank_zero_median_us(options_.iterations, communicator_, [&] {
-      for (std::size_t i = 0; i < count; ++i) buffer[i] += input[i];
-    });
-    result.copy_probe_one_us = rank_zero_median_us(options_.iterations, communicator_, [&] {
-      std::memcpy(buffer.data(), input.data(), bytes);
-    });
+    const auto add = [&] {
+      probe_threads_.for_each_part(0, count, [&](std::size_t begin, std::size_t end) {
+        for (std::size_t i = begin; i < end; ++i) buffer[i] += input[i];
+      });
+    };
+    const auto copy = [&] {
+      probe_threads_.for_each_part(0, count, [&](std::size_t begin, std::size_t end) {
+        std::memcpy(buffer.data() + begin, input.data() + begin, (end - begin) * sizeof(float));
+      });
+    };
+    result.reduce_probe_us = slowest_rank_median_us(options_.iterations, communicator_, add);
+    result.copy_probe_us = slowest_rank_median_us(options_.iterations, communicator_, copy);
+    result.reduce_probe_one_us = rank_zero_median_us(options_.iterations, communicator_, add);
+    result.copy_probe_one_us = rank_zero_median_us(options_.iterations, communicator_, copy);
     probe_sink = probe_sink + buffer[count / 2];
   }
 
@@ -293,6 +298,7 @@ class CommBenchmark {
   int64_t seed_;
   CommOptions options_;
   bool on_device_;
+  ReductionThreads probe_threads_;
   std::optional<DeviceStagedSync> device_sync_;
   LinkPair intra_node_;
   LinkPair inter_node_;

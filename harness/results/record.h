@@ -43,6 +43,9 @@
 //  10  adds the setting `staging_chunk_bytes` (the chunk of pipelined GPU staging); records before
 //      10 staged in chunks of its default, 4194304 bytes, and read with it. Timings mean what they
 //      meant in version 9.
+//  11  adds the setting `shm_reduce_threads` (backends shm and hier: threads per rank that sum its
+//      slice, and that the comm benchmark's memory probes run); records before 11 summed with
+//      one, and read with it. Timings mean what they meant in version 10.
 #pragma once
 
 #include <cstddef>
@@ -58,7 +61,7 @@
 
 namespace harness {
 
-inline constexpr int kRecordSchemaVersion = 10;
+inline constexpr int kRecordSchemaVersion = 11;
 // Records of this version and later time the same things in the same way: `harness check`
 // compares their timings, while a record older than this is compared only with its own version.
 inline constexpr int kTimingsComparableSince = 4;

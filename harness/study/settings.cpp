@@ -16,9 +16,13 @@ const std::vector<SettingRow>& setting_table() {
       rows.insert(rows.end(), std::make_move_iterator(owned.begin()),
                   std::make_move_iterator(owned.end()));
     };
+    std::vector<std::string_view> backend_keys;
     for (const auto& backend : backend_table()) {
       if (backend.settings == nullptr) continue;
       for (const BackendSetting& setting : backend.settings()) {
+        // A setting that several backends own (shm_reduce_threads) is one row.
+        if (std::ranges::find(backend_keys, setting.key) != backend_keys.end()) continue;
+        backend_keys.push_back(setting.key);
         add({owned_setting(setting.key, setting.expected, setting.help, setting.json_schema, setting.fallback,
                            setting.normalise)});
       }
@@ -55,6 +59,7 @@ BackendOptions backend_options(const PointSettings& settings) {
   options.nodes = settings.nodes;
   const int nodes = std::max(1, settings.nodes);
   options.ranks_per_node = settings.ranks_per_node > 0 ? settings.ranks_per_node : (settings.ranks + nodes - 1) / nodes;
+  options.threads_per_rank = settings.threads_per_rank;
   options.device = settings.device;
   // K-means adds up its sums in host memory on every device.
   for (const WorkloadInfo& workload : workload_table()) {

@@ -1,6 +1,7 @@
 // Staging from GPU memory through every backend that reduces host memory, against MPI_Allreduce,
 // on every rank under mpirun (tests/CMakeLists.txt: 2 and 3 ranks; label gpu). The ranks may
-// share one GPU. Without a usable GPU the tests skip.
+// share one GPU; shm and hier also with 3 reduction threads per rank. Without a usable GPU the
+// tests skip.
 #include "backends/device_staging.h"
 
 #include <gtest/gtest.h>
@@ -34,24 +35,32 @@ TEST(DeviceStagingRanks, EveryHostBackendStagedEqualsMpiAllreduceTwiceInARow) {
   for (const std::string& name : host_memory_backend_names()) {
     if (name == "gloo" && !gloo_available()) continue;  // PyTorch's LibTorch has no gloo
     if (refuses_across_nodes(name)) continue;
-    const auto backend = make_gradient_sync(name, communicator);
-    DeviceStagedSync staged(*backend);
-    // A CUDA-aware MPI takes allreduce's device pointers as they are: nothing staged to check.
-    if (staged.path() != "pinned host staging") continue;
-    for (const int code : {0, 1, -3, -2, -1, 1000003, -4, -5}) {
-      const std::size_t count = staged_count(code, world.size);
-      for (int round = 0; round < 2; ++round) {
-        const std::vector<float> local = random_buffer(count, 8765, world.rank, round);
-        const std::vector<float> expected = mpi_allreduce_sum(local);
-        DeviceBuffer device(count);
-        device.copy_from_host(local);
-        staged.allreduce_sum(device.data(), count);
-        std::vector<float> reduced(count);
-        device.copy_to_host(reduced);
-        const int wrong = elements_off(reduced, expected);
-        EXPECT_EQ(wrong, 0) << name << ": " << wrong << " of " << count << " elements differ from MPI_Allreduce, round "
-                            << round + 1;
-        EXPECT_TRUE(same_bits_as_rank_zero(reduced)) << name << ": ranks disagree on the sum of " << count << " elements";
+    // shm and hier also with 3 reduction threads per rank (shm_reduce_threads), the staged chunks
+    // split among them.
+    for (const int threads : {1, 3}) {
+      if (threads > 1 && name != "shm" && name != "hier") continue;
+      BackendOptions options;
+      options.ranks = world.size;
+      options.owned["shm_reduce_threads"] = threads;
+      const auto backend = make_gradient_sync(name, options, communicator);
+      DeviceStagedSync staged(*backend);
+      // A CUDA-aware MPI takes allreduce's device pointers as they are: nothing staged to check.
+      if (staged.path() != "pinned host staging") continue;
+      for (const int code : {0, 1, -3, -2, -1, 1000003, -4, -5}) {
+        const std::size_t count = staged_count(code, world.size);
+        for (int round = 0; round < 2; ++round) {
+          const std::vector<float> local = random_buffer(count, 8765, world.rank, round);
+          const std::vector<float> expected = mpi_allreduce_sum(local);
+          DeviceBuffer device(count);
+          device.copy_from_host(local);
+          staged.allreduce_sum(device.data(), count);
+          std::vector<float> reduced(count);
+          device.copy_to_host(reduced);
+          const int wrong = elements_off(reduced, expected);
+          EXPECT_EQ(wrong, 0) << name << " (" << threads << " reduction threads): " << wrong << " of " << count
+                              << " elements differ from MPI_Allreduce, round " << round + 1;
+          EXPECT_TRUE(same_bits_as_rank_zero(reduced)) << name << ": ranks disagree on the sum of " << count << " elements";
+        }
       }
     }
   }

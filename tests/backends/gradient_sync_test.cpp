@@ -134,6 +134,22 @@ TEST(EveryBackendOnOneRank, ExchangesNothingAndLeavesTheBufferAsItIs) {
   }
 }
 
+// A point's shm_reduce_threads reaches shm and hier (and the comm benchmark's probes, which run
+// host_threads() threads); every other backend adds on one.
+TEST(ShmReduceThreads, ReachTheBackendsThatOwnTheSettingAndNoOther) {
+  const World world;
+  if (world.size == 1) GTEST_SKIP() << "one rank exchanges nothing, on no thread";
+  BackendOptions options;
+  options.ranks = world.size;
+  options.owned["shm_reduce_threads"] = 2;
+  for (const std::string& name : host_memory_backend_names()) {
+    if (name == "gloo" && !gloo_available()) continue;
+    if (refuses_across_nodes(name)) continue;
+    const auto backend = make_gradient_sync(name, options, MPI_COMM_WORLD);
+    EXPECT_EQ(backend->host_threads(), name == "shm" || name == "hier" ? 2 : 1) << name;
+  }
+}
+
 // Across hosts whose names do not resolve (simulated nodes, or a cluster without DNS for its
 // nodes), Gloo's rendezvous would wait for ever: without GLOO_SOCKET_IFNAME it must refuse.
 TEST(Gloo, AcrossHostsItNeedsResolvableNamesOrAnInterfaceAndSaysSo) {

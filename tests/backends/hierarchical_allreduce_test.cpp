@@ -81,6 +81,15 @@ TEST(HierarchicalAllreduce, ReducesSpansOfItsMemoryInPlaceAndNothingElse) {
   EXPECT_EQ(backend.in_place_reductions(), world.size > 1 ? 2U : 0U);
 }
 
+// Inside each node, several reduction threads sum as one (on one node and on several).
+TEST(HierarchicalAllreduce, SeveralReduceThreadsSumAsOne) {
+  const World world;
+  HierarchicalAllreduce one(MPI_COMM_WORLD);
+  HierarchicalAllreduce three(MPI_COMM_WORLD, kHierMpiBelowBytes, 3);
+  EXPECT_EQ(three.host_threads(), 3);
+  EXPECT_EQ(wrong_with_several_reduce_threads(one, three, world), 0) << "elements of 1000003, twice";
+}
+
 // Around the MPI_Allreduce crossover and the ring's piece boundaries, in its own memory and in
 // the caller's: the exact sum (float rounding aside), and the same bits on every rank.
 TEST(HierarchicalAllreduce, SumsEverySizeAroundItsCrossoverAndPiecesToTheSameBits) {

@@ -25,6 +25,15 @@ TEST(SharedMemoryAllreduce, ReducesSpansOfItsMemoryInPlaceAndNothingElse) {
   EXPECT_EQ(backend.in_place_reductions(), world.size > 1 ? 2U : 0U);
 }
 
+TEST(SharedMemoryAllreduce, SeveralReduceThreadsSumAsOne) {
+  const World world;
+  SharedMemoryAllreduce one(MPI_COMM_WORLD);
+  SharedMemoryAllreduce three(MPI_COMM_WORLD, 3);
+  EXPECT_EQ(three.host_threads(), 3);
+  EXPECT_EQ(one.host_threads(), 1);
+  EXPECT_EQ(wrong_with_several_reduce_threads(one, three, world), 0) << "elements of 1000003, twice";
+}
+
 TEST(SharedMemoryAllreduce, ItsMemoryOutlivesTheBackend) {
   const World world;
   std::shared_ptr<float> memory;

@@ -24,6 +24,7 @@ TEST(PointKey, IsTheSettingsAndTheRepeat) {
   spelled.erase("cuda_ipc_one_shot_below_bytes");
   spelled.erase("cuda_ipc_device_arrivals");
   spelled.erase("staging_chunk_bytes");
+  spelled.erase("shm_reduce_threads");
   EXPECT_EQ(key.text(), spelled.dump() + "|1");
   // Set to anything else, it is part of the key.
   PointSettings pure_ring = settings;
@@ -40,6 +41,11 @@ TEST(PointKey, IsTheSettingsAndTheRepeat) {
   EXPECT_NE(PointKey(chunks, 1), key);
   apply_setting(chunks, "staging_chunk_bytes", 4194304, "test");
   EXPECT_EQ(PointKey(chunks, 1), key) << "set to its default, as before it existed";
+  PointSettings threads = settings;
+  apply_setting(threads, "shm_reduce_threads", 4, "test");
+  EXPECT_NE(PointKey(threads, 1), key);
+  apply_setting(threads, "shm_reduce_threads", 1, "test");
+  EXPECT_EQ(PointKey(threads, 1), key) << "set to its default, as before it existed";
   PointSettings host_arrivals = settings;
   apply_setting(host_arrivals, "cuda_ipc_device_arrivals", false, "test");
   EXPECT_NE(PointKey(host_arrivals, 1), key);

@@ -257,6 +257,27 @@ TEST(Validate, SharedMemoryNeedsOneNodeAndNamesHier) {
   }
 }
 
+// The reduction's threads are the rank's own: no more than threads_per_rank where it is set (with
+// threads_per_rank left to the launcher, nothing to check against before launch).
+TEST(Validate, ReduceThreadsFitTheRanksThreads) {
+  for (const char* backend : {"shm", "hier"}) {
+    const std::string message = validation_error(fmt::format(
+        R"({{"name": "x", "settings": {{"backend": "{}", "ranks": 2, "threads_per_rank": 2, "shm_reduce_threads": 4}}}})",
+        backend));
+    EXPECT_NE(message.find("shm_reduce_threads: 4 threads outnumber the rank's threads_per_rank 2 (they run on the "
+                           "rank's own cores); expected at most 2, or threads_per_rank 4"),
+              std::string::npos)
+        << message;
+    EXPECT_EQ(validation_error(fmt::format(
+                  R"({{"name": "x", "settings": {{"backend": "{}", "ranks": 2, "threads_per_rank": 4, "shm_reduce_threads": 4}}}})",
+                  backend)),
+              "");
+    EXPECT_EQ(validation_error(fmt::format(
+                  R"({{"name": "x", "settings": {{"backend": "{}", "ranks": 2, "shm_reduce_threads": 4}}}})", backend)),
+              "");
+  }
+}
+
 TEST(Validate, ServingOnlyParameterServerShardsOverTheWorkers) {
   // 3 ranks, 2 of them train: 2 × 60 fits the 120 samples, 3 × 60 would not.
   EXPECT_EQ(validation_error(
