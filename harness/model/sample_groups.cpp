@@ -18,12 +18,19 @@ std::string group_label(const std::string& backend, bool across_nodes) {
 SampleGroups group_cost_samples(const std::vector<const PointRecord*>& records, const std::string& comm_dir) {
   SampleGroups out;
   int delayed = 0;
+  int threaded = 0;                          // records whose ranks added on several threads
   std::map<std::string, int> handed_to_mpi;  // samples left out, by backend
   for (const PointRecord* record : records) {
     if (!record->ok() || !record->measurements) continue;
     if (record->settings.device != "cpu") continue;  // staging copies are not the backend's cost
     if (record->settings.inject_comm_delay_us > 0) {
       ++delayed;
+      continue;
+    }
+    // The model's γ is one thread's arithmetic per rank; a backend that added on several
+    // (shm_reduce_threads) would bend the fit of its single-thread records.
+    if (shm_reduce_threads(backend_options(record->settings)) > 1) {
+      ++threaded;
       continue;
     }
     const std::string& backend = record->settings.backend;
@@ -61,6 +68,11 @@ SampleGroups group_cost_samples(const std::vector<const PointRecord*>& records, 
                                        "of the backend (it would be fitted as alpha)",
                                        delayed));
   }
+  if (threaded > 0) {
+    out.left_out.push_back(fmt::format("{} record(s) with shm_reduce_threads above 1 left out: the model fits each "
+                                       "rank's arithmetic on one thread",
+                                       threaded));
+  }
   for (const auto& [backend, count] : handed_to_mpi) {
     out.left_out.push_back(fmt::format("{} sample(s) of {} below its crossover setting left out: the backend handed "
                                        "those sizes to MPI_Allreduce (set its crossover to 0 to fit them)",
@@ -79,8 +91,9 @@ SampleGroups group_cost_samples(const std::vector<const PointRecord*>& records, 
     return true;
   });
   if (out.groups.empty()) {
-    throw ConfigError(fmt::format("{}: no ok comm record on device cpu{} to fit", comm_dir,
-                                  delayed > 0 ? " without an injected delay" : ""));
+    throw ConfigError(fmt::format("{}: no ok comm record on device cpu{}{} to fit", comm_dir,
+                                  delayed > 0 ? " without an injected delay" : "",
+                                  threaded > 0 ? " with shm_reduce_threads 1" : ""));
   }
   return out;
 }

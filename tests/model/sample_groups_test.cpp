@@ -78,6 +78,28 @@ TEST(SampleGroups, RecordsWithAnInjectedDelayAreLeftOutAndSaidToBe) {
   }
 }
 
+// The model's form has each rank add on one thread: records of shm or hier with several
+// (shm_reduce_threads) are left out, and said to be.
+TEST(SampleGroups, RecordsWithSeveralReduceThreadsAreLeftOutAndSaidToBe) {
+  const PointRecord plain = comm_record("shm", {"a", "a"});
+  PointRecord threaded = comm_record("shm", {"a", "a"});
+  threaded.settings.options["shm_reduce_threads"] = 4;
+  PointRecord one_thread = comm_record("shm", {"a", "a"});
+  one_thread.settings.options["shm_reduce_threads"] = 1;
+  const SampleGroups groups = group_cost_samples({&plain, &threaded, &one_thread}, "comm");
+  ASSERT_EQ(groups.groups.size(), 1U);
+  EXPECT_EQ(groups.groups[0].samples.size(), 4U);  // the two one-thread records' two sizes each
+  ASSERT_EQ(groups.left_out.size(), 1U);
+  EXPECT_EQ(groups.left_out[0],
+            "1 record(s) with shm_reduce_threads above 1 left out: the model fits each rank's arithmetic on one thread");
+  try {
+    group_cost_samples({&threaded}, "comm");
+    ADD_FAILURE() << "fitted a threaded record";
+  } catch (const ConfigError& error) {
+    EXPECT_EQ(std::string(error.what()), "comm: no ok comm record on device cpu with shm_reduce_threads 1 to fit");
+  }
+}
+
 // Below its crossover the ring hands buffers to MPI_Allreduce: those sizes time MPI, and are left
 // out of the ring's fit, and said to be; a record from before the crossover (schema 8) ran the
 // ring at every size and keeps them.
