@@ -63,7 +63,8 @@ BackendSetting shm_reduce_threads_setting() {
   return {.key = kShmReduceThreadsKey,
           .expected = "an integer from 1 to 256",
           .help = "backends \"shm\" and \"hier\": threads with which each rank sums its slice of the node's "
-                  "buffers (large buffers only; at most threads_per_rank: they are the rank's own cores)",
+                  "buffers (large buffers only; above 1, at most threads_per_rank, which must be set: they are "
+                  "the rank's own cores)",
           .json_schema = R"({"type": "integer", "minimum": 1, "maximum": 256})",
           .fallback = 1,
           .normalise = [](const Json& value, const std::string& where) {
@@ -71,11 +72,18 @@ BackendSetting shm_reduce_threads_setting() {
           }};
 }
 
-// More reduction threads than the rank's threads_per_rank would run on cores that the point does
-// not count as used (oversubscription is judged by ranks x threads_per_rank).
+// The reduction threads run on the rank's own cores, which ranks x threads_per_rank counts (the
+// oversubscription check, the records): more of them than threads_per_rank, or than the cores
+// / ranks that threads_per_rank 0 resolves to on whatever machine runs the point, would run on
+// cores nobody counts.
 std::string reduce_threads_problem(const BackendOptions& options) {
   const int threads = shm_reduce_threads(options);
-  if (options.threads_per_rank <= 0 || threads <= options.threads_per_rank) return "";
+  if (threads <= 1 || (options.threads_per_rank > 0 && threads <= options.threads_per_rank)) return "";
+  if (options.threads_per_rank <= 0) {
+    return fmt::format("shm_reduce_threads: {} threads need threads_per_rank set (they run on the rank's own "
+                       "cores, which ranks x threads_per_rank counts); expected threads_per_rank {} or more",
+                       threads, threads);
+  }
   return fmt::format("shm_reduce_threads: {} threads outnumber the rank's threads_per_rank {} (they run on the "
                      "rank's own cores); expected at most {}, or threads_per_rank {}",
                      threads, options.threads_per_rank, options.threads_per_rank, threads);

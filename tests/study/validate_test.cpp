@@ -257,8 +257,8 @@ TEST(Validate, SharedMemoryNeedsOneNodeAndNamesHier) {
   }
 }
 
-// The reduction's threads are the rank's own: no more than threads_per_rank where it is set (with
-// threads_per_rank left to the launcher, nothing to check against before launch).
+// The reduction's threads are the rank's own: no more than threads_per_rank, which must be set
+// (left to the launcher, it is cores / ranks of whatever machine runs the point).
 TEST(Validate, ReduceThreadsFitTheRanksThreads) {
   for (const char* backend : {"shm", "hier"}) {
     const std::string message = validation_error(fmt::format(
@@ -272,8 +272,14 @@ TEST(Validate, ReduceThreadsFitTheRanksThreads) {
                   R"({{"name": "x", "settings": {{"backend": "{}", "ranks": 2, "threads_per_rank": 4, "shm_reduce_threads": 4}}}})",
                   backend)),
               "");
+    const std::string unset = validation_error(fmt::format(
+        R"({{"name": "x", "settings": {{"backend": "{}", "ranks": 2, "shm_reduce_threads": 4}}}})", backend));
+    EXPECT_NE(unset.find("shm_reduce_threads: 4 threads need threads_per_rank set (they run on the rank's own "
+                         "cores, which ranks x threads_per_rank counts); expected threads_per_rank 4 or more"),
+              std::string::npos)
+        << unset;
     EXPECT_EQ(validation_error(fmt::format(
-                  R"({{"name": "x", "settings": {{"backend": "{}", "ranks": 2, "shm_reduce_threads": 4}}}})", backend)),
+                  R"({{"name": "x", "settings": {{"backend": "{}", "ranks": 2, "shm_reduce_threads": 1}}}})", backend)),
               "");
   }
 }
