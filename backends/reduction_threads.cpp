@@ -22,28 +22,30 @@ ReductionThreads::~ReductionThreads() {
 
 std::vector<std::pair<std::size_t, std::size_t>> ReductionThreads::parts(std::size_t begin, std::size_t end,
                                                                          int threads) {
-  const std::size_t count = end > begin ? end - begin : 0;
-  const std::size_t most = std::max<std::size_t>(1, count / kMinFloatsPerThread);
-  const std::size_t pieces = std::min<std::size_t>(most, static_cast<std::size_t>(std::max(1, threads)));
-  std::vector<std::pair<std::size_t, std::size_t>> result;
-  std::size_t from = begin;
-  for (std::size_t piece = 1; piece <= pieces; ++piece) {
-    std::size_t to = end;
-    // On a cache line of the segments (page-aligned), whatever `begin`.
-    if (piece < pieces) to = (begin + count * piece / pieces) / kAlignFloats * kAlignFloats;
-    result.emplace_back(from, std::max(from, to));
-    from = std::max(from, to);
-  }
-  return result;
+  std::vector<std::pair<std::size_t, std::size_t>> pieces;
+  cut(begin, end, threads, pieces);
+  return pieces;
 }
 
-void ReductionThreads::for_each_part(std::size_t begin, std::size_t end,
-                                     const std::function<void(std::size_t, std::size_t)>& part) {
-  pieces_ = parts(begin, end, size());
-  if (pieces_.size() == 1) {
-    part(pieces_[0].first, pieces_[0].second);
-    return;
+void ReductionThreads::cut(std::size_t begin, std::size_t end, int threads,
+                           std::vector<std::pair<std::size_t, std::size_t>>& pieces) {
+  const std::size_t count = end > begin ? end - begin : 0;
+  const std::size_t most = std::max<std::size_t>(1, count / kMinFloatsPerThread);
+  const std::size_t parts = std::min<std::size_t>(most, static_cast<std::size_t>(std::max(1, threads)));
+  pieces.clear();
+  std::size_t from = begin;
+  for (std::size_t piece = 1; piece <= parts; ++piece) {
+    std::size_t to = end;
+    // On a cache line of the segments (page-aligned), whatever `begin`.
+    if (piece < parts) to = (begin + count * piece / parts) / kAlignFloats * kAlignFloats;
+    pieces.emplace_back(from, std::max(from, to));
+    from = std::max(from, to);
   }
+}
+
+void ReductionThreads::split(std::size_t begin, std::size_t end,
+                             const std::function<void(std::size_t, std::size_t)>& part) {
+  cut(begin, end, size(), pieces_);  // reuses pieces_' memory from call to call
   part_ = &part;
   // Helpers beyond the pieces wake, find no piece of theirs and go back to sleep.
   pending_.store(static_cast<int>(helpers_.size()), std::memory_order_relaxed);

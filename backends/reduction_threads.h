@@ -39,14 +39,24 @@ class ReductionThreads {
   int size() const { return static_cast<int>(helpers_.size()) + 1; }
 
   // Calls part(b, e) for consecutive pieces [b, e) that cover [begin, end) exactly, each on its
-  // own thread (the caller's among them), and returns when all have returned. One piece when the
-  // range is short. `part` must not throw.
-  void for_each_part(std::size_t begin, std::size_t end, const std::function<void(std::size_t, std::size_t)>& part);
+  // own thread (the caller's among them), and returns when all have returned. One piece, on the
+  // caller, when the range is short or there is one thread: then nothing is allocated or woken, so
+  // a backend's small reductions cost what they cost before. `part` must not throw.
+  template <typename Part>
+  void for_each_part(std::size_t begin, std::size_t end, const Part& part) {
+    if (helpers_.empty() || end < begin + 2 * kMinFloatsPerThread) {
+      part(begin, end);
+      return;
+    }
+    split(begin, end, part);
+  }
 
-  // The pieces for_each_part cuts [begin, end) into with `threads` threads (any build, for tests).
+  // The pieces for_each_part cuts [begin, end) into with `threads` threads.
   static std::vector<std::pair<std::size_t, std::size_t>> parts(std::size_t begin, std::size_t end, int threads);
 
  private:
+  static void cut(std::size_t begin, std::size_t end, int threads, std::vector<std::pair<std::size_t, std::size_t>>& pieces);
+  void split(std::size_t begin, std::size_t end, const std::function<void(std::size_t, std::size_t)>& part);
   void helper_loop(std::size_t index);
 
   std::vector<std::jthread> helpers_;
