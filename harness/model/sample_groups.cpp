@@ -15,6 +15,25 @@ std::string group_label(const std::string& backend, bool across_nodes) {
   return across_nodes ? backend + " across nodes" : backend;
 }
 
+namespace {
+
+// A group left with fewer than two sizes of its own after its backend's crossover (a sweep that
+// ends near it) has no fit: said in `out.left_out`, rather than failing the whole model.
+void drop_groups_left_without_two_sizes(SampleGroups& out, const std::map<std::string, int>& handed_to_mpi) {
+  std::erase_if(out.groups, [&](const SampleGroup& group) {
+    if (!handed_to_mpi.contains(group.backend)) return false;
+    std::set<int64_t> sizes;
+    for (const CostSample& sample : group.samples) sizes.insert(sample.bytes);
+    if (sizes.size() >= 2) return false;
+    out.left_out.push_back(fmt::format("{} not fitted: {} of the run's sizes lie above its crossover, and a fit needs "
+                                       "two (run the comm benchmark to larger sizes, or with the crossover at 0)",
+                                       group_label(group.backend, group.across_nodes), sizes.size()));
+    return true;
+  });
+}
+
+}  // namespace
+
 SampleGroups group_cost_samples(const std::vector<const PointRecord*>& records, const std::string& comm_dir) {
   SampleGroups out;
   int delayed = 0;
@@ -29,7 +48,8 @@ SampleGroups group_cost_samples(const std::vector<const PointRecord*>& records, 
     }
     // The model's γ is one thread's arithmetic per rank; a backend that added on several
     // (shm_reduce_threads) would bend the fit of its single-thread records.
-    if (shm_reduce_threads(backend_options(record->settings)) > 1) {
+    const BackendOptions options = backend_options(record->settings);
+    if (shm_reduce_threads(options) > 1) {
       ++threaded;
       continue;
     }
@@ -51,7 +71,7 @@ SampleGroups group_cost_samples(const std::vector<const PointRecord*>& records, 
     const BackendInfo* info = backend_or_null(backend);
     const bool ring_before_its_crossover = backend == "ring" && record->schema_version < kRingCrossoverSince;
     const std::size_t mpi_below = info != nullptr && info->hands_to_mpi_below_bytes != nullptr && !ring_before_its_crossover
-                                      ? info->hands_to_mpi_below_bytes(backend_options(record->settings))
+                                      ? info->hands_to_mpi_below_bytes(options)
                                       : 0;
     for (const CostSample& sample : cost_samples(*record)) {
       if (static_cast<std::size_t>(sample.bytes) < mpi_below) {
@@ -78,18 +98,7 @@ SampleGroups group_cost_samples(const std::vector<const PointRecord*>& records, 
                                        "those sizes to MPI_Allreduce (set its crossover to 0 to fit them)",
                                        count, backend));
   }
-  // A group left with fewer than two sizes of its own (a sweep that ends near the crossover) has
-  // no fit: said here, rather than failing the whole model.
-  std::erase_if(out.groups, [&](const SampleGroup& group) {
-    if (!handed_to_mpi.contains(group.backend)) return false;
-    std::set<int64_t> sizes;
-    for (const CostSample& sample : group.samples) sizes.insert(sample.bytes);
-    if (sizes.size() >= 2) return false;
-    out.left_out.push_back(fmt::format("{} not fitted: {} of the run's sizes lie above its crossover, and a fit needs "
-                                       "two (run the comm benchmark to larger sizes, or with the crossover at 0)",
-                                       group_label(group.backend, group.across_nodes), sizes.size()));
-    return true;
-  });
+  drop_groups_left_without_two_sizes(out, handed_to_mpi);
   if (out.groups.empty()) {
     throw ConfigError(fmt::format("{}: no ok comm record on device cpu{}{} to fit", comm_dir,
                                   delayed > 0 ? " without an injected delay" : "",
