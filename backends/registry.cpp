@@ -12,6 +12,7 @@
 #include "backends/ring_allreduce.h"
 #include "harness/common/errors.h"
 #include "harness/common/json_values.h"
+#include "harness/common/option_rows.h"
 #include "harness/common/name_table.h"
 
 namespace harness {
@@ -44,20 +45,22 @@ std::string parameter_server_problem(const BackendOptions& options) {
 constexpr std::string_view kHierMpiBelowKey = "hier_allreduce_below_bytes";
 
 // A crossover setting in bytes (hier's, ring's): a non-negative integer, 0 for "never".
+constexpr IntegerBounds kCrossoverBytes{0};
+
 BackendSetting crossover_bytes_setting(std::string_view key, std::string_view help, std::size_t fallback) {
   return {.key = key,
           .expected = "a non-negative integer",
           .help = help,
-          .json_schema = R"({"type": "integer", "minimum": 0})",
+          .json_schema = integer_schema(kCrossoverBytes),
           .fallback = Json(fallback),
           .normalise = [](const Json& value, const std::string& where) {
-            return Json(read_integer(value, where, 0, INT64_MAX, "a non-negative integer"));
+            return Json(read_integer(value, where, kCrossoverBytes, "a non-negative integer"));
           }};
 }
 
 // The threads with which each rank of shm and hier sums its slice (reduction_threads.h).
 constexpr std::string_view kShmReduceThreadsKey = "shm_reduce_threads";
-constexpr int64_t kMostReduceThreads = 256;
+constexpr IntegerBounds kReduceThreads{1, 256};
 
 BackendSetting shm_reduce_threads_setting() {
   return {.key = kShmReduceThreadsKey,
@@ -65,10 +68,10 @@ BackendSetting shm_reduce_threads_setting() {
           .help = "backends \"shm\" and \"hier\": threads with which each rank sums its slice of the node's "
                   "buffers (large buffers only; above 1, at most threads_per_rank, which must be set: they are "
                   "the rank's own cores)",
-          .json_schema = R"({"type": "integer", "minimum": 1, "maximum": 256})",
+          .json_schema = integer_schema(kReduceThreads),
           .fallback = 1,
           .normalise = [](const Json& value, const std::string& where) {
-            return Json(read_integer(value, where, 1, kMostReduceThreads, "an integer from 1 to 256"));
+            return Json(read_integer(value, where, kReduceThreads, "an integer from 1 to 256"));
           }};
 }
 

@@ -10,6 +10,7 @@
 
 #include "harness/common/errors.h"
 #include "harness/common/json_values.h"
+#include "harness/study/owned_setting_rows.h"
 #include "workloads/iris_data.h"
 
 namespace harness {
@@ -83,12 +84,7 @@ float squared_distance(const float* a, const float* b, int dimensions) {
 std::vector<SettingRow> kmeans_setting_rows() {
   const KMeansOptions defaults;
   return {
-      owned_setting("kmeans_k", "a positive integer (at most 4096)",
-                    "workload kmeans: number of clusters",
-                    R"({"type": "integer", "minimum": 1, "maximum": 4096})", defaults.k,
-                    [](const Json& value, const std::string& where) {
-                      return Json(read_integer(value, where, 1, 4096, "a positive integer (at most 4096)"));
-                    }),
+      owned_integer_setting("kmeans_k", "a positive integer (at most 4096)", "workload kmeans: number of clusters", {1, 4096}, defaults.k),
       owned_setting("kmeans_tolerance", "a positive number",
                     "workload kmeans: stop when no centroid moves farther than this",
                     R"({"type": "number", "exclusiveMinimum": 0})", defaults.tolerance,

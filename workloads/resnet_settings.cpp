@@ -2,6 +2,7 @@
 #include "workloads/resnet.h"
 
 #include "harness/common/json_values.h"
+#include "harness/study/owned_setting_rows.h"
 
 namespace harness {
 
@@ -15,18 +16,8 @@ std::vector<SettingRow> resnet_setting_rows() {
                       if (depth != 18 && depth != 50) fail_expected(where, "18 or 50", value);
                       return Json(depth);
                     }),
-      owned_setting("image_size", "an integer from 32 to 512",
-                    "workload resnet: synthetic image side, pixels",
-                    R"({"type": "integer", "minimum": 32, "maximum": 512})", defaults.image_size,
-                    [](const Json& value, const std::string& where) {
-                      return Json(read_integer(value, where, 32, 512, "an integer from 32 to 512"));
-                    }),
-      owned_setting("num_classes", "an integer from 2 to 100000",
-                    "workload resnet: classes of the random labels",
-                    R"({"type": "integer", "minimum": 2, "maximum": 100000})", defaults.num_classes,
-                    [](const Json& value, const std::string& where) {
-                      return Json(read_integer(value, where, 2, 100000, "an integer from 2 to 100000"));
-                    }),
+      owned_integer_setting("image_size", "an integer from 32 to 512", "workload resnet: synthetic image side, pixels", {32, 512}, defaults.image_size),
+      owned_integer_setting("num_classes", "an integer from 2 to 100000", "workload resnet: classes of the random labels", {2, 100000}, defaults.num_classes),
   };
 }
 

@@ -13,6 +13,7 @@
 
 #include "harness/common/errors.h"
 #include "harness/common/json_values.h"
+#include "harness/common/option_rows.h"
 #include "harness/common/text.h"
 #include "harness/launch/slurm_commands.h"
 
@@ -20,13 +21,9 @@ namespace harness {
 
 const std::vector<OptionRow<LocalOptions>>& local_option_rows() {
   static const std::vector<OptionRow<LocalOptions>> rows = {
-      {"max_parallel", "an integer from 1 to 64",
-       "points run at once (1: each point has the machine to itself, as measurements need)",
-       R"({"type": "integer", "minimum": 1, "maximum": 64})",
-       [](LocalOptions& o, const Json& v, const std::string& where) {
-         o.max_parallel = static_cast<int>(read_integer(v, where, 1, 64, "an integer from 1 to 64"));
-       },
-       [](const LocalOptions& o) { return Json(o.max_parallel); }},
+      integer_row("max_parallel", "an integer from 1 to 64",
+                  "points run at once (1: each point has the machine to itself, as measurements need)", {1, 64},
+                  &LocalOptions::max_parallel),
       {"mpirun_args", "a list of strings", "arguments for mpirun before the rank program",
        R"({"type": "array", "items": {"type": "string"}})",
        [](LocalOptions& o, const Json& v, const std::string& where) {
@@ -57,11 +54,9 @@ const std::vector<OptionRow<LocalOptions>>& local_option_rows() {
          }
        },
        [](const LocalOptions& o) { return Json(o.hosts); }},
-      {"simulate_hosts", "true or false",
-       "simulate the hosts on this machine (a UTS namespace each, TCP over the loopback; needs root)",
-       R"({"type": "boolean"})",
-       [](LocalOptions& o, const Json& v, const std::string& where) { o.simulate_hosts = read_boolean(v, where); },
-       [](const LocalOptions& o) { return Json(o.simulate_hosts); }},
+      boolean_row("simulate_hosts",
+                  "simulate the hosts on this machine (a UTS namespace each, TCP over the loopback; needs root)",
+                  &LocalOptions::simulate_hosts),
   };
   return rows;
 }

@@ -7,6 +7,7 @@
 
 #include "harness/common/errors.h"
 #include "harness/common/json_values.h"
+#include "harness/common/option_rows.h"
 #include "harness/study/settings.h"
 
 namespace harness {
@@ -113,10 +114,14 @@ std::string sbatch_option(const Json& value, const std::string& where) {
 }
 
 // A time limit in seconds, bounded so that minutes always fit SLURM's 32-bit fields.
-double time_limit(const Json& value, const std::string& where) {
-  const double seconds = read_positive_number(value, where);
-  if (seconds > kMaxTimeLimitS) fail_expected(where, kTimeLimitExpected, value);
-  return seconds;
+OptionRow<SlurmOptions> time_limit_row(std::string_view key, std::string_view help, double SlurmOptions::*field) {
+  return {key, kTimeLimitExpected, help, R"({"type": "number", "exclusiveMinimum": 0, "maximum": 31536000})",
+          [field](SlurmOptions& o, const Json& v, const std::string& where) {
+            const double seconds = read_positive_number(v, where);
+            if (seconds > kMaxTimeLimitS) fail_expected(where, kTimeLimitExpected, v);
+            o.*field = seconds;
+          },
+          [field](const SlurmOptions& o) { return Json(o.*field); }};
 }
 
 template <typename Field>
@@ -160,34 +165,19 @@ const std::vector<OptionRow<SlurmOptions>>& slurm_option_rows() {
          o.constraint = matching_string(v, where, kConstraint, kConstraintExpected);
        },
        [](const SlurmOptions& o) { return Json(o.constraint); }},
-      {"time_limit_s", kTimeLimitExpected,
-       "each point's time limit (default: its timeout_s); jobs ask SLURM for that plus a minute",
-       R"({"type": "number", "exclusiveMinimum": 0, "maximum": 31536000})",
-       [](SlurmOptions& o, const Json& v, const std::string& where) { o.time_limit_s = time_limit(v, where); },
-       [](const SlurmOptions& o) { return Json(o.time_limit_s); }},
-      {"max_time_per_job_s", kTimeLimitExpected,
-       "the longest time one job may ask for (default: the partition's MaxTime); packs are split to fit",
-       R"({"type": "number", "exclusiveMinimum": 0, "maximum": 31536000})",
-       [](SlurmOptions& o, const Json& v, const std::string& where) {
-         o.max_time_per_job_s = time_limit(v, where);
-       },
-       [](const SlurmOptions& o) { return Json(o.max_time_per_job_s); }},
-      {"exclusive", "true or false", "sbatch --exclusive: whole nodes, shared with no other job",
-       R"({"type": "boolean"})",
-       [](SlurmOptions& o, const Json& v, const std::string& where) { o.exclusive = read_boolean(v, where); },
-       [](const SlurmOptions& o) { return Json(o.exclusive); }},
-      {"gpus_per_node", "an integer from 0 to 64",
-       "sbatch --gpus-per-node for every job (default: one per rank on a node for points on cuda, none otherwise)",
-       R"({"type": "integer", "minimum": 0, "maximum": 64})",
-       [](SlurmOptions& o, const Json& v, const std::string& where) {
-         o.gpus_per_node = static_cast<int>(read_integer(v, where, 0, 64, "an integer from 0 to 64"));
-       },
-       [](const SlurmOptions& o) { return Json(o.gpus_per_node); }},
-      {"overcommit", "true or false",
-       "sbatch --overcommit: more ranks on a node than its CPUs (functional sweeps, small clusters)",
-       R"({"type": "boolean"})",
-       [](SlurmOptions& o, const Json& v, const std::string& where) { o.overcommit = read_boolean(v, where); },
-       [](const SlurmOptions& o) { return Json(o.overcommit); }},
+      time_limit_row("time_limit_s",
+                     "each point's time limit (default: its timeout_s); jobs ask SLURM for that plus a minute",
+                     &SlurmOptions::time_limit_s),
+      time_limit_row("max_time_per_job_s",
+                     "the longest time one job may ask for (default: the partition's MaxTime); packs are split to fit",
+                     &SlurmOptions::max_time_per_job_s),
+      boolean_row("exclusive", "sbatch --exclusive: whole nodes, shared with no other job", &SlurmOptions::exclusive),
+      integer_row("gpus_per_node", "an integer from 0 to 64",
+                  "sbatch --gpus-per-node for every job (default: one per rank on a node for points on cuda, none "
+                  "otherwise)",
+                  {0, 64}, &SlurmOptions::gpus_per_node),
+      boolean_row("overcommit", "sbatch --overcommit: more ranks on a node than its CPUs (functional sweeps, small clusters)",
+                  &SlurmOptions::overcommit),
       {"sbatch", "a list of sbatch options", "more #SBATCH lines, e.g. [\"--mail-type=END\"]",
        R"({"type": "array", "items": {"type": "string", "pattern": "^--[a-z][a-z0-9-]*(=[A-Za-z0-9_.,:=@/+%-]+)?$"}})",
        [](SlurmOptions& o, const Json& v, const std::string& where) {
@@ -224,13 +214,9 @@ const std::vector<OptionRow<SlurmOptions>>& slurm_option_rows() {
          }
        },
        [](const SlurmOptions& o) { return Json(std::string(starter_name(o.start_ranks_with))); }},
-      {"array_throttle", "an integer from 0 to 10000",
-       "array tasks running at once (sbatch --array=...%N); 0: as many as the cluster allows",
-       R"({"type": "integer", "minimum": 0, "maximum": 10000})",
-       [](SlurmOptions& o, const Json& v, const std::string& where) {
-         o.array_throttle = static_cast<int>(read_integer(v, where, 0, 10000, "an integer from 0 to 10000"));
-       },
-       [](const SlurmOptions& o) { return Json(o.array_throttle); }},
+      integer_row("array_throttle", "an integer from 0 to 10000",
+                  "array tasks running at once (sbatch --array=...%N); 0: as many as the cluster allows", {0, 10000},
+                  &SlurmOptions::array_throttle),
       {"template", "a path to a job script template",
        "your own job script template (see slurm/job.sh.in for the placeholders it must hold)",
        R"({"type": "string"})",

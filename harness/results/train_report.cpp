@@ -34,6 +34,12 @@ RunColumn phase(std::string_view name, double PointTiming::*part) {
           }};
 }
 
+// The training samples a run used, once known (dataset_size 0 means "all").
+std::string dataset_size_used(const Run& run) {
+  return std::to_string(run.record.ok() ? run.record.measurements->train->train_samples
+                                        : run.record.settings.dataset_size);
+}
+
 const std::vector<RunColumn>& summary_columns() {
   static const std::vector<RunColumn> columns = {
       {"index", [](const Run* run) { return std::to_string(run->record.index); }},
@@ -47,12 +53,7 @@ const std::vector<RunColumn>& summary_columns() {
       setting("device", [](const PointSettings& s) { return s.device; }),
       setting("ranks", [](const PointSettings& s) { return s.ranks; }),
       setting("batch_size", [](const PointSettings& s) { return s.batch_size; }),
-      // The training samples actually used, once known (dataset_size 0 means "all").
-      {"dataset_size",
-       [](const Run* run) {
-         return std::to_string(run->record.ok() ? run->record.measurements->train->train_samples
-                                              : run->record.settings.dataset_size);
-       }},
+      {"dataset_size", [](const Run* run) { return dataset_size_used(*run); }},
       setting("epochs", [](const PointSettings& s) { return s.epochs; }),
       setting("lr", [](const PointSettings& s) { return s.lr; }),
       setting("seed", [](const PointSettings& s) { return s.seed; }),
@@ -119,91 +120,106 @@ std::function<std::string(const ConfigurationRow&)> judged_column(
   };
 }
 
+// The configuration and the settings that tell it apart.
+std::vector<ConfigurationColumn> configuration_columns() {
+  const auto setting_of = [](std::string_view name, auto field) {
+    return ConfigurationColumn{name, [field](const ConfigurationRow& row) {
+                                 return fmt::format("{}", field(row.stats().settings));
+                               }};
+  };
+  return {
+      {"configuration", [](const ConfigurationRow& row) { return std::to_string(row.index); }},
+      {"first_id", [](const ConfigurationRow& row) { return row.first_run().record.id; }},
+      setting_of("workload", [](const PointSettings& s) { return s.workload; }),
+      setting_of("engine", [](const PointSettings& s) { return s.engine; }),
+      setting_of("backend", [](const PointSettings& s) { return s.backend; }),
+      setting_of("build", [](const PointSettings& s) { return s.build; }),
+      setting_of("device", [](const PointSettings& s) { return s.device; }),
+      setting_of("ranks", [](const PointSettings& s) { return s.ranks; }),
+      setting_of("batch_size", [](const PointSettings& s) { return s.batch_size; }),
+      {"dataset_size", [](const ConfigurationRow& row) { return dataset_size_used(row.first_run()); }},
+      setting_of("epochs", [](const PointSettings& s) { return s.epochs; }),
+      setting_of("lr", [](const PointSettings& s) { return s.lr; }),
+      setting_of("overlap", [](const PointSettings& s) { return s.overlap; }),
+      {"runs", [](const ConfigurationRow& row) { return std::to_string(row.stats().runs.size()); }},
+      {"ok_runs", [](const ConfigurationRow& row) { return std::to_string(row.stats().ok_runs); }},
+  };
+}
+
+// Time, throughput, speedup and efficiency with their intervals, and the baseline they scale from.
+void add_scaling_columns(std::vector<ConfigurationColumn>& list) {
+  const auto when_ok = [](Interval ConfigurationStats::*field) {
+    return [field](const ConfigurationStats& s) {
+      return s.ok_runs > 0 ? std::optional<Interval>(s.*field) : std::nullopt;
+    };
+  };
+  const auto when_scaled = [](Interval ConfigurationStats::*field) {
+    return [field](const ConfigurationStats& s) {
+      return s.baseline >= 0 ? std::optional<Interval>(s.*field) : std::nullopt;
+    };
+  };
+  add_interval(list, "time_s", when_ok(&ConfigurationStats::time_s));
+  add_interval(list, "throughput", when_ok(&ConfigurationStats::throughput));
+  add_interval(list, "speedup", when_scaled(&ConfigurationStats::speedup));
+  add_interval(list, "efficiency", when_scaled(&ConfigurationStats::efficiency));
+  list.push_back({"karp_flatt", [](const ConfigurationRow& row) { return csv_number(row.stats().karp_flatt); }});
+  list.push_back({"baseline_id", [](const ConfigurationRow& row) {
+                    const int baseline = row.stats().baseline;
+                    return baseline < 0 ? std::string()
+                                        : ConfigurationRow{row.set, static_cast<std::size_t>(baseline)}
+                                              .first_run()
+                                              .record.id;
+                  }});
+}
+
+// Convergence against the baseline (results/convergence.h): "" when there is none to compare with.
+void add_convergence_columns(std::vector<ConfigurationColumn>& list) {
+  list.push_back({"final_loss_median", judged_column(&ResultSet::convergence, &ConvergenceCheck::final_loss)});
+  list.push_back({"accuracy_median", judged_column(&ResultSet::convergence, &ConvergenceCheck::accuracy)});
+  list.push_back({"baseline_final_loss", judged_column(&ResultSet::convergence, &ConvergenceCheck::baseline_loss)});
+  list.push_back({"baseline_accuracy", judged_column(&ResultSet::convergence, &ConvergenceCheck::baseline_accuracy)});
+  list.push_back({"loss_band", judged_column(&ResultSet::convergence, &ConvergenceCheck::loss_band)});
+  list.push_back({"accuracy_band", judged_column(&ResultSet::convergence, &ConvergenceCheck::accuracy_band)});
+  list.push_back({"convergence", [](const ConfigurationRow& row) { return row.set->convergence()[row.index].verdict(); }});
+}
+
+// Where the efficiency went (results/efficiency_loss.h): fractions that add up to 1 − efficiency.
+void add_efficiency_loss_columns(std::vector<ConfigurationColumn>& list) {
+  list.push_back({"efficiency_lost", judged_column(&ResultSet::efficiency_losses, &EfficiencyLoss::lost)});
+  list.push_back({"lost_compute", judged_column(&ResultSet::efficiency_losses, &EfficiencyLoss::compute)});
+  list.push_back({"lost_communication", judged_column(&ResultSet::efficiency_losses, &EfficiencyLoss::communication)});
+  list.push_back({"lost_waiting", judged_column(&ResultSet::efficiency_losses, &EfficiencyLoss::waiting)});
+  list.push_back({"lost_rest", judged_column(&ResultSet::efficiency_losses, &EfficiencyLoss::rest)});
+}
+
+// Who holds the others up (results/stragglers.h): "" where no run says (one training rank,
+// records before version 8).
+void add_straggler_columns(std::vector<ConfigurationColumn>& list) {
+  const auto straggler = [](std::function<std::string(const Stragglers&)> format) {
+    return [format](const ConfigurationRow& row) {
+      const Stragglers& stragglers = row.set->stragglers()[row.index];
+      return stragglers.measured ? format(stragglers) : std::string();
+    };
+  };
+  list.push_back({"straggler_rank", straggler([](const Stragglers& s) { return std::to_string(s.straggler.rank); })});
+  list.push_back({"straggler_host", straggler([](const Stragglers& s) { return s.straggler.host; })});
+  list.push_back({"straggler_share", straggler([](const Stragglers& s) { return csv_number(s.straggler.share); })});
+  list.push_back(
+      {"straggler_lead_ms", straggler([](const Stragglers& s) { return csv_number(1e3 * s.straggler.lead_median_s); })});
+  list.push_back(
+      {"straggler_lead_p95_ms", straggler([](const Stragglers& s) { return csv_number(1e3 * s.straggler.lead_p95_s); })});
+  list.push_back(
+      {"straggler_wait_ms", straggler([](const Stragglers& s) { return csv_number(1e3 * s.straggler.wait_per_step_s); })});
+  list.push_back({"straggler_flag", straggler([](const Stragglers& s) { return s.flagged; })});
+}
+
 const std::vector<ConfigurationColumn>& stats_columns() {
   static const std::vector<ConfigurationColumn> columns = [] {
-    const auto setting_of = [](std::string_view name, auto field) {
-      return ConfigurationColumn{name, [field](const ConfigurationRow& row) {
-                                   return fmt::format("{}", field(row.stats().settings));
-                                 }};
-    };
-    std::vector<ConfigurationColumn> list = {
-        {"configuration", [](const ConfigurationRow& row) { return std::to_string(row.index); }},
-        {"first_id", [](const ConfigurationRow& row) { return row.first_run().record.id; }},
-        setting_of("workload", [](const PointSettings& s) { return s.workload; }),
-        setting_of("engine", [](const PointSettings& s) { return s.engine; }),
-        setting_of("backend", [](const PointSettings& s) { return s.backend; }),
-        setting_of("build", [](const PointSettings& s) { return s.build; }),
-        setting_of("device", [](const PointSettings& s) { return s.device; }),
-        setting_of("ranks", [](const PointSettings& s) { return s.ranks; }),
-        setting_of("batch_size", [](const PointSettings& s) { return s.batch_size; }),
-        {"dataset_size",
-         [](const ConfigurationRow& row) {
-           const Run& run = row.first_run();
-           return std::to_string(run.record.ok() ? run.record.measurements->train->train_samples
-                                               : run.record.settings.dataset_size);
-         }},
-        setting_of("epochs", [](const PointSettings& s) { return s.epochs; }),
-        setting_of("lr", [](const PointSettings& s) { return s.lr; }),
-        setting_of("overlap", [](const PointSettings& s) { return s.overlap; }),
-        {"runs", [](const ConfigurationRow& row) { return std::to_string(row.stats().runs.size()); }},
-        {"ok_runs", [](const ConfigurationRow& row) { return std::to_string(row.stats().ok_runs); }},
-    };
-    const auto when_ok = [](Interval ConfigurationStats::*field) {
-      return [field](const ConfigurationStats& s) {
-        return s.ok_runs > 0 ? std::optional<Interval>(s.*field) : std::nullopt;
-      };
-    };
-    const auto when_scaled = [](Interval ConfigurationStats::*field) {
-      return [field](const ConfigurationStats& s) {
-        return s.baseline >= 0 ? std::optional<Interval>(s.*field) : std::nullopt;
-      };
-    };
-    add_interval(list, "time_s", when_ok(&ConfigurationStats::time_s));
-    add_interval(list, "throughput", when_ok(&ConfigurationStats::throughput));
-    add_interval(list, "speedup", when_scaled(&ConfigurationStats::speedup));
-    add_interval(list, "efficiency", when_scaled(&ConfigurationStats::efficiency));
-    list.push_back({"karp_flatt", [](const ConfigurationRow& row) { return csv_number(row.stats().karp_flatt); }});
-    list.push_back({"baseline_id", [](const ConfigurationRow& row) {
-                      const int baseline = row.stats().baseline;
-                      return baseline < 0 ? std::string()
-                                          : ConfigurationRow{row.set, static_cast<std::size_t>(baseline)}
-                                                .first_run()
-                                                .record.id;
-                    }});
-    // Convergence against the baseline (results/convergence.h): "" when there is none to compare with.
-    list.push_back({"final_loss_median", judged_column(&ResultSet::convergence, &ConvergenceCheck::final_loss)});
-    list.push_back({"accuracy_median", judged_column(&ResultSet::convergence, &ConvergenceCheck::accuracy)});
-    list.push_back({"baseline_final_loss", judged_column(&ResultSet::convergence, &ConvergenceCheck::baseline_loss)});
-    list.push_back(
-        {"baseline_accuracy", judged_column(&ResultSet::convergence, &ConvergenceCheck::baseline_accuracy)});
-    list.push_back({"loss_band", judged_column(&ResultSet::convergence, &ConvergenceCheck::loss_band)});
-    list.push_back({"accuracy_band", judged_column(&ResultSet::convergence, &ConvergenceCheck::accuracy_band)});
-    list.push_back({"convergence", [](const ConfigurationRow& row) { return row.set->convergence()[row.index].verdict(); }});
-    // Where the efficiency went (results/efficiency_loss.h): fractions that add up to 1 − efficiency.
-    list.push_back({"efficiency_lost", judged_column(&ResultSet::efficiency_losses, &EfficiencyLoss::lost)});
-    list.push_back({"lost_compute", judged_column(&ResultSet::efficiency_losses, &EfficiencyLoss::compute)});
-    list.push_back(
-        {"lost_communication", judged_column(&ResultSet::efficiency_losses, &EfficiencyLoss::communication)});
-    list.push_back({"lost_waiting", judged_column(&ResultSet::efficiency_losses, &EfficiencyLoss::waiting)});
-    list.push_back({"lost_rest", judged_column(&ResultSet::efficiency_losses, &EfficiencyLoss::rest)});
-    // Who holds the others up (results/stragglers.h): "" where no run says (one training rank,
-    // records before version 8).
-    const auto straggler = [](std::function<std::string(const Stragglers&)> format) {
-      return [format](const ConfigurationRow& row) {
-        const Stragglers& stragglers = row.set->stragglers()[row.index];
-        return stragglers.measured ? format(stragglers) : std::string();
-      };
-    };
-    list.push_back({"straggler_rank", straggler([](const Stragglers& s) { return std::to_string(s.straggler.rank); })});
-    list.push_back({"straggler_host", straggler([](const Stragglers& s) { return s.straggler.host; })});
-    list.push_back({"straggler_share", straggler([](const Stragglers& s) { return csv_number(s.straggler.share); })});
-    list.push_back(
-        {"straggler_lead_ms", straggler([](const Stragglers& s) { return csv_number(1e3 * s.straggler.lead_median_s); })});
-    list.push_back(
-        {"straggler_lead_p95_ms", straggler([](const Stragglers& s) { return csv_number(1e3 * s.straggler.lead_p95_s); })});
-    list.push_back({"straggler_wait_ms",
-                    straggler([](const Stragglers& s) { return csv_number(1e3 * s.straggler.wait_per_step_s); })});
-    list.push_back({"straggler_flag", straggler([](const Stragglers& s) { return s.flagged; })});
+    std::vector<ConfigurationColumn> list = configuration_columns();
+    add_scaling_columns(list);
+    add_convergence_columns(list);
+    add_efficiency_loss_columns(list);
+    add_straggler_columns(list);
     return list;
   }();
   return columns;
