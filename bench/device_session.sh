@@ -140,7 +140,8 @@ stage_simulated_hosts() {
 
 # hier on 2 simulated hosts x 8 ranks did not finish here (2026-11-26, twice, 90 s each; allreduce
 # on the same hosts took 1.3 s, and hier 2 x 8 takes 5 s on the 2-core Debian machines, where the
-# ranks yield): which layouts finish, whether yielding does, and where the 16 ranks wait.
+# ranks yield): which layouts finish, whether yielding does, and where the 16 ranks wait (a
+# timed-out point's reason, in summary.csv and the console, says where each rank stood).
 stage_hier_hosts_probe() {
   local launcher='"launcher": {"name": "local", "hosts": ["nodea", "nodeb"], "simulate_hosts": true'
   local settings='"kind": "comm", "backend": "hier", "nodes": 2, "threads_per_rank": 1, "comm_max_bytes": 65536, "comm_iterations": 5, "timeout_s": 25'

@@ -4,6 +4,7 @@
 
 #include "harness/common/errors.h"
 #include "harness/common/files.h"
+#include "harness/common/rank_progress.h"
 #include "harness/launch/failure_reason.h"
 #include "harness/results/provenance.h"
 #include "harness/results/report.h"
@@ -54,6 +55,13 @@ PointRecord record_of_ended_job(const std::string& experiment_name, const EndedJ
                                                          ended.command.empty() ? "job" : ended.command[0],
                                                          head_lines(job.log_path, 60))
                                     : result.reason;
+    // A point that ran out of time may hang: who the others were waiting for, from the ranks' slots.
+    if (record.status == PointStatus::kTimeout) {
+      const std::string where =
+          describe_rank_progress(read_rank_progress(rank_progress_directory(job.measurements_path)), job.ranks,
+                                 static_cast<int64_t>(result.finished_at * 1e9));
+      if (!where.empty()) failure += "; where the ranks stood: " + where;
+    }
     // What rank 0 had written before the job stopped (a timeout's steps so far), if anything.
     try {
       record.partial_measurements =

@@ -1,6 +1,7 @@
 // SweepRunner's jobs in flight: the ledger that remembers them for a later run, adopting the jobs
 // an earlier run left, and cancelling them.
 #include <algorithm>
+#include <filesystem>
 #include <iterator>
 #include <set>
 
@@ -8,6 +9,7 @@
 
 #include "harness/common/errors.h"
 #include "harness/common/files.h"
+#include "harness/common/rank_progress.h"
 #include "harness/launch/progress.h"
 #include "harness/launch/sweep_runner.h"
 
@@ -80,7 +82,11 @@ void SweepRunner::settle_measurements() {
   for (const auto& [id, job] : in_flight_) in_use.insert(job.job.measurements_path);
   for (const std::string& point_id : settled_) {
     for (const std::string& file : directory_.measurements_files(point_id)) {
-      if (!in_use.count(file)) remove_if_present(file);
+      if (in_use.count(file)) continue;
+      remove_if_present(file);
+      // An earlier run's rank slots, left by a harness that stopped before it read them.
+      std::error_code ignored;
+      fs::remove_all(rank_progress_directory(file), ignored);
     }
   }
   settled_.clear();

@@ -15,6 +15,7 @@
 #include "harness/common/errors.h"
 #include "harness/common/files.h"
 #include "harness/common/version.h"
+#include "harness/common/rank_progress.h"
 #include "harness/launch/job_record.h"
 #include "harness/launch/progress.h"
 #include "harness/results/estimate.h"
@@ -148,9 +149,13 @@ bool SweepRunner::record_ended(const JobResult& ended, Progress& progress) {
   if (found == in_flight_.end()) return false;
   not_cancelled_.erase(ended.id);
   const InFlight& job = found->second;
+  // The ranks' progress slots serve the record's reason only (job_record.cpp).
+  std::error_code ignored;
+  const auto remove_progress = [&] { fs::remove_all(rank_progress_directory(job.job.measurements_path), ignored); };
   if (ended.end == JobEnd::kInterrupted) {
     // No new record (an earlier one, if any, stays): a later run decides on that as on any.
     remove_if_present(job.job.measurements_path);
+    remove_progress();
     progress.finished(job.label, " interrupted (not recorded)", ended.outcome.wall_time_s);
     in_flight_.erase(found);
     return false;
@@ -162,6 +167,7 @@ bool SweepRunner::record_ended(const JobResult& ended, Progress& progress) {
       {job.point, &job.job, job.command, std::string(scheduler_.name()), scheduler_.threads_per_rank(job.job), &ended,
        job.build},
       options_.command_line, remark);
+  remove_progress();
   std::string outcome_text;
   bool written = true;
   try {

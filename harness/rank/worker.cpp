@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -20,11 +21,13 @@
 #include "harness/rank/allocator.h"
 #include "harness/rank/comm_benchmark.h"
 #include "harness/rank/crash_report.h"
+#include "harness/rank/marked_sync.h"
 #include "harness/rank/partial_flush.h"
 #include "harness/common/errors.h"
 #include "harness/common/clock.h"
 #include "harness/common/files.h"
 #include "harness/common/machine.h"
+#include "harness/common/rank_progress.h"
 #include "harness/rank/step_records.h"
 #include "harness/results/record.h"
 #include "backends/device_staging.h"
@@ -43,6 +46,22 @@ struct WorkerArguments {
   std::string output;
   std::string timeline;  // where rank 0 writes the Chrome trace; empty: none
 };
+
+// The point's backend, each call marked in the rank's progress slot (collective).
+std::unique_ptr<GradientSync> make_marked_backend(const PointSettings& settings, const Communicator& communicator,
+                                                  RankProgressWriter& progress) {
+  progress.mark(RankStage::kBackendSetup);
+  return std::make_unique<MarkedSync>(make_gradient_sync(settings.backend, backend_options(settings), communicator),
+                                      progress);
+}
+
+// This rank's host as MPI names it (the records' hosts), without a collective.
+std::string processor_name() {
+  std::array<char, MPI_MAX_PROCESSOR_NAME> name{};
+  int length = 0;
+  MPI_Get_processor_name(name.data(), &length);
+  return std::string(name.data(), static_cast<std::size_t>(std::max(0, length)));
+}
 
 WorkerArguments parse_arguments(int argc, char** argv) {
   WorkerArguments arguments;
@@ -227,11 +246,13 @@ std::optional<Oversubscription> gather_oversubscription(const Communicator& comm
 
 // Measurements of a training point (kind "train"), complete on rank 0.
 TrainMeasurements train(const PointSettings& settings, const Communicator& communicator,
-                        int cuda_device, PhaseClock& clock, OutputFile& output, Timeline* timeline) {
+                        int cuda_device, PhaseClock& clock, OutputFile& output, Timeline* timeline,
+                        RankProgressWriter& progress) {
   const int world_size = communicator.size();
+  progress.mark(RankStage::kLoadingData);
   const auto workload = make_workload(settings, cuda_device);
   clock.lap(&RankPhases::data_s);
-  const auto backend = make_gradient_sync(settings.backend, backend_options(settings), communicator);
+  const auto backend = make_marked_backend(settings, communicator, progress);
   output.context().exchange_path = exchange_path(*backend, cuda_device != kNoCudaDevice);
   DataParallelTrainer trainer(*workload, *backend, communicator, settings);
   if (timeline != nullptr) trainer.set_timeline(timeline);
@@ -268,10 +289,11 @@ TrainMeasurements train(const PointSettings& settings, const Communicator& commu
 
 // Measurements of a K-means point (workload "kmeans"), complete on rank 0.
 TrainMeasurements cluster(const PointSettings& settings, const Communicator& communicator,
-                          PhaseClock& clock, OutputFile& output) {
+                          PhaseClock& clock, OutputFile& output, RankProgressWriter& progress) {
+  progress.mark(RankStage::kLoadingData);
   const KMeansData data = load_kmeans_data(settings);
   clock.lap(&RankPhases::data_s);
-  const auto backend = make_gradient_sync(settings.backend, backend_options(settings), communicator);
+  const auto backend = make_marked_backend(settings, communicator, progress);
   output.context().exchange_path = exchange_path(*backend, false);  // K-means runs on the host
   clock.lap(&RankPhases::init_s);
   const std::vector<bool> training(communicator.size(), true);
@@ -305,8 +327,9 @@ TrainMeasurements cluster(const PointSettings& settings, const Communicator& com
 
 // Measurements of a communication benchmark point (kind "comm"), the same on every rank.
 CommMeasurements benchmark(const PointSettings& settings, const Communicator& communicator,
-                           PhaseClock& clock, OutputFile& output, Timeline* timeline) {
-  const auto backend = make_gradient_sync(settings.backend, backend_options(settings), communicator);
+                           PhaseClock& clock, OutputFile& output, Timeline* timeline,
+                           RankProgressWriter& progress) {
+  const auto backend = make_marked_backend(settings, communicator, progress);
   output.context().exchange_path = exchange_path(*backend, settings.device == "cuda");
   clock.lap(&RankPhases::init_s);
   double written_s = 0;  // the partial writes: like a training loop's flushes, eval_s
@@ -325,6 +348,8 @@ void run(const WorkerArguments& arguments, const Communicator& communicator, Pha
   const std::string allocator = keep_freed_memory();
   const int world_size = communicator.size();
 
+  // Where this rank stands, for the harness to say if the point hangs (rank_progress.h).
+  RankProgressWriter progress(rank_progress_directory(arguments.output), communicator.rank(), processor_name());
   const PointSettings settings = settings_from_json(arguments.settings, "worker: --settings");
   if (settings.ranks != world_size) {
     throw LaunchError(fmt::format("worker: settings ask for {} ranks but MPI started {}",
@@ -353,18 +378,19 @@ void run(const WorkerArguments& arguments, const Communicator& communicator, Pha
   Timeline* traced = arguments.timeline.empty() ? nullptr : &timeline;
   Measurements results;
   if (settings.kind == Kind::kComm) {
-    results.comm = benchmark(settings, communicator, clock, output, traced);
+    results.comm = benchmark(settings, communicator, clock, output, traced, progress);
   } else if (find_workload(settings.workload).algorithm == Algorithm::kLloydKMeans) {
-    results.train = cluster(settings, communicator, clock, output);  // validation refuses a timeline
+    results.train = cluster(settings, communicator, clock, output, progress);  // validation refuses a timeline
   } else {
-    results.train = train(settings, communicator, cuda_device, clock, output, traced);
+    results.train = train(settings, communicator, cuda_device, clock, output, traced, progress);
   }
+  progress.mark(RankStage::kFinishing);
   if (traced != nullptr) {
     timeline.write(communicator, arguments.timeline, context.hosts,
                    {{"settings", arguments.settings}, {"mpi_library", context.mpi_library}});  // collective
   }
-  if (communicator.rank() != 0) return;
-  output.write_final(std::move(results), clock.finish());
+  if (communicator.rank() == 0) output.write_final(std::move(results), clock.finish());
+  progress.mark(RankStage::kDone);
 }
 
 }  // namespace

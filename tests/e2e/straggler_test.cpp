@@ -8,6 +8,7 @@
 
 #include "e2e_helpers.h"
 #include "harness/common/files.h"
+#include "harness/common/machine.h"
 
 namespace harness::e2e {
 namespace {
@@ -62,6 +63,37 @@ TEST(Straggler, ADelayedRankIsNamedAndFlaggedAndNoDelayFlagsNothing) {
   EXPECT_NE(html.find("id=\"plot-compute_by_rank\""), std::string::npos);
   const std::string svg = read_text(out / "plots" / "compute_by_rank.svg");
   EXPECT_NE(svg.find("(straggler: rank 2, " + host + ")"), std::string::npos);
+}
+
+// A rank that never reaches the exchange hangs the point until its time limit: the record's
+// reason then names it as the one the others waited for, inside the backend's first call.
+TEST(Straggler, AHungPointsReasonSaysWhichRankTheOthersWaitedFor) {
+  const fs::path dir = scratch("straggler_hang");
+  const fs::path experiment = write_experiment(dir, R"({
+    "name": "straggler_hang",
+    "settings": {"workload": "iris_mlp", "epochs": 4, "batch_size": 2, "ranks": 4, "threads_per_rank": 1,
+                 "warmup_steps": 0, "inject_compute_delay_rank": 2, "inject_compute_delay_ms": 60000,
+                 "timeout_s": 8}})");
+  const fs::path out = dir / "out";
+  const HarnessRun run = run_harness({"run", experiment.string(), "--out", out.string()}, dir / "log");
+  EXPECT_FALSE(run.outcome.ok()) << explained(run);
+  const std::string console = joined(run.output);
+  const auto summary = read_csv(out / "summary.csv");
+  ASSERT_EQ(summary.size(), 1U) << console;
+  EXPECT_EQ(summary[0].at("status"), "timeout") << console;
+  const Json record = read_json_file((out / "points" / (summary[0].at("id") + ".json")).string());
+  const std::string reason = record["reason"].get<std::string>();
+  const std::string host = physical_host_name();  // no hosts listed: every rank runs here
+  EXPECT_NE(reason.find("timed out after the 8 s limit; where the ranks stood: rank 2 on " + host +
+                        ": outside the backend (before its first call) for "),
+            std::string::npos)
+      << reason;
+  EXPECT_NE(reason.find("; ranks 0-1,3 on " + host + ": inside the backend (call 1) for "), std::string::npos) << reason;
+  EXPECT_NE(console.find(reason), std::string::npos) << console;  // the console says it as the record does
+  // The slots served the reason and are gone.
+  for (const auto& entry : fs::directory_iterator(out / "logs")) {
+    EXPECT_EQ(entry.path().string().find(".where"), std::string::npos) << entry.path();
+  }
 }
 
 }  // namespace

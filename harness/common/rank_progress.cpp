@@ -1,0 +1,203 @@
+#include "harness/common/rank_progress.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include <fmt/format.h>
+
+namespace harness {
+
+// One rank's slot: the whole file. Written by its rank through a shared mapping, read by the
+// harness after the job.
+struct RankProgressSlot {
+  uint64_t magic;
+  uint32_t rank;
+  uint32_t stage;
+  int64_t calls;
+  int64_t since_ns;
+  char host[96];
+};
+
+namespace {
+
+using Slot = RankProgressSlot;
+constexpr uint64_t kSlotMagic = 0x3152484e52414857;  // "WHARNRH1"
+static_assert(sizeof(Slot) == 128);
+
+bool is_stage(uint32_t stage) {
+  return stage >= static_cast<uint32_t>(RankStage::kSettingUp) && stage <= static_cast<uint32_t>(RankStage::kDone);
+}
+
+std::string_view stage_text(RankStage stage) {
+  switch (stage) {
+    case RankStage::kSettingUp: return "setting up";
+    case RankStage::kLoadingData: return "loading the data and model";
+    case RankStage::kBackendSetup: return "setting up the backend";
+    case RankStage::kOutsideBackend: return "outside the backend";
+    case RankStage::kInBackend: return "inside the backend";
+    case RankStage::kFinishing: return "writing the measurements";
+    case RankStage::kDone: return "done";
+  }
+  return "?";
+}
+
+// "0-3,5,7-8"; after 8 such runs, "...,... (N in all)", so that thousands of ranks stay short.
+std::string rank_list(const std::vector<int>& ranks) {
+  constexpr int kMostRunsNamed = 8;
+  std::string text;
+  int runs = 0;
+  for (std::size_t i = 0; i < ranks.size();) {
+    std::size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (runs++ == kMostRunsNamed) return text + fmt::format(",... ({} in all)", ranks.size());
+    if (!text.empty()) text += ",";
+    text += j == i ? std::to_string(ranks[i]) : fmt::format("{}-{}", ranks[i], ranks[j]);
+    i = j + 1;
+  }
+  return text;
+}
+
+std::string host_list(const std::set<std::string>& hosts) {
+  constexpr std::size_t kMostHostsNamed = 3;
+  std::string text;
+  std::size_t named = 0;
+  for (const std::string& host : hosts) {
+    if (named == kMostHostsNamed) return text + fmt::format(" and {} more", hosts.size() - named);
+    text += (named++ > 0 ? ", " : "") + host;
+  }
+  return text;
+}
+
+}  // namespace
+
+std::string rank_progress_directory(const std::string& measurements_path) { return measurements_path + ".where"; }
+
+int64_t wall_clock_ns() {
+  // The coarse clock: a few nanoseconds to read (the precise one costs 30 ns, twice per backend
+  // call), and its resolution, the scheduler's tick (1-4 ms), is plenty for "stood there for 6.1 s".
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME_COARSE, &now);
+  return int64_t{now.tv_sec} * 1'000'000'000 + now.tv_nsec;
+}
+
+RankProgressWriter::RankProgressWriter(const std::string& directory, int rank, std::string_view host) {
+  std::error_code ignored;
+  std::filesystem::create_directories(directory, ignored);
+  // Only into a folder of its own: not through a link someone planted in the results directory.
+  if (!std::filesystem::is_directory(std::filesystem::symlink_status(directory, ignored))) return;
+  const std::string path = fmt::format("{}/{}", directory, rank);
+  // O_NOFOLLOW: a link planted in the results directory is not followed.
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  // posix_fallocate: a full disk is found here, not as SIGBUS at the first store.
+  if (::posix_fallocate(fd, 0, sizeof(Slot)) == 0) {
+    void* mapped = ::mmap(nullptr, sizeof(Slot), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (mapped != MAP_FAILED) slot_ = static_cast<RankProgressSlot*>(mapped);
+  }
+  ::close(fd);
+  if (slot_ == nullptr) return;
+  slot_->rank = static_cast<uint32_t>(rank);
+  const std::size_t length = std::min(host.size(), sizeof(slot_->host) - 1);
+  std::memcpy(slot_->host, host.data(), length);
+  slot_->host[length] = '\0';
+  mark(RankStage::kSettingUp, 0);
+  slot_->magic = kSlotMagic;  // last: a slot with the magic is whole
+}
+
+RankProgressWriter::~RankProgressWriter() {
+  if (slot_ != nullptr) ::munmap(slot_, sizeof(RankProgressSlot));
+}
+
+void RankProgressWriter::mark(RankStage stage, int64_t calls) {
+  if (slot_ == nullptr) return;
+  // Relaxed atomic stores: the reader is another process, and reads after this one has stopped.
+  std::atomic_ref<uint32_t>(slot_->stage).store(static_cast<uint32_t>(stage), std::memory_order_relaxed);
+  std::atomic_ref<int64_t>(slot_->calls).store(calls, std::memory_order_relaxed);
+  std::atomic_ref<int64_t>(slot_->since_ns).store(wall_clock_ns(), std::memory_order_relaxed);
+}
+
+void RankProgressWriter::mark(RankStage stage) {
+  if (slot_ != nullptr) mark(stage, std::atomic_ref<int64_t>(slot_->calls).load(std::memory_order_relaxed));
+}
+
+std::vector<RankProgress> read_rank_progress(const std::string& directory) {
+  std::vector<RankProgress> progress;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(directory, error)) {
+    const int fd = ::open(entry.path().c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) continue;
+    Slot slot{};
+    const bool whole = ::read(fd, &slot, sizeof(slot)) == static_cast<ssize_t>(sizeof(slot));
+    ::close(fd);
+    if (!whole || slot.magic != kSlotMagic || !is_stage(slot.stage) || entry.path().filename() != std::to_string(slot.rank)) {
+      continue;
+    }
+    slot.host[sizeof(slot.host) - 1] = '\0';
+    progress.push_back({static_cast<int>(slot.rank), slot.host, static_cast<RankStage>(slot.stage), slot.calls,
+                        slot.since_ns});
+  }
+  std::sort(progress.begin(), progress.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
+  return progress;
+}
+
+std::string describe_rank_progress(std::vector<RankProgress> progress, int ranks, int64_t now_ns) {
+  if (progress.empty()) return "";
+  // Ranks that stand at one place: the furthest behind first (fewest calls returned, then the
+  // earlier stage), as those are what the others wait for.
+  struct Group {
+    std::vector<int> ranks;
+    std::set<std::string> hosts;
+    int64_t earliest_ns = INT64_MAX;
+  };
+  std::map<std::tuple<int64_t, uint32_t>, Group> groups;
+  std::set<int> seen;
+  for (const RankProgress& rank : progress) {
+    Group& group = groups[{rank.calls, static_cast<uint32_t>(rank.stage)}];
+    group.ranks.push_back(rank.rank);
+    group.hosts.insert(rank.host);
+    group.earliest_ns = std::min(group.earliest_ns, rank.since_ns);
+    seen.insert(rank.rank);
+  }
+  constexpr std::size_t kMostGroupsNamed = 4;
+  std::string text;
+  std::size_t named = 0;
+  for (const auto& [where, group] : groups) {
+    if (named == kMostGroupsNamed) {
+      text += fmt::format("; {} more group(s)", groups.size() - named);
+      break;
+    }
+    const auto [calls, stage] = where;
+    const auto rank_stage = static_cast<RankStage>(stage);
+    std::string place(stage_text(rank_stage));
+    if (rank_stage == RankStage::kInBackend) place += fmt::format(" (call {})", calls + 1);
+    if (rank_stage == RankStage::kOutsideBackend) {
+      place += calls == 0 ? std::string(" (before its first call)") : fmt::format(" (after call {})", calls);
+    }
+    const double seconds = std::max(0.0, static_cast<double>(now_ns - group.earliest_ns) / 1e9);
+    text += fmt::format("{}{} {} on {}: {} for {:.1f} s", named++ > 0 ? "; " : "", group.ranks.size() == 1 ? "rank" : "ranks",
+                        rank_list(group.ranks), host_list(group.hosts), place, seconds);
+  }
+  std::vector<int> silent;
+  for (int rank = 0; rank < ranks; ++rank) {
+    if (!seen.count(rank)) silent.push_back(rank);
+  }
+  if (!silent.empty()) {
+    text += fmt::format("; {} {}: no trace (not started)", silent.size() == 1 ? "rank" : "ranks", rank_list(silent));
+  }
+  return text;
+}
+
+}  // namespace harness

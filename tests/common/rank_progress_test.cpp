@@ -1,0 +1,107 @@
+// The ranks' progress slots: what a rank marks is what the harness reads back, damaged or foreign
+// files are passed over, and the reason's line puts the ranks the others wait for first.
+#include "harness/common/rank_progress.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace harness {
+namespace {
+namespace fs = std::filesystem;
+
+fs::path scratch(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("harness_rank_progress_" + name);
+  fs::remove_all(dir);
+  return dir;
+}
+
+TEST(RankProgress, WhatEachRankMarksIsReadBackByRank) {
+  const fs::path dir = scratch("marks");
+  const int64_t before = wall_clock_ns();
+  {
+    RankProgressWriter rank1(dir.string(), 1, "nodeb");
+    RankProgressWriter rank0(dir.string(), 0, "nodea");
+    rank0.mark(RankStage::kInBackend, 36);
+    rank1.mark(RankStage::kOutsideBackend, 35);
+    rank1.mark(RankStage::kFinishing);  // keeps its count
+  }
+  const std::vector<RankProgress> read = read_rank_progress(dir.string());
+  ASSERT_EQ(read.size(), 2U);
+  EXPECT_EQ(read[0].rank, 0);
+  EXPECT_EQ(read[0].host, "nodea");
+  EXPECT_EQ(read[0].stage, RankStage::kInBackend);
+  EXPECT_EQ(read[0].calls, 36);
+  EXPECT_EQ(read[1].host, "nodeb");
+  EXPECT_EQ(read[1].stage, RankStage::kFinishing);
+  EXPECT_EQ(read[1].calls, 35);
+  EXPECT_GE(read[1].since_ns, before);
+  EXPECT_LE(read[1].since_ns, wall_clock_ns());
+}
+
+TEST(RankProgress, DamagedOrForeignFilesAndMissingFoldersReadAsNothing) {
+  EXPECT_TRUE(read_rank_progress(scratch("none").string()).empty());
+  const fs::path dir = scratch("damaged");
+  { RankProgressWriter rank0(dir.string(), 0, "nodea"); }
+  fs::copy_file(dir / "0", dir / "5");  // rank 0's slot under another rank's name
+  std::ofstream(dir / "1") << "short";
+  std::ofstream(dir / "2") << std::string(128, 'x');  // whole, but no slot
+  const std::vector<RankProgress> read = read_rank_progress(dir.string());
+  ASSERT_EQ(read.size(), 1U);
+  EXPECT_EQ(read[0].rank, 0);
+}
+
+TEST(RankProgress, AWriterThatCannotMakeItsSlotMarksNothingAndDoesNotThrow) {
+  const fs::path file = scratch("blocked");
+  std::ofstream(file.string()) << "a file where the folder should be";
+  RankProgressWriter writer((file / "where").string(), 0, "nodea");
+  writer.mark(RankStage::kInBackend, 3);
+  EXPECT_TRUE(read_rank_progress((file / "where").string()).empty());
+  fs::remove(file);
+}
+
+TEST(RankProgress, ASlotIsNeverWrittenThroughALinkedFolder) {
+  const fs::path dir = scratch("linked");
+  const fs::path elsewhere = scratch("linked_target");
+  fs::create_directories(elsewhere);
+  fs::create_directory_symlink(elsewhere, dir);
+  { RankProgressWriter rank0(dir.string(), 0, "nodea"); }
+  EXPECT_TRUE(fs::is_empty(elsewhere));
+  fs::remove(dir);
+  fs::remove_all(elsewhere);
+}
+
+TEST(RankProgress, TheReasonNamesTheRanksFurthestBehindFirstWithTheirHostsAndTheSilentOnes) {
+  const int64_t now = int64_t{1000} * 1'000'000'000;
+  const auto at = [now](double seconds_ago) { return now - static_cast<int64_t>(seconds_ago * 1e9); };
+  std::vector<RankProgress> ranks;
+  for (int rank : {0, 1, 3, 4}) {
+    ranks.push_back({rank, rank < 3 ? "nodea" : "nodeb", RankStage::kInBackend, 36, at(24.0)});
+  }
+  ranks.push_back({2, "nodea", RankStage::kOutsideBackend, 36, at(24.2)});
+  EXPECT_EQ(describe_rank_progress(ranks, 6, now),
+            "rank 2 on nodea: outside the backend (after call 36) for 24.2 s; ranks 0-1,3-4 on nodea, nodeb: "
+            "inside the backend (call 37) for 24.0 s; rank 5: no trace (not started)");
+  EXPECT_EQ(describe_rank_progress({{0, "nodea", RankStage::kBackendSetup, 0, at(3)}}, 1, now),
+            "rank 0 on nodea: setting up the backend for 3.0 s");
+  EXPECT_EQ(describe_rank_progress({{0, "nodea", RankStage::kOutsideBackend, 0, at(1)}}, 1, now),
+            "rank 0 on nodea: outside the backend (before its first call) for 1.0 s");
+  EXPECT_EQ(describe_rank_progress({}, 4, now), "");
+}
+
+TEST(RankProgress, TheReasonStaysOneShortLineForManyRanksAndGroups) {
+  std::vector<RankProgress> ranks;
+  for (int rank = 0; rank < 4096; ++rank) {
+    ranks.push_back({rank, "node" + std::to_string(rank / 64), RankStage::kInBackend, rank % 10, 0});
+  }
+  const std::string line = describe_rank_progress(ranks, 4096, 0);
+  EXPECT_EQ(line.find('\n'), std::string::npos);
+  EXPECT_LT(line.size(), 1000U) << line;
+  EXPECT_NE(line.find("; 6 more group(s)"), std::string::npos) << line;
+  EXPECT_NE(line.find(" and 61 more"), std::string::npos) << line;  // hosts: 3 named of 64
+}
+
+}  // namespace
+}  // namespace harness
