@@ -59,7 +59,8 @@ PointRecord record_of_ended_job(const std::string& experiment_name, const EndedJ
     if (record.status == PointStatus::kTimeout) {
       const std::string where =
           describe_rank_progress(read_rank_progress(rank_progress_directory(job.measurements_path)), job.ranks,
-                                 static_cast<int64_t>(result.finished_at * 1e9));
+                                 result.finished_at > 0 ? static_cast<int64_t>(result.finished_at * 1e9)
+                                                        : wall_clock_ns());
       if (!where.empty()) failure += "; where the ranks stood: " + where;
     }
     // What rank 0 had written before the job stopped (a timeout's steps so far), if anything.
