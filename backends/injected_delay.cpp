@@ -12,7 +12,7 @@ void inject_compute_delay(int rank, int delay_rank, double delay_ms) {
 }
 
 InjectedDelay::InjectedDelay(std::unique_ptr<GradientSync> backend, double delay_us)
-    : backend_(std::move(backend)), delay_us_(delay_us) {}
+    : ForwardingSync(std::move(backend)), delay_us_(delay_us) {}
 
 void InjectedDelay::allreduce_sum(std::span<float> buffer) {
   // Spin, as a rank waiting inside MPI does: a sleeping rank gives its core away, and on a busy
@@ -24,7 +24,7 @@ void InjectedDelay::allreduce_sum(std::span<float> buffer) {
   if (until - Clock::now() > kSpin) std::this_thread::sleep_until(until - kSpin);
   while (Clock::now() < until) {
   }
-  backend_->allreduce_sum(buffer);
+  backend().allreduce_sum(buffer);
 }
 
 }  // namespace harness

@@ -9,7 +9,7 @@
 #include <memory>
 #include <string_view>
 
-#include "backends/gradient_sync.h"
+#include "backends/forwarding_sync.h"
 
 namespace harness {
 
@@ -19,18 +19,13 @@ namespace harness {
 // on every other rank it returns at once.
 void inject_compute_delay(int rank, int delay_rank, double delay_ms);
 
-class InjectedDelay final : public GradientSync {
+class InjectedDelay final : public ForwardingSync {
  public:
   InjectedDelay(std::unique_ptr<GradientSync> backend, double delay_us);
 
-  std::string_view name() const override { return backend_->name(); }
   void allreduce_sum(std::span<float> buffer) override;
-  std::shared_ptr<float> allocate_buffer(std::size_t count) override { return backend_->allocate_buffer(count); }
-  bool exchanges() const override { return backend_->exchanges(); }
-  int host_threads() const override { return backend_->host_threads(); }
 
  private:
-  std::unique_ptr<GradientSync> backend_;
   double delay_us_;
 };
 

@@ -3,13 +3,13 @@
 namespace harness {
 
 MarkedSync::MarkedSync(std::unique_ptr<GradientSync> backend, RankProgressWriter& progress)
-    : backend_(std::move(backend)), progress_(progress) {
+    : ForwardingSync(std::move(backend)), progress_(progress) {
   progress_.mark(RankStage::kOutsideBackend, calls_);
 }
 
 void MarkedSync::allreduce_sum(std::span<float> buffer) {
   progress_.mark(RankStage::kInBackend, calls_);
-  backend_->allreduce_sum(buffer);  // a throw leaves the mark where the call failed
+  backend().allreduce_sum(buffer);  // a throw leaves the mark where the call failed
   progress_.mark(RankStage::kOutsideBackend, ++calls_);
 }
 

@@ -9,25 +9,19 @@
 
 #include <cstdint>
 #include <memory>
-#include <string_view>
 
-#include "backends/gradient_sync.h"
+#include "backends/forwarding_sync.h"
 #include "harness/common/rank_progress.h"
 
 namespace harness {
 
-class MarkedSync final : public GradientSync {
+class MarkedSync final : public ForwardingSync {
  public:
   MarkedSync(std::unique_ptr<GradientSync> backend, RankProgressWriter& progress);
 
-  std::string_view name() const override { return backend_->name(); }
   void allreduce_sum(std::span<float> buffer) override;
-  std::shared_ptr<float> allocate_buffer(std::size_t count) override { return backend_->allocate_buffer(count); }
-  bool exchanges() const override { return backend_->exchanges(); }
-  int host_threads() const override { return backend_->host_threads(); }
 
  private:
-  std::unique_ptr<GradientSync> backend_;
   RankProgressWriter& progress_;
   int64_t calls_ = 0;  // calls that have returned
 };

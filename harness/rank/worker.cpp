@@ -6,9 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <cstdlib>
-#include <cstring>
 #include <iostream>
 #include <string>
 #include <utility>
@@ -23,6 +21,7 @@
 #include "harness/rank/crash_report.h"
 #include "harness/rank/marked_sync.h"
 #include "harness/rank/partial_flush.h"
+#include "harness/rank/run_facts.h"
 #include "harness/common/errors.h"
 #include "harness/common/clock.h"
 #include "harness/common/files.h"
@@ -31,7 +30,6 @@
 #include "harness/rank/step_records.h"
 #include "harness/results/record.h"
 #include "backends/device_staging.h"
-#include "backends/nccl_allreduce.h"
 #include "workloads/kmeans_driver.h"
 #include "harness/rank/trainer.h"
 #include "workloads/factories.h"
@@ -55,13 +53,6 @@ std::unique_ptr<GradientSync> make_marked_backend(const PointSettings& settings,
                                       progress);
 }
 
-// This rank's host as MPI names it (the records' hosts), without a collective.
-std::string processor_name() {
-  std::array<char, MPI_MAX_PROCESSOR_NAME> name{};
-  int length = 0;
-  MPI_Get_processor_name(name.data(), &length);
-  return std::string(name.data(), static_cast<std::size_t>(std::max(0, length)));
-}
 
 WorkerArguments parse_arguments(int argc, char** argv) {
   WorkerArguments arguments;
@@ -90,15 +81,6 @@ int threads_from_environment() {
   return threads > 0 ? threads : 1;
 }
 
-std::string mpi_library_version() {
-  char version[MPI_MAX_LIBRARY_VERSION_STRING] = {};
-  int length = 0;
-  MPI_Get_library_version(version, &length);
-  // Open MPI counts the terminating NUL in `length`.
-  std::string text(version, ::strnlen(version, static_cast<std::size_t>(length)));
-  if (const auto newline = text.find('\n'); newline != std::string::npos) text.resize(newline);
-  return text;
-}
 
 // Where rank 0's time goes, phase after phase: every second between started_at and the last lap
 // lands in exactly one phase.
@@ -204,45 +186,7 @@ TrainMeasurements with_loop(TrainMeasurements facts, const LoopResult& loop, Ste
   return facts;
 }
 
-// Every rank's GPU, on rank 0 (collective; device "cuda" only).
-GpuFacts gather_gpu_facts(const Communicator& communicator, int cuda_device, const std::string& backend) {
-  const CudaDeviceFacts mine = cuda_device_facts(cuda_device);
-  const Json row = {{"index", mine.index},
-                    {"name", mine.name},
-                    {"pci_bus_id", mine.pci_bus_id},
-                    {"memory_bytes", mine.memory_bytes},
-                    {"mps", mps_control_running()}};
-  GpuFacts gpus;
-  gpus.driver_version = mine.driver_version;
-  gpus.runtime_version = mine.runtime_version;
-  if (backend == "nccl") gpus.nccl_version = nccl_version();
-  for (const std::string& text : gather_to_root(communicator, row.dump())) {
-    const Json rank = Json::parse(text);
-    gpus.ranks.push_back({rank["index"].get<int>(), rank["name"].get<std::string>(),
-                          rank["pci_bus_id"].get<std::string>(), rank["memory_bytes"].get<int64_t>(),
-                          rank["mps"].get<bool>()});
-  }
-  return gpus;
-}
 
-// Where the ranks' threads outnumbered the cores they could use, on rank 0 (collective).
-std::optional<Oversubscription> gather_oversubscription(const Communicator& communicator, int threads_per_rank) {
-  std::string mine = physical_host_name() + "\t";
-  for (const int cpu : allowed_cpus()) mine += std::to_string(cpu) + ",";
-  std::vector<RankCpus> ranks;
-  for (const std::string& text : gather_to_root(communicator, mine)) {
-    RankCpus rank;
-    const auto tab = text.find('\t');
-    rank.host = text.substr(0, tab);
-    for (std::size_t at = tab + 1; at < text.size();) {
-      const auto comma = text.find(',', at);
-      rank.cpus.push_back(std::stoi(text.substr(at, comma - at)));
-      at = comma + 1;
-    }
-    ranks.push_back(std::move(rank));
-  }
-  return communicator.rank() == 0 ? oversubscription(ranks, threads_per_rank) : std::nullopt;
-}
 
 // Measurements of a training point (kind "train"), complete on rank 0.
 TrainMeasurements train(const PointSettings& settings, const Communicator& communicator,

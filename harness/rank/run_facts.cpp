@@ -1,0 +1,70 @@
+#include "harness/rank/run_facts.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+#include "backends/device_staging.h"
+#include "backends/nccl_allreduce.h"
+#include "backends/registry.h"
+
+namespace harness {
+
+std::string processor_name() {
+  std::array<char, MPI_MAX_PROCESSOR_NAME> name{};
+  int length = 0;
+  MPI_Get_processor_name(name.data(), &length);
+  return std::string(name.data(), static_cast<std::size_t>(std::max(0, length)));
+}
+
+std::string mpi_library_version() {
+  char version[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int length = 0;
+  MPI_Get_library_version(version, &length);
+  // Open MPI counts the terminating NUL in `length`.
+  std::string text(version, ::strnlen(version, static_cast<std::size_t>(length)));
+  if (const auto newline = text.find('\n'); newline != std::string::npos) text.resize(newline);
+  return text;
+}
+
+GpuFacts gather_gpu_facts(const Communicator& communicator, int cuda_device, const std::string& backend) {
+  const CudaDeviceFacts mine = cuda_device_facts(cuda_device);
+  const Json row = {{"index", mine.index},
+                    {"name", mine.name},
+                    {"pci_bus_id", mine.pci_bus_id},
+                    {"memory_bytes", mine.memory_bytes},
+                    {"mps", mps_control_running()}};
+  GpuFacts gpus;
+  gpus.driver_version = mine.driver_version;
+  gpus.runtime_version = mine.runtime_version;
+  if (backend == "nccl") gpus.nccl_version = nccl_version();
+  for (const std::string& text : gather_to_root(communicator, row.dump())) {
+    const Json rank = Json::parse(text);
+    gpus.ranks.push_back({rank["index"].get<int>(), rank["name"].get<std::string>(),
+                          rank["pci_bus_id"].get<std::string>(), rank["memory_bytes"].get<int64_t>(),
+                          rank["mps"].get<bool>()});
+  }
+  return gpus;
+}
+
+std::optional<Oversubscription> gather_oversubscription(const Communicator& communicator, int threads_per_rank) {
+  std::string mine = physical_host_name() + "\t";
+  for (const int cpu : allowed_cpus()) mine += std::to_string(cpu) + ",";
+  std::vector<RankCpus> ranks;
+  for (const std::string& text : gather_to_root(communicator, mine)) {
+    RankCpus rank;
+    const auto tab = text.find('\t');
+    rank.host = text.substr(0, tab);
+    for (std::size_t at = tab + 1; at < text.size();) {
+      const auto comma = text.find(',', at);
+      rank.cpus.push_back(std::stoi(text.substr(at, comma - at)));
+      at = comma + 1;
+    }
+    ranks.push_back(std::move(rank));
+  }
+  return communicator.rank() == 0 ? oversubscription(ranks, threads_per_rank) : std::nullopt;
+}
+
+}  // namespace harness
