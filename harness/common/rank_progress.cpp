@@ -2,13 +2,10 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <atomic>
-#include <cerrno>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -33,9 +30,8 @@ struct RankProgressSlot {
 
 namespace {
 
-using Slot = RankProgressSlot;
 constexpr uint64_t kSlotMagic = 0x3152484e52414857;  // "WHARNRH1"
-static_assert(sizeof(Slot) == 128);
+static_assert(sizeof(RankProgressSlot) == 128);
 
 bool is_stage(uint32_t stage) {
   return stage >= static_cast<uint32_t>(RankStage::kSettingUp) && stage <= static_cast<uint32_t>(RankStage::kDone);
@@ -103,8 +99,8 @@ RankProgressWriter::RankProgressWriter(const std::string& directory, int rank, s
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) return;
   // posix_fallocate: a full disk is found here, not as SIGBUS at the first store.
-  if (::posix_fallocate(fd, 0, sizeof(Slot)) == 0) {
-    void* mapped = ::mmap(nullptr, sizeof(Slot), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (::posix_fallocate(fd, 0, sizeof(RankProgressSlot)) == 0) {
+    void* mapped = ::mmap(nullptr, sizeof(RankProgressSlot), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (mapped != MAP_FAILED) slot_ = static_cast<RankProgressSlot*>(mapped);
   }
   ::close(fd);
@@ -139,7 +135,7 @@ std::vector<RankProgress> read_rank_progress(const std::string& directory) {
   for (const auto& entry : std::filesystem::directory_iterator(directory, error)) {
     const int fd = ::open(entry.path().c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) continue;
-    Slot slot{};
+    RankProgressSlot slot{};
     const bool whole = ::read(fd, &slot, sizeof(slot)) == static_cast<ssize_t>(sizeof(slot));
     ::close(fd);
     if (!whole || slot.magic != kSlotMagic || !is_stage(slot.stage) || entry.path().filename() != std::to_string(slot.rank)) {
