@@ -149,7 +149,7 @@ std::vector<RankProgress> read_rank_progress(const std::string& directory) {
   return progress;
 }
 
-std::string describe_rank_progress(std::vector<RankProgress> progress, int ranks, int64_t now_ns) {
+std::string describe_rank_progress(const std::vector<RankProgress>& progress, int ranks, int64_t now_ns) {
   if (progress.empty()) return "";
   // Ranks that stand at one place: the furthest behind first (fewest calls returned, then the
   // earlier stage), as those are what the others wait for.

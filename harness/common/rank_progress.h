@@ -68,7 +68,7 @@ std::vector<RankProgress> read_rank_progress(const std::string& directory);
 // behind first (those the others were waiting for), with their hosts and how long they had stood
 // there at `now_ns`; ranks of the `ranks` started that left no slot are named too. "" when no
 // rank left one.
-std::string describe_rank_progress(std::vector<RankProgress> progress, int ranks, int64_t now_ns);
+std::string describe_rank_progress(const std::vector<RankProgress>& progress, int ranks, int64_t now_ns);
 
 // CLOCK_REALTIME_COARSE in nanoseconds: comparable between the ranks and the harness on one
 // machine, to a few milliseconds.
