@@ -84,9 +84,11 @@ TEST(Check, ARunAgainstItselfPassesAndAnInjectedDelayIsARegressionInEveryOutput)
   ASSERT_EQ(json["rows"].size(), 12U);
   for (const auto& row : json["rows"]) {
     EXPECT_TRUE(row["verdict"] == "REGRESSION" || row["verdict"] == "INCONCLUSIVE") << row.dump();
-    // Slower: busbw down, time up, by far more than any threshold.
+    // Slower: busbw down, time up, by far more than any threshold (0.15). Busbw falls by
+    // delay / (delay + call): 0.88 to 0.97 for the 300 us delay on calls of 10-40 us here (0.88 in
+    // a CI run where ring's 64 KiB took 39 us), so the bar is the threshold's triple, not 0.9.
     const double change = row["change"].get<double>();
-    EXPECT_GT(row["better"] == "lower" ? change : -change, 0.9) << row.dump();
+    EXPECT_GT(row["better"] == "lower" ? change : -change, 0.5) << row.dump();
     EXPECT_EQ(row["repeats"]["current"], 3);
     EXPECT_FALSE(row["paired"]);
     for (const char* key : {"point", "configuration", "settings", "metric", "size", "unit", "baseline", "current",
