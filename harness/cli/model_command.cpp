@@ -16,11 +16,12 @@
 namespace harness {
 namespace {
 
-// A results directory's records, as `harness plot` reads them (read-only: no lock).
+// A results directory's records, as `harness plot` reads them (read-only: no lock). A damaged
+// record is refused, as plot refuses it: a fit without it would lose a backend or a size silently.
 ResultSet load_results(const std::string& dir, const std::string& option) {
   const ResultsDirectory directory(dir);
   const Experiment experiment = load_stored_experiment(directory, option);
-  ResultSet set = ResultSet::load(directory, experiment, expand(experiment), false);
+  ResultSet set = ResultSet::load(directory, experiment, expand(experiment), true);
   if (set.runs().empty()) throw ConfigError(fmt::format("{}{}: no records of its experiment's points", option, dir));
   return set;
 }

@@ -35,8 +35,8 @@ ResultSet ResultSet::load(const ResultsDirectory& directory, const Experiment& e
       // The problem names the file first; say it once.
       std::string problem = file.problem;
       if (problem.rfind(file.path + ": ", 0) == 0) problem = problem.substr(file.path.size() + 2);
-      throw Error(fmt::format("{}: not a readable point record ({}); move it out of {} to plot "
-                              "the others",
+      throw Error(fmt::format("{}: not a readable point record ({}); move it out of {} to go on "
+                              "without it",
                               file.path, problem, directory.points_dir()));
     }
   }

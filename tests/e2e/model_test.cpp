@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "e2e_helpers.h"
 #include "harness/common/files.h"
@@ -132,6 +133,29 @@ TEST(Model, ARefusedPredictionWritesNothing) {
   if (had_page) {
     EXPECT_EQ(fs::last_write_time(comm / "report.html"), page_time);
   }
+}
+
+// A damaged record is refused with its name, as `harness plot` refuses it: a fit that left it out
+// would lose that backend's line without a word.
+TEST(Model, ADamagedRecordIsRefusedNotLeftOut) {
+  const fs::path comm = runs().dir / "damaged";
+  fs::remove_all(comm);
+  fs::copy(runs().comm, comm, fs::copy_options::recursive);
+  fs::remove(comm / "model.json");
+  const auto records = std::vector<fs::directory_entry>(fs::directory_iterator(comm / "points"), {});
+  ASSERT_EQ(records.size(), 2U);
+  Json damaged = read_json_file(records[0].path().string());
+  damaged["measurements"]["sizes"][1].erase("copy_probe_us");
+  std::ofstream(records[0].path()) << damaged.dump();
+
+  const HarnessRun run = run_harness({"model", comm.string()}, runs().dir / "damaged.log");
+  EXPECT_EQ(run.outcome.exit_code, 1) << joined(run.output);
+  ASSERT_EQ(run.output.size(), 1U) << joined(run.output);
+  EXPECT_NE(run.output[0].find(records[0].path().filename().string() + ": not a readable point record"),
+            std::string::npos)
+      << run.output[0];
+  EXPECT_NE(run.output[0].find("copy_probe_us is missing"), std::string::npos) << run.output[0];
+  EXPECT_FALSE(fs::exists(comm / "model.json"));
 }
 
 // report.html needs nothing from the network and links only to files that exist.
