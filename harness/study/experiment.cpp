@@ -13,6 +13,7 @@
 #include "harness/common/text.h"
 #include "harness/study/builds.h"
 #include "harness/study/json_document.h"
+#include "harness/study/sweep.h"
 
 namespace harness {
 namespace {
@@ -162,13 +163,18 @@ class SweepReader {
       throw ConfigError(fmt::format("{}: expected a non-empty list of values, got {}", where,
                                     describe_json(values)));
     }
+    // No list can be longer than the points it makes (refused at once, not after reading every value).
+    if (values.size() > kMaxPoints) {
+      throw ConfigError(fmt::format("{}: expected at most {} values (the limit on points in all), got {}",
+                                    where, kMaxPoints, values.size()));
+    }
     SweepAxis axis{key, {}, zip_group, where.substr(source_path_.size() + 2)};
+    std::set<Json> seen;  // ordered as JSON compares: 1 and 1.0 are one value, as with ==
     for (std::size_t i = 0; i < values.size(); ++i) {
       PointSettings scratch = experiment_.base;
       apply_setting(scratch, key, values[i], fmt::format("{}[{}]", where, i));
       // In a zip group a value may repeat (the tuples must differ; checked below).
-      if (zip_group < 0 &&
-          std::find(axis.values.begin(), axis.values.end(), values[i]) != axis.values.end()) {
+      if (zip_group < 0 && !seen.insert(values[i]).second) {
         throw ConfigError(fmt::format("{}[{}]: duplicate value {}; each value may appear once",
                                       where, i, describe_json(values[i])));
       }
