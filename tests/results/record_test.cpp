@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
+#include <sstream>
 
 #include "harness/common/errors.h"
 #include "harness/common/files.h"
@@ -286,6 +288,15 @@ TEST(Record, VersionOneRecordsAreConverted) {
   EXPECT_FALSE(record.measurements->phases.has_value());
   EXPECT_FALSE(record.timing.has_value());
   EXPECT_GT(record.measurements->train->samples_trained, 0);
+}
+
+// results/README.md describes the records this harness writes: it names their schema version.
+TEST(PointRecord, TheResultsReadmeNamesTheSchemaVersionWritten) {
+  std::ifstream in(std::string(HARNESS_SOURCE_DIR) + "/results/README.md");
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_NE(text.str().find("record schema version " + std::to_string(kRecordSchemaVersion) + ","), std::string::npos)
+      << "results/README.md should name record schema version " << kRecordSchemaVersion;
 }
 
 }  // namespace
