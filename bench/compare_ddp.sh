@@ -12,6 +12,8 @@
 #   BACKEND=shm bash bench/compare_ddp.sh      # the harness's backend (default allreduce)
 #   CNN_BATCH=128 bash bench/compare_ddp.sh    # the CNN's batch per rank (default 64)
 #   RANKS='1 4 8 16' bash bench/compare_ddp.sh # the rank counts (default 1 2), as experiments/scale.json
+#   HARNESS=/tmp/b/harness PYTHON=python3 bash bench/compare_ddp.sh   # another build, another interpreter
+#                                              # (defaults ./build/harness, /usr/bin/python3)
 #
 # Configurations: mnist_cnn (CNN_BATCH images per rank and 64 × CNN_BATCH Fashion-MNIST images,
 # 4096 by default; lr 0.05, 1 epoch)

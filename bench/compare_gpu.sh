@@ -7,6 +7,8 @@
 #   bash bench/compare_gpu.sh              # needs a CUDA build (HARNESS=path, default ./build/harness)
 #   ROUNDS=5 bash bench/compare_gpu.sh
 #   ONLY=resnet bash bench/compare_gpu.sh  # configurations whose line contains this
+#   VERBOSE=1 bash bench/compare_gpu.sh    # also every run's samples/s
+#   PYTHON=/usr/bin/python3 bash bench/compare_gpu.sh   # the interpreter with torch (default python3)
 #
 # Configurations: mnist_cnn (batch 64, 12800 Fashion-MNIST images, 2 epochs; needs the dataset,
 # DATA=folder, default /usr/share/datasets/fashion-mnist) and ResNet-50 (224x224 synthetic images,

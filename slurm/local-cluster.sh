@@ -15,7 +15,8 @@
 # HARNESS_SLURM_MIN_JOB_AGE (default 60: finished jobs stay in squeue 60-120 s; 0 = never purge,
 # else >= 2), HARNESS_SLURM_PORT (slurmctld port, default 6917: not the stock 6817, so a real
 # SLURM on the same machine does not clash) and HARNESS_SLURM_SUBNET (default 10.213.47); they
-# apply when the cluster is (re)created: `start` on a running cluster changes nothing.
+# apply when the cluster is (re)created: `start` on a running cluster changes nothing (it still
+# refuses a bad value).
 #
 # Layout: slurmctld and munged run in the root namespace. Each node's slurmd runs in its own
 # network namespace (own IP, own port 6818) AND UTS namespace (hostname = node name), so jobs see

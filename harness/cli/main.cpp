@@ -228,8 +228,8 @@ void add_plan_and_directory_commands(CLI::App& app, CommandOptions& options, Sub
   plan->add_option("--launcher", options.plan_launcher, "as run --launcher");
   subcommands.plan = plan;
 
-  auto* plot = app.add_subcommand("plot", "Rebuild summary.csv, stats.csv and every plot of a "
-                                          "results directory, without running anything");
+  auto* plot = app.add_subcommand("plot", "Rebuild summary.csv, stats.csv (training), every plot and report.html "
+                                          "of a results directory, without running anything");
   plot->add_option("DIR", options.plot_dir, "results directory (holds experiment.json and points/)")->required();
   subcommands.plot = plot;
 
@@ -247,14 +247,14 @@ void add_plan_and_directory_commands(CLI::App& app, CommandOptions& options, Sub
 CLI::App* add_check_command(CLI::App& app, harness::CheckCommandOptions& check_options) {
   auto* check = app.add_subcommand(
       "check", "Compare a results directory with a baseline run and/or each configuration with its counterpart "
-               "of the same run; exit 0 pass, 1 regression, 2 bad input, 3 inconclusive (--strict), 4 missing "
-               "(--strict)");
+               "of the same run; exit 0 pass, 1 regression (or a point that newly fails), 2 bad input, 3 inconclusive "
+               "(--strict), 4 missing, failing on both sides or not comparable (--strict)");
   check->add_option("DIR", check_options.current_dir, "results directory to check")->required();
   check->add_option("--baseline", check_options.baseline_dir, "results directory to compare with");
   check->add_option("--against", check_options.against,
                     "JSON object of setting values: compare each configuration with the one of the same run "
                     "that has them, e.g. '{\"backend\": \"allreduce\"}' (default: the experiment's check.against)");
-  check->add_flag("--strict", check_options.strict, "exit 3 on inconclusive rows and 4 on missing ones");
+  check->add_flag("--strict", check_options.strict, "exit 3 on inconclusive rows and 4 on missing, failing or not comparable ones");
   check->add_flag("--allow-other-machine", check_options.allow_other_machine,
                   "compare timings of records from different machines (host, CPU model, CPUs or memory differ) "
                   "instead of calling them not comparable");

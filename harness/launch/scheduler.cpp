@@ -17,7 +17,9 @@ namespace harness {
 
 const std::vector<SchedulerInfo>& scheduler_table() {
   static const std::vector<SchedulerInfo> table = {
-      {"local", "one mpirun per point on this machine (one point at a time unless max_parallel says)",
+      {"local",
+       "one mpirun per point on this machine, or srun over the nodes of the SLURM allocation it runs in (one "
+       "point at a time unless max_parallel says)",
        make_local_scheduler,
        [] { return option_docs(local_option_rows()); }},
       {"slurm", "batch jobs on a SLURM cluster (sbatch): a job per point, job arrays or packed allocations",

@@ -166,7 +166,8 @@ const std::vector<OptionRow<SlurmOptions>>& slurm_option_rows() {
        },
        [](const SlurmOptions& o) { return Json(o.constraint); }},
       time_limit_row("time_limit_s",
-                     "each point's time limit (default: its timeout_s); jobs ask SLURM for that plus a minute",
+                     "each point's time limit (default: its timeout_s); a job asks SLURM for that plus a minute "
+                     "(a pack: a minute plus each point's limit and 30 s)",
                      &SlurmOptions::time_limit_s),
       time_limit_row("max_time_per_job_s",
                      "the longest time one job may ask for (default: the partition's MaxTime); packs are split to fit",
