@@ -82,14 +82,33 @@ void SweepRunner::settle_measurements() {
   for (const auto& [id, job] : in_flight_) in_use.insert(job.job.measurements_path);
   for (const std::string& point_id : settled_) {
     for (const std::string& file : directory_.measurements_files(point_id)) {
-      if (in_use.count(file)) continue;
-      remove_if_present(file);
-      // An earlier run's rank slots, left by a harness that stopped before it read them.
-      std::error_code ignored;
-      fs::remove_all(rank_progress_directory(file), ignored);
+      if (!in_use.count(file)) remove_if_present(file);
     }
+    remove_stale_rank_slots(point_id, in_use);
   }
   settled_.clear();
+}
+
+void SweepRunner::remove_stale_rank_slots(const std::string& point_id, const std::set<std::string>& in_use) {
+  // An earlier run's rank slots, left by a harness that stopped before it read them; also those of
+  // a run whose rank 0 never wrote measurements (a kill during setup), so not found through them.
+  std::set<std::string> slots_in_use;
+  for (const std::string& measurements : in_use) slots_in_use.insert(rank_progress_directory(measurements));
+  const std::string prefix = point_id + ".";
+  const std::string suffix = rank_progress_directory(".measurements.json");
+  std::vector<fs::path> stale;
+  std::error_code error;
+  for (fs::directory_iterator it(directory_.logs_dir(), error), end; !error && it != end; it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() > prefix.size() + suffix.size() && name.starts_with(prefix) && name.ends_with(suffix) &&
+        !slots_in_use.count(it->path().string())) {
+      stale.push_back(it->path());
+    }
+  }
+  for (const fs::path& folder : stale) {
+    std::error_code ignored;
+    fs::remove_all(folder, ignored);
+  }
 }
 
 void SweepRunner::cancel_all_in_flight() {

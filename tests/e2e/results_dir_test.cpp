@@ -132,6 +132,14 @@ TEST(EndToEnd, KilledSweepResumesRunningOnlyWhatIsMissing) {
   ASSERT_EQ(std::distance(fs::directory_iterator(out / "points"), fs::directory_iterator()), 1);
   const fs::path first_record = fs::directory_iterator(out / "points")->path();
   const Json before = read_json_file(first_record.string());
+  // Rank slots as a run killed before its rank 0 wrote any measurements leaves them.
+  const std::string killed_line = read_text(log);
+  const std::size_t killed_at = killed_line.find("[2/2] ");
+  ASSERT_NE(killed_at, std::string::npos);
+  const std::string killed_id = killed_line.substr(killed_at + 6, killed_line.find(' ', killed_at + 6) - killed_at - 6);
+  const fs::path leftover = out / "logs" / (killed_id + ".20200101T000000Z-1.measurements.json.where");
+  fs::create_directories(leftover);
+  std::ofstream(leftover / "0") << "slot";
 
   HarnessRun run = run_harness({"run", experiment.string(), "--out", out.string()}, dir / "log2");
   ASSERT_TRUE(run.outcome.ok()) << joined(run.output);
@@ -142,6 +150,10 @@ TEST(EndToEnd, KilledSweepResumesRunningOnlyWhatIsMissing) {
   auto rows = read_csv(out / "summary.csv");
   ASSERT_EQ(rows.size(), 2U);
   EXPECT_EQ(rows[1].at("status"), "ok");
+  // The killed run's rank slots are gone, whether or not its rank 0 had written measurements.
+  for (const auto& entry : fs::directory_iterator(out / "logs")) {
+    EXPECT_EQ(entry.path().string().find(".where"), std::string::npos) << entry.path();
+  }
 
   // The completed points move to their new positions in a changed sweep.
   std::ofstream(experiment) << R"({"name": "resume", "sweep": {"epochs": [1, 2, 600]}})";
