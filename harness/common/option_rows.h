@@ -9,8 +9,11 @@
 #include <algorithm>
 #include <functional>
 #include <initializer_list>
+#include <limits>
+#include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "harness/common/json_values.h"
@@ -41,10 +44,16 @@ int64_t read_integer(const Json& value, const std::string& where, IntegerBounds 
 std::function<Json(const Json& value, const std::string& where)> integer_normaliser(IntegerBounds bounds,
                                                                                    std::string_view expected);
 
-// A row for an integer field of Target within `bounds`.
+// A row for an integer field of Target within `bounds`, which the field's type must hold (a row
+// that could not store every value its schema allows is a programming error, thrown as the table
+// is built: every table is built by the tests).
 template <typename Target, typename Integer>
 OptionRow<Target> integer_row(std::string_view key, std::string_view expected, std::string_view help,
                               IntegerBounds bounds, Integer Target::*field) {
+  if (std::cmp_less(bounds.min, std::numeric_limits<Integer>::min()) ||
+      std::cmp_greater(bounds.max, std::numeric_limits<Integer>::max())) {
+    throw std::logic_error(std::string(key) + ": bounds beyond what its field's type holds");
+  }
   return {key, expected, help, integer_schema(bounds),
           [expected, bounds, field](Target& target, const Json& value, const std::string& where) {
             target.*field = static_cast<Integer>(read_integer(value, where, bounds, expected));

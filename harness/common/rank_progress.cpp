@@ -2,14 +2,18 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
+#include <climits>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -22,16 +26,24 @@ namespace harness {
 struct RankProgressSlot {
   uint64_t magic;
   uint32_t rank;
-  uint32_t stage;
-  int64_t calls;
+  uint32_t unused;
+  // Where the rank stands, in one word (calls << 8 | stage), so that no reader sees a stage with
+  // the count of another.
+  uint64_t place;
   int64_t since_ns;
   char host[96];
 };
 
 namespace {
 
-constexpr uint64_t kSlotMagic = 0x3152484e52414857;  // "WHARNRH1"
+constexpr uint64_t kSlotMagic = 0x3252484e52414857;  // "WHARNRH2"
 static_assert(sizeof(RankProgressSlot) == 128);
+
+uint64_t place_of(RankStage stage, int64_t calls) {
+  return static_cast<uint64_t>(calls) << 8 | static_cast<uint32_t>(stage);
+}
+RankStage stage_of(uint64_t place) { return static_cast<RankStage>(place & 0xff); }
+int64_t calls_of(uint64_t place) { return static_cast<int64_t>(place >> 8); }
 
 bool is_stage(uint32_t stage) {
   return stage >= static_cast<uint32_t>(RankStage::kSettingUp) && stage <= static_cast<uint32_t>(RankStage::kDone);
@@ -92,14 +104,18 @@ int64_t wall_clock_ns() {
 RankProgressWriter::RankProgressWriter(const std::string& directory, int rank, std::string_view host) {
   std::error_code ignored;
   std::filesystem::create_directories(directory, ignored);
-  // Only into a folder of its own: not through a link someone planted in the results directory.
-  if (!std::filesystem::is_directory(std::filesystem::symlink_status(directory, ignored))) return;
-  const std::string path = fmt::format("{}/{}", directory, rank);
-  // O_NOFOLLOW: a link planted in the results directory is not followed.
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+  // Only into a folder of its own, opened once, and as a file of its own: neither the folder nor
+  // the slot may be a link someone planted in the results directory (O_NOFOLLOW on both), nor the
+  // slot a FIFO or a hard link to a file elsewhere (which truncating would empty).
+  const int folder = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (folder < 0) return;
+  const int fd = ::openat(folder, std::to_string(rank).c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+  ::close(folder);
   if (fd < 0) return;
+  struct stat file {};
   // posix_fallocate: a full disk is found here, not as SIGBUS at the first store.
-  if (::posix_fallocate(fd, 0, sizeof(RankProgressSlot)) == 0) {
+  if (::fstat(fd, &file) == 0 && S_ISREG(file.st_mode) && file.st_nlink == 1 && ::ftruncate(fd, 0) == 0 &&
+      ::posix_fallocate(fd, 0, sizeof(RankProgressSlot)) == 0) {
     void* mapped = ::mmap(nullptr, sizeof(RankProgressSlot), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (mapped != MAP_FAILED) slot_ = static_cast<RankProgressSlot*>(mapped);
   }
@@ -110,7 +126,9 @@ RankProgressWriter::RankProgressWriter(const std::string& directory, int rank, s
   std::memcpy(slot_->host, host.data(), length);
   slot_->host[length] = '\0';
   mark(RankStage::kSettingUp, 0);
-  slot_->magic = kSlotMagic;  // last: a slot with the magic is whole
+  // Last: a slot with the magic is whole.
+  std::atomic_ref<uint64_t>(slot_->magic).store(kSlotMagic, std::memory_order_release);
+  ::msync(slot_, sizeof(RankProgressSlot), MS_SYNC);
 }
 
 RankProgressWriter::~RankProgressWriter() {
@@ -119,38 +137,63 @@ RankProgressWriter::~RankProgressWriter() {
 
 void RankProgressWriter::mark(RankStage stage, int64_t calls) {
   if (slot_ == nullptr) return;
-  // Relaxed atomic stores: the reader is another process, and reads after this one has stopped.
-  std::atomic_ref<uint32_t>(slot_->stage).store(static_cast<uint32_t>(stage), std::memory_order_relaxed);
-  std::atomic_ref<int64_t>(slot_->calls).store(calls, std::memory_order_relaxed);
+  // The reader is another process, and reads after this one has stopped: the time, then the place
+  // in one store.
   std::atomic_ref<int64_t>(slot_->since_ns).store(wall_clock_ns(), std::memory_order_relaxed);
+  std::atomic_ref<uint64_t>(slot_->place).store(place_of(stage, calls), std::memory_order_release);
+  // The stages around the backend's calls are few: each is written through to the file at once,
+  // so that a harness on another host, reading over a network file system, sees it (this host's
+  // page cache writes the per-call marks back only every half minute or so). Not the calls.
+  const bool per_call = stage == RankStage::kInBackend || (stage == RankStage::kOutsideBackend && calls > 0);
+  if (!per_call) ::msync(slot_, sizeof(RankProgressSlot), MS_SYNC);
 }
 
 void RankProgressWriter::mark(RankStage stage) {
-  if (slot_ != nullptr) mark(stage, std::atomic_ref<int64_t>(slot_->calls).load(std::memory_order_relaxed));
+  if (slot_ != nullptr) mark(stage, calls_of(std::atomic_ref<uint64_t>(slot_->place).load(std::memory_order_relaxed)));
 }
+
+namespace {
+
+// One slot file, or nothing: only a regular file of a slot's size that holds a whole slot, named
+// by its rank. O_NONBLOCK: a FIFO planted in the folder must not stop the harness.
+std::optional<RankProgress> read_slot(const std::filesystem::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  RankProgressSlot slot{};
+  struct stat file {};
+  const bool whole = ::fstat(fd, &file) == 0 && S_ISREG(file.st_mode) && file.st_size == sizeof(slot) &&
+                     ::read(fd, &slot, sizeof(slot)) == static_cast<ssize_t>(sizeof(slot));
+  ::close(fd);
+  if (!whole || slot.magic != kSlotMagic || !is_stage(static_cast<uint32_t>(stage_of(slot.place))) ||
+      slot.rank > INT_MAX || slot.since_ns <= 0 || path.filename() != std::to_string(slot.rank)) {
+    return std::nullopt;
+  }
+  slot.host[sizeof(slot.host) - 1] = '\0';
+  std::string host(slot.host);
+  // One line, whatever a host name holds.
+  for (char& c : host) {
+    if (std::iscntrl(static_cast<unsigned char>(c))) c = '?';
+  }
+  return RankProgress{static_cast<int>(slot.rank), host, stage_of(slot.place), calls_of(slot.place), slot.since_ns};
+}
+
+}  // namespace
 
 std::vector<RankProgress> read_rank_progress(const std::string& directory) {
   std::vector<RankProgress> progress;
   std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator(directory, error)) {
-    const int fd = ::open(entry.path().c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) continue;
-    RankProgressSlot slot{};
-    const bool whole = ::read(fd, &slot, sizeof(slot)) == static_cast<ssize_t>(sizeof(slot));
-    ::close(fd);
-    if (!whole || slot.magic != kSlotMagic || !is_stage(slot.stage) || entry.path().filename() != std::to_string(slot.rank)) {
-      continue;
-    }
-    slot.host[sizeof(slot.host) - 1] = '\0';
-    progress.push_back({static_cast<int>(slot.rank), slot.host, static_cast<RankStage>(slot.stage), slot.calls,
-                        slot.since_ns});
+  // A linked folder is not one the ranks wrote (they refuse to write through a link).
+  if (!std::filesystem::is_directory(std::filesystem::symlink_status(directory, error))) return progress;
+  // increment(error): a folder that cannot be listed to its end (an I/O error, a stale handle)
+  // reads as what was listed.
+  for (std::filesystem::directory_iterator it(directory, error), end; !error && it != end; it.increment(error)) {
+    if (std::optional<RankProgress> slot = read_slot(it->path())) progress.push_back(std::move(*slot));
   }
   std::sort(progress.begin(), progress.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
   return progress;
 }
 
 std::string describe_rank_progress(const std::vector<RankProgress>& progress, int ranks, int64_t now_ns) {
-  if (progress.empty()) return "";
   // Ranks that stand at one place: the furthest behind first (fewest calls returned, then the
   // earlier stage), as those are what the others wait for.
   struct Group {
@@ -161,12 +204,14 @@ std::string describe_rank_progress(const std::vector<RankProgress>& progress, in
   std::map<std::tuple<int64_t, uint32_t>, Group> groups;
   std::set<int> seen;
   for (const RankProgress& rank : progress) {
+    if (rank.rank < 0 || rank.rank >= ranks) continue;  // not one of this point's ranks
     Group& group = groups[{rank.calls, static_cast<uint32_t>(rank.stage)}];
     group.ranks.push_back(rank.rank);
     group.hosts.insert(rank.host);
     group.earliest_ns = std::min(group.earliest_ns, rank.since_ns);
     seen.insert(rank.rank);
   }
+  if (groups.empty()) return "";
   constexpr std::size_t kMostGroupsNamed = 4;
   std::string text;
   std::size_t named = 0;
@@ -182,7 +227,7 @@ std::string describe_rank_progress(const std::vector<RankProgress>& progress, in
     if (rank_stage == RankStage::kOutsideBackend) {
       place += calls == 0 ? std::string(" (before its first call)") : fmt::format(" (after call {})", calls);
     }
-    const double seconds = std::max(0.0, static_cast<double>(now_ns - group.earliest_ns) / 1e9);
+    const double seconds = std::max(0.0, (static_cast<double>(now_ns) - static_cast<double>(group.earliest_ns)) / 1e9);
     text += fmt::format("{}{} {} on {}: {} for {:.1f} s", named++ > 0 ? "; " : "", group.ranks.size() == 1 ? "rank" : "ranks",
                         rank_list(group.ranks), host_list(group.hosts), place, seconds);
   }
@@ -191,7 +236,8 @@ std::string describe_rank_progress(const std::vector<RankProgress>& progress, in
     if (!seen.count(rank)) silent.push_back(rank);
   }
   if (!silent.empty()) {
-    text += fmt::format("; {} {}: no trace (not started)", silent.size() == 1 ? "rank" : "ranks", rank_list(silent));
+    text += fmt::format("; {} {}: no slot (not started, or not yet written back by its host)",
+                        silent.size() == 1 ? "rank" : "ranks", rank_list(silent));
   }
   return text;
 }

@@ -7,7 +7,10 @@
 // measurements, and updates it through a shared mapping: plain stores, no system call, so marking
 // every backend call costs nothing a step would notice. The page cache keeps what a killed rank
 // wrote, and the harness reads the slots after the job has ended. One file per rank, so that
-// ranks on several nodes never share a page of a network file system.
+// ranks on several nodes never share a page of a network file system. On such a file system a
+// rank's host writes its page back only every half minute or so: the stages outside the backend's
+// calls (few) are written through at once, the calls' marks are not, so a rank on another host
+// than the harness may read as standing at an earlier call, or, killed early, as having no slot.
 //
 // Both rooms use this header: the rank program writes (RankProgressWriter), the harness reads.
 #pragma once
@@ -66,8 +69,8 @@ std::vector<RankProgress> read_rank_progress(const std::string& directory);
 
 // One line for the record's reason: the ranks grouped by where they stood, the ones furthest
 // behind first (those the others were waiting for), with their hosts and how long they had stood
-// there at `now_ns`; ranks of the `ranks` started that left no slot are named too. "" when no
-// rank left one.
+// there at `now_ns`; ranks of the `ranks` started that left no slot are named too, and slots of
+// other ranks are passed over. "" when none of the ranks left one.
 std::string describe_rank_progress(const std::vector<RankProgress>& progress, int ranks, int64_t now_ns);
 
 // CLOCK_REALTIME_COARSE in nanoseconds: comparable between the ranks and the harness on one

@@ -3,6 +3,7 @@
 #include "harness/common/rank_progress.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -53,6 +54,30 @@ TEST(RankProgress, DamagedOrForeignFilesAndMissingFoldersReadAsNothing) {
   EXPECT_EQ(read[0].rank, 0);
 }
 
+// Files planted where the slots go: a FIFO does not stop the reader (nor the writer), a hard link
+// to a file elsewhere is not emptied, a linked folder is not read.
+TEST(RankProgress, PlantedFifosHardLinksAndLinkedFoldersAreNeitherFollowedNorEmptied) {
+  const fs::path dir = scratch("planted");
+  fs::create_directories(dir);
+  ASSERT_EQ(::mkfifo((dir / "0").c_str(), 0600), 0);
+  { RankProgressWriter rank0(dir.string(), 0, "nodea"); }  // returns: no slot on a FIFO
+  const fs::path elsewhere = scratch("planted_target");
+  std::ofstream(elsewhere.string()) << "precious";
+  fs::create_hard_link(elsewhere, dir / "1");
+  { RankProgressWriter rank1(dir.string(), 1, "nodea"); }
+  EXPECT_EQ(fs::file_size(elsewhere), 8U);
+  { RankProgressWriter rank2(dir.string(), 2, "nodea"); }
+  const std::vector<RankProgress> read = read_rank_progress(dir.string());  // returns despite the FIFO
+  ASSERT_EQ(read.size(), 1U);
+  EXPECT_EQ(read[0].rank, 2);
+  const fs::path linked = scratch("planted_link");
+  fs::create_directory_symlink(dir, linked);
+  EXPECT_TRUE(read_rank_progress(linked.string()).empty());
+  fs::remove(linked);
+  fs::remove_all(dir);
+  fs::remove(elsewhere);
+}
+
 TEST(RankProgress, AWriterThatCannotMakeItsSlotMarksNothingAndDoesNotThrow) {
   const fs::path file = scratch("blocked");
   std::ofstream(file.string()) << "a file where the folder should be";
@@ -83,12 +108,23 @@ TEST(RankProgress, TheReasonNamesTheRanksFurthestBehindFirstWithTheirHostsAndThe
   ranks.push_back({2, "nodea", RankStage::kOutsideBackend, 36, at(24.2)});
   EXPECT_EQ(describe_rank_progress(ranks, 6, now),
             "rank 2 on nodea: outside the backend (after call 36) for 24.2 s; ranks 0-1,3-4 on nodea, nodeb: "
-            "inside the backend (call 37) for 24.0 s; rank 5: no trace (not started)");
+            "inside the backend (call 37) for 24.0 s; rank 5: no slot (not started, or not yet written back by its "
+            "host)");
   EXPECT_EQ(describe_rank_progress({{0, "nodea", RankStage::kBackendSetup, 0, at(3)}}, 1, now),
             "rank 0 on nodea: setting up the backend for 3.0 s");
   EXPECT_EQ(describe_rank_progress({{0, "nodea", RankStage::kOutsideBackend, 0, at(1)}}, 1, now),
             "rank 0 on nodea: outside the backend (before its first call) for 1.0 s");
   EXPECT_EQ(describe_rank_progress({}, 4, now), "");
+  // A slot of a rank beyond the point's is not one of its ranks.
+  EXPECT_EQ(describe_rank_progress({{7, "nodea", RankStage::kInBackend, 0, at(1)}}, 2, now), "");
+}
+
+TEST(RankProgress, AHostNameStaysOnOneLine) {
+  const fs::path dir = scratch("host");
+  { RankProgressWriter rank0(dir.string(), 0, "node\na"); }
+  const std::vector<RankProgress> read = read_rank_progress(dir.string());
+  ASSERT_EQ(read.size(), 1U);
+  EXPECT_EQ(read[0].host, "node?a");
 }
 
 TEST(RankProgress, TheReasonStaysOneShortLineForManyRanksAndGroups) {

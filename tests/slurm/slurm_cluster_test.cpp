@@ -256,7 +256,7 @@ TEST(SlurmCluster, FailedTimedOutAndCancelledPointsAreRecordedAsSuchWhileTheOthe
   EXPECT_EQ(reason.rfind("timed out after the 6 s limit; where the ranks stood: ", 0), 0U) << reason;
   EXPECT_NE(reason.find(" on hnode"), std::string::npos) << reason;
   EXPECT_NE(reason.find(" the backend "), std::string::npos) << reason;
-  EXPECT_EQ(reason.find("no trace"), std::string::npos) << reason;
+  EXPECT_EQ(reason.find("no slot"), std::string::npos) << reason;
   // What it measured before its limit: the steps so far.
   EXPECT_EQ(all[2]["partial_measurements"]["complete"], false);
   EXPECT_FALSE(all[2]["partial_measurements"]["steps"]["step_s"].empty());
