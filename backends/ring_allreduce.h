@@ -38,8 +38,8 @@ constexpr std::size_t kRingPieceBytes = 1024 * 1024;
 // ranks"): at 16 ranks on 16 cores the ring reached 0.31x, 0.43x and 0.77x MPI_Allreduce's busbw
 // at 1 KiB, 64 KiB and 1 MiB (chunks up to 64 KiB) and 1.17x at 16 MiB (1 MiB chunks); at 2 ranks
 // it was within 6-8% of MPI_Allreduce from 16 KiB (in one run from 4 KiB) to 16 MiB (chunks of
-// 8 KiB to 8 MiB) and ahead at 64 MiB, and 1.3-3x slower below that. 512 KiB per chunk sits between 16 ranks' two sides, and at
-// 2 ranks (1 MiB) it only moves buffers where both are level.
+// 8 KiB to 8 MiB) and ahead at 64 MiB, and 1.3-3x slower below that. 512 KiB per chunk sits
+// between 16 ranks' two sides, and at 2 ranks (1 MiB) it only moves buffers where both are level.
 constexpr std::size_t kRingMpiBelowChunkBytes = 512 * 1024;
 
 // Whether backend `ring` hands a buffer of `bytes` over `ranks` ranks to MPI_Allreduce: its chunk

@@ -254,7 +254,8 @@ CLI::App* add_check_command(CLI::App& app, harness::CheckCommandOptions& check_o
   check->add_option("--against", check_options.against,
                     "JSON object of setting values: compare each configuration with the one of the same run "
                     "that has them, e.g. '{\"backend\": \"allreduce\"}' (default: the experiment's check.against)");
-  check->add_flag("--strict", check_options.strict, "exit 3 on inconclusive rows and 4 on missing, failing or not comparable ones");
+  check->add_flag("--strict", check_options.strict,
+                  "exit 3 on inconclusive rows and 4 on missing, failing or not comparable ones");
   check->add_flag("--allow-other-machine", check_options.allow_other_machine,
                   "compare timings of records from different machines (host, CPU model, CPUs or memory differ) "
                   "instead of calling them not comparable");

@@ -109,7 +109,8 @@ RankProgressWriter::RankProgressWriter(const std::string& directory, int rank, s
   // slot a FIFO or a hard link to a file elsewhere (which truncating would empty).
   const int folder = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (folder < 0) return;
-  const int fd = ::openat(folder, std::to_string(rank).c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+  const int fd =
+      ::openat(folder, std::to_string(rank).c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
   ::close(folder);
   if (fd < 0) return;
   struct stat file {};
@@ -149,7 +150,8 @@ void RankProgressWriter::mark(RankStage stage, int64_t calls) {
 }
 
 void RankProgressWriter::mark(RankStage stage) {
-  if (slot_ != nullptr) mark(stage, calls_of(std::atomic_ref<uint64_t>(slot_->place).load(std::memory_order_relaxed)));
+  if (slot_ == nullptr) return;
+  mark(stage, calls_of(std::atomic_ref<uint64_t>(slot_->place).load(std::memory_order_relaxed)));
 }
 
 namespace {

@@ -84,24 +84,25 @@ void SweepRunner::settle_measurements() {
     for (const std::string& file : directory_.measurements_files(point_id)) {
       if (!in_use.count(file)) remove_if_present(file);
     }
-    remove_stale_rank_slots(point_id, in_use);
   }
+  remove_stale_rank_slots(in_use);
   settled_.clear();
 }
 
-void SweepRunner::remove_stale_rank_slots(const std::string& point_id, const std::set<std::string>& in_use) {
-  // An earlier run's rank slots, left by a harness that stopped before it read them; also those of
-  // a run whose rank 0 never wrote measurements (a kill during setup), so not found through them.
+void SweepRunner::remove_stale_rank_slots(const std::set<std::string>& in_use) {
+  // Earlier runs' rank slots, left by a harness that stopped before it read them; also those of a
+  // run whose rank 0 never wrote measurements (a kill during setup), so not found through them.
+  // One listing of logs/ for all the settled points.
   std::set<std::string> slots_in_use;
   for (const std::string& measurements : in_use) slots_in_use.insert(rank_progress_directory(measurements));
-  const std::string prefix = point_id + ".";
   const std::string suffix = rank_progress_directory(".measurements.json");
   std::vector<fs::path> stale;
   std::error_code error;
   for (fs::directory_iterator it(directory_.logs_dir(), error), end; !error && it != end; it.increment(error)) {
     const std::string name = it->path().filename().string();
-    if (name.size() > prefix.size() + suffix.size() && name.starts_with(prefix) && name.ends_with(suffix) &&
-        !slots_in_use.count(it->path().string())) {
+    const std::size_t dot = name.find('.');
+    if (dot != std::string::npos && name.size() > dot + suffix.size() && name.ends_with(suffix) &&
+        settled_.count(name.substr(0, dot)) && !slots_in_use.count(it->path().string())) {
       stale.push_back(it->path());
     }
   }

@@ -122,9 +122,9 @@ class SweepRunner {
   // Removes the measurements files of the points in settled_ (their records are durable and the
   // saved ledger no longer names their jobs), except those of jobs in flight.
   void settle_measurements();
-  // Removes the slot folders of point_id's earlier runs from logs/, except those of jobs in flight
-  // (in_use: their measurements files).
-  void remove_stale_rank_slots(const std::string& point_id, const std::set<std::string>& in_use);
+  // Removes the rank slot folders of the points in settled_ from logs/, except those of jobs in
+  // flight (in_use: their measurements files).
+  void remove_stale_rank_slots(const std::set<std::string>& in_use);
   // Cancels every job in flight; those the scheduler could not stop go into not_cancelled_.
   void cancel_all_in_flight();
   // Records an ended job (or says it was interrupted); true when its point failed.
