@@ -165,6 +165,12 @@ void QueryBackoff::queried(double now) {
   interval_s_ = std::min(cap_s_, interval_s_ * 2);
 }
 
+double point_ended_at(const PointStatusFile& status, const FollowedJob& job, double now) {
+  if (status.finished) return status.finished_at;
+  if (!status.started || job.time_limit_s <= 0) return now;
+  return std::min(now, status.started_at + job.time_limit_s + kJobMarginS);
+}
+
 double query_cap_s(double min_job_age_s) {
   // Two queries must fall inside the time a finished job stays listed (judge_job waits for two).
   return std::clamp(min_job_age_s / 4, 2.0, 60.0);

@@ -51,6 +51,16 @@ struct JobVerdict {
 std::optional<JobVerdict> judge_job(FollowedJob& job, const PointStatusFile& status,
                                     const SchedulerJob* seen, bool queried);
 
+// What a job asks SLURM for beyond its points' own limits (starting, the status lines): a job of
+// one point asks for its limit plus this; the job script stops the point's ranks at its limit.
+inline constexpr double kJobMarginS = 60;
+
+// When a point's job ended, as far as anyone can tell: its status file's finish; without one (the
+// job died without a word, or this harness adopted it after a restart, long after) `now`, but no
+// later than the point could have run: its start, its limit and a job's margin. So a record's wall
+// time, and how long a hung rank stood where it stood, are not counted up to the adoption.
+double point_ended_at(const PointStatusFile& status, const FollowedJob& job, double now);
+
 // When to ask the scheduler next: 2 s after a point ended or jobs were submitted, then doubling
 // with up to 25% jitter (so that many harnesses do not ask in step) up to `cap_s`, which stays below
 // the time a finished job remains listed (MinJobAge) so that no ending is missed.

@@ -15,8 +15,7 @@
 namespace harness {
 namespace {
 
-// What a job asks SLURM for beyond its points' own limits: starting, and the status lines.
-constexpr double kJobMarginS = 60;
+// What a pack asks SLURM for beyond each point's limit (and beyond them all, kJobMarginS).
 constexpr double kPackStepMarginS = 30;
 // A point without a limit of its own or the launcher's.
 constexpr double kDefaultPointLimitS = 3600;

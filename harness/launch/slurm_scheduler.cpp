@@ -268,7 +268,7 @@ std::vector<JobResult> SlurmScheduler::collect(bool may_query) {
     result.reason = verdict->reason;
     result.job_id = tracked.follow.slurm_id;
     result.started_at = status.started ? status.started_at : tracked.follow.submitted_at;
-    result.finished_at = status.finished ? status.finished_at : now;
+    result.finished_at = point_ended_at(status, tracked.follow, now);
     result.outcome.exited = status.finished;
     result.outcome.exit_code = status.exit_code;
     result.outcome.timed_out = verdict->end == JobEnd::kTimeout;

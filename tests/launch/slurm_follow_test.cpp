@@ -137,6 +137,19 @@ TEST(SlurmFollow, AJobThatDiedWithoutAWordIsJudgedAfterTwoQueries) {
   EXPECT_EQ(judge_job(waiting, {}, &timeout, true)->end, JobEnd::kLost);
 }
 
+// A job that died without a finished line is dated when the harness saw it end, but never past
+// what its point could have run: a harness that adopts it hours later must not count them.
+TEST(SlurmFollow, AnEndNobodyWroteIsDatedNoLaterThanThePointCouldHaveRun) {
+  FollowedJob followed = job();
+  followed.time_limit_s = 100;
+  const PointStatusFile started = parse_status_file("started 1000 hnode2 12\n");
+  EXPECT_DOUBLE_EQ(point_ended_at(started, followed, 1050), 1050);  // seen while it could still run
+  EXPECT_DOUBLE_EQ(point_ended_at(started, followed, 1000 + 3 * 3600), 1000 + 100 + kJobMarginS);
+  EXPECT_DOUBLE_EQ(point_ended_at(parse_status_file("started 1000 hnode2 12\nfinished 1042 0\n"), followed, 9999),
+                   1042);
+  EXPECT_DOUBLE_EQ(point_ended_at({}, followed, 5000), 5000);  // never started: nothing to bound it by
+}
+
 TEST(SlurmFollow, ACancelledPackCancelsItsRunningPointAndLosesTheOthers) {
   // scancel of a pack: the running point's trap writes 143 while the allocation completes. The
   // last query's RUNNING, from before the scancel, does not make it a failure of its ranks.
