@@ -344,7 +344,9 @@ TEST(SlurmScript, ATerminatedJobLeavesAFinishedLineEvenWhenKilledWhileWaitingAnd
   ScriptPoint stopped = slow;
   stopped.id = "stopped";
   stopped.time_limit_s = 60;
-  stopped.command = {"bash", "-c", "trap '' TERM; sleep 3"};
+  // It says when it ignores TERM: a TERM sent before that would stop it (a flake under load).
+  const fs::path ignoring = dir / "ignoring_term";
+  stopped.command = {"bash", "-c", "trap '' TERM; : > '" + ignoring.string() + "'; sleep 3"};
   script.points = {slow, stopped};
   const fs::path path = dir / "job.sh";
   write_file_atomically(path.string(), render_job_script(load_job_template("", "t"), script));
@@ -353,9 +355,8 @@ TEST(SlurmScript, ATerminatedJobLeavesAFinishedLineEvenWhenKilledWhileWaitingAnd
   request.log_path = (dir / "bash.log").string();
   ChildProcess job(request);
   // The second point starts once the first has timed out; then the job is cancelled (TERM).
-  for (int i = 0; i < 200 && !read_status_file((dir / "stopped.status").string()).started; ++i) {
-    wait_for_any({}, 0.05);
-  }
+  for (int i = 0; i < 400 && !fs::exists(ignoring); ++i) wait_for_any({}, 0.05);
+  ASSERT_TRUE(read_status_file((dir / "stopped.status").string()).started);
   ::kill(job.pid(), SIGTERM);
   std::optional<ProcessOutcome> outcome;
   for (int i = 0; i < 10 && !(outcome = job.poll()); ++i) wait_for_any({&job}, 0.05);
