@@ -126,8 +126,8 @@ RankProgressWriter::RankProgressWriter(const std::string& directory, int rank, s
   const std::size_t length = std::min(host.size(), sizeof(slot_->host) - 1);
   std::memcpy(slot_->host, host.data(), length);
   slot_->host[length] = '\0';
-  mark(RankStage::kSettingUp, 0);
-  // Last: a slot with the magic is whole.
+  store(RankStage::kSettingUp, 0);
+  // Last: a slot with the magic is whole. Then written through, as every stage but the calls'.
   std::atomic_ref<uint64_t>(slot_->magic).store(kSlotMagic, std::memory_order_release);
   ::msync(slot_, sizeof(RankProgressSlot), MS_SYNC);
 }
@@ -136,12 +136,16 @@ RankProgressWriter::~RankProgressWriter() {
   if (slot_ != nullptr) ::munmap(slot_, sizeof(RankProgressSlot));
 }
 
-void RankProgressWriter::mark(RankStage stage, int64_t calls) {
-  if (slot_ == nullptr) return;
+void RankProgressWriter::store(RankStage stage, int64_t calls) {
   // The reader is another process, and reads after this one has stopped: the time, then the place
   // in one store.
   std::atomic_ref<int64_t>(slot_->since_ns).store(wall_clock_ns(), std::memory_order_relaxed);
   std::atomic_ref<uint64_t>(slot_->place).store(place_of(stage, calls), std::memory_order_release);
+}
+
+void RankProgressWriter::mark(RankStage stage, int64_t calls) {
+  if (slot_ == nullptr) return;
+  store(stage, calls);
   // The stages around the backend's calls are few: each is written through to the file at once,
   // so that a harness on another host, reading over a network file system, sees it (this host's
   // page cache writes the per-call marks back only every half minute or so). Not the calls.

@@ -52,6 +52,8 @@ class RankProgressWriter {
   void mark(RankStage stage);
 
  private:
+  void store(RankStage stage, int64_t calls);  // into the mapping, not written through
+
   RankProgressSlot* slot_ = nullptr;
 };
 

@@ -93,6 +93,7 @@ void SweepRunner::remove_stale_rank_slots(const std::set<std::string>& in_use) {
   // Earlier runs' rank slots, left by a harness that stopped before it read them; also those of a
   // run whose rank 0 never wrote measurements (a kill during setup), so not found through them.
   // One listing of logs/ for all the settled points.
+  if (settled_.empty()) return;
   std::set<std::string> slots_in_use;
   for (const std::string& measurements : in_use) slots_in_use.insert(rank_progress_directory(measurements));
   const std::string suffix = rank_progress_directory(".measurements.json");
