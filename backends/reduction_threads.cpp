@@ -1,6 +1,11 @@
 #include "backends/reduction_threads.h"
 
 #include <algorithm>
+#include <system_error>
+
+#include <fmt/format.h>
+
+#include "harness/common/errors.h"
 
 namespace harness {
 
@@ -8,11 +13,23 @@ ReductionThreads::ReductionThreads(int threads) {
   const int helpers = std::max(1, threads) - 1;
   helpers_.reserve(static_cast<std::size_t>(helpers));
   for (int i = 0; i < helpers; ++i) {
-    helpers_.emplace_back([this, i] { helper_loop(static_cast<std::size_t>(i)); });
+    try {
+      helpers_.emplace_back([this, i] { helper_loop(static_cast<std::size_t>(i)); });
+    } catch (const std::system_error& error) {
+      // A process or thread limit (ulimit -u, a cgroup's pids.max): the helpers already started
+      // must stop before they are joined, or this rank would wait for them forever while the
+      // others wait for it.
+      stop_helpers();
+      throw Error(fmt::format("could not start reduction thread {} of {} ({}); lower shm_reduce_threads or raise the "
+                              "limit on processes",
+                              i + 2, helpers + 1, error.what()));
+    }
   }
 }
 
-ReductionThreads::~ReductionThreads() {
+ReductionThreads::~ReductionThreads() { stop_helpers(); }
+
+void ReductionThreads::stop_helpers() noexcept {
   if (helpers_.empty()) return;
   stopping_ = true;
   generation_.fetch_add(1, std::memory_order_release);

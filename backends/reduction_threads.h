@@ -30,7 +30,8 @@ class ReductionThreads {
   // threads write to one line.
   static constexpr std::size_t kAlignFloats = 16;
 
-  // `threads` >= 1; 1 starts no thread and runs every range on the caller.
+  // `threads` >= 1; 1 starts no thread and runs every range on the caller. Throws Error, with the
+  // threads it started stopped, when the system refuses a thread (a limit on processes).
   explicit ReductionThreads(int threads);
   ~ReductionThreads();
   ReductionThreads(const ReductionThreads&) = delete;
@@ -58,6 +59,7 @@ class ReductionThreads {
   static void cut(std::size_t begin, std::size_t end, int threads, std::vector<std::pair<std::size_t, std::size_t>>& pieces);
   void split(std::size_t begin, std::size_t end, const std::function<void(std::size_t, std::size_t)>& part);
   void helper_loop(std::size_t index);
+  void stop_helpers() noexcept;  // wakes the helpers to return, and joins them
 
   std::vector<std::jthread> helpers_;
   // A call's work: helper i runs pieces_[i + 1] when generation_ moves on; pending_ counts the

@@ -2,10 +2,16 @@
 // on a thread of its own, call after call. The sums of shm and hier with several threads are
 // tested under mpirun (shared_memory_allreduce_test.cpp, hierarchical_allreduce_test.cpp).
 #include "backends/reduction_threads.h"
+#include "harness/common/errors.h"
 
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstddef>
+#include <string>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -74,6 +80,34 @@ TEST(ReductionThreads, EveryPieceRunsOnceOnAThreadOfItsOwnCallAfterCall) {
       }
     }
   }
+}
+
+// Under a limit on processes that lets one helper start and refuses the next, the constructor
+// throws, with the helper it started stopped (before, it waited for that helper forever, and the
+// rank with it). In a child process: the limit must not reach the test binary, and a hang there is
+// ended by its alarm and seen here as a signal.
+TEST(ReductionThreads, AThreadTheSystemRefusesIsAnErrorNotAHang) {
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    alarm(20);
+    // Root is exempt from the limit: run as a user id nobody else uses, whose only process is this.
+    if (geteuid() == 0 && (setresgid(54321, 54321, 54321) != 0 || setresuid(54321, 54321, 54321) != 0)) _exit(10);
+    const rlimit two{2, 2};
+    if (setrlimit(RLIMIT_NPROC, &two) != 0) _exit(11);
+    try {
+      const ReductionThreads threads(4);
+      _exit(12);  // every thread started: the limit did not hold
+    } catch (const Error& error) {
+      _exit(std::string(error.what()).find("could not start reduction thread") == 0 ? 0 : 13);
+    } catch (...) {
+      _exit(14);
+    }
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_FALSE(WIFSIGNALED(status)) << "the child hung (alarm) or crashed: signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10/11: could not set up the limit; 12: no thread refused; 13/14: another error";
 }
 
 }  // namespace
