@@ -38,7 +38,13 @@ std::string table_row(const CheckRow& row) {
 
 std::string check_markdown(const CheckReport& report, std::size_t max_bytes) {
   const int regressions = report.count(Verdict::kRegression);
-  std::string text = fmt::format("## harness check: {}\n\n", regressions > 0 ? "regression" : "no regression");
+  // The heading says what the exit status says (with --strict, a pass needs every row compared).
+  const int status = report.exit_status();
+  const char* verdict = status == kCheckRegression     ? "regression"
+                        : status == kCheckMissing      ? "not everything compared (missing, failing or not comparable)"
+                        : status == kCheckInconclusive ? "inconclusive"
+                                                       : "no regression";
+  std::string text = fmt::format("## harness check: {}\n\n", verdict);
   text += fmt::format("{}{}{} (exit status {})\n\n", cell(report.current_dir),
                       report.baseline_dir.empty() ? "" : fmt::format(" against the baseline {}", cell(report.baseline_dir)),
                       report.against.empty() ? "" : fmt::format(", each configuration against its {}", cell(report.against.dump())),

@@ -42,6 +42,8 @@ ChangeEstimate paired_change(const std::vector<double>& current, const std::vect
   if (differences.size() < 2) return estimate;
   const double n = static_cast<double>(differences.size());
   estimate.spread = std::sqrt(variance_of(differences));
+  // Values beyond what a double's arithmetic holds (a hand-edited record): no interval.
+  if (!std::isfinite(estimate.log_ratio) || !std::isfinite(estimate.spread)) return estimate;
   const double half_width = t_quantile_975(n - 1) * estimate.spread / std::sqrt(n);
   estimate.low = estimate.log_ratio - half_width;
   estimate.high = estimate.log_ratio + half_width;
@@ -73,6 +75,8 @@ ChangeEstimate welch_change(const std::vector<double>& current, const std::vecto
   const double b = variance_of(baseline) / n_b;
   // Two constant sides have no spread at all: an exact interval.
   const double df = a + b > 0 ? welch_df(a, b, n_c, n_b) : n_c + n_b - 2;
+  // Values beyond what a double's arithmetic holds (a hand-edited record): no interval.
+  if (!std::isfinite(estimate.log_ratio) || !std::isfinite(a + b) || !std::isfinite(df)) return estimate;
   const double half_width = t_quantile_975(df) * std::sqrt(a + b);
   estimate.low = estimate.log_ratio - half_width;
   estimate.high = estimate.log_ratio + half_width;
@@ -126,6 +130,16 @@ double relative_change(double difference, double baseline_value, bool log_scale)
   return difference > 0 ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity();
 }
 
+namespace {
+
+// "2 repeat(s) per side", or "2 repeat(s) now, 3 on the other side" where the sides differ.
+std::string repeats_per_side(const ChangeEstimate& estimate) {
+  if (estimate.current_count == estimate.baseline_count) return fmt::format("{} repeat(s) per side", estimate.current_count);
+  return fmt::format("{} repeat(s) now, {} on the other side", estimate.current_count, estimate.baseline_count);
+}
+
+}  // namespace
+
 Judgement judge_metric(const CheckMetric& metric, const MetricLimits& limits, double baseline_value,
                        double current_value, const ChangeEstimate& estimate, bool log_scale) {
   const double change = relative_change(estimate.log_ratio, baseline_value, log_scale);
@@ -143,9 +157,12 @@ Judgement judge_metric(const CheckMetric& metric, const MetricLimits& limits, do
     const int needed = worse ? std::max(kMinRepeats, repeats_needed(estimate)) : kMinRepeats;
     return {Verdict::kInconclusive,
             needed >= kMaxRepeatsNeeded
-                ? fmt::format("{} repeat(s) per side; at least {}, and more than {} to decide this change", fewest,
+                ? fmt::format("{}; at least {}, and more than {} to decide this change", repeats_per_side(estimate),
                               kMinRepeats, kMaxRepeatsNeeded)
-                : fmt::format("{} repeat(s) per side; at least {} needed", fewest, needed)};
+                : fmt::format("{}; at least {} needed", repeats_per_side(estimate), needed)};
+  }
+  if (!estimate.has_interval) {
+    return {Verdict::kInconclusive, "no interval: the values are beyond what the arithmetic of doubles holds"};
   }
   const bool excludes_no_change = estimate.low > 0 || estimate.high < 0;
   const bool towards_worse = lower_is_better ? estimate.low > 0 : estimate.high < 0;

@@ -20,30 +20,6 @@ namespace harness {
 namespace fs = std::filesystem;
 namespace {
 
-// The settings of `settings`' counterpart: the same with the --against values.
-PointSettings with_values(PointSettings settings, const Json& values) {
-  for (const auto& [key, value] : values.items()) apply_setting(settings, key, value, "against." + key);
-  return settings;
-}
-
-bool is_reference(const PointSettings& settings, const Json& against) {
-  const Json values = to_json(settings);
-  for (const auto& [key, value] : against.items()) {
-    if (values[key] != value) return false;
-  }
-  return true;
-}
-
-// "backend=allreduce", "backend=allreduce ranks=1".
-std::string values_text(const Json& values) {
-  std::string text;
-  for (const auto& [key, value] : values.items()) {
-    text += (text.empty() ? "" : " ") + key + "=" +
-            (value.is_string() ? value.get<std::string>() : value.is_number() ? format_number(value.get<double>()) : value.dump());
-  }
-  return text;
-}
-
 // A metric's values of one configuration, by message size (0 for training) and repeat.
 using ValuesBySize = std::map<int64_t, RepeatValues>;
 
@@ -58,16 +34,6 @@ ValuesBySize values_of(const CheckMetric& metric, const Configuration* configura
     }
   }
   return values;
-}
-
-FailureCounts failures_of(const Configuration& configuration) {
-  const int failed = static_cast<int>(configuration.not_ok.size());
-  return {failed, failed + static_cast<int>(configuration.ok.size())};
-}
-
-std::string first_reason(const Configuration& configuration) {
-  const PointRecord& record = *configuration.not_ok.begin()->second;
-  return fmt::format("{} ({})", status_name(record.status), record.reason.empty() ? "no reason recorded" : record.reason);
 }
 
 // The configurations a candidate is compared with. Without --against the references are null;
@@ -163,6 +129,14 @@ bool CandidateComparison::judge_statuses(const Counterparts& with) const {
   if (!candidate_.not_ok.empty()) {
     const std::string failed = fmt::format("{} of {} repeat(s) failed: {}", candidate_.not_ok.size(),
                                            candidate_.not_ok.size() + candidate_.ok.size(), first_reason(candidate_));
+    if (held != nullptr && !has_records(*held)) {
+      // Nothing ran there (not yet, or the scheduler ended every repeat): no status to compare with.
+      add(Verdict::kMissing, "all",
+          fmt::format("{} has no record to hold this configuration's failures against{}; here {}",
+                      with.baseline_candidate != nullptr ? "the baseline" : "its reference " + held->first_id,
+                      interrupted_text(*held), failed));
+      return false;
+    }
     const std::string more =
         held == nullptr ? ""
                         : failing_more(failures_of(candidate_), failures_of(*held),
@@ -180,13 +154,14 @@ bool CandidateComparison::judge_statuses(const Counterparts& with) const {
   // baseline's reference did not, or in every repeat where it had an ok one, is a regression too
   // (it is checked as nobody's candidate).
   if (const Configuration* reference = with.current_reference) {
-    if (reference->ok.empty() && reference->not_ok.empty()) {
-      add(Verdict::kMissing, "all", fmt::format("the reference {} has no record", reference->first_id));
+    if (!has_records(*reference)) {
+      add(Verdict::kMissing, "all",
+          fmt::format("the reference {} has no record{}", reference->first_id, interrupted_text(*reference)));
       return false;
     }
     if (reference->ok.empty()) {
       const Configuration* before = with.baseline_reference;
-      const bool newly = before != nullptr && before->not_ok.empty();
+      const bool newly = before != nullptr && has_records(*before) && before->not_ok.empty();
       const bool always = before != nullptr && !before->ok.empty();
       const std::string how =
           newly ? "newly fails"
@@ -202,8 +177,8 @@ bool CandidateComparison::judge_statuses(const Counterparts& with) const {
   for (const Configuration* other : {with.baseline_candidate, with.baseline_reference}) {
     if (other != nullptr && other->ok.empty()) {
       add(Verdict::kMissing, "all",
-          fmt::format("{} of the baseline has no ok record", other == with.baseline_candidate ? "the configuration"
-                                                                                               : "the reference"));
+          fmt::format("{} of the baseline has no ok record{}",
+                      other == with.baseline_candidate ? "the configuration" : "the reference", interrupted_text(*other)));
       return false;
     }
   }
@@ -212,6 +187,10 @@ bool CandidateComparison::judge_statuses(const Counterparts& with) const {
 
 void CandidateComparison::compare(const Counterparts& with, bool same_run) const {
   if (!judge_statuses(with)) return;
+  if (!candidate_.interrupted.empty()) {
+    note(fmt::format("{} {}: compared without the repeat(s) the scheduler ended{}", candidate_.first_id,
+                     candidate_.label, interrupted_text(candidate_)));
+  }
   // Timings of different machines' kinds, libraries or record formats say nothing of the code.
   for (const Configuration* other : {with.current_reference, with.baseline_candidate, with.baseline_reference}) {
     if (other == nullptr) continue;
@@ -255,7 +234,9 @@ void CandidateComparison::compare_metric(const CheckMetric& metric, const Counte
     row.unit = metric.unit;
     row.lower_is_better = metric.better == Better::kLower;
     row.limits = limits;
-    if (compare_metric_values(metric, limits, sides, row)) rows_.push_back(std::move(row));
+    if (!compare_metric_values(metric, limits, sides, row)) continue;
+    if (metric.name == "busbw") apply_time_floor(row, candidate_.settings.ranks, options_.limits.at("reduce_time"));
+    rows_.push_back(std::move(row));
   }
 }
 
@@ -319,8 +300,10 @@ void compare_candidate(const Configuration& candidate, const ResultsSide& curren
       }
     }
   }
-  if (candidate.ok.empty() && candidate.not_ok.empty()) {
-    comparison.add(Verdict::kMissing, "all", "no record in the current run (not run, or still running)");
+  if (!has_records(candidate)) {
+    comparison.add(Verdict::kMissing, "all",
+                   candidate.interrupted.empty() ? std::string("no record in the current run (not run, or still running)")
+                                                 : "no ok or failed repeat in the current run" + interrupted_text(candidate));
     return;
   }
   comparison.compare(with, same_run);

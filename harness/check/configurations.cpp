@@ -15,18 +15,43 @@
 namespace harness {
 namespace fs = std::filesystem;
 
-// "comm ring ranks=2 lr=0.00001": what tells the configuration apart (its swept settings), with
-// numbers as plain decimals (CI systems read these as test names).
+namespace {
+
+// A setting's value as labels show it: numbers as plain decimals (CI systems read labels as test
+// names), strings without quotes.
+std::string value_text(const Json& value) {
+  return value.is_string() ? value.get<std::string>() : value.is_number() ? format_number(value.get<double>()) : value.dump();
+}
+
+}  // namespace
+
 std::string configuration_label(const Experiment& experiment, const PointSettings& settings) {
   const Json values = to_json(settings);
   std::string text = (settings.kind == Kind::kComm ? "comm" : settings.workload) + " " + settings.backend;
   for (const auto& axis : experiment.sweep) {
     if (axis.key == "workload" || axis.key == "backend") continue;
-    const Json& value = values[axis.key];
-    text += " " + axis.key + "=" +
-            (value.is_string() ? value.get<std::string>() : value.is_number() ? format_number(value.get<double>()) : value.dump());
+    text += " " + axis.key + "=" + value_text(values[axis.key]);
   }
   return text;
+}
+
+std::string values_text(const Json& values) {
+  std::string text;
+  for (const auto& [key, value] : values.items()) text += (text.empty() ? "" : " ") + key + "=" + value_text(value);
+  return text;
+}
+
+PointSettings with_values(PointSettings settings, const Json& values) {
+  for (const auto& [key, value] : values.items()) apply_setting(settings, key, value, "against." + key);
+  return settings;
+}
+
+bool is_reference(const PointSettings& settings, const Json& against) {
+  const Json values = to_json(settings);
+  for (const auto& [key, value] : against.items()) {
+    if (values[key] != value) return false;
+  }
+  return true;
 }
 
 const Configuration* ResultsSide::find(const PointSettings& settings, const Configuration* exclude,
@@ -80,7 +105,7 @@ void add_record(Configuration& configuration, int repeat, PointRecord& record) {
     record.status = PointStatus::kFailed;
     record.reason = damage;
   }
-  configuration.not_ok[repeat] = &record;
+  (ended_by_the_scheduler(record.status) ? configuration.interrupted : configuration.not_ok)[repeat] = &record;
 }
 
 ResultsSide load_results_side(const std::string& dir) {

@@ -26,6 +26,9 @@ struct Configuration {
   std::string label;     // "comm ring ranks=2"
   std::map<int, const PointRecord*> ok;
   std::map<int, const PointRecord*> not_ok;
+  // Repeats the scheduler ended (ended_by_the_scheduler: preempted, a node failure, cancelled by
+  // someone else, lost): missing, neither ok nor failing.
+  std::map<int, const PointRecord*> interrupted;
 };
 
 struct ResultsSide {
@@ -48,6 +51,7 @@ std::string configuration_identity(const PointSettings& settings, bool ignore_in
 // Files `record`, the record of `repeat` of `configuration`, as ok or not. A record whose metric
 // is not a finite number >= 0 (a NaN, a negative time: a damaged or hand-edited record) is a
 // failed repeat, never a missing value: `record` then becomes failed, its reason naming the metric.
+// A repeat the scheduler ended is filed as interrupted.
 void add_record(Configuration& configuration, int repeat, PointRecord& record);
 
 // Reads a results directory (its experiment.json and points/). Throws ConfigError when `dir` is
@@ -56,5 +60,12 @@ ResultsSide load_results_side(const std::string& dir);
 
 // "comm ring ranks=2 lr=0.00001": what tells the configuration apart (its swept settings).
 std::string configuration_label(const Experiment& experiment, const PointSettings& settings);
+
+// --against's values, {"backend": "allreduce", "ranks": 1}, as "backend=allreduce ranks=1".
+std::string values_text(const Json& values);
+// The settings of `settings`' counterpart: the same with --against's `values`.
+PointSettings with_values(PointSettings settings, const Json& values);
+// Whether `settings` has every value of --against's `against` (the configuration is a reference).
+bool is_reference(const PointSettings& settings, const Json& against);
 
 }  // namespace harness

@@ -26,11 +26,15 @@ std::string nothing_compared(const std::vector<CheckRow>& rows, const ResultsSid
                              const ResultsSide* baseline, const CheckOptions& options) {
   int missing = 0;
   int failed = 0;
+  int not_comparable = 0;
+  const CheckRow* first_not_comparable = nullptr;
   for (const CheckRow& row : rows) {
     if (row.verdict == Verdict::kMissing) {
       ++missing;
     } else if (row.verdict == Verdict::kFailed) {
       ++failed;
+    } else if (row.verdict == Verdict::kNotComparable) {
+      if (not_comparable++ == 0) first_not_comparable = &row;
     } else {
       return "";
     }
@@ -55,6 +59,15 @@ std::string nothing_compared(const std::vector<CheckRow>& rows, const ResultsSid
                        current.dir);
   }
   if (rows.empty()) return fmt::format("every metric is 0 on both sides in {} (one rank communicates nothing)", current.dir);
+  if (first_not_comparable != nullptr) {
+    // The row's note says what differs and what to do (--allow-other-machine).
+    const std::string first = fmt::format("{}: {}", first_not_comparable->point, first_not_comparable->note);
+    if (missing == 0 && failed == 0) {
+      return fmt::format("no configuration is comparable with its counterpart ({} row(s)); {}", not_comparable, first);
+    }
+    return fmt::format("every configuration is missing ({}), failing on both sides ({}) or not comparable ({}; {})",
+                       missing, failed, not_comparable, first);
+  }
   if (failed == 0) {
     return fmt::format("every configuration lacks the records of a side ({} missing row(s))", missing);
   }

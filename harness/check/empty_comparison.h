@@ -14,8 +14,9 @@
 namespace harness {
 
 // Why `rows` (of configurations, before unreadable files are listed) compared nothing: "" when a
-// row compared a metric or found a regression, or says that two sides are not comparable (that
-// row tells what to do); otherwise the reason, to follow "nothing compared: ".
+// row compared a metric or found a regression; otherwise the reason, to follow "nothing compared: "
+// (where sides were not comparable, the first such row's note, which says what differs and what
+// to do).
 std::string nothing_compared(const std::vector<CheckRow>& rows, const ResultsSide& current,
                              const ResultsSide* baseline, const CheckOptions& options);
 

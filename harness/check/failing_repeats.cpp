@@ -30,7 +30,8 @@ double more_failures_p_value(FailureCounts now, FailureCounts before) {
 }
 
 std::string failing_more(FailureCounts now, FailureCounts before, const std::string& other) {
-  if (now.failed <= 0) return "";
+  // Without a repeat on the other side there is nothing to hold the failures against.
+  if (now.failed <= 0 || before.total <= 0) return "";
   if (before.failed == 0) return fmt::format("where {} does not", other);
   const int before_ok = before.total - before.failed;
   if (now.failed == now.total && before_ok > 0) {
@@ -42,6 +43,33 @@ std::string failing_more(FailureCounts now, FailureCounts before, const std::str
                        before.failed, before.total, p);
   }
   return "";
+}
+
+FailureCounts failures_of(const Configuration& configuration) {
+  const int failed = static_cast<int>(configuration.not_ok.size());
+  return {failed, failed + static_cast<int>(configuration.ok.size())};
+}
+
+bool has_records(const Configuration& configuration) {
+  return !configuration.ok.empty() || !configuration.not_ok.empty();
+}
+
+namespace {
+
+std::string status_and_reason(const PointRecord& record) {
+  return fmt::format("{} ({})", status_name(record.status), record.reason.empty() ? "no reason recorded" : record.reason);
+}
+
+}  // namespace
+
+std::string first_reason(const Configuration& configuration) {
+  return status_and_reason(*configuration.not_ok.begin()->second);
+}
+
+std::string interrupted_text(const Configuration& configuration) {
+  if (configuration.interrupted.empty()) return "";
+  return fmt::format("; {} repeat(s) ended by the scheduler, which count as missing: {}",
+                     configuration.interrupted.size(), status_and_reason(*configuration.interrupted.begin()->second));
 }
 
 }  // namespace harness

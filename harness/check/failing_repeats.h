@@ -8,6 +8,8 @@
 
 #include <string>
 
+#include "harness/check/configurations.h"
+
 namespace harness {
 
 struct FailureCounts {
@@ -22,8 +24,19 @@ double more_failures_p_value(FailureCounts now, FailureCounts before);
 
 // Why `now` fails more than `before`, to be read after "failing ..." ("where the baseline does
 // not", "in every repeat where the baseline's 4 of 5 were ok", "more often than the baseline
-// (1 of 5 failed there; one-sided Fisher exact p = 0.024)"); "" when it does not. `other` names
+// (1 of 5 failed there; one-sided Fisher exact p = 0.024)"); "" when it does not, or when
+// `before` has no repeat at all (nothing to hold the failures against). `other` names
 // the other side ("the baseline", "its reference").
 std::string failing_more(FailureCounts now, FailureCounts before, const std::string& other);
+
+// The failed and all judged (failed and ok) repeats of `configuration`.
+FailureCounts failures_of(const Configuration& configuration);
+// Whether any repeat of `configuration` was judged: ok or failed (not only ended by the scheduler).
+bool has_records(const Configuration& configuration);
+// "failed (rank 1: Killed)": the status and reason of its first failed repeat (there must be one).
+std::string first_reason(const Configuration& configuration);
+// "; 2 repeat(s) ended by the scheduler, which count as missing: preempted (job 12 was preempted)",
+// or "" when the scheduler ended none.
+std::string interrupted_text(const Configuration& configuration);
 
 }  // namespace harness

@@ -43,10 +43,14 @@ std::vector<double> logs_of(const std::vector<double>& values) {
   return logs;
 }
 
-std::vector<double> log_ratios(const std::vector<double>& values, const std::vector<double>& references) {
-  std::vector<double> ratios;
-  for (std::size_t i = 0; i < values.size(); ++i) ratios.push_back(std::log(values[i]) - std::log(references[i]));
-  return ratios;
+// Each value's gap to its reference: the log ratio, or (`log_scale` false: a value is 0) the
+// difference in the metric's unit.
+std::vector<double> gaps_to(const std::vector<double>& values, const std::vector<double>& references, bool log_scale) {
+  std::vector<double> gaps;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    gaps.push_back(log_scale ? std::log(values[i]) - std::log(references[i]) : values[i] - references[i]);
+  }
+  return gaps;
 }
 
 bool all_positive(std::initializer_list<const RepeatValues*> sides) {
@@ -93,28 +97,28 @@ bool compare_metric_values(const CheckMetric& metric, const MetricLimits& limits
   if (held.empty()) return missing(row, with_baseline ? "no value in the baseline" : "no value of the reference");
 
   const bool log_scale = all_positive(every_side);
-  if (!log_scale && against && with_baseline) {
-    row.verdict = Verdict::kNotComparable;
-    row.note = "a value of 0: no ratio to the reference to compare";
-    return true;
-  }
 
   ChangeEstimate estimate;
   double current_value = 0;
   double baseline_value = 0;
   if (against && with_baseline) {
-    // The candidate-to-reference log ratios of each run (paired within it), then Welch between runs.
+    // The candidate's gaps to its reference in each run (paired within it: log ratios, or
+    // differences where a value is 0), then Welch between runs.
     std::vector<double> now, now_reference, then, then_reference;
     paired_values(current, current_reference, now, now_reference);
     paired_values(baseline, baseline_reference, then, then_reference);
     if (now.empty()) return missing(row, "no repeat of the current run in common with its reference");
     if (then.empty()) return missing(row, "no repeat of the baseline in common with its reference");
-    const std::vector<double> now_ratios = log_ratios(now, now_reference);
-    const std::vector<double> then_ratios = log_ratios(then, then_reference);
-    estimate = welch_change(now_ratios, then_ratios);
-    // The candidate now, and what it would be had its ratio to the reference stayed the baseline's.
-    current_value = std::exp(mean_of(logs_of(now)));
-    baseline_value = std::exp(mean_of(logs_of(now_reference)) + mean_of(then_ratios));
+    const std::vector<double> then_gaps = gaps_to(then, then_reference, log_scale);
+    estimate = welch_change(gaps_to(now, now_reference, log_scale), then_gaps);
+    // The candidate now, and what it would be had its gap to the reference stayed the baseline's.
+    if (log_scale) {
+      current_value = std::exp(mean_of(logs_of(now)));
+      baseline_value = std::exp(mean_of(logs_of(now_reference)) + mean_of(then_gaps));
+    } else {
+      current_value = mean_of(now);
+      baseline_value = mean_of(now_reference) + mean_of(then_gaps);
+    }
   } else {
     std::vector<double> mine, theirs;
     const bool paired = against || sides.same_run;
@@ -154,6 +158,19 @@ bool compare_metric_values(const CheckMetric& metric, const MetricLimits& limits
   row.note = judgement.note;
   if (!log_scale && row.note.empty()) row.note = "compared as a difference: a value of 0 has no ratio";
   return true;
+}
+
+void apply_time_floor(CheckRow& row, int ranks, const MetricLimits& time_limits) {
+  const bool judged = row.verdict == Verdict::kRegression || row.verdict == Verdict::kImproved ||
+                      row.verdict == Verdict::kInconclusive;
+  if (!judged || ranks < 2 || !row.current || !row.baseline || !(*row.current > 0) || !(*row.baseline > 0)) return;
+  // time in us = kilobytes on the bus / busbw in GB/s
+  const double bus_kilobytes = static_cast<double>(row.bytes) * 2 * (ranks - 1) / ranks / 1000;
+  const double time_difference_us = std::abs(bus_kilobytes / *row.current - bus_kilobytes / *row.baseline);
+  if (!(time_difference_us < time_limits.floor)) return;
+  row.verdict = Verdict::kPass;
+  row.note = fmt::format("time difference {} us, below reduce_time's floor of {} us", format_number(time_difference_us),
+                         format_number(time_limits.floor));
 }
 
 }  // namespace harness

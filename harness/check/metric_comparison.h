@@ -31,4 +31,10 @@ struct MetricSides {
 bool compare_metric_values(const CheckMetric& metric, const MetricLimits& limits, const MetricSides& sides,
                            CheckRow& row);
 
+// busbw is reduce_time on another scale (bytes × 2(p-1)/p over the time): a busbw `row` (of a
+// configuration of `ranks` ranks) whose times differ by less than reduce_time's floor
+// (`time_limits`) is a change the machine does not resolve either, and passes as reduce_time's row
+// of that size does (the two rows of one size never disagree on that).
+void apply_time_floor(CheckRow& row, int ranks, const MetricLimits& time_limits);
+
 }  // namespace harness

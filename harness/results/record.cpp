@@ -54,6 +54,10 @@ bool is_retryable(PointStatus status) {
   return status == PointStatus::kNodeFailure || status == PointStatus::kPreempted;
 }
 
+bool ended_by_the_scheduler(PointStatus status) {
+  return is_retryable(status) || status == PointStatus::kCancelled || status == PointStatus::kLost;
+}
+
 Json to_json(const BuildProvenance& build) {
   return {{"name", build.name},
           {"path", build.path},

@@ -87,6 +87,10 @@ std::string_view status_name(PointStatus status);
 std::optional<PointStatus> status_from_name(std::string_view name);
 // Node failures and preemptions: nothing about the point itself is wrong.
 bool is_retryable(PointStatus status);
+// Those, and a cancellation by someone else or a job that vanished: the scheduler ended the point,
+// and its record says nothing of the point's own code (`harness check` counts such a repeat as
+// missing, not as failing).
+bool ended_by_the_scheduler(PointStatus status);
 
 // Every rank's compute time at a sample of the timed steps, bounded whatever the run's length:
 // the steps whose index (counted from 0) is a multiple of `stride`, the smallest power of two

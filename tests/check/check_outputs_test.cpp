@@ -100,6 +100,12 @@ TEST(CheckOutputs, MarkdownIsCutBelowItsLimitKeepingTheRegressions) {
   EXPECT_NE(markdown.find("a \\| b"), std::string::npos);
   EXPECT_NE(markdown.find("more row(s) left out to stay below 100000 bytes"), std::string::npos);
   EXPECT_EQ(check_markdown(report).find("left out"), std::string::npos);  // the default limit holds them all
+  // The heading says what the exit status says: under --strict, a row not compared is no pass.
+  const CheckReport strict = report_of({row(Verdict::kPass, "busbw", 0), row(Verdict::kNotComparable, "all", 0)}, true);
+  EXPECT_EQ(check_markdown(strict).rfind("## harness check: not everything compared (missing, failing or not comparable)\n", 0),
+            0U);
+  EXPECT_EQ(check_markdown(report_of({row(Verdict::kPass, "busbw", 0)}, true)).rfind("## harness check: no regression\n", 0),
+            0U);
 }
 
 TEST(CheckOutputs, AnnotationsAreErrorsForRegressionsAndWarningsForTheUndecided) {

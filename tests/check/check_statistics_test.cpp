@@ -93,6 +93,19 @@ TEST(CheckStatistics, FewerThanThreeRepeatsAreInconclusiveWithTheNumberNeeded) {
   EXPECT_EQ(judge_metric(metric("reduce_time"), limits, 1, 1.001, tiny).note, "2 repeat(s) per side; at least 3 needed");
 }
 
+TEST(CheckStatistics, ValuesBeyondTheArithmeticOfDoublesAreInconclusiveNotAnError) {
+  // A hand-edited record: the variance of the differences overflows; no interval, no exception.
+  const ChangeEstimate huge = welch_change({1e200, 3e200, 2e200}, {0, 1, 1.2});
+  EXPECT_FALSE(huge.has_interval);
+  const Judgement judgement = judge_metric(metric("reduce_time"), {0.10, 0.5}, 0.73, 2e200, huge, false);
+  EXPECT_EQ(judgement.verdict, Verdict::kInconclusive);
+  EXPECT_EQ(judgement.note, "no interval: the values are beyond what the arithmetic of doubles holds");
+  EXPECT_FALSE(paired_change({1e200, -1e200, 1e200}, {0, 0, 0}).has_interval);
+  // Sides of different sizes are named as such.
+  EXPECT_EQ(judge_metric(metric("reduce_time"), {0.10, 0}, 1, 1.36, welch_change({0.30, 0.32}, {0, 0.005, 0.01})).note,
+            "2 repeat(s) now, 3 on the other side; at least 4 needed");
+}
+
 TEST(CheckStatistics, DifferencesBelowTheFloorPass) {
   const ChangeEstimate doubled = paired_change({std::log(2), std::log(2), std::log(2)}, {0, 0, 0});
   // 0.4 us to 0.8 us: +100%, but below a 0.5 us floor.

@@ -5,12 +5,17 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
+#include "harness/check/failing_repeats.h"
 #include "harness/common/errors.h"
 
 namespace harness {
 namespace {
+
+// A time in side_of's records that stands for a repeat its job's preemption ended.
+constexpr double kPreempted = -2;
 
 // A comm benchmark record of `backend` at one size, `time_us` per reduction (or failed).
 PointRecord comm_record(const std::string& backend, int repeat, double time_us, bool ok = true) {
@@ -20,8 +25,8 @@ PointRecord comm_record(const std::string& backend, int repeat, double time_us, 
   record.settings.backend = backend;
   record.repeat = repeat;
   record.id = "p-" + backend;
-  record.status = ok ? PointStatus::kOk : PointStatus::kFailed;
-  record.reason = ok ? "" : "rank 1: Killed";
+  record.status = ok ? PointStatus::kOk : time_us == kPreempted ? PointStatus::kPreempted : PointStatus::kFailed;
+  record.reason = ok ? "" : time_us == kPreempted ? "job 12 was preempted" : "rank 1: Killed";
   if (ok) {
     Measurements measurements;
     measurements.kind = Kind::kComm;
@@ -36,8 +41,8 @@ PointRecord comm_record(const std::string& backend, int repeat, double time_us, 
 }
 
 // A results side with one configuration per backend and these records (backend, repeat, time;
-// a negative time: failed; NaN: an ok record that measured NaN; a backend listed without
-// records: none).
+// a negative time: failed, kPreempted: preempted; NaN: an ok record that measured NaN; a backend
+// listed without records: none).
 ResultsSide side_of(const std::string& dir, const std::vector<std::tuple<std::string, int, double>>& records,
                     const std::vector<std::string>& backends) {
   ResultsSide side;
@@ -203,8 +208,20 @@ TEST(Comparison, AnotherPatchReleaseOfTheMpiLibraryIsComparableAnotherLibraryIsN
   CheckReport report = compare_results(now, &then, default_check_options(), true);
   EXPECT_EQ(report.exit_status(), kCheckPass);
   for (auto& record : then.records) record.measurements->mpi_library = "MPICH Version: 4.0.2";
-  report = compare_results(now, &then, default_check_options(), true);
-  ASSERT_EQ(report.rows.size(), 1U);
+  // Nothing else to compare: the check compared nothing, and says why (not a pass, --strict or not).
+  expect_nothing_compared(now, &then, default_check_options(),
+                          "nothing compared: no configuration is comparable with its counterpart (1 row(s)); p-ring: "
+                          "MPI library \"Open MPI v4.1\" against \"MPICH Version: 4.0\" (p-ring against p-ring)");
+  // Beside a configuration that compares, it is a row of its own (exit 4 with --strict).
+  ResultsSide both_now = side_of("now", {{"ring", 0, 3}, {"ring", 1, 3}, {"ring", 2, 3}, {"ps", 0, 3}, {"ps", 1, 3},
+                                         {"ps", 2, 3}}, {"ring", "ps"});
+  ResultsSide both_then = side_of("then", {{"ring", 0, 3}, {"ring", 1, 3}, {"ring", 2, 3}, {"ps", 0, 3}, {"ps", 1, 3},
+                                           {"ps", 2, 3}}, {"ring", "ps"});
+  for (auto& record : both_then.records) {
+    if (record.settings.backend == "ring") record.measurements->mpi_library = "MPICH Version: 4.0.2";
+  }
+  report = compare_results(both_now, &both_then, default_check_options(), true);
+  EXPECT_EQ(report.count(Verdict::kNotComparable), 1);
   EXPECT_EQ(report.rows[0].verdict, Verdict::kNotComparable);
   EXPECT_NE(report.rows[0].note.find("MPI library \"Open MPI v4.1\" against \"MPICH Version: 4.0\""), std::string::npos)
       << report.rows[0].note;
@@ -228,15 +245,15 @@ TEST(Comparison, ABaselineFromAnotherMachineIsNotComparableUnlessAllowed) {
   MachineFacts elsewhere = here;
   elsewhere.cpu_model = "Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz";
   ran_on(then, elsewhere);
-  CheckReport report = compare_results(now, &then, default_check_options(), true);
-  ASSERT_EQ(report.rows.size(), 1U);  // one line for the point, not one per metric and size
-  EXPECT_EQ(report.rows[0].verdict, Verdict::kNotComparable);
-  EXPECT_EQ(report.rows[0].note,
-            "another machine: CPU \"AMD EPYC 7B13\" against \"Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz\" "
-            "(p-ring against p-ring); --allow-other-machine compares them anyway");
-  EXPECT_EQ(report.exit_status(), kCheckMissing);
+  // One line for the point, not one per metric and size; with nothing else compared, that line is
+  // the error's (exit 2, --strict or not: a gate that compared nothing has not passed).
+  expect_nothing_compared(now, &then, default_check_options(),
+                          "nothing compared: no configuration is comparable with its counterpart (1 row(s)); p-ring: "
+                          "another machine: CPU \"AMD EPYC 7B13\" against \"Intel(R) Xeon(R) Platinum 8375C CPU @ "
+                          "2.90GHz\" (p-ring against p-ring); --allow-other-machine compares them anyway");
 
   CheckOptions allowed = default_check_options();
+  CheckReport report;
   allowed.allow_other_machine = true;
   report = compare_results(now, &then, allowed, true);
   EXPECT_EQ(report.exit_status(), kCheckPass);
@@ -253,9 +270,12 @@ TEST(Comparison, ABaselineFromAnotherMachineIsNotComparableUnlessAllowed) {
   EXPECT_EQ(compare_results(now, &then, default_check_options(), true).exit_status(), kCheckPass);
   elsewhere.host = "ci-3";
   ran_on(then, elsewhere);
-  report = compare_results(now, &then, default_check_options(), true);
-  ASSERT_EQ(report.rows.size(), 1U);
-  EXPECT_NE(report.rows[0].note.find("another machine: host ci-7 against ci-3"), std::string::npos) << report.rows[0].note;
+  try {
+    compare_results(now, &then, default_check_options(), true);
+    ADD_FAILURE() << "compared records of another host";
+  } catch (const ConfigError& error) {
+    EXPECT_NE(std::string(error.what()).find("another machine: host ci-7 against ci-3"), std::string::npos) << error.what();
+  }
 }
 
 TEST(Comparison, ABaselineThatDoesNotSayWhereItRanIsComparedWithANote) {
@@ -310,6 +330,73 @@ TEST(Comparison, ATracedRunMeetsItsUntracedBaseline) {
   EXPECT_EQ(then.find(traced, nullptr, false), &then.configurations[0]);
   const CheckReport report = compare_results(now, &then, default_check_options(), true);
   EXPECT_EQ(report.exit_status(), kCheckPass);
+}
+
+TEST(Comparison, FailuresHeldAgainstASideWithoutRecordsAreMissingNotANewFailure) {
+  // The baseline ran ps but not ring, where one repeat fails now.
+  const ResultsSide one_failed = side_of("now", {{"ring", 0, -1}, {"ring", 1, 3}, {"ring", 2, 3}, {"ps", 0, 3},
+                                                 {"ps", 1, 3}, {"ps", 2, 3}}, {"ring", "ps"});
+  const ResultsSide never_ran = side_of("then", {{"ps", 0, 3}, {"ps", 1, 3}, {"ps", 2, 3}}, {"ring", "ps"});
+  CheckReport report = compare_results(one_failed, &never_ran, default_check_options(), false);
+  EXPECT_EQ(report.count(Verdict::kRegression), 0);
+  ASSERT_EQ(report.count(Verdict::kMissing), 1);
+  EXPECT_EQ(report.rows[0].verdict, Verdict::kMissing);
+  EXPECT_EQ(report.rows[0].note,
+            "the baseline has no record to hold this configuration's failures against; here 1 of 3 repeat(s) "
+            "failed: failed (rank 1: Killed)");
+  EXPECT_EQ(report.exit_status(), kCheckPass);
+  // Alone, it compares nothing: an error, not "newly failing" (exit 1).
+  expect_nothing_compared(side_of("now", {{"ring", 0, -1}, {"ring", 1, 3}, {"ring", 2, 3}}, {"ring"}),
+                          &never_ran, default_check_options(),
+                          "nothing compared: every configuration lacks the records of a side (2 missing row(s))");
+  // The same with a reference of the current run that never ran.
+  const ResultsSide no_reference = side_of("now", {{"ring", 0, -1}, {"ring", 1, 3}}, {"allreduce", "ring"});
+  expect_nothing_compared(no_reference, nullptr, against_allreduce(),
+                          "nothing compared: every configuration lacks the records of a side (1 missing row(s))");
+  EXPECT_EQ(failing_more({1, 3}, {0, 0}, "the baseline"), "");
+}
+
+TEST(Comparison, RepeatsTheSchedulerEndedAreMissingNotFailing) {
+  const ResultsSide before = side_of("then", {{"ring", 0, 3}, {"ring", 1, 3}, {"ring", 2, 3}}, {"ring"});
+  // One repeat preempted: compared on the others, with a note; not "newly failing".
+  const ResultsSide preempted = side_of("now", {{"ring", 0, kPreempted}, {"ring", 1, 3}, {"ring", 2, 3}}, {"ring"});
+  CheckReport report = compare_results(preempted, &before, default_check_options(), false);
+  EXPECT_EQ(report.count(Verdict::kRegression), 0);
+  EXPECT_EQ(report.count(Verdict::kMissing), 0);
+  EXPECT_GT(report.count(Verdict::kPass) + report.count(Verdict::kInconclusive), 0);
+  EXPECT_NE(std::find(report.notes.begin(), report.notes.end(),
+                      "p-ring comm ring: compared without the repeat(s) the scheduler ended; 1 repeat(s) ended by the "
+                      "scheduler, which count as missing: preempted (job 12 was preempted)"),
+            report.notes.end());
+  // Every repeat preempted: nothing to compare, and the reason says so.
+  const ResultsSide all_preempted = side_of("now", {{"ring", 0, kPreempted}, {"ring", 1, kPreempted}}, {"ring"});
+  expect_nothing_compared(all_preempted, &before, default_check_options(),
+                          "nothing compared: every configuration lacks the records of a side (1 missing row(s))");
+  const ResultsSide others = side_of("now", {{"ps", 0, 3}, {"ps", 1, 3}, {"ps", 2, 3}}, {"ring", "ps"});
+  ResultsSide mixed = side_of("now", {{"ring", 0, kPreempted}, {"ring", 1, kPreempted}, {"ps", 0, 3}, {"ps", 1, 3},
+                                      {"ps", 2, 3}}, {"ring", "ps"});
+  report = compare_results(mixed, &others, default_check_options(), false);
+  ASSERT_EQ(report.rows[0].verdict, Verdict::kMissing);
+  EXPECT_EQ(report.rows[0].note, "no ok or failed repeat in the current run; 2 repeat(s) ended by the scheduler, which "
+                                 "count as missing: preempted (job 12 was preempted)");
+}
+
+TEST(Comparison, ABandwidthChangeWithinTheTimeFloorPasses) {
+  // 1.0 us against 1.4 us at 4 KiB: 40% slower, but below reduce_time's floor of 0.5 us; busbw
+  // is the same measurement on another scale and passes too, rather than fail the gate alone.
+  const ResultsSide then = side_of("then", {{"ring", 0, 1.0}, {"ring", 1, 1.01}, {"ring", 2, 0.99}}, {"ring"});
+  const ResultsSide now = side_of("now", {{"ring", 0, 1.4}, {"ring", 1, 1.41}, {"ring", 2, 1.39}}, {"ring"});
+  CheckReport report = compare_results(now, &then, default_check_options(), true);
+  ASSERT_EQ(report.rows.size(), 2U);
+  for (const CheckRow& row : report.rows) EXPECT_EQ(row.verdict, Verdict::kPass) << row.metric << ": " << row.note;
+  const auto busbw = std::find_if(report.rows.begin(), report.rows.end(), [](const CheckRow& r) { return r.metric == "busbw"; });
+  ASSERT_NE(busbw, report.rows.end());
+  EXPECT_EQ(busbw->note.rfind("time difference 0.4", 0), 0U) << busbw->note;
+  EXPECT_NE(busbw->note.find(" us, below reduce_time's floor of 0.5 us"), std::string::npos) << busbw->note;
+  // Beyond the floor (10 us against 14 us), both regress.
+  const ResultsSide slow_then = side_of("then", {{"ring", 0, 10}, {"ring", 1, 10.1}, {"ring", 2, 9.9}}, {"ring"});
+  const ResultsSide slow_now = side_of("now", {{"ring", 0, 14}, {"ring", 1, 14.1}, {"ring", 2, 13.9}}, {"ring"});
+  EXPECT_EQ(compare_results(slow_now, &slow_then, default_check_options(), true).count(Verdict::kRegression), 2);
 }
 
 }  // namespace

@@ -75,6 +75,21 @@ TEST(MetricComparison, ZerosAreComparedAsDifferencesNotDropped) {
   EXPECT_FALSE(compare_metric_values(metric("exposed_comm"), {0.10, 0.02}, zeros, none));
 }
 
+TEST(MetricComparison, AZeroAgainstAReferenceAndABaselineComparesTheGapsAsDifferences) {
+  // Overlap hid the candidate's communication in one repeat of the baseline: the candidate's gap
+  // to its reference (in ms) is compared between the runs, not refused for want of a ratio.
+  const RepeatValues now = {{0, 3.0}, {1, 3.1}, {2, 2.9}};
+  const RepeatValues now_reference = {{0, 1.0}, {1, 1.0}, {2, 1.0}};
+  const RepeatValues then = {{0, 0.0}, {1, 1.1}, {2, 0.9}};
+  const RepeatValues then_reference = {{0, 1.0}, {1, 1.0}, {2, 1.0}};
+  MetricSides sides{&now, &now_reference, &then, &then_reference, false};
+  const CheckRow row = compared("exposed_comm", sides, {0.10, 0.02});
+  EXPECT_EQ(row.verdict, Verdict::kRegression) << row.note;
+  EXPECT_EQ(row.note, "compared as a difference: a value of 0 has no ratio");
+  EXPECT_NEAR(*row.current, 3.0, 1e-9);
+  EXPECT_NEAR(*row.baseline, 1.0 + (-1.0 + 0.1 - 0.1) / 3, 1e-9);  // the reference now, plus the baseline's gap
+}
+
 TEST(MetricComparison, ASideWithoutValuesIsMissing) {
   const RepeatValues values = {{0, 1.0}, {1, 1.1}, {2, 1.0}};
   const RepeatValues empty;
