@@ -78,11 +78,15 @@ class Scheduler {
   // The job's id as this scheduler can find it again ("" when it cannot), kept in the results
   // directory's ledger.
   virtual std::string external_id(JobId /*job*/) const { return ""; }
-  // Follows a job that an earlier harness submitted (`external_id` from the ledger); nothing when
-  // this scheduler cannot.
-  virtual std::optional<JobId> adopt(const JobSpec& /*job*/, const std::string& /*external_id*/) {
+  // Follows a job that an earlier harness submitted (`external_id` and `submitted_at`, wall-clock
+  // seconds, from the ledger; 0: not known); nothing when this scheduler cannot.
+  virtual std::optional<JobId> adopt(const JobSpec& /*job*/, const std::string& /*external_id*/,
+                                     double /*submitted_at*/ = 0) {
     return std::nullopt;
   }
+  // Whether a job in flight has been seen ending (or missing) by one query and waits for the next
+  // to be judged: a one-shot `harness status` then asks again instead of leaving it in flight.
+  virtual bool judging() const { return false; }
   // Where a job in flight is: "running", "queued (Priority)", ...
   virtual std::string describe(JobId /*job*/) const { return "running"; }
   // What a dry run prints beyond each point's command (job scripts, job counts, node-hours), or "".

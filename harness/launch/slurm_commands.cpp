@@ -4,7 +4,8 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -162,10 +163,18 @@ ClusterConfig parse_config(const std::string& text) {
 SlurmCommands::SlurmCommands(std::string scratch_dir) : scratch_dir_(std::move(scratch_dir)) {}
 
 SlurmCommands::Output SlurmCommands::run(const std::vector<std::string>& argv, double timeout_s) const {
-  static std::atomic<int> counter{0};
   ProcessRequest request;
   request.argv = argv;
-  request.log_path = fmt::format("{}/.{}-{}-{}.out", scratch_dir_, argv[0], ::getpid(), counter++);
+  // A name nobody can have made beforehand (mkstemp: created here, 0600): in a temporary folder
+  // shared with other users, a file planted under a predictable name would be appended to and its
+  // lines read as squeue's.
+  request.log_path = fmt::format("{}/.harness-{}-XXXXXX", scratch_dir_, argv[0]);
+  const int fd = ::mkstemp(request.log_path.data());
+  if (fd < 0) {
+    throw LaunchError(fmt::format("{}: cannot create a file for {}'s output: {}", request.log_path, argv[0],
+                                  std::strerror(errno)));
+  }
+  ::close(fd);
   request.timeout_s = timeout_s;
   // Cancelling jobs after Ctrl-C is exactly when these must still run.
   request.stop_on_interrupt = false;

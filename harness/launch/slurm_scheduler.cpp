@@ -154,6 +154,12 @@ std::vector<Submission> SlurmScheduler::submit_all(const std::vector<JobSpec>& j
     }
   }
   for (const Batch& batch : batches(jobs)) {
+    // Ctrl-C stops the submitting between two sbatch (each may take up to a minute): the jobs
+    // submitted so far are the ones the harness then cancels.
+    if (interrupt_requested()) {
+      for (const std::size_t i : batch.jobs) submissions[i].error = "not submitted: interrupted";
+      continue;
+    }
     const JobSpec& first = jobs[batch.jobs.front()];
     const std::string script_path = fmt::format("{}/scripts/{}-{}.sh", context_.jobs_dir, first.name, mode_name(batch.mode));
     std::vector<std::pair<std::size_t, JobId>> made;
@@ -171,8 +177,18 @@ std::vector<Submission> SlurmScheduler::submit_all(const std::vector<JobSpec>& j
       for (const std::size_t i : batch.jobs) submissions[i].error = error.what();
     }
     // Remembered (the ledger) before the next sbatch, once per sbatch; outside the try, so that a
-    // ledger that cannot be written stops the submitting.
-    if (submitted && !made.empty()) submitted(made);
+    // ledger that cannot be written stops the submitting. A job no ledger names would run with
+    // no one to follow or cancel it: this sbatch's jobs are cancelled before the error goes on.
+    if (submitted && !made.empty()) {
+      try {
+        submitted(made);
+      } catch (...) {
+        std::vector<JobId> ids;
+        for (const auto& [index, id] : made) ids.push_back(id);
+        cancel_all(ids);
+        throw;
+      }
+    }
   }
   backoff_.reset(wall_clock_s());
   return submissions;
@@ -183,7 +199,7 @@ std::string SlurmScheduler::external_id(JobId job) const {
   return found == tracked_.end() ? "" : encode_id(found->second.mode, found->second.follow.slurm_id);
 }
 
-std::optional<JobId> SlurmScheduler::adopt(const JobSpec& job, const std::string& external_id) {
+std::optional<JobId> SlurmScheduler::adopt(const JobSpec& job, const std::string& external_id, double submitted_at) {
   const auto colon = external_id.find(':');
   if (colon == std::string::npos) return std::nullopt;
   const std::string mode = external_id.substr(0, colon);
@@ -191,11 +207,21 @@ std::optional<JobId> SlurmScheduler::adopt(const JobSpec& job, const std::string
   for (const SlurmMode m : {SlurmMode::kPerPoint, SlurmMode::kArray, SlurmMode::kPack}) {
     if (mode_name(m) == mode && !slurm_id.empty()) {
       const JobId id = track(job, m, slurm_id, slurm_id);
+      // sacct is asked for jobs since the earliest submission followed: a job that ended long
+      // before this harness adopted it is found with its final state, not judged lost.
+      if (submitted_at > 0) tracked_.at(id).follow.submitted_at = std::min(submitted_at, wall_clock_s());
       backoff_ = QueryBackoff(query_cap_s(config().min_job_age_s));  // ask at once
       return id;
     }
   }
   return std::nullopt;
+}
+
+bool SlurmScheduler::judging() const {
+  return std::any_of(tracked_.begin(), tracked_.end(), [](const auto& entry) {
+    const FollowedJob& follow = entry.second.follow;
+    return !entry.second.cancelled && (follow.unseen_queries > 0 || follow.silent_queries > 0 || follow.failure_read);
+  });
 }
 
 std::string SlurmScheduler::describe(JobId job) const {
@@ -218,6 +244,17 @@ std::string SlurmScheduler::describe(JobId job) const {
   return fmt::format("submitted (job {})", tracked.follow.slurm_id);
 }
 
+void SlurmScheduler::add_jobs_sacct_leaves_out() {
+  // sacct lists only jobs eligible to start: not a held one, an array task its throttle holds back
+  // or a job whose --begin is still to come, nor one slurmdbd has not heard of yet. Unlisted twice,
+  // such a job would be judged lost while it waits in the queue; squeue lists it.
+  const bool unlisted = std::any_of(tracked_.begin(), tracked_.end(), [&](const auto& entry) {
+    return !entry.second.cancelled && !last_seen_.count(entry.second.follow.slurm_id);
+  });
+  if (!unlisted) return;
+  for (const auto& job : commands().query(job_name(), false, 0)) last_seen_.emplace(job.id, job);
+}
+
 std::vector<JobResult> SlurmScheduler::collect(bool may_query) {
   const double now = wall_clock_s();
   bool queried = false;
@@ -231,6 +268,7 @@ std::vector<JobResult> SlurmScheduler::collect(bool may_query) {
       const auto jobs = commands().query(job_name(), config().accounting, since);
       last_seen_.clear();
       for (const auto& job : jobs) last_seen_[job.id] = job;
+      if (config().accounting) add_jobs_sacct_leaves_out();
       queried = true;
     } catch (const LaunchError&) {
       // The controller did not answer: the files still speak; ask again later.

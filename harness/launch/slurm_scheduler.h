@@ -49,7 +49,8 @@ class SlurmScheduler final : public Scheduler {
   std::vector<Submission> submit_all(const std::vector<JobSpec>& jobs, const OnSubmitted& submitted) override;
   bool jobs_outlive_harness() const override { return true; }
   std::string external_id(JobId job) const override;
-  std::optional<JobId> adopt(const JobSpec& job, const std::string& external_id) override;
+  std::optional<JobId> adopt(const JobSpec& job, const std::string& external_id, double submitted_at = 0) override;
+  bool judging() const override;
   std::string describe(JobId job) const override;
   std::string plan(const std::vector<JobSpec>& jobs) override;
   std::vector<JobResult> poll(double wait_s) override;
@@ -73,6 +74,8 @@ class SlurmScheduler final : public Scheduler {
   };
 
   SlurmCommands& commands() const;
+  // With accounting: adds to last_seen_ what squeue lists of the jobs followed that sacct did not.
+  void add_jobs_sacct_leaves_out();
   // The cluster's configuration, read once; SLURM's defaults when no cluster answers.
   const ClusterConfig& config() const;
   // More ranks (times threads) on a node than it has CPUs: sbatch --overcommit.

@@ -1,15 +1,18 @@
 // SweepRunner's jobs in flight: the ledger that remembers them for a later run, adopting the jobs
-// an earlier run left, and cancelling them.
+// an earlier run left, collecting them for `harness status`, and cancelling them.
 #include <algorithm>
 #include <filesystem>
 #include <iterator>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "harness/common/errors.h"
 #include "harness/common/files.h"
 #include "harness/common/rank_progress.h"
+#include "harness/common/text.h"
 #include "harness/launch/progress.h"
 #include "harness/launch/sweep_runner.h"
 
@@ -17,6 +20,10 @@ namespace harness {
 namespace fs = std::filesystem;
 
 namespace {
+
+// How long a one-shot `harness status` waits for the scheduler's next query (its queries start
+// 2 s apart, slurm_follow.h's QueryBackoff) to judge a job that one query saw end.
+constexpr double kSecondQueryWaitS = 3;
 
 Json launcher_json(const LauncherSpec& spec) {
   Json json = spec.options.is_object() ? spec.options : Json::object();
@@ -37,11 +44,22 @@ void SweepRunner::adopt_ledger_jobs(const std::vector<const Point*>& candidates)
   }
   if (ledger_.entries.empty()) ledger_.launcher = launcher_json(experiment_.launcher);
   scheduler_.prepare({directory_.jobs_dir(), ledger_.sweep_id, fs::current_path().string()});
+  std::set<std::string> followed_ids;  // scheduler ids of the jobs adopted (a pack serves several points)
+  std::vector<const LedgerEntry*> left_the_sweep;
   for (const auto& entry : ledger_.entries) {
     const auto point = std::find_if(candidates.begin(), candidates.end(), [&](const Point* candidate) {
       return candidate->id == entry.point_id && candidate->key.hash() == entry.key;
     });
-    if (point == candidates.end()) continue;
+    if (point == candidates.end()) {
+      // A point with a record is done; one whose settings changed or that was removed from the
+      // experiment is no longer in the sweep, and its job would run on with no one following it.
+      const bool in_sweep = std::any_of(points_.begin(), points_.end(), [&](const Point& p) {
+        return p.id == entry.point_id && p.key.hash() == entry.key;
+      });
+      if (!in_sweep) left_the_sweep.push_back(&entry);
+      continue;
+    }
+    followed_ids.insert(entry.external_id);
     InFlight job;
     job.point = *point;
     job.job = job_for(**point, directory_, options_.rank_programs, run_id_);
@@ -56,9 +74,41 @@ void SweepRunner::adopt_ledger_jobs(const std::vector<const Point*>& candidates)
     job.label = label(**point);
     job.submitted_at = entry.submitted_at;
     job.build = entry.build;
-    if (const auto id = scheduler_.adopt(job.job, entry.external_id)) in_flight_.emplace(*id, std::move(job));
+    if (const auto id = scheduler_.adopt(job.job, entry.external_id, entry.submitted_at)) {
+      in_flight_.emplace(*id, std::move(job));
+    }
   }
-  save_ledger();  // without the entries of points that have records or left the sweep
+  cancel_jobs_that_left_the_sweep(left_the_sweep, followed_ids);
+  save_ledger();  // without the entries of points that have records, or that left the sweep and were cancelled
+}
+
+void SweepRunner::cancel_jobs_that_left_the_sweep(const std::vector<const LedgerEntry*>& entries,
+                                                  const std::set<std::string>& followed_ids) {
+  std::vector<JobId> ids;
+  std::map<JobId, const LedgerEntry*> entry_of;
+  std::vector<std::string> points;
+  for (const LedgerEntry* entry : entries) {
+    // A job that still runs points of the sweep (a pack) is left to them.
+    if (followed_ids.count(entry->external_id)) continue;
+    JobSpec job;
+    job.name = entry->point_id;
+    const auto id = scheduler_.adopt(job, entry->external_id);
+    if (!id) continue;
+    ids.push_back(*id);
+    entry_of[*id] = entry;
+    points.push_back(entry->point_id);
+  }
+  if (ids.empty()) return;
+  const CancelOutcome outcome = scheduler_.cancel_all(ids);
+  for (const JobId id : outcome.not_cancelled) unfollowed_entries_.push_back(*entry_of.at(id));
+  out_ << fmt::format("harness: {} job(s) of point(s) no longer in the experiment ({}{}) {}\n", ids.size(),
+                      fmt::join(points.begin(), points.begin() + std::min<std::ptrdiff_t>(points.size(), 5), ", "),
+                      points.size() > 5 ? ", ..." : "",
+                      outcome.not_cancelled.empty()
+                          ? "cancelled"
+                          : fmt::format("to cancel: {} could not be ({}); they stay in {} for `harness cancel {}`",
+                                        outcome.not_cancelled.size(), outcome.error, directory_.ledger_path(),
+                                        directory_.path()));
 }
 
 void SweepRunner::save_ledger() {
@@ -67,7 +117,7 @@ void SweepRunner::save_ledger() {
   std::set<JobId> ids;
   for (const auto& [id, job] : in_flight_) ids.insert(id);
   if (saved_ledger_ids_ == ids) return;
-  ledger_.entries.clear();
+  ledger_.entries = unfollowed_entries_;
   for (const auto& [id, job] : in_flight_) {
     ledger_.entries.push_back({job.point->id, job.point->key.hash(), scheduler_.external_id(id),
                                job.job.measurements_path, job.command, job.submitted_at, job.build,
@@ -143,6 +193,47 @@ int SweepRunner::cancel_in_flight() {
                                   asked, directory_.ledger_path()));
   }
   return static_cast<int>(asked);
+}
+
+SweepOutcome SweepRunner::collect() {
+  SweepOutcome result = loop(Submit::kNone, false);
+  // A job the scheduler listed as ended (or stopped listing) is judged on the next query, when its
+  // status file has had time to appear: ask again now, or a job cancelled while queued or lost
+  // with its node would stay "in flight" to every `harness status`. The queries back off from 2 s.
+  if (scheduler_.judging()) {
+    Progress progress(0, false, scheduler_.max_parallel(), out_);
+    for (int round = 0; round < 3 && scheduler_.judging() && !interrupt_requested(); ++round) {
+      for (const JobResult& ended : scheduler_.poll(kSecondQueryWaitS)) {
+        if (record_ended(ended, progress)) ++result.failed;
+      }
+    }
+    save_ledger();
+    settle_measurements();
+    result.in_flight = static_cast<int>(in_flight_.size());
+  }
+  for (const auto& point : points_) {
+    PointState state;
+    state.point = &point;
+    const auto job = std::find_if(in_flight_.begin(), in_flight_.end(),
+                                  [&](const auto& entry) { return entry.second.point == &point; });
+    if (job != in_flight_.end()) {
+      state.state = scheduler_.describe(job->first);
+    } else if (fs::exists(directory_.record_path(point.id))) {
+      state.done = true;
+      try {
+        const PointRecord record = record_from_json(read_json_file(directory_.record_path(point.id)),
+                                                    directory_.record_path(point.id));
+        state.state = record.ok() ? fmt::format("ok ({})", format_duration(record.launch.wall_time_s))
+                                  : fmt::format("{}: {}", status_name(record.status), record.reason);
+      } catch (const Error& error) {
+        state.state = fmt::format("unreadable record: {}", error.what());
+      }
+    } else {
+      state.state = "not submitted";
+    }
+    result.states.push_back(std::move(state));
+  }
+  return result;
 }
 
 }  // namespace harness

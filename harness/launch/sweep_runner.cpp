@@ -298,6 +298,8 @@ void SweepRunner::submit_next_batch(const std::vector<const Point*>& to_run, std
         save_ledger();
       });
   for (std::size_t i = 0; i < batch.size(); ++i) {
+    // Ctrl-C stopped the submitting: not run, as the points not yet taken up.
+    if (submissions[i].id == 0 && interrupt_requested()) continue;
     ++result.ran;
     if (submissions[i].id != 0) {
       progress.started(batch[i].label);
@@ -362,32 +364,5 @@ SweepOutcome SweepRunner::loop(Submit submit, bool follow) {
 }
 
 SweepOutcome SweepRunner::run() { return loop(Submit::kAll, !options_.detach); }
-
-SweepOutcome SweepRunner::collect() {
-  SweepOutcome result = loop(Submit::kNone, false);
-  for (const auto& point : points_) {
-    PointState state;
-    state.point = &point;
-    const auto job = std::find_if(in_flight_.begin(), in_flight_.end(),
-                                  [&](const auto& entry) { return entry.second.point == &point; });
-    if (job != in_flight_.end()) {
-      state.state = scheduler_.describe(job->first);
-    } else if (fs::exists(directory_.record_path(point.id))) {
-      state.done = true;
-      try {
-        const PointRecord record = record_from_json(read_json_file(directory_.record_path(point.id)),
-                                                    directory_.record_path(point.id));
-        state.state = record.ok() ? fmt::format("ok ({})", format_duration(record.launch.wall_time_s))
-                                  : fmt::format("{}: {}", status_name(record.status), record.reason);
-      } catch (const Error& error) {
-        state.state = fmt::format("unreadable record: {}", error.what());
-      }
-    } else {
-      state.state = "not submitted";
-    }
-    result.states.push_back(std::move(state));
-  }
-  return result;
-}
 
 }  // namespace harness

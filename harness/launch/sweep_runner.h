@@ -118,6 +118,10 @@ class SweepRunner {
   // Reads the ledger and prepares the scheduler; adopts the ledger's jobs of points without a kept
   // record into in_flight_.
   void adopt_ledger_jobs(const std::vector<const Point*>& candidates);
+  // Cancels the jobs of ledger `entries` whose points left the sweep (the experiment changed
+  // since they were submitted), but for jobs that also run followed points (`followed_ids`).
+  void cancel_jobs_that_left_the_sweep(const std::vector<const LedgerEntry*>& entries,
+                                       const std::set<std::string>& followed_ids);
   void save_ledger();
   // Removes the measurements files of the points in settled_ (their records are durable and the
   // saved ledger no longer names their jobs), except those of jobs in flight.
@@ -144,6 +148,9 @@ class SweepRunner {
   int records_not_written_ = 0;
   std::set<JobId> not_cancelled_;  // asked to cancel, still running: kept in the ledger
   std::optional<std::set<JobId>> saved_ledger_ids_;  // the jobs the ledger on disk names
+  // Jobs of points that left the sweep and that scancel could not stop: kept in the ledger, not
+  // followed, for `harness cancel`.
+  std::vector<LedgerEntry> unfollowed_entries_;
 };
 
 }  // namespace harness

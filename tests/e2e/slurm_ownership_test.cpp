@@ -33,6 +33,8 @@ echo "$id|PENDING|$(sed -n 's/^#SBATCH --comment=//p' "$script")" >> "$state/job
 cp "$script" "$state/script_$id.sh"
 if [[ $mode == kill ]]; then kill -KILL $PPID; sleep 5; fi
 if [[ $mode == hang ]]; then sleep 60; fi
+if [[ $mode == slow ]]; then touch "$state/slow_$n"; sleep 3; fi
+if [[ $mode == block-ledger ]]; then l=$(cat "$state/ledger"); rm -f "$l"; mkdir -p "$l/blocked"; fi
 echo $id
 )sh";
 constexpr const char* kSqueue = R"sh(#!/bin/bash
@@ -56,7 +58,18 @@ for id in "$@"; do echo "$id" >> "$state/cancelled"; done
 constexpr const char* kScontrol = R"sh(#!/bin/bash
 echo "MaxArraySize = 1001"
 echo "MinJobAge = 300 sec"
-echo "AccountingStorageType = accounting_storage/none"
+if [[ -f $FAKE_SLURM/accounting ]]; then echo "AccountingStorageType = accounting_storage/slurmdbd"
+else echo "AccountingStorageType = accounting_storage/none"; fi
+)sh";
+// As SLURM's sacct without --state: only jobs eligible to start (here, none still pending).
+constexpr const char* kSacct = R"sh(#!/bin/bash
+state=$FAKE_SLURM
+echo "$*" >> "$state/sacct_calls"
+[[ -f $state/jobs ]] || exit 0
+while IFS='|' read -r id st comment; do
+  if grep -qx "$id" "$state/cancelled" 2>/dev/null; then st=CANCELLED; fi
+  [[ $st == PENDING ]] || echo "$id|$st|"
+done < "$state/jobs"
 )sh";
 constexpr const char* kSinfo = "#!/bin/bash\necho '2|UNLIMITED|debug*'\n";
 
@@ -84,6 +97,12 @@ struct FakeCluster {
   }
 };
 
+std::string own_experiment(const std::string& launcher, const std::string& batch_sizes) {
+  return R"({"name": "own", "launcher": )" + launcher + R"(,
+    "settings": {"workload": "iris_mlp", "epochs": 1, "timeout_s": 60}, "sweep": {"batch_size": [)" +
+         batch_sizes + "]}}";
+}
+
 FakeCluster fake_cluster(const std::string& name, const std::string& launcher, int points = 3) {
   FakeCluster cluster;
   cluster.dir = scratch("slurm_own_" + name);
@@ -94,15 +113,14 @@ FakeCluster fake_cluster(const std::string& name, const std::string& launcher, i
   fs::create_directories(bin);
   for (const auto& [program, text] : std::vector<std::pair<std::string, std::string>>{
            {"sbatch", kSbatch}, {"squeue", kSqueue}, {"scancel", kScancel}, {"scontrol", kScontrol},
-           {"sinfo", kSinfo}}) {
+           {"sinfo", kSinfo}, {"sacct", kSacct}}) {
     std::ofstream(bin / program) << text;
     fs::permissions(bin / program, fs::perms::owner_all);
   }
   std::ofstream(cluster.state / "ledger") << (cluster.out / "jobs" / "ledger.json").string();
   std::string sizes;
   for (int i = 0; i < points; ++i) sizes += (i == 0 ? "" : ", ") + std::to_string(4 << i);
-  cluster.experiment = write_experiment(cluster.dir, R"({"name": "own", "launcher": )" + launcher + R"(,
-    "settings": {"workload": "iris_mlp", "epochs": 1, "timeout_s": 60}, "sweep": {"batch_size": [)" + sizes + "]}}");
+  cluster.experiment = write_experiment(cluster.dir, own_experiment(launcher, sizes));
   const char* path = std::getenv("PATH");
   cluster.environment = {{"PATH", bin.string() + ":" + (path != nullptr ? path : "/usr/bin:/bin")},
                          {"FAKE_SLURM", cluster.state.string()}};
@@ -262,6 +280,89 @@ TEST(SlurmOwnership, ACancelledPacksUnstartedPointsAreLostAndRunAgainWithRetryFa
       << joined(retry.output);
   EXPECT_EQ(cluster.sbatch_calls(), 2);
   EXPECT_EQ(cluster.ledger_jobs(), (std::vector<std::string>{"pack:1002", "pack:1002"})) << cluster.ledger().dump(1);
+}
+
+TEST(SlurmOwnership, JobsOfPointsThatLeftTheExperimentAreCancelledNotOrphaned) {
+  FakeCluster cluster = fake_cluster("edited", kPerPoint);
+  ASSERT_TRUE(cluster.harness({"run", cluster.experiment.string(), "--out", cluster.out.string(), "--detach"}, "1.log")
+                  .outcome.exited);
+  ASSERT_EQ(cluster.ledger_jobs().size(), 3U);
+  // The third point's batch size changes: its job (1003) would run on with no one following it.
+  write_experiment(cluster.dir, own_experiment(kPerPoint, "4, 8, 32"));
+  const HarnessRun edited = cluster.harness(
+      {"run", cluster.experiment.string(), "--out", cluster.out.string(), "--detach"}, "2.log");
+  const std::string text = joined(edited.output);
+  EXPECT_NE(text.find("harness: 1 job(s) of point(s) no longer in the experiment (p002-"), std::string::npos) << text;
+  EXPECT_NE(text.find(") cancelled"), std::string::npos) << text;
+  EXPECT_EQ(cluster.text("scancel_calls"), "1003\n");
+  EXPECT_EQ(cluster.ledger_jobs(), (std::vector<std::string>{"per-point:1001", "per-point:1002", "per-point:1004"}))
+      << cluster.ledger().dump(1);
+}
+
+TEST(SlurmOwnership, AJobWhoseLedgerCannotBeWrittenIsCancelledNotLeftUntracked) {
+  FakeCluster cluster = fake_cluster("unwritable", kPerPoint);
+  std::ofstream(cluster.state / "mode_2") << "block-ledger";  // the ledger becomes a folder once job 1002 is queued
+  const HarnessRun run = cluster.harness({"run", cluster.experiment.string(), "--out", cluster.out.string()}, "1.log");
+  EXPECT_NE(run.outcome.exit_code, 0) << explained(run);
+  EXPECT_EQ(cluster.sbatch_calls(), 2) << joined(run.output);
+  EXPECT_NE(cluster.text("scancel_calls").find("1002"), std::string::npos) << cluster.text("scancel_calls");
+}
+
+TEST(SlurmOwnership, CtrlCStopsTheSubmittingBetweenTwoSbatch) {
+  FakeCluster cluster = fake_cluster("interrupt", kPerPoint);
+  std::ofstream(cluster.state / "mode_1") << "slow";
+  ChildProcess harness(harness_request({"run", cluster.experiment.string(), "--out", cluster.out.string()},
+                                       cluster.dir / "run.log", cluster.environment));
+  const auto start = Clock::now();
+  while (!fs::exists(cluster.state / "slow_1")) {
+    ASSERT_LT(seconds_since(start), 60) << read_text(cluster.dir / "run.log");
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ::kill(harness.pid(), SIGINT);
+  std::optional<ProcessOutcome> ended;
+  while (!(ended = harness.poll())) {
+    ASSERT_LT(seconds_since(start), 60) << read_text(cluster.dir / "run.log");
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(ended->exit_code, 130) << read_text(cluster.dir / "run.log");
+  EXPECT_EQ(cluster.sbatch_calls(), 1) << read_text(cluster.dir / "run.log");
+  EXPECT_EQ(cluster.text("scancel_calls"), "1001\n");
+  EXPECT_EQ(read_text(cluster.dir / "run.log").find("FAILED"), std::string::npos) << read_text(cluster.dir / "run.log");
+}
+
+TEST(SlurmOwnership, StatusCollectsAJobCancelledWhileQueued) {
+  FakeCluster cluster = fake_cluster("status", kPerPoint, 2);
+  ASSERT_TRUE(cluster.harness({"run", cluster.experiment.string(), "--out", cluster.out.string(), "--detach"}, "1.log")
+                  .outcome.exited);
+  std::ofstream(cluster.state / "cancelled") << "1001\n";  // by someone else, before it started
+  const HarnessRun status = cluster.harness({"status", cluster.out.string()}, "2.log");
+  EXPECT_EQ(status.outcome.exit_code, 3) << explained(status);  // 1002 is still queued
+  const std::string text = joined(status.output);
+  EXPECT_NE(text.find("1 of 2 point(s) done (0 ok), 1 in flight"), std::string::npos) << text;
+  EXPECT_EQ(cluster.ledger_jobs(), (std::vector<std::string>{"per-point:1002"}));
+}
+
+// With accounting, sacct leaves out jobs not yet eligible to start (held, throttled array tasks);
+// squeue still lists them, and they are not taken for lost. sacct is asked from the earliest
+// submission the ledger names, not from when this harness adopted the jobs.
+TEST(SlurmOwnership, WithAccountingAQueuedJobSacctDoesNotListIsNotLost) {
+  FakeCluster cluster = fake_cluster("sacct", kPerPoint, 2);
+  std::ofstream(cluster.state / "accounting") << "";
+  ASSERT_TRUE(cluster.harness({"run", cluster.experiment.string(), "--out", cluster.out.string(), "--detach"}, "1.log")
+                  .outcome.exited);
+  Json ledger = cluster.ledger();
+  for (auto& entry : ledger["jobs"]) entry["submitted_at"] = wall_clock_s() - 7200;
+  write_file_atomically((cluster.out / "jobs" / "ledger.json").string(), ledger.dump(1));
+  const HarnessRun status = cluster.harness({"status", cluster.out.string()}, "2.log");
+  EXPECT_EQ(status.outcome.exit_code, 3) << explained(status);
+  const std::string text = joined(status.output);
+  EXPECT_EQ(text.find("lost"), std::string::npos) << text;
+  EXPECT_NE(text.find("0 of 2 point(s) done (0 ok), 2 in flight"), std::string::npos) << text;
+  EXPECT_EQ(cluster.ledger_jobs().size(), 2U);
+  const std::string sacct = cluster.text("sacct_calls");
+  const auto at = sacct.rfind("--starttime=now-");
+  ASSERT_NE(at, std::string::npos) << sacct;
+  EXPECT_GE(std::stol(sacct.substr(at + 16)), 7200) << sacct;
 }
 
 }  // namespace
