@@ -8,25 +8,31 @@
 
 #include "backends/registry.h"
 #include "harness/common/errors.h"
+#include "harness/results/scaling.h"
 #include "harness/results/statistics.h"
 #include "harness/results/table.h"
 
 namespace harness {
 namespace {
 
-// Configurations equal but for the ranks (and what only limits or observes a run) are one family.
-std::string family_key(const PointSettings& settings) {
+// Configurations equal but for the ranks, what moves with them (`zipped`: a weak-scaling sweep's
+// dataset_size) and what only limits or observes a run are one family.
+std::string family_key(const PointSettings& settings, const std::vector<std::string>& zipped) {
   PointSettings family = without_observation(settings);
   family.ranks = 0;
   family.timeout_s = 0;
-  return to_json(family).dump();
+  Json values = to_json(family);
+  for (const std::string& key : zipped) values.erase(key);
+  return values.dump();
 }
 
 std::string family_label(const Experiment& experiment, const PointSettings& settings) {
   const Json values = to_json(settings);
+  const std::vector<std::string> zipped = settings_zipped_with_ranks(experiment.sweep);
   std::string text = settings.workload + " " + settings.backend;
   for (const auto& axis : experiment.sweep) {
     if (axis.key == "workload" || axis.key == "backend" || axis.key == "ranks") continue;
+    if (std::find(zipped.begin(), zipped.end(), axis.key) != zipped.end()) continue;
     const Json& value = values[axis.key];
     text += " " + axis.key + "=" + (value.is_string() ? value.get<std::string>() : value.dump());
   }
@@ -100,8 +106,9 @@ PredictedStep predict_step(const FamilyPrediction& family, const BackendCostFit&
 // The configurations of each family, in first-seen order.
 std::vector<std::pair<std::string, std::vector<int>>> configuration_families(const ResultSet& train) {
   std::vector<std::pair<std::string, std::vector<int>>> families;
+  const std::vector<std::string> zipped = settings_zipped_with_ranks(train.experiment().sweep);
   for (std::size_t c = 0; c < train.configurations().size(); ++c) {
-    const std::string key = family_key(train.configurations()[c].settings);
+    const std::string key = family_key(train.configurations()[c].settings, zipped);
     auto found = std::find_if(families.begin(), families.end(), [&](const auto& f) { return f.first == key; });
     if (found == families.end()) found = families.insert(families.end(), {key, {}});
     found->second.push_back(static_cast<int>(c));

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "harness/common/errors.h"
+#include "harness/results/plot_data.h"
 
 namespace harness {
 
@@ -60,6 +61,9 @@ ResultSet ResultSet::load(const ResultsDirectory& directory, const Experiment& e
                       metrics.samples_trained});
     set.runs_.push_back(std::move(run));
   }
+  std::vector<PointSettings> all_settings;
+  for (const auto& run : set.runs_) all_settings.push_back(run.record.settings);
+  set.varying_keys_ = harness::varying_keys(all_settings);
   if (set.kind() == Kind::kTrain) {
     ScalingAnalysis analysis =
         analyse_scaling(inputs, experiment.baseline, settings_zipped_with_ranks(experiment.sweep));

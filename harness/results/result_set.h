@@ -56,6 +56,8 @@ class ResultSet {
   const std::vector<Stragglers>& stragglers() const { return stragglers_; }
   // Points of the experiment without a record.
   std::size_t missing() const { return missing_; }
+  // The settings whose values differ between its records (plot_data.h's varying_keys).
+  const std::vector<std::string>& varying_keys() const { return varying_keys_; }
 
  private:
   Experiment experiment_;
@@ -65,6 +67,7 @@ class ResultSet {
   std::vector<EfficiencyLoss> efficiency_losses_;
   std::vector<Stragglers> stragglers_;
   std::size_t missing_ = 0;
+  std::vector<std::string> varying_keys_;
 };
 
 // A record of `point` among `stored`: the one at the point's own id if it is the point's, else the

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "harness/results/plot_data.h"
+#include "harness/results/scaling.h"
 #include "harness/results/train_report.h"
 
 namespace harness {
@@ -255,11 +256,17 @@ std::map<std::string, std::string> TrainReport::plot_data(const ResultSet& set) 
   std::vector<PointSettings> all_settings;
   for (const auto& run : set.runs()) all_settings.push_back(run.record.settings);
   const std::vector<std::string> keys = varying_keys(all_settings);
-  // Keys that the baseline names vary along a scaling curve (weak scaling grows the data with
-  // the ranks): they do not split curves.
+  // Keys that move with the ranks vary along a scaling curve (weak scaling grows the data with
+  // the ranks): those zipped with ranks, and those a baseline that names ranks names too. They do
+  // not split curves. A baseline at the same ranks ({"lr": 0.5}) is another curve's, and its key
+  // does split them.
+  const std::vector<std::string> zipped = settings_zipped_with_ranks(experiment.sweep);
+  const bool baseline_moves_ranks = experiment.baseline.contains("ranks");
   std::vector<std::string> curve_keys;
   for (const auto& key : keys) {
-    if (!experiment.baseline.contains(key) || key == "ranks") curve_keys.push_back(key);
+    const bool moves_with_ranks = std::find(zipped.begin(), zipped.end(), key) != zipped.end() ||
+                                  (baseline_moves_ranks && experiment.baseline.contains(key));
+    if (!moves_with_ranks || key == "ranks") curve_keys.push_back(key);
   }
   // The ideal speedup is the rank ratio when the baseline differs in ranks; against another
   // backend (say) at the same ranks it is 1.

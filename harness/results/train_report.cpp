@@ -2,9 +2,11 @@
 
 #include <cmath>
 #include <deque>
+#include <set>
 
 #include <fmt/format.h>
 
+#include "harness/results/plot_data.h"
 #include "harness/results/table.h"
 #include "harness/results/train_rows.h"
 
@@ -120,6 +122,18 @@ std::function<std::string(const ConfigurationRow&)> judged_column(
   };
 }
 
+// "seed=2 threads_per_rank=4": the settings that differ between the set's configurations and
+// have no column of their own, so that two rows never read alike.
+std::string other_settings(const ConfigurationRow& row) {
+  static const std::set<std::string, std::less<>> own_columns = {
+      "workload", "engine", "backend", "build", "device", "ranks", "batch_size", "dataset_size", "epochs", "lr", "overlap"};
+  std::vector<std::string> keys;
+  for (const std::string& key : row.set->varying_keys()) {
+    if (!own_columns.count(key)) keys.push_back(key);
+  }
+  return keys.empty() ? "" : curve_label(row.stats().settings, keys, false);
+}
+
 // The configuration and the settings that tell it apart.
 std::vector<ConfigurationColumn> configuration_columns() {
   const auto setting_of = [](std::string_view name, auto field) {
@@ -141,6 +155,7 @@ std::vector<ConfigurationColumn> configuration_columns() {
       setting_of("epochs", [](const PointSettings& s) { return s.epochs; }),
       setting_of("lr", [](const PointSettings& s) { return s.lr; }),
       setting_of("overlap", [](const PointSettings& s) { return s.overlap; }),
+      {"other_settings", other_settings},
       {"runs", [](const ConfigurationRow& row) { return std::to_string(row.stats().runs.size()); }},
       {"ok_runs", [](const ConfigurationRow& row) { return std::to_string(row.stats().ok_runs); }},
   };

@@ -81,14 +81,15 @@ TEST(CostModel, NothingToFitIsAnErrorThatSaysWhy) {
 
 // A training run of ranks 1 and 2 (iris, batch 4 per rank, 1000 parameters, 2 buckets): compute
 // 8 ms per step at both, comm 3 ms per step at 2 ranks.
-ResultSet training_run(const std::string& name, const std::string& scaling = "weak") {
+ResultSet training_run(const std::string& name, const std::string& scaling = "weak",
+                       const std::string& sweep = R"({"ranks": [1, 2]})") {
   const auto path = fs::temp_directory_path() / ("harness_cost_model_test_" + name);
   fs::remove_all(path);
   const ResultsDirectory directory(path.string());
   directory.create();
   const Experiment experiment = parse_experiment(
       R"({"name": "exp", "settings": {"workload": "iris_mlp", "backend": "ring", "batch_size": 4, "scaling": ")" +
-          scaling + R"("}, "sweep": {"ranks": [1, 2]}})",
+          scaling + R"("}, "sweep": )" + sweep + "}",
       "exp.json");
   const std::vector<Point> points = expand(experiment);
   for (const Point& point : points) {
@@ -152,6 +153,15 @@ TEST(TrainingPrediction, PredictsEachRankCountFromComputePerSampleAndTheFit) {
 
   // Without a fit for the run's backend, nothing can be predicted.
   EXPECT_THROW(predict_training(run, {}, {1, 4}, 1, 2), ConfigError);
+
+  // A weak-scaling zip (dataset_size grows with the ranks) is one family, from its 1-rank point.
+  const TrainingPrediction zipped = predict_training(
+      training_run("zipped", "weak", R"({"zip": {"ranks": [1, 2], "dataset_size": [60, 120]}})"), {{"ring", fit}},
+      {1, 4}, 1, 2);
+  ASSERT_EQ(zipped.families.size(), 1U);
+  EXPECT_EQ(zipped.families[0].label.find("dataset_size"), std::string::npos) << zipped.families[0].label;
+  EXPECT_EQ(zipped.families[0].base_ranks, 1);
+  ASSERT_EQ(zipped.families[0].steps.size(), 3U);
 }
 
 // Buckets of 2000 bytes lie below the ring's crossover (512 KiB per rank): the ring hands them to

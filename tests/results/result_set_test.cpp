@@ -92,6 +92,26 @@ TEST(ResultSet, RunsInPointOrderWithScalingAndFailures) {
   EXPECT_NE(row.find("mpirun exit code 1"), std::string::npos) << row;
 }
 
+// Weak scaling zips dataset_size with ranks: each seed is one curve along the ranks, not a lone
+// point per dataset size; and stats.csv tells the seeds' rows apart.
+TEST(ResultSet, AWeakScalingZipIsOneCurveAndEveryVaryingSettingIsInStats) {
+  const ResultsDirectory directory = fresh_directory("weak");
+  const Experiment experiment = parse_experiment(R"({"name": "weak", "settings": {"workload": "iris_mlp"},
+      "sweep": {"seed": [1, 2], "zip": {"ranks": [1, 2], "dataset_size": [60, 120]}}})", "weak.json");
+  const auto points = expand(experiment);
+  ASSERT_EQ(points.size(), 4U);
+  for (const Point& point : points) write_record(directory, point, point.settings.ranks == 1 ? 4.0 : 2.5);
+  const ResultSet set = ResultSet::load(directory, experiment, points, true);
+  const std::string speedup = report_for(Kind::kTrain).plot_data(set).at("speedup");
+  EXPECT_NE(speedup.find("\"seed=1\"\n1 1 1 1\n2 "), std::string::npos) << speedup;
+  EXPECT_NE(speedup.find("\"seed=2\"\n1 1 1 1\n2 "), std::string::npos) << speedup;
+  EXPECT_EQ(speedup.find("dataset_size"), std::string::npos) << speedup;
+  const std::string stats = report_for(Kind::kTrain).tables(set).at("stats.csv");
+  EXPECT_NE(stats.find(",overlap,other_settings,runs,"), std::string::npos) << stats;
+  EXPECT_NE(stats.find(",false,seed=1,1,1,"), std::string::npos) << stats;
+  EXPECT_NE(stats.find(",false,seed=2,1,1,"), std::string::npos) << stats;
+}
+
 TEST(ResultSet, FindsRecordsByKeyWhereverTheSweepPutThem) {
   const ResultsDirectory directory = fresh_directory("moved");
   const Experiment before = ranks_experiment("[1, 2]");
