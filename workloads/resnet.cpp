@@ -137,6 +137,8 @@ class SyntheticResNet final : public TensorClassifier {
     return loss.item<double>();
   }
 
+  std::vector<torch::Tensor> buffers() override { return resnet_->buffers(); }
+
   Evaluation evaluate() override {
     resnet_->eval();  // BatchNorm with its running statistics
     return evaluate_classifier(

@@ -8,7 +8,8 @@
 // dataset_size (synthetic training images, default 256), test_size (held-out synthetic images,
 // default 64; labels are random, so accuracy stays at chance), seed, batch_size, lr.
 // BatchNorm running statistics are per rank (as with DDP's broadcast_buffers=False): they only
-// affect evaluation, never the gradients.
+// affect evaluation, never the gradients. Rank 0 evaluates; where it only serves (`ps`), it first
+// takes the first training rank's (buffers()), since its own were never updated.
 #pragma once
 
 #include <cstdint>

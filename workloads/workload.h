@@ -70,6 +70,9 @@ class Workload {
   virtual double forward_backward(std::span<const int64_t> positions) = 0;
   // Loss and accuracy on the held-out set, without touching gradients.
   virtual Evaluation evaluate() = 0;
+  // The state that evaluation reads beside the parameters and that training updates on the ranks
+  // that compute (BatchNorm's running statistics); none by default.
+  virtual std::vector<torch::Tensor> buffers() { return {}; }
 
   // When the last forward_backward() began its backward pass: the timeline splits the step there.
   Clock::time_point backward_started() const { return backward_started_; }

@@ -3,6 +3,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <optional>
 #include <span>
 #include <utility>
 
@@ -29,6 +30,39 @@ StepSeries gather_step_series(const StepTimes& local, const std::vector<bool>& t
   return gather_step_series(local, 0, training, communicator);
 }
 
+StepSeries slowest_training_rank_steps(const StepTimes& all, std::size_t steps, const std::vector<bool>& training) {
+  if (all.step_s.size() != steps * training.size() || all.compute_s.size() != all.step_s.size() ||
+      all.comm_s.size() != all.step_s.size() || all.exposed_s.size() != all.step_s.size()) {
+    throw Error(fmt::format("step records: {} times for {} steps of {} ranks", all.step_s.size(), steps,
+                            training.size()));
+  }
+  // A rank that only serves (ps's rank 0) computes nothing, and its step is the training ranks'
+  // compute spent waiting: it never stands for the step (unless no rank trains).
+  const bool any_training = std::find(training.begin(), training.end(), true) != training.end();
+  const auto stands = [&](std::size_t r) { return training[r] || !any_training; };
+  StepSeries series;
+  std::vector<double> wait_s;
+  for (std::size_t step = 0; step < steps; ++step) {
+    std::optional<std::size_t> worst;
+    double slowest_compute = 0;
+    for (std::size_t r = 0; r < training.size(); ++r) {
+      const std::size_t candidate = r * steps + step;
+      if (!stands(r)) continue;
+      if (!worst || all.step_s[candidate] > all.step_s[*worst]) worst = candidate;
+      slowest_compute = std::max(slowest_compute, all.compute_s[candidate]);
+    }
+    if (!worst) break;  // no rank at all
+    series.step_s.push_back(all.step_s[*worst]);
+    series.compute_s.push_back(all.compute_s[*worst]);
+    series.comm_s.push_back(all.comm_s[*worst]);
+    series.exposed_comm_s.push_back(all.exposed_s[*worst]);
+    // The exchange cannot finish before the slowest training rank joins it.
+    wait_s.push_back(std::clamp(slowest_compute - all.compute_s[*worst], 0.0, all.exposed_s[*worst]));
+  }
+  series.wait_s = std::move(wait_s);
+  return series;
+}
+
 StepSeries gather_step_series(const StepTimes& local, std::size_t first_step,
                               const std::vector<bool>& training, const Communicator& communicator) {
   if (first_step > local.step_s.size()) {
@@ -42,26 +76,10 @@ StepSeries gather_step_series(const StepTimes& local, std::size_t first_step,
   const auto compute_s = gather_to_root(from(local.compute_s), communicator);
   const auto comm_s = gather_to_root(from(local.comm_s), communicator);
   const auto exposed_s = gather_to_root(from(local.exposed_s), communicator);
-  StepSeries series;
-  if (communicator.rank() != 0) return series;
+  if (communicator.rank() != 0) return {};
   const std::size_t steps = local.step_s.size() - first_step;
-  std::vector<double> wait_s;
-  for (std::size_t step = 0; step < steps; ++step) {
-    std::size_t worst = step;  // rank 0's entry
-    double slowest_compute = 0;
-    for (int r = 0; r < communicator.size(); ++r) {
-      const std::size_t candidate = r * steps + step;
-      if (step_s[candidate] > step_s[worst]) worst = candidate;
-      if (training[r]) slowest_compute = std::max(slowest_compute, compute_s[candidate]);
-    }
-    series.step_s.push_back(step_s[worst]);
-    series.compute_s.push_back(compute_s[worst]);
-    series.comm_s.push_back(comm_s[worst]);
-    series.exposed_comm_s.push_back(exposed_s[worst]);
-    // The exchange cannot finish before the slowest training rank joins it.
-    wait_s.push_back(std::clamp(slowest_compute - compute_s[worst], 0.0, exposed_s[worst]));
-  }
-  series.wait_s = std::move(wait_s);
+  StepSeries series = slowest_training_rank_steps(
+      StepTimes{.compute_s = compute_s, .comm_s = comm_s, .exposed_s = exposed_s, .step_s = step_s}, steps, training);
   series.imbalance_s = load_imbalance_per_step(compute_s, steps, training);
   SlowestRanks slowest = slowest_rank_per_step(compute_s, steps, training);
   series.slowest_rank = std::move(slowest.rank);

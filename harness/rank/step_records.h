@@ -9,7 +9,7 @@
 
 namespace harness {
 
-// Collective. On rank 0: for every step, the times of the rank whose step took longest (compute
+// Collective. On rank 0: for every step, the times of the training rank whose step took longest (compute
 // and communication from that same rank, so they add up to at most its step time), how much of
 // that rank's exposed time was waiting for the slowest training rank's compute, and the step's
 // load imbalance. `training[r]`: whether rank r computes gradients (all but a parameter server
@@ -24,6 +24,12 @@ StepSeries gather_step_series(const StepTimes& local, const std::vector<bool>& t
 // the last step.
 StepSeries gather_step_series(const StepTimes& local, std::size_t first_step,
                               const std::vector<bool>& training, const Communicator& communicator);
+
+// The part of gather_step_series that picks, per step, the training rank whose step took longest
+// from every rank's times (`all`, rank r's step s at index r × steps + s) and how long it waited for
+// the slowest training rank's compute: step, compute, comm, exposed and wait series. A rank that
+// only serves never stands for a step. Throws Error when the sizes disagree.
+StepSeries slowest_training_rank_steps(const StepTimes& all, std::size_t steps, const std::vector<bool>& training);
 
 // Appends `more`'s steps to `series` (a series gathered in slices is the series gathered at once).
 void append_steps(StepSeries& series, const StepSeries& more);

@@ -66,6 +66,26 @@ void DataParallelTrainer::broadcast_parameters() {
   }
 }
 
+void DataParallelTrainer::share_buffers_with_an_evaluating_server() {
+  // Rank 0 evaluates. When it only serves, it never ran a forward pass: its BatchNorm statistics
+  // are the initial ones, and the held-out loss would be another model's. It takes the first
+  // training rank's, as DDP's broadcast_buffers shares rank 0's.
+  int first_training = 0;
+  while (first_training < communicator_.size() &&
+         worker_layout(settings_, first_training, communicator_.size()).index < 0) {
+    ++first_training;
+  }
+  if (first_training == 0 || first_training == communicator_.size()) return;
+  torch::NoGradGuard no_grad;
+  for (torch::Tensor& buffer : workload_.buffers()) {
+    torch::Tensor host = buffer.to(torch::kCPU).contiguous();
+    check_mpi(MPI_Bcast(host.data_ptr(), static_cast<int>(host.nbytes()), MPI_BYTE, first_training,
+                        communicator_.handle()),
+              "MPI_Bcast(buffers)");
+    if (communicator_.rank() == 0) buffer.copy_(host);
+  }
+}
+
 int64_t DataParallelTrainer::steps_per_epoch() const {
   return workload_.train_size() / global_batch(settings_, layout_.workers);
 }
@@ -182,6 +202,7 @@ void DataParallelTrainer::train_epoch(int epoch, TrainingRun& run) {
   run.samples_seen += result.steps_per_epoch * run.samples_per_step;
 
   loss_sum = sum_epoch_losses(loss_sum, run);
+  share_buffers_with_an_evaluating_server();
   if (communicator_.rank() == 0) record_epoch(epoch, loss_sum, epoch_time, run);
 }
 

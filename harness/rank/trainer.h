@@ -57,6 +57,9 @@ class DataParallelTrainer {
   GradientBuckets buckets_;
   Timeline* timeline_ = nullptr;
 
+  // Collective, before rank 0 evaluates: a rank 0 that only serves gets the first training
+  // rank's buffers (workload.h).
+  void share_buffers_with_an_evaluating_server();
   void trace_step(Clock::time_point start, Clock::time_point computed, Clock::time_point reduced,
                   Clock::time_point end);
 

@@ -113,6 +113,48 @@ TEST(DataParallelEquivalence, StrongScalingSplitsOneGlobalBatchOverTheRanks) {
   EXPECT_LE(relative_difference(distributed, reference), 1e-5) << size << " ranks";
 }
 
+// `ps` without ps_server_trains: rank 0 only serves, yet it evaluates. Its BatchNorm statistics
+// must be a training rank's, not the initial ones (mean 0, variance 1) it never updated.
+TEST(DataParallelEquivalence, AServingRankZeroEvaluatesWithATrainingRanksBatchNormStatistics) {
+  int size = 1;
+  int rank = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (size < 2) GTEST_SKIP() << "a server and a training rank need two ranks";
+  PointSettings settings;
+  settings.workload = "resnet";
+  settings.backend = "ps";
+  settings.ranks = size;
+  settings.batch_size = 4;
+  settings.dataset_size = 8 * (size - 1);
+  settings.test_size = 4;
+  settings.epochs = 1;
+  apply_setting(settings, "image_size", 32, "test");
+  apply_setting(settings, "num_classes", 10, "test");
+  auto workload = make_workload(settings, kNoCudaDevice);
+  auto backend = make_gradient_sync(settings.backend, MPI_COMM_WORLD);
+  DataParallelTrainer trainer(*workload, *backend, MPI_COMM_WORLD, settings);
+  trainer.broadcast_parameters();
+  trainer.train();
+  // The running statistics (floats; num_batches_tracked is an integer) of rank 1 and rank 0.
+  std::vector<float> statistics;
+  for (const torch::Tensor& buffer : workload->buffers()) {
+    if (buffer.scalar_type() != torch::kFloat) continue;
+    const torch::Tensor flat = buffer.contiguous().view({-1});
+    statistics.insert(statistics.end(), flat.data_ptr<float>(), flat.data_ptr<float>() + flat.numel());
+  }
+  ASSERT_FALSE(statistics.empty());
+  std::vector<float> first_training(statistics.size());
+  if (rank == 1) {
+    MPI_Send(statistics.data(), static_cast<int>(statistics.size()), MPI_FLOAT, 0, 7, MPI_COMM_WORLD);
+  } else if (rank == 0) {
+    MPI_Recv(first_training.data(), static_cast<int>(first_training.size()), MPI_FLOAT, 1, 7, MPI_COMM_WORLD,
+             MPI_STATUS_IGNORE);
+    EXPECT_EQ(statistics, first_training);
+    EXPECT_TRUE(std::any_of(statistics.begin(), statistics.end(), [](float v) { return v != 0 && v != 1; }));
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Workloads, DataParallelEquivalence,
     ::testing::Combine(::testing::Values("iris_mlp", "iris_mlp/blas", "mnist_cnn"),

@@ -25,6 +25,26 @@ TEST(StepRecords, LoadImbalanceIsTheSlowestTrainingRanksComputeMinusTheMean) {
   EXPECT_THROW(load_imbalance_per_step({0.01, 0.02, 0.03}, 2, {true, true}), Error);
 }
 
+TEST(StepRecords, AServingRankNeverStandsForTheStep) {
+  // Two steps; rank 0 serves (ps): it computes nothing and its step, longest, is the worker's
+  // compute spent waiting. Rank 1 trains: 2.5 ms compute, 0.1 ms exposed.
+  StepTimes all;
+  all.step_s = {0.0030, 0.0030, /* rank 1 */ 0.0026, 0.0026};
+  all.compute_s = {0.0, 0.0, /* rank 1 */ 0.0025, 0.0025};
+  all.comm_s = {0.0030, 0.0030, /* rank 1 */ 0.0001, 0.0001};
+  all.exposed_s = {0.0030, 0.0030, /* rank 1 */ 0.0001, 0.0001};
+  const StepSeries series = slowest_training_rank_steps(all, 2, {false, true});
+  EXPECT_EQ(series.compute_s, std::vector<double>({0.0025, 0.0025}));
+  EXPECT_EQ(series.exposed_comm_s, std::vector<double>({0.0001, 0.0001}));
+  EXPECT_EQ(series.step_s, std::vector<double>({0.0026, 0.0026}));
+  EXPECT_EQ(*series.wait_s, std::vector<double>({0.0, 0.0}));
+  // Among training ranks, the longest step stands, with its wait for the slowest compute.
+  const StepSeries both = slowest_training_rank_steps(all, 2, {true, true});
+  EXPECT_EQ(both.compute_s, std::vector<double>({0.0, 0.0}));
+  EXPECT_EQ(*both.wait_s, std::vector<double>({0.0025, 0.0025}));
+  EXPECT_THROW(slowest_training_rank_steps(all, 3, {false, true}), Error);
+}
+
 TEST(StepRecords, AppendingSlicesKeepsEverySeriesInStepOrder) {
   StepSeries series;  // before the first slice: no wait or imbalance series yet
   StepSeries slice;
