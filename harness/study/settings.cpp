@@ -98,9 +98,10 @@ int64_t global_batch(const PointSettings& settings, int workers) {
 
 double learning_rate(const PointSettings& settings, int workers, double epochs_done) {
   if (settings.lr_scaling != "linear") return settings.lr;
-  const double reference = settings.lr_reference_batch > 0
-                               ? settings.lr_reference_batch
-                               : static_cast<double>(per_rank_batch(settings, workers));
+  // By default lr is meant for one rank's batch, batch_size: weak scaling multiplies the global
+  // batch by the ranks, and the rate with it; strong scaling keeps both.
+  const double reference = settings.lr_reference_batch > 0 ? settings.lr_reference_batch
+                                                            : static_cast<double>(settings.batch_size);
   const double target = settings.lr * static_cast<double>(global_batch(settings, workers)) / reference;
   if (epochs_done >= settings.warmup_epochs) return target;
   return settings.lr + (target - settings.lr) * epochs_done / settings.warmup_epochs;
