@@ -93,7 +93,16 @@ void validate_training_point(const Experiment& experiment, const Point& point,
     fail_at(experiment, point,
             {"timeline", fmt::format("expected false for workload {}: its loop is not traced", s.workload)});
   }
-  if (!batched) return;  // an iteration is one pass over all points; `epochs` bounds them
+  if (!batched) {
+    // An iteration is one pass over all points; `epochs` bounds them, and warm-up ones are untimed.
+    if (s.warmup_steps >= s.epochs) {
+      fail_at(experiment, point,
+              {"warmup_steps", fmt::format("expected fewer warm-up iterations than the {} iterations (epochs) of "
+                                           "workload {}, got {}",
+                                           s.epochs, s.workload, s.warmup_steps)});
+    }
+    return;
+  }
 
   const int64_t global = global_batch(s, shape.workers);
   if (global > shape.samples) {

@@ -186,6 +186,15 @@ TEST(Validate, KMeansNeedsAtLeastAsManyPointsAsClusters) {
             "samples that fit in memory), got 20000000");
 }
 
+TEST(Validate, KMeansWarmupIterationsAreFewerThanItsIterations) {
+  EXPECT_EQ(validation_error(R"({"name": "x", "settings": {"workload": "kmeans", "epochs": 5,
+                                 "warmup_steps": 5}})"),
+            "exp.json: settings.warmup_steps: expected fewer warm-up iterations than the 5 iterations (epochs) "
+            "of workload kmeans, got 5");
+  EXPECT_EQ(validation_error(R"({"name": "x", "settings": {"workload": "kmeans", "epochs": 5, "warmup_steps": 4}})"),
+            "");
+}
+
 TEST(Validate, SyntheticResNetSetMustFitInMemory) {
   EXPECT_EQ(validation_error(R"({"name": "x", "settings": {"workload": "resnet", "image_size": 224,
                                  "dataset_size": 100000}})"),

@@ -63,6 +63,28 @@ TEST_P(KMeansEquivalence, PRanksGiveTheOneRankResult) {
   }
 }
 
+// Warm-up iterations run (the same clustering) but are neither timed nor counted as trained.
+TEST(KMeans, WarmupIterationsAreNotTimed) {
+  PointSettings settings;
+  settings.workload = "kmeans";
+  settings.backend = "allreduce";
+  settings.epochs = 100;
+  apply_setting(settings, "kmeans_k", 3, "test");
+  const KMeansResult all = cluster(settings, MPI_COMM_WORLD);
+  settings.warmup_steps = 2;
+  const KMeansResult warmed = cluster(settings, MPI_COMM_WORLD);
+  EXPECT_EQ(warmed.iterations, all.iterations);
+  ASSERT_GT(all.iterations, 2);
+  EXPECT_EQ(warmed.training.steps.step_s.size(), static_cast<std::size_t>(all.iterations - 2));
+  EXPECT_EQ(warmed.training.samples_trained, all.training.samples_trained * (all.iterations - 2) / all.iterations);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank == 0) {
+    ASSERT_EQ(warmed.training.epochs.size(), all.training.epochs.size());
+    EXPECT_EQ(warmed.training.epochs.back().samples_seen, all.training.epochs.back().samples_seen);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Data, KMeansEquivalence,
     ::testing::Combine(::testing::Values("iris", "blobs"), ::testing::ValuesIn(host_memory_backend_names())),
