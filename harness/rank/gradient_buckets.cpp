@@ -273,19 +273,22 @@ BucketTiming GradientBuckets::finish_step() {
   double overlapped_s = 0;
   {
     std::unique_lock<std::mutex> lock(mutex_);
-    // Whatever the hooks did not deliver comes from .grad (zeros on a rank that only serves).
+    // Whatever the hooks did not deliver comes from .grad (zeros on a rank that only serves);
+    // its packing is communication, as the hooks' copies are.
+    const auto leftovers_start = Clock::now();
     for (auto& bucket : buckets_) {
       if (bucket.launched || bucket.pending == 0) continue;
       pack(bucket);
       bucket.pending = 0;
     }
+    copy_s_ += seconds_since(leftovers_start);
     launch_ready_buckets();
     work_done_.wait(lock, [this] { return completed_ == buckets_.size(); });
     in_step_ = false;
     if (failure_) std::rethrow_exception(std::exchange(failure_, nullptr));
     overlapped_s = comm_s_ + copy_s_;
   }
-  // Packing leftovers happened inside the caller's exposed window; unpacking is added here.
+  // Unpacking is communication too.
   const auto unpack_start = Clock::now();
   unpack();
   return {overlapped_s + seconds_since(unpack_start)};

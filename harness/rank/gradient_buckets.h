@@ -127,7 +127,7 @@ class GradientBuckets {
   std::deque<std::size_t> queue_;
   std::size_t completed_ = 0;
   double comm_s_ = 0;
-  double copy_s_ = 0;  // the hooks' copies into buckets
+  double copy_s_ = 0;  // the hooks' copies into buckets, and the packing of what they left
   bool stopping_ = false;
   std::exception_ptr failure_;
 };

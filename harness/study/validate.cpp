@@ -193,6 +193,12 @@ void validate_points(const Experiment& experiment, const std::vector<Point>& poi
               {"engine", fmt::format("expected {} for workload {}, got \"{}\"",
                                      fmt::join(quoted, " or "), s.workload, s.engine)});
     }
+    if (s.kind == Kind::kTrain && s.overlap && s.engine == "blas") {
+      // Its backward bypasses autograd: no hook hands a bucket over before backward ends.
+      fail_at(experiment, point,
+              {"overlap", "expected false with engine \"blas\": its backward does not run through autograd, so no "
+                          "gradient is ready before it ends and nothing can overlap it"});
+    }
     const BackendInfo& backend = named(experiment, point, "backend", [&]() -> const BackendInfo& {
       return find_backend(s.backend);
     });

@@ -176,6 +176,13 @@ TEST(Validate, EngineMustBeOneTheWorkloadHas) {
   EXPECT_EQ(validation_error(R"({"name": "x", "sweep": {"engine": ["torch", "blas"]}})"), "");
 }
 
+TEST(Validate, OverlapNeedsAnEngineWhoseBackwardRunsThroughAutograd) {
+  EXPECT_EQ(validation_error(R"({"name": "x", "settings": {"engine": "blas", "overlap": true}})"),
+            "exp.json: settings.overlap: expected false with engine \"blas\": its backward does not run through "
+            "autograd, so no gradient is ready before it ends and nothing can overlap it");
+  EXPECT_EQ(validation_error(R"({"name": "x", "settings": {"engine": "torch", "overlap": true}})"), "");
+}
+
 TEST(Validate, KMeansNeedsAtLeastAsManyPointsAsClusters) {
   EXPECT_EQ(validation_error(R"({"name": "x", "settings": {"workload": "kmeans", "dataset_size": 5,
                                  "kmeans_k": 6}})"),
