@@ -226,17 +226,33 @@ std::map<std::string, std::string> CommReport::plot_data(const ResultSet& set) c
   std::vector<PointSettings> all_settings;
   for (const auto& run : set.runs()) all_settings.push_back(run.record.settings);
   const std::vector<std::string> keys = varying_keys(all_settings);
-  std::string bandwidth;
-  std::string latency;
+  // One curve per configuration: the median over its repeats at each size (a curve per repeat
+  // would draw each configuration several times, in as many colours, under one title).
+  struct Curve {
+    std::string title;
+    std::map<int64_t, std::vector<double>> busbw_gbps, time_us;
+  };
+  std::vector<Curve> curves;
   for (const auto& run : set.runs()) {
     if (!run.record.ok()) continue;
-    const std::string title = block_title(curve_label(run.record.settings, keys, true));
-    bandwidth += (bandwidth.empty() ? "" : "\n\n") + title;
-    latency += (latency.empty() ? "" : "\n\n") + title;
+    const PointSettings& settings = run.record.settings;
+    // A comm run trains no workload: with nothing else varying, the backend names the curve.
+    const std::string title = keys.empty() ? fmt::format("{} ranks={}", settings.backend, settings.ranks)
+                                           : curve_label(settings, keys, true);
+    auto curve = std::find_if(curves.begin(), curves.end(), [&](const Curve& c) { return c.title == title; });
+    if (curve == curves.end()) curve = curves.insert(curves.end(), Curve{title, {}, {}});
     for (const auto& size : run.record.measurements->comm->sizes) {
-      bandwidth += fmt::format("{} {:.6g}\n", size.bytes, size.busbw_gbps);
-      latency += fmt::format("{} {:.6g}\n", size.bytes, size.time_us_median);
+      curve->busbw_gbps[size.bytes].push_back(size.busbw_gbps);
+      curve->time_us[size.bytes].push_back(size.time_us_median);
     }
+  }
+  std::string bandwidth;
+  std::string latency;
+  for (const Curve& curve : curves) {
+    bandwidth += (bandwidth.empty() ? "" : "\n\n") + block_title(curve.title);
+    latency += (latency.empty() ? "" : "\n\n") + block_title(curve.title);
+    for (const auto& [bytes, values] : curve.busbw_gbps) bandwidth += fmt::format("{} {:.6g}\n", bytes, median_of(values));
+    for (const auto& [bytes, values] : curve.time_us) latency += fmt::format("{} {:.6g}\n", bytes, median_of(values));
   }
   if (bandwidth.empty()) return {};
   return {{"bandwidth", bandwidth}, {"latency", latency}};

@@ -72,6 +72,12 @@ TEST(CommReport, SaysFromWhichSizeEachConfigurationBeatsAllreduceOnMediansOverRe
   // The console table ends with it.
   const std::string table = CommReport().console_table(set);
   EXPECT_NE(table.find("faster from 16384 B up"), std::string::npos) << table;
+  // The plots: one curve per configuration, its median over the repeats (the slow one left out).
+  const std::string latency = CommReport().plot_data(set).at("latency");
+  EXPECT_EQ(latency,
+            "\"backend=allreduce hier_allreduce_below_bytes=16384 ranks=4\"\n1024 30\n16384 60\n65536 100\n\n\n"
+            "\"backend=hier hier_allreduce_below_bytes=16384 ranks=4\"\n1024 30\n16384 50\n65536 50\n\n\n"
+            "\"backend=hier hier_allreduce_below_bytes=0 ranks=4\"\n1024 40\n16384 50\n65536 200\n");
 }
 
 // cuda_ipc_one_shot_below_bytes marks a crossover between cuda_ipc's own kernels: its
