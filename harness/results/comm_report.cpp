@@ -42,6 +42,14 @@ auto of_size(std::string format, double MessageSizeMetrics::*field, std::string 
   };
 }
 
+// A probe's time or a link's bandwidth: 0 where it was not measured (one node; the CPU), which is
+// left empty rather than read as a measured 0.
+auto measured_of_size(double MessageSizeMetrics::*field) {
+  return [field](const SizeRow& row) {
+    return row.size && row.size->*field > 0 ? fmt::format("{:.6g}", row.size->*field) : std::string();
+  };
+}
+
 int node_count(const Run& run) {
   return run.record.measurements ? static_cast<int>(node_layout(run.record.measurements->hosts).size()) : 0;
 }
@@ -140,18 +148,18 @@ std::map<std::string, std::string> CommReport::tables(const ResultSet& set) cons
       {"busbw_gbps", of_size("{:.6g}", &MessageSizeMetrics::busbw_gbps, "")},
       {"wrong", [](const SizeRow& row) { return row.size ? std::to_string(row.size->wrong) : ""; }},
       {"nodes", [](const SizeRow& row) { return std::to_string(node_count(*row.run)); }},
-      {"reduce_probe_us", of_size("{:.6g}", &MessageSizeMetrics::reduce_probe_us, "")},
-      {"copy_probe_us", of_size("{:.6g}", &MessageSizeMetrics::copy_probe_us, "")},
-      {"reduce_probe_one_us", of_size("{:.6g}", &MessageSizeMetrics::reduce_probe_one_us, "")},
-      {"copy_probe_one_us", of_size("{:.6g}", &MessageSizeMetrics::copy_probe_one_us, "")},
+      {"reduce_probe_us", measured_of_size(&MessageSizeMetrics::reduce_probe_us)},
+      {"copy_probe_us", measured_of_size(&MessageSizeMetrics::copy_probe_us)},
+      {"reduce_probe_one_us", measured_of_size(&MessageSizeMetrics::reduce_probe_one_us)},
+      {"copy_probe_one_us", measured_of_size(&MessageSizeMetrics::copy_probe_one_us)},
       {"memory_limit_fraction",
        [](const SizeRow& row) {
          const double fraction = memory_limit_fraction(row);
          return fraction < 0 ? std::string() : fmt::format("{:.4g}", fraction);
        }},
-      {"device_to_host_probe_us", of_size("{:.6g}", &MessageSizeMetrics::device_to_host_probe_us, "")},
-      {"host_to_device_probe_us", of_size("{:.6g}", &MessageSizeMetrics::host_to_device_probe_us, "")},
-      {"device_copy_probe_us", of_size("{:.6g}", &MessageSizeMetrics::device_copy_probe_us, "")},
+      {"device_to_host_probe_us", measured_of_size(&MessageSizeMetrics::device_to_host_probe_us)},
+      {"host_to_device_probe_us", measured_of_size(&MessageSizeMetrics::host_to_device_probe_us)},
+      {"device_copy_probe_us", measured_of_size(&MessageSizeMetrics::device_copy_probe_us)},
       {"gpu_limit",
        [](const SizeRow& row) {
          const GpuLimit limit = row_gpu_limit(row);
@@ -167,8 +175,8 @@ std::map<std::string, std::string> CommReport::tables(const ResultSet& set) cons
          const GpuLimit limit = row_gpu_limit(row);
          return limit.bound == GpuBound::kNone ? std::string() : fmt::format("{:.4g}", limit.fraction);
        }},
-      {"intra_node_gbps", of_size("{:.6g}", &MessageSizeMetrics::intra_node_gbps, "")},
-      {"inter_node_gbps", of_size("{:.6g}", &MessageSizeMetrics::inter_node_gbps, "")},
+      {"intra_node_gbps", measured_of_size(&MessageSizeMetrics::intra_node_gbps)},
+      {"inter_node_gbps", measured_of_size(&MessageSizeMetrics::inter_node_gbps)},
       {"oversubscribed", [](const SizeRow& row) { return run_oversubscribed(*row.run); }},
       {"exchange_path", [](const SizeRow& row) { return run_exchange_path(*row.run); }},
       {"gpus", [](const SizeRow& row) { return run_gpus(*row.run); }},

@@ -1,5 +1,7 @@
 #include "harness/results/table.h"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 namespace harness {
@@ -15,7 +17,9 @@ std::string csv_field(const std::string& text) {
 }
 
 std::string csv_number(std::optional<double> value) {
-  return value ? fmt::format("{:.6g}", *value) : std::string();
+  // A value that is not a number (a diverged run's loss) is no measurement to compute with: empty,
+  // as an unmeasured one; the convergence column says why.
+  return value && std::isfinite(*value) ? fmt::format("{:.6g}", *value) : std::string();
 }
 
 std::string pad(const std::string& text, int width, bool left) {

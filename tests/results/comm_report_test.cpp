@@ -6,7 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <sstream>
 #include <map>
 
 #include "harness/common/files.h"
@@ -292,6 +294,28 @@ TEST(CommReport, OnTheCpuThereIsNoGpuColumn) {
   const std::string csv = CommReport().tables(set).at("summary.csv");
   EXPECT_NE(csv.find(",gpu_limit,"), std::string::npos) << csv;
   EXPECT_EQ(csv.find("host-device"), std::string::npos) << csv;
+  // What was not measured (the GPU's probes, a link between nodes; here every probe) is empty,
+  // never a measured 0: the row's numbers are its time's and busbw's only.
+  std::istringstream lines(csv);
+  std::string header, row;
+  std::getline(lines, header);
+  std::getline(lines, row);
+  const auto fields = [](const std::string& line) {
+    std::vector<std::string> out;
+    std::istringstream in(line);
+    for (std::string field; std::getline(in, field, ',');) out.push_back(field);
+    if (!line.empty() && line.back() == ',') out.emplace_back();
+    return out;
+  };
+  const std::vector<std::string> names = fields(header);
+  const std::vector<std::string> values = fields(row);
+  ASSERT_EQ(names.size(), values.size()) << header << "\n" << row;
+  for (const char* column : {"reduce_probe_us", "copy_probe_us", "device_to_host_probe_us", "device_copy_probe_us",
+                             "intra_node_gbps", "inter_node_gbps"}) {
+    const auto at = std::find(names.begin(), names.end(), column);
+    ASSERT_NE(at, names.end()) << column;
+    EXPECT_EQ(values[static_cast<std::size_t>(at - names.begin())], "") << column << " in " << row;
+  }
 }
 
 }  // namespace

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
+#include <limits>
 #include <fstream>
 #include <sstream>
 
@@ -166,6 +168,10 @@ TEST(ResultSet, BatchColumnIsEachTrainingRanksShareOfAStrongScalingBatch) {
 TEST(ResultSet, CsvQuotesFieldsWithCommasAndQuotes) {
   EXPECT_EQ(csv_field("mpirun exit code 1: \"bad\", really"), "\"mpirun exit code 1: \"\"bad\"\", really\"");
   EXPECT_EQ(csv_field("plain"), "plain");
+  // A diverged run's loss is not a number: empty, as a value not measured (its convergence says why).
+  EXPECT_EQ(csv_number(std::nan("")), "");
+  EXPECT_EQ(csv_number(std::numeric_limits<double>::infinity()), "");
+  EXPECT_EQ(csv_number(0.0), "0");
 }
 
 TEST(ResultsDirectory, OneRunHoldsTheLockAndTheSecondIsToldWho) {
