@@ -15,6 +15,7 @@
 #include "harness/results/plot_data.h"
 #include "harness/results/plots.h"
 #include "harness/results/results_directory.h"
+#include "harness/results/statistics.h"
 #include "harness/results/table.h"
 
 namespace harness {
@@ -30,6 +31,13 @@ std::string rate(double seconds_per_byte) {
   return seconds_per_byte > 0 ? fmt::format("{:.2f}", 1e-9 / seconds_per_byte) : "-";
 }
 
+// The message sizes a fit saw (its residuals hold one sample per size, rank count and repeat).
+std::size_t distinct_sizes(const BackendCostFit& fit) {
+  std::set<int64_t> sizes;
+  for (const auto& r : fit.residuals) sizes.insert(r.sample.bytes);
+  return sizes.size();
+}
+
 std::string fit_table(const CostModel& model) {
   using Row = const BackendCostFit*;
   const std::vector<ConsoleColumn<Row>> columns = {
@@ -41,7 +49,7 @@ std::string fit_table(const CostModel& model) {
       {"1/gamma", "GB/s", 7, false, [](Row f) { return rate(f->parameters.gamma_s_per_byte); }},
       {"rms resid", "", 9, false, [](Row f) { return fmt::format("{:.1f}%", 100 * f->rms_relative); }},
       {"max resid", "", 9, false, [](Row f) { return percent(f->max_relative); }},
-      {"sizes", "", 5, false, [](Row f) { return std::to_string(f->residuals.size()); }},
+      {"sizes", "", 5, false, [](Row f) { return std::to_string(distinct_sizes(*f)); }},
       {"form", "T(p, n)", 0, true, [](Row f) { return cost_formula(f->form); }},
   };
   std::vector<Row> rows;
@@ -49,16 +57,17 @@ std::string fit_table(const CostModel& model) {
   return format_console_table(columns, rows);
 }
 
-// One row per size and one column per backend and rank count: fitted / measured − 1.
+// One row per size and one column per backend and rank count: fitted / measured − 1, the median
+// over the repeats (one repeat's would stand for all of them).
 std::string residual_table(const CostModel& model) {
-  std::vector<std::pair<std::string, std::map<int64_t, double>>> series;
+  std::vector<std::pair<std::string, std::map<int64_t, std::vector<double>>>> series;
   std::set<int64_t> sizes;
   for (const auto& fit : model.fits) {
     for (const auto& r : fit.residuals) {
       const std::string name = fmt::format("{} p={}", group_label(fit.backend, fit.across_nodes), r.sample.ranks);
       auto found = std::find_if(series.begin(), series.end(), [&](const auto& s) { return s.first == name; });
       if (found == series.end()) found = series.insert(series.end(), {name, {}});
-      found->second[r.sample.bytes] = r.relative;
+      found->second[r.sample.bytes].push_back(r.relative);
       sizes.insert(r.sample.bytes);
     }
   }
@@ -71,7 +80,7 @@ std::string residual_table(const CostModel& model) {
     out += fmt::format("{:>10}", bytes);
     for (const auto& [name, values] : series) {
       const auto found = values.find(bytes);
-      out += fmt::format(" {:>{}}", found == values.end() ? "" : percent(found->second), width);
+      out += fmt::format(" {:>{}}", found == values.end() ? "" : percent(median_of(found->second)), width);
     }
     out += "\n";
   }
@@ -170,7 +179,7 @@ std::string cost_model_console(const CostModel& model) {
   std::string out = fmt::format("Cost model of {} (p ranks, n bytes; residual = fitted / measured - 1)\n", model.comm_dir);
   out += fit_table(model);
   for (const auto& line : model.left_out) out += "Left out: " + line + "\n";
-  out += "\nResiduals by message size:\n" + residual_table(model);
+  out += "\nResiduals by message size (median over repeats):\n" + residual_table(model);
   return out;
 }
 

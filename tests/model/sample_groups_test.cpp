@@ -166,5 +166,25 @@ TEST(SampleGroups, APredictionUsesABackendsFitAcrossNodesAndSaysSo) {
   EXPECT_EQ(notes[0], "backend ring is predicted with its fit across nodes; its one-node fit is in model.json");
 }
 
+// Three repeats of two sizes: the table counts two sizes, and shows each size's median residual,
+// not whichever repeat came last.
+TEST(CostModelConsole, ResidualsAreMediansOverRepeatsAndSizesAreCountedOnce) {
+  CostModel model;
+  model.comm_dir = "comm";
+  BackendCostFit fit;
+  fit.backend = "ring";
+  for (const auto& [bytes, relative] : std::vector<std::pair<int64_t, double>>{
+           {1024, 0.1}, {1024, 0.2}, {1024, -0.9}, {4096, 0.0}, {4096, 0.05}, {4096, 0.0}}) {
+    fit.residuals.push_back({{2, bytes, 1e-5, 0}, 1e-5 * (1 + relative), relative});
+  }
+  model.fits.push_back(fit);
+  const std::string console = cost_model_console(model);
+  EXPECT_NE(console.find("Residuals by message size (median over repeats):"), std::string::npos) << console;
+  EXPECT_NE(console.find("      1024         +10.0%"), std::string::npos) << console;
+  EXPECT_NE(console.find("      4096          +0.0%"), std::string::npos) << console;
+  const std::string fit_row = console.substr(console.find("\nring"), console.find('\n', console.find("\nring") + 1) - console.find("\nring"));
+  EXPECT_NE(fit_row.find("     2 "), std::string::npos) << fit_row;  // sizes
+}
+
 }  // namespace
 }  // namespace harness
