@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -16,6 +18,10 @@ struct Tally {
   std::vector<double> leads_s;    // in the steps where it was the slowest
   double wait_s = 0;              // their imbalances, summed
   std::vector<double> compute_s;  // sampled
+  // A rank: the hosts it ran on in the steps where it was the slowest (repeats may land on other
+  // nodes). A host: its training ranks times the steps of each run, to weigh chance by.
+  std::map<std::string, int64_t> slowest_on;
+  double rank_steps = 0;
 };
 
 void finish_tally(Tally& tally, int64_t steps) {
@@ -56,15 +62,19 @@ class RunTallies {
     training_ranks_ = std::max(training_ranks_, run.train->training_ranks);
     ++runs_;
     const std::size_t count = steps.slowest_rank->size();
+    for (int r = first_training; r < world; ++r) hosts_[host_index[static_cast<std::size_t>(r)]].rank_steps += count;
+    rank_steps_ += static_cast<double>(world - first_training) * static_cast<double>(count);
     for (std::size_t s = 0; s < count; ++s) {
       const int rank = (*steps.slowest_rank)[s];
       if (rank < first_training || rank >= world) continue;  // the reader refuses these
       const double lead = (*steps.slowest_lead_s)[s];
       const double wait = steps.imbalance_s ? std::max(0.0, (*steps.imbalance_s)[s]) : 0.0;
-      for (Tally* tally : {&ranks_[static_cast<std::size_t>(rank)], &hosts_[host_index[static_cast<std::size_t>(rank)]]}) {
+      Tally& host = hosts_[host_index[static_cast<std::size_t>(rank)]];
+      for (Tally* tally : {&ranks_[static_cast<std::size_t>(rank)], &host}) {
         tally->leads_s.push_back(lead);
         tally->wait_s += wait;
       }
+      ++ranks_[static_cast<std::size_t>(rank)].slowest_on[host.entry.host];
     }
     steps_ += static_cast<int64_t>(count);
     if (!steps.rank_compute) return;
@@ -85,11 +95,17 @@ class RunTallies {
     result.measured = true;
     for (Tally& tally : ranks_) {
       if (tally.entry.rank < 0) continue;  // a rank that only serves
+      // Its host: where it was the slowest most often (else where it first ran).
+      int64_t most = 0;
+      for (const auto& [host, steps] : tally.slowest_on) {
+        if (steps > most) std::tie(most, tally.entry.host) = std::pair(steps, host);
+      }
       finish_tally(tally, steps_);
       result.ranks.push_back(tally.entry);
     }
     for (Tally& tally : hosts_) {
       finish_tally(tally, steps_);
+      tally.entry.chance = rank_steps_ > 0 ? tally.rank_steps / rank_steps_ : 0;
       result.hosts.push_back(tally.entry);
     }
     result.straggler = *most_often_slowest(result.ranks);
@@ -110,6 +126,7 @@ class RunTallies {
     };
     if (ranks_.size() < static_cast<std::size_t>(world)) ranks_.resize(static_cast<std::size_t>(world));
     std::vector<std::size_t> host_index(static_cast<std::size_t>(world));
+    std::map<std::size_t, int> ranks_here;  // this run's training ranks on each host
     for (int r = first_training; r < world; ++r) {
       Tally& tally = ranks_[static_cast<std::size_t>(r)];
       if (tally.entry.rank < 0) tally.entry = Straggling{r, host_of(r)};
@@ -121,13 +138,16 @@ class RunTallies {
         found->entry.ranks = 0;
       }
       host_index[static_cast<std::size_t>(r)] = static_cast<std::size_t>(found - hosts_.begin());
-      if (runs_ == 0) ++found->entry.ranks;
+      ++ranks_here[host_index[static_cast<std::size_t>(r)]];
     }
+    // The most it held in any run (repeats may place their ranks differently).
+    for (const auto& [index, ranks] : ranks_here) hosts_[index].entry.ranks = std::max(hosts_[index].entry.ranks, ranks);
     return host_index;
   }
 
   std::vector<Tally> ranks_;  // by rank
   std::vector<Tally> hosts_;  // in order of their first rank (in the first run that has them)
+  double rank_steps_ = 0;     // every run's training ranks times its steps
   std::vector<double> all_compute_s_;
   int training_ranks_ = 0;
   int runs_ = 0;
@@ -180,7 +200,7 @@ Stragglers find_stragglers(const std::vector<const Measurements*>& runs) {
     result.flagged = "rank";
   } else if (result.hosts.size() >= 2) {
     const Straggling& host = *most_often_slowest(result.hosts);
-    if (stands_out(host, host.ranks / k)) result.flagged = "host";
+    if (stands_out(host, host.chance)) result.flagged = "host";
   }
   return result;
 }

@@ -39,8 +39,10 @@ inline constexpr double kMinLeadShare = 0.05;
 // One training rank (or host) of a configuration.
 struct Straggling {
   int rank = -1;      // -1 for a host
-  std::string host;   // the rank's host ("" when the records do not say)
-  int ranks = 1;      // a host's training ranks
+  std::string host;   // the rank's host where it was the slowest most often ("" when the records do not say)
+  int ranks = 1;      // a host's training ranks (the most in any run)
+  double chance = 0;  // a host: the share of the steps chance alone gives its ranks (their share of
+                      // all ranks' steps over the runs)
   int64_t slowest_steps = 0;
   double share = 0;
   double lead_median_s = 0;

@@ -146,5 +146,21 @@ TEST(Stragglers, RepeatsArePooledAndOlderRecordsLeftOut) {
   EXPECT_FALSE(find_stragglers({&alone}).measured);
 }
 
+// Repeats on a cluster land on other nodes: rank 1 ran on n02, then on n07, where it was the
+// slowest in every step. It is named with n07, and each host is weighed by the ranks it held.
+TEST(Stragglers, ARanksHostIsWhereItWasSlowAndAHostLaterRunsUseIsCounted) {
+  const Measurements first = run_of({"n01", "n02"}, std::vector<int>(10, 0), std::vector<double>(10, 1e-3));
+  const Measurements second = run_of({"n01", "n07"}, std::vector<int>(30, 1), std::vector<double>(30, 5e-3), 1, 5e-3);
+  const Stragglers s = find_stragglers({&first, &second});
+  EXPECT_EQ(s.straggler.rank, 1);
+  EXPECT_EQ(s.straggler.host, "n07");
+  ASSERT_EQ(s.hosts.size(), 3U);
+  for (const Straggling& host : s.hosts) {
+    EXPECT_EQ(host.ranks, 1) << host.host;
+    // n01 held a rank in both runs (40 of 80 rank-steps), n02 in the first (10), n07 in the second (30).
+    EXPECT_DOUBLE_EQ(host.chance, host.host == "n01" ? 0.5 : host.host == "n02" ? 0.125 : 0.375) << host.host;
+  }
+}
+
 }  // namespace
 }  // namespace harness
