@@ -24,9 +24,12 @@ DeviceCopyProbes::DeviceCopyProbes(std::size_t count) : count_(count), source_(c
     check_cuda_call(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
     check_cuda_call(cudaEventCreate(&start_), "cudaEventCreate");
     check_cuda_call(cudaEventCreate(&stop_), "cudaEventCreate");
-    // Defined contents, so that no copy reads memory nobody wrote.
-    check_cuda_call(cudaMemset(source_.data(), 0, count * sizeof(float)), "cudaMemset");
-    check_cuda_call(cudaMemset(destination_.data(), 0, count * sizeof(float)), "cudaMemset");
+    // Defined contents, so that no copy reads memory nobody wrote: cleared on the probes' own
+    // stream and finished before the first probe (a plain cudaMemset would go on the legacy
+    // stream, which this non-blocking one does not wait for).
+    check_cuda_call(cudaMemsetAsync(source_.data(), 0, count * sizeof(float), stream_), "cudaMemsetAsync");
+    check_cuda_call(cudaMemsetAsync(destination_.data(), 0, count * sizeof(float), stream_), "cudaMemsetAsync");
+    check_cuda_call(cudaStreamSynchronize(stream_), "cudaStreamSynchronize(probe buffers cleared)");
   } catch (...) {
     release();  // the destructor does not run for an object whose constructor threw
     throw;

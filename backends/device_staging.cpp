@@ -177,9 +177,32 @@ void DeviceStagedSync::free_pinned() noexcept {
   backend_memory_registered_ = false;
 }
 
+void DeviceStagedSync::use_device_of(const float* device_data) {
+  // Found once: every call of one object passes memory of one GPU.
+  if (device_ < 0) {
+    cudaPointerAttributes attributes{};
+    check_cuda_call(cudaPointerGetAttributes(&attributes, device_data), "cudaPointerGetAttributes");
+    if (attributes.type != cudaMemoryTypeDevice) {
+      throw Error("DeviceStagedSync::allreduce_sum: the buffer is not in device memory");
+    }
+    device_ = attributes.device;
+  }
+  check_cuda_call(cudaSetDevice(device_), "cudaSetDevice");
+}
+
 void DeviceStagedSync::allreduce_sum(float* device_data, std::size_t count) {
   if (!host_backend_.exchanges()) return;  // one rank: no copies either way
-  if (path_ != DevicePath::kPinnedStaging) {
+  if (path_ == DevicePath::kBackendOnDevice) {  // nccl orders itself after the caller's work
+    host_backend_.allreduce_sum(std::span<float>(device_data, count));
+    return;
+  }
+  // The data's GPU, current on this thread (the overlap's communication thread has none of its
+  // own): its legacy default stream is where the work that wrote the buffer is queued, and
+  // where a plain cudaMemcpy waits for it. On another GPU, the copy would not wait.
+  if (count > 0) use_device_of(device_data);
+  if (path_ == DevicePath::kDevicePointers) {
+    // A CUDA-aware MPI does not follow CUDA's stream order: the buffer must be written first.
+    if (count > 0) check_cuda_call(cudaStreamSynchronize(cudaStreamLegacy), "cudaStreamSynchronize(gradients)");
     host_backend_.allreduce_sum(std::span<float>(device_data, count));
     return;
   }
@@ -245,13 +268,7 @@ void DeviceStagedSync::prepare_pipeline(const float* device_data, std::size_t ch
   if (copied_back_ == nullptr) {  // made last: everything before it is there too
     release_pipeline();            // what a failed attempt made
     // Streams and events belong to the GPU current when they are made: the data's.
-    cudaPointerAttributes attributes{};
-    check_cuda_call(cudaPointerGetAttributes(&attributes, device_data), "cudaPointerGetAttributes");
-    if (attributes.type != cudaMemoryTypeDevice) {
-      throw Error("DeviceStagedSync::allreduce_sum: the buffer is not in device memory");
-    }
-    device_ = attributes.device;
-    check_cuda_call(cudaSetDevice(device_), "cudaSetDevice");
+    use_device_of(device_data);
     check_cuda_call(cudaStreamCreateWithFlags(&copy_out_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
     check_cuda_call(cudaStreamCreateWithFlags(&copy_back_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
     check_cuda_call(cudaEventCreateWithFlags(&input_ready_, cudaEventDisableTiming), "cudaEventCreateWithFlags");
@@ -322,6 +339,7 @@ void DeviceStagedSync::allreduce_sum(float*, std::size_t) { throw_not_built(); }
 void DeviceStagedSync::allreduce_staged_whole(float*, std::size_t) { throw_not_built(); }
 void DeviceStagedSync::allreduce_staged_pipelined(float*, std::size_t) { throw_not_built(); }
 void DeviceStagedSync::prepare_pipeline(const float*, std::size_t) { throw_not_built(); }
+void DeviceStagedSync::use_device_of(const float*) { throw_not_built(); }
 void DeviceStagedSync::release_pipeline() noexcept {}
 
 #endif  // HARNESS_WITH_CUDA

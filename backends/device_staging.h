@@ -144,6 +144,9 @@ class DeviceStagedSync {
   void free_pinned() noexcept;
   void allreduce_staged_whole(float* device_data, std::size_t count);
   void allreduce_staged_pipelined(float* device_data, std::size_t count);
+  // Finds the GPU of `device_data` (the first time: every call passes memory of one GPU) and
+  // makes it current on this thread.
+  void use_device_of(const float* device_data);
   // The streams and one event per chunk, made on the data's GPU the first time they are needed.
   void prepare_pipeline(const float* device_data, std::size_t chunks);
   void release_pipeline() noexcept;
