@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <tuple>
 
@@ -21,7 +22,8 @@
 namespace harness {
 namespace {
 
-std::vector<float> train_and_flatten(PointSettings settings, MPI_Comm communicator) {
+// The workload, trained on the ranks of `communicator` with `settings`.
+std::unique_ptr<Workload> trained(PointSettings settings, MPI_Comm communicator) {
   int size = 1;
   MPI_Comm_size(communicator, &size);
   settings.ranks = size;
@@ -30,6 +32,11 @@ std::vector<float> train_and_flatten(PointSettings settings, MPI_Comm communicat
   DataParallelTrainer trainer(*workload, *backend, communicator, settings);
   trainer.broadcast_parameters();
   trainer.train();
+  return workload;
+}
+
+std::vector<float> train_and_flatten(const PointSettings& settings, MPI_Comm communicator) {
+  const std::unique_ptr<Workload> workload = trained(settings, communicator);
   std::vector<float> flat;
   for (const auto& parameter : workload->parameters()) {
     flat.insert(flat.end(), parameter.data_ptr<float>(),
@@ -124,18 +131,13 @@ TEST(DataParallelEquivalence, AServingRankZeroEvaluatesWithATrainingRanksBatchNo
   PointSettings settings;
   settings.workload = "resnet";
   settings.backend = "ps";
-  settings.ranks = size;
   settings.batch_size = 4;
   settings.dataset_size = 8 * (size - 1);
   settings.test_size = 4;
   settings.epochs = 1;
   apply_setting(settings, "image_size", 32, "test");
   apply_setting(settings, "num_classes", 10, "test");
-  auto workload = make_workload(settings, kNoCudaDevice);
-  auto backend = make_gradient_sync(settings.backend, MPI_COMM_WORLD);
-  DataParallelTrainer trainer(*workload, *backend, MPI_COMM_WORLD, settings);
-  trainer.broadcast_parameters();
-  trainer.train();
+  const std::unique_ptr<Workload> workload = trained(settings, MPI_COMM_WORLD);
   // The running statistics (floats; num_batches_tracked is an integer) of rank 1 and rank 0.
   std::vector<float> statistics;
   for (const torch::Tensor& buffer : workload->buffers()) {
