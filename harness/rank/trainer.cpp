@@ -69,13 +69,10 @@ void DataParallelTrainer::broadcast_parameters() {
 void DataParallelTrainer::share_buffers_with_an_evaluating_server() {
   // Rank 0 evaluates. When it only serves, it never ran a forward pass: its BatchNorm statistics
   // are the initial ones, and the held-out loss would be another model's. It takes the first
-  // training rank's, as DDP's broadcast_buffers shares rank 0's.
-  int first_training = 0;
-  while (first_training < communicator_.size() &&
-         worker_layout(settings_, first_training, communicator_.size()).index < 0) {
-    ++first_training;
-  }
-  if (first_training == 0 || first_training == communicator_.size()) return;
+  // training rank's, as DDP's broadcast_buffers shares rank 0's. Only rank 0 may serve
+  // (WorkerLayout), so that is rank 1.
+  if (communicator_.size() < 2 || worker_layout(settings_, 0, communicator_.size()).index >= 0) return;
+  constexpr int first_training = 1;
   torch::NoGradGuard no_grad;
   for (torch::Tensor& buffer : workload_.buffers()) {
     torch::Tensor host = buffer.to(torch::kCPU).contiguous();
