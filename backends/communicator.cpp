@@ -72,14 +72,20 @@ NodePlace node_place(const Communicator& communicator) {
   return place;
 }
 
-MPI_Comm split_by_node(const Communicator& communicator) {
+OwnedComm::~OwnedComm() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (handle_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&handle_);
+}
+
+OwnedComm split_by_node(const Communicator& communicator) {
   const std::vector<std::string> hosts = all_host_names(communicator);
   const auto mine = hosts.begin() + communicator.rank();
   // The node's colour: the lowest rank with this host name.
   const auto color = static_cast<int>(std::find(hosts.begin(), hosts.end(), *mine) - hosts.begin());
   MPI_Comm node = MPI_COMM_NULL;
   check_mpi(MPI_Comm_split(communicator.handle(), color, communicator.rank(), &node), "MPI_Comm_split(by host)");
-  return node;
+  return OwnedComm(node);
 }
 
 }  // namespace harness

@@ -29,6 +29,23 @@ class Communicator {
   int size_ = 1;
 };
 
+// A communicator this code created (MPI_Comm_split): freed when its owner goes, also when the
+// owner's constructor throws after it was made (a member destructor runs; the owner's does not).
+class OwnedComm {
+ public:
+  explicit OwnedComm(MPI_Comm handle = MPI_COMM_NULL) : handle_(handle) {}
+  ~OwnedComm();
+  OwnedComm(const OwnedComm&) = delete;
+  OwnedComm& operator=(const OwnedComm&) = delete;
+
+  MPI_Comm get() const { return handle_; }
+  // Where MPI_Comm_split writes the new handle; the one held before must be null.
+  MPI_Comm* target() { return &handle_; }
+
+ private:
+  MPI_Comm handle_;
+};
+
 // Every rank's host name (MPI_Get_processor_name), in rank order, on every rank.
 std::vector<std::string> all_host_names(const Communicator& communicator);
 
@@ -50,7 +67,7 @@ struct NodePlace {
 NodePlace node_place(const Communicator& communicator);
 
 // The ranks of this rank's node, in the order of their ranks in `communicator`: a new
-// communicator, which the caller frees (collective).
-MPI_Comm split_by_node(const Communicator& communicator);
+// communicator (collective).
+OwnedComm split_by_node(const Communicator& communicator);
 
 }  // namespace harness

@@ -28,8 +28,8 @@ HierarchicalAllreduce::HierarchicalAllreduce(const Communicator& communicator, s
     : world_(communicator),
       node_handle_(split_by_node(communicator)),
       mpi_below_bytes_(mpi_below_bytes),
-      memory_(Communicator(node_handle_), "hier", reduce_threads) {
-  const Communicator node(node_handle_);
+      memory_(Communicator(node_handle_.get()), "hier", reduce_threads) {
+  const Communicator node(node_handle_.get());
   std::array<int, 2> counts = {node.rank() == 0 ? 1 : 0, -node.size()};  // nodes, -(fewest ranks)
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, &counts[0], 1, MPI_INT, MPI_SUM, world_.handle()),
             "MPI_Allreduce(nodes)");
@@ -38,14 +38,8 @@ HierarchicalAllreduce::HierarchicalAllreduce(const Communicator& communicator, s
   nodes_ = counts[0];
   slices_ = -counts[1];
   const int color = node.rank() < slices_ ? node.rank() : MPI_UNDEFINED;
-  check_mpi(MPI_Comm_split(world_.handle(), color, world_.rank(), &between_nodes_handle_),
+  check_mpi(MPI_Comm_split(world_.handle(), color, world_.rank(), between_nodes_handle_.target()),
             "MPI_Comm_split(between nodes)");
-}
-
-HierarchicalAllreduce::~HierarchicalAllreduce() {
-  if (between_nodes_handle_ != MPI_COMM_NULL) MPI_Comm_free(&between_nodes_handle_);
-  // memory_ unmaps nothing that needs the node communicator; free it last all the same.
-  if (node_handle_ != MPI_COMM_NULL) MPI_Comm_free(&node_handle_);
 }
 
 void HierarchicalAllreduce::allreduce_sum(std::span<float> buffer) {
@@ -82,10 +76,10 @@ void HierarchicalAllreduce::reduce_across_nodes(const std::vector<float*>& segme
   memory_.arrive_and_wait();
   // 2. Slice `local_rank` with the same slice of every other node.
   float* mine = segments[static_cast<std::size_t>(local_rank)];
-  if (between_nodes_handle_ != MPI_COMM_NULL) {
+  if (between_nodes_handle_.get() != MPI_COMM_NULL) {
     const Range owned = part_of(offset, count, local_rank, slices_);
     ring_allreduce_sum(std::span<float>(mine + owned.begin, owned.end - owned.begin),
-                       Communicator(between_nodes_handle_), ring_scratch_);
+                       Communicator(between_nodes_handle_.get()), ring_scratch_);
   }
   memory_.arrive_and_wait();
   // 3. The other slices, finished, into this rank's segment.

@@ -41,7 +41,6 @@ class HierarchicalAllreduce : public GradientSync {
   // cannot be created.
   explicit HierarchicalAllreduce(const Communicator& communicator,
                                  std::size_t mpi_below_bytes = kHierMpiBelowBytes, int reduce_threads = 1);
-  ~HierarchicalAllreduce() override;
   HierarchicalAllreduce(const HierarchicalAllreduce&) = delete;
   HierarchicalAllreduce& operator=(const HierarchicalAllreduce&) = delete;
 
@@ -62,8 +61,8 @@ class HierarchicalAllreduce : public GradientSync {
   void reduce_across_nodes(const std::vector<float*>& segments, std::size_t offset, std::size_t count);
 
   Communicator world_;
-  MPI_Comm node_handle_ = MPI_COMM_NULL;
-  MPI_Comm between_nodes_handle_ = MPI_COMM_NULL;  // local rank s of every node; null for s >= m
+  OwnedComm node_handle_;           // before memory_, which is built on it and goes first
+  OwnedComm between_nodes_handle_;  // local rank s of every node; null for s >= m
   std::size_t mpi_below_bytes_;
   int nodes_ = 1;
   int slices_ = 1;

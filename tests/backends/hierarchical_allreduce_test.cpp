@@ -56,12 +56,11 @@ TEST(HierarchicalAllreduce, NodesAreTheRanksOfEachHostNameInRankOrder) {
   const NodePlace place = node_place(world);
   EXPECT_EQ(place.local_size, static_cast<int>(expected.size()));
   EXPECT_EQ(expected[static_cast<std::size_t>(place.local_rank)], world.rank());
-  MPI_Comm node_handle = split_by_node(world);
-  const Communicator node(node_handle);
+  const OwnedComm node_handle = split_by_node(world);
+  const Communicator node(node_handle.get());
   std::vector<int> members(static_cast<std::size_t>(node.size()));
   const int me = world.rank();
-  MPI_Allgather(&me, 1, MPI_INT, members.data(), 1, MPI_INT, node_handle);
-  MPI_Comm_free(&node_handle);
+  MPI_Allgather(&me, 1, MPI_INT, members.data(), 1, MPI_INT, node_handle.get());
   EXPECT_EQ(members, expected);
 }
 
