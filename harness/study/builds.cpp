@@ -80,7 +80,7 @@ std::vector<NamedBuild> read_builds(const Json& block, const std::string& where)
   return builds;
 }
 
-void use_builds(Experiment& experiment) {
+void use_builds(Experiment& experiment, bool build_set) {
   const std::string& file = experiment.source_path;
   check_build_value(experiment, Json(experiment.base.build), file + ": settings.build");
   bool swept = false;
@@ -91,7 +91,7 @@ void use_builds(Experiment& experiment) {
       check_build_value(experiment, axis.values[i], fmt::format("{}: {}[{}]", file, axis.path, i));
     }
   }
-  if (experiment.builds.empty() || swept || !experiment.base.build.empty()) return;
+  if (experiment.builds.empty() || swept || build_set) return;
   SweepAxis axis;
   axis.key = "build";
   axis.path = "builds";

@@ -28,8 +28,9 @@ std::vector<NamedBuild> read_builds(const Json& block, const std::string& where)
 
 // Checks that every value of `build` in the settings and the sweep names one of the experiment's
 // builds, and sweeps `build` over every build when the experiment names builds but does not set
-// or sweep it. Throws ConfigError naming the field.
-void use_builds(Experiment& experiment);
+// or sweep it (`build_set`: "settings" has the key, even as "", which is the running harness).
+// Throws ConfigError naming the field.
+void use_builds(Experiment& experiment, bool build_set);
 
 // What a build of the harness says of itself: `PATH --version` and `PATH schema`.
 struct BuildFacts {

@@ -352,7 +352,7 @@ Experiment parse_experiment(const std::string& text, const std::string& source_p
   if (root.contains("settings")) fixed_keys = read_settings(root["settings"], source_path, experiment.base);
   if (root.contains("sweep")) SweepReader(experiment, source_path, fixed_keys).read(root["sweep"]);
 
-  use_builds(experiment);
+  use_builds(experiment, fixed_keys.count("build") > 0);
 
   if (root.contains("repeats")) experiment.repeats = read_repeats(root["repeats"], source_path);
   if (root.contains("exclude")) read_exclude(root["exclude"], source_path, experiment);

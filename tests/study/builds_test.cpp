@@ -50,6 +50,12 @@ TEST(Builds, ASweptOrFixedBuildIsKeptAndAPointOfTheRunningHarnessKeepsItsOldKey)
       "settings": {"build": "base"}})",
                                             "exp.json");
   EXPECT_EQ(expand(fixed).size(), 1U);
+  // "" is the running harness, set as much as a name is: no build axis is added.
+  const Experiment running = parse_experiment(R"({"name": "b", "builds": {"base": "b", "head": "h"},
+      "settings": {"build": ""}})",
+                                              "exp.json");
+  ASSERT_EQ(expand(running).size(), 1U);
+  EXPECT_EQ(expand(running)[0].settings.build, "");
 
   // Without builds, a point's key (and so its id, and every results directory written before
   // builds existed) does not mention them.
