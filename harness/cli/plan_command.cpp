@@ -71,7 +71,7 @@ int plan_command(const std::string& experiment_path, const std::string& out_dir,
   }
   std::vector<PointSettings> point_settings;
   for (const Point& point : study.points) point_settings.push_back(point.settings);
-  if (const std::string warning = own_baseline_warning(experiment, point_settings); !warning.empty()) {
+  if (const std::string warning = baseline_warning(experiment, point_settings); !warning.empty()) {
     std::cout << "warning: " << warning << "\n";
   }
   return kExitOk;

@@ -80,7 +80,7 @@ int run_command(const RunOptions& options) {
                            experiment.name, study.points.size(), directory->path());
   std::vector<PointSettings> point_settings;
   for (const Point& point : study.points) point_settings.push_back(point.settings);
-  if (const std::string warning = own_baseline_warning(experiment, point_settings); !warning.empty()) {
+  if (const std::string warning = baseline_warning(experiment, point_settings); !warning.empty()) {
     std::cout << "harness: warning: " << warning << "\n";
   }
   install_interrupt_handlers();

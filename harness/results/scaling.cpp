@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 namespace harness {
 namespace {
 
@@ -167,19 +169,45 @@ std::vector<std::string> settings_zipped_with_ranks(const std::vector<SweepAxis>
   return keys;
 }
 
-std::string own_baseline_warning(const Experiment& experiment, const std::vector<PointSettings>& points) {
-  if (!experiment.baseline.empty() || points.size() < 2) return "";
+namespace {
+
+// " key=value" for each swept key, as describe_point spells a point.
+std::string swept_values(const Experiment& experiment, const PointSettings& settings) {
+  const Json values = to_json(settings);
+  std::string text;
+  for (const auto& axis : experiment.sweep) {
+    if (text.find(" " + axis.key + "=") == std::string::npos) text += fmt::format(" {}={}", axis.key, values[axis.key].dump());
+  }
+  return text;
+}
+
+}  // namespace
+
+std::string baseline_warning(const Experiment& experiment, const std::vector<PointSettings>& points) {
+  if (points.size() < 2) return "";
   std::vector<ScalingInput> runs;
   for (const auto& settings : points) {
     if (settings.kind != Kind::kTrain) return "";
     runs.push_back({settings, true, 1.0, 1.0});
   }
+  const ScalingAnalysis analysis = analyse_scaling(runs, experiment.baseline, settings_zipped_with_ranks(experiment.sweep));
+  const std::vector<ConfigurationStats>& configurations = analysis.configurations;
+  if (!experiment.baseline.empty()) {
+    const auto missing = std::find_if(configurations.begin(), configurations.end(),
+                                      [](const ConfigurationStats& c) { return c.baseline < 0; });
+    if (missing == configurations.end()) return "";
+    const auto count = std::count_if(configurations.begin(), configurations.end(),
+                                     [](const ConfigurationStats& c) { return c.baseline < 0; });
+    return fmt::format("baseline {}: {} of {} configuration(s) have no point with these values and otherwise "
+                       "their settings (first:{}), so their speedup and efficiency will be empty",
+                       experiment.baseline.dump(), count, configurations.size(),
+                       swept_values(experiment, missing->settings));
+  }
   const bool ranks_vary = std::any_of(points.begin(), points.end(),
                                       [&](const PointSettings& s) { return s.ranks != points.front().ranks; });
   if (!ranks_vary) return "";
-  const ScalingAnalysis analysis = analyse_scaling(runs, experiment.baseline, settings_zipped_with_ranks(experiment.sweep));
-  for (std::size_t c = 0; c < analysis.configurations.size(); ++c) {
-    if (analysis.configurations[c].baseline != static_cast<int>(c)) return "";
+  for (std::size_t c = 0; c < configurations.size(); ++c) {
+    if (configurations[c].baseline != static_cast<int>(c)) return "";
   }
   return "every point is its own baseline: no two points differ only in ranks (and the settings zipped with "
          "them), so speedup and efficiency will read 1 everywhere; zip the settings that move with ranks "

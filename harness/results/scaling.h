@@ -65,7 +65,8 @@ std::vector<std::string> settings_zipped_with_ranks(const std::vector<SweepAxis>
 
 // Before a training sweep runs: a warning when its points vary ranks but every one would be its
 // own baseline (no two differ only in ranks and what moves with it), so that speedup and
-// efficiency would read 1 everywhere; "" otherwise, or when the experiment names a baseline.
-std::string own_baseline_warning(const Experiment& experiment, const std::vector<PointSettings>& points);
+// efficiency would read 1 everywhere; or, with a "baseline" block, when some configuration has no
+// point to compare with (an exclude rule took it); "" otherwise.
+std::string baseline_warning(const Experiment& experiment, const std::vector<PointSettings>& points);
 
 }  // namespace harness

@@ -318,6 +318,14 @@ void read_baseline(const Json& baseline, const std::string& source_path, Experim
   for (const auto& [key, value] : baseline.items()) {
     if (key == "kind") throw ConfigError(where + ".kind: a baseline cannot change \"kind\"");
     experiment.baseline[key] = normalised(experiment.base, key, value, where + "." + key);
+    // A key every point shares would make each point its own baseline: speedup 1 everywhere.
+    const bool swept = std::any_of(experiment.sweep.begin(), experiment.sweep.end(),
+                                   [&key](const SweepAxis& axis) { return axis.key == key; });
+    if (!swept) {
+      throw ConfigError(fmt::format("{}.{}: not swept; expected a setting that the sweep varies (every point has "
+                                    "the same {}, so each would be its own baseline)",
+                                    where, key, key));
+    }
   }
 }
 

@@ -122,15 +122,19 @@ std::vector<PointSettings> apply_exclude_rules(const Experiment& experiment,
 }
 
 // Equal values written differently (1 and 1.0 in a zip group) would make two points with the
-// same settings, hash and record.
+// same settings, hash and record; so would values of a setting that the point's key leaves out
+// because it changes nothing (inject_compute_delay_rank without a delay).
 void check_settings_distinct(const Experiment& experiment, const std::vector<PointSettings>& kept) {
   std::map<std::string, std::size_t> seen;
   for (std::size_t i = 0; i < kept.size(); ++i) {
-    const auto [where, inserted] = seen.emplace(to_json(kept[i]).dump(), i);
+    const auto [where, inserted] = seen.emplace(PointKey(kept[i], 0).text(), i);
     if (!inserted) {
+      const bool same_settings = to_json(kept[where->second]) == to_json(kept[i]);
       throw ConfigError(fmt::format(
-          "{}: sweep: combinations {} and {} have the same settings; each may appear once",
-          experiment.source_path, where->second, i));
+          "{}: sweep: combinations {} and {} {}; each may appear once", experiment.source_path,
+          where->second, i,
+          same_settings ? "have the same settings"
+                        : "measure the same thing (inject_compute_delay_rank without inject_compute_delay_ms)"));
     }
   }
 }

@@ -178,22 +178,29 @@ TEST(Scaling, ASweepWhosePointsWouldAllBeTheirOwnBaselineSaysSoBeforeItRuns) {
   // A weak-scaling zip: its points compare with the one-rank point.
   const Experiment weak = parse_experiment(
       R"({"name": "w", "sweep": {"zip": {"ranks": [1, 2], "dataset_size": [64, 128]}}})", "w.json");
-  EXPECT_EQ(own_baseline_warning(weak, settings_of(weak)), "");
+  EXPECT_EQ(baseline_warning(weak, settings_of(weak)), "");
   // The same pairs made by excluding the others from a product: dataset_size is not zipped with
   // ranks, so every point differs from the others in more than ranks.
   const Experiment own = parse_experiment(
       R"({"name": "o", "sweep": {"ranks": [1, 2], "dataset_size": [64, 128]},
           "exclude": [{"ranks": 1, "dataset_size": 128}, {"ranks": 2, "dataset_size": 64}]})", "o.json");
   ASSERT_EQ(settings_of(own).size(), 2U);
-  const std::string warning = own_baseline_warning(own, settings_of(own));
+  const std::string warning = baseline_warning(own, settings_of(own));
   EXPECT_NE(warning.find("every point is its own baseline"), std::string::npos) << warning;
   // A baseline block, one rank count, or a single point: nothing to say.
   const Experiment named = parse_experiment(
       R"({"name": "n", "baseline": {"ranks": 1, "dataset_size": 64}, "sweep": {"ranks": [1, 2], "dataset_size": [64, 128]},
           "exclude": [{"ranks": 1, "dataset_size": 128}, {"ranks": 2, "dataset_size": 64}]})", "n.json");
-  EXPECT_EQ(own_baseline_warning(named, settings_of(named)), "");
+  EXPECT_EQ(baseline_warning(named, settings_of(named)), "");
+  // A baseline block whose point an exclude rule took for one configuration: said, with which.
+  const Experiment orphaned = parse_experiment(
+      R"({"name": "m", "baseline": {"ranks": 1}, "sweep": {"ranks": [1, 2], "batch_size": [4, 8]},
+          "exclude": [{"ranks": 1, "batch_size": 8}]})", "m.json");
+  EXPECT_EQ(baseline_warning(orphaned, settings_of(orphaned)),
+            "baseline {\"ranks\":1}: 1 of 3 configuration(s) have no point with these values and otherwise their "
+            "settings (first: ranks=2 batch_size=8), so their speedup and efficiency will be empty");
   const Experiment fixed = parse_experiment(R"({"name": "f", "sweep": {"lr": [0.1, 0.2]}})", "f.json");
-  EXPECT_EQ(own_baseline_warning(fixed, settings_of(fixed)), "");
+  EXPECT_EQ(baseline_warning(fixed, settings_of(fixed)), "");
 }
 
 }  // namespace

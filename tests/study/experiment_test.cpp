@@ -225,6 +225,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{R"({"name": "x", "baseline": {"backnd": "ps"}})",
                  "baseline.backnd: unknown setting \"backnd\" (did you mean \"backend\"?)"},
         BadInput{R"({"name": "x", "baseline": []})", "baseline: expected an object of setting values"},
+        BadInput{R"({"name": "x", "settings": {"epochs": 1}, "sweep": {"ranks": [1, 2]}, "baseline": {"epochs": 1}})",
+                 "baseline.epochs: not swept; expected a setting that the sweep varies"},
         BadInput{R"({"name": "x", "convergence": {"loss_band": -1}})",
                  "convergence.loss_band: expected a non-negative number, got -1"},
         BadInput{R"({"name": "x", "convergence": {"accuracy_band": 150}})",
