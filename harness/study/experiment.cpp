@@ -90,7 +90,17 @@ std::string read_description(const Json& description, const std::string& source_
     throw ConfigError(fmt::format("{}: description: expected a string, got {}", source_path,
                                   describe_json(description)));
   }
-  return description.get<std::string>();
+  // Printed by plan and run: an escape sequence in it would reach the user's terminal.
+  const std::string& text = description.get_ref<const std::string&>();
+  const auto control = std::find_if(text.begin(), text.end(), [](char c) {
+    return (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') || c == 0x7f;
+  });
+  if (control != text.end()) {
+    throw ConfigError(fmt::format("{}: description: expected text without control characters other than "
+                                  "newlines and tabs, got {} at character {}",
+                                  source_path, describe_text(std::string(1, *control)), control - text.begin()));
+  }
+  return text;
 }
 
 // Applies "settings" to the experiment's base point; returns the keys it set (they may not also
@@ -226,12 +236,15 @@ class SweepReader {
 };
 
 int read_repeats(const Json& repeats, const std::string& source_path) {
-  if (!repeats.is_number_integer() || repeats.get<int64_t>() < 1 ||
-      repeats.get<int64_t>() > kMaxRepeats) {
+  // 2.0 is 2, as in the settings (and JSON Schema's "integer").
+  const bool whole = repeats.is_number_integer() ||
+                     (repeats.is_number_float() && std::isfinite(repeats.get<double>()) &&
+                      repeats.get<double>() == std::floor(repeats.get<double>()) && std::abs(repeats.get<double>()) < 1e9);
+  if (!whole || repeats.get<double>() < 1 || repeats.get<double>() > kMaxRepeats) {
     throw ConfigError(fmt::format("{}: repeats: expected an integer from 1 to {}, got {}",
                                   source_path, kMaxRepeats, describe_json(repeats)));
   }
-  return repeats.get<int>();
+  return static_cast<int>(repeats.get<double>());
 }
 
 // The value a setting takes once read, as to_json writes it (so 2.0 and 2 compare equal).
@@ -350,6 +363,10 @@ Experiment parse_experiment(const std::string& text, const std::string& source_p
   experiment.source_text = text;
   check_top_level_keys(root, source_path);
   experiment.name = read_name(root, source_path);
+  if (root.contains("$schema") && !root["$schema"].is_string()) {
+    throw ConfigError(fmt::format("{}: $schema: expected a string (the path or URL of experiments/schema.json), got {}",
+                                  source_path, describe_json(root["$schema"])));
+  }
   if (root.contains("description")) {
     experiment.description = read_description(root["description"], source_path);
   }

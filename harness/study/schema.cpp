@@ -103,9 +103,10 @@ Json experiment_schema(const std::vector<std::string>& workloads,
           {"default", 1}}},
         {"baseline",
          {{"description",
-           "values that pick each point's speedup baseline: the point equal on every other key "
-           "(default: fewest ranks)"},
+           "values of swept settings that pick each point's speedup baseline: the point equal on every "
+           "other key (default: fewest ranks)"},
           {"$ref", "#/$defs/settings"},
+          {"not", {{"required", {"kind"}}}},
           {"minProperties", 1}}},
         {"check", check},
         {"convergence",

@@ -107,6 +107,11 @@ TEST(Experiment, BaselineIsReadAsNormalisedSettingValues) {
   EXPECT_EQ(experiment.baseline, Json({{"backend", "allreduce"}, {"ranks", 1}}));
 }
 
+TEST(Experiment, WholeNumbersAreIntegersWhereverTheyAreWritten) {  // as in the settings and the schema
+  EXPECT_EQ(parse_experiment(R"({"name": "r", "repeats": 2.0, "description": "two\nlines\tand a tab"})", "exp.json").repeats,
+            2);
+}
+
 TEST(Experiment, NoSweepGivesOnePointWithDefaultsAndFixedSettings) {
   const auto points = expand(parse_experiment(R"({"name": "one", "settings": {"ranks": 2}})", "e"));
   ASSERT_EQ(points.size(), 1U);
@@ -225,6 +230,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{R"({"name": "x", "baseline": {"backnd": "ps"}})",
                  "baseline.backnd: unknown setting \"backnd\" (did you mean \"backend\"?)"},
         BadInput{R"({"name": "x", "baseline": []})", "baseline: expected an object of setting values"},
+        BadInput{R"({"name": "x", "description": "red \u001b[31m"})",
+                 "description: expected text without control characters other than newlines and tabs, got "
+                 "\"\\u001b\" at character 4"},
+        BadInput{R"({"name": "x", "$schema": {"x": 1}})", "$schema: expected a string"},
+        BadInput{R"({"name": "x", "repeats": 2.5})", "repeats: expected an integer from 1 to 1000, got 2.5"},
         BadInput{R"({"name": "x", "settings": {"epochs": 1}, "sweep": {"ranks": [1, 2]}, "baseline": {"epochs": 1}})",
                  "baseline.epochs: not swept; expected a setting that the sweep varies"},
         BadInput{R"({"name": "x", "convergence": {"loss_band": -1}})",
