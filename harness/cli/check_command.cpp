@@ -13,6 +13,8 @@
 #include "harness/cli/commands.h"
 #include "harness/common/errors.h"
 #include "harness/common/files.h"
+#include "harness/common/text.h"
+#include "harness/study/json_document.h"
 #include "harness/results/results_directory.h"
 
 namespace harness {
@@ -24,14 +26,13 @@ CheckOptions options_for(const ResultsSide& current, const CheckCommandOptions& 
     apply_check_block(options, current.experiment.check, current.dir + "/experiment.json: check");
   }
   if (!command.against.empty()) {
-    Json values;
-    try {
-      values = Json::parse(command.against);
-    } catch (const Json::exception&) {
+    const Json values = Json::parse(command.against, nullptr, false);
+    if (values.is_discarded()) {
       throw ConfigError(fmt::format("--against: expected a JSON object of setting values such as "
                                     "'{{\"backend\": \"allreduce\"}}', got {}",
-                                    command.against.size() > 80 ? command.against.substr(0, 80) + "..." : command.against));
+                                    describe_text(shortened(command.against, 80))));
     }
+    parse_json_document(command.against, "--against");  // refuses a key given twice
     options.against = read_against(values, "--against");
     options.against_where = "--against";
   }

@@ -43,9 +43,9 @@ struct RunOptions {
 
 int run_command(const RunOptions& options);
 // The points, their commands and the estimate, as `run --dry-run` prints them (`out_dir` as
-// --out, "" = the default).
+// --out, "" = the default), after run's checks of --out and --detach.
 int plan_command(const std::string& experiment_path, const std::string& out_dir = "",
-                 const StudyChanges& changes = {});
+                 const StudyChanges& changes = {}, bool detach = false);
 // Rebuilds summary.csv, stats.csv and every plot of a results directory from its records and
 // its copy of the experiment file, without running anything.
 int plot_command(const std::string& results_dir);

@@ -187,13 +187,14 @@ CLI::App* add_run_command(CLI::App& app, harness::RunOptions& run_options) {
                   "results directory (default: results/<experiment name>/<timestamp>); points "
                   "completed there before are kept, failed and missing ones run")
       ->check(out_dir_validator());
-  run->add_flag("--fresh", run_options.fresh, "run every point again, even completed ones");
+  auto* fresh = run->add_flag("--fresh", run_options.fresh, "run every point again, even completed ones");
   run->add_option("--launcher", run_options.changes.launcher,
                   "run through this launcher instead of the experiment's (its options there are "
                   "kept when it names the same one)");
-  run->add_flag("--retry-failed", run_options.retry_failed,
+  auto* retry_failed = run->add_flag("--retry-failed", run_options.retry_failed,
                 "resume, running again only failed, lost, node-failed, preempted and missing points "
                 "(keep timed-out, out-of-memory and cancelled ones)");
+  fresh->excludes(retry_failed);
   run->add_option("--set", run_options.changes.settings,
                   "KEY=VALUE: fix a setting for every point (repeatable; VALUE as JSON, else text), e.g. "
                   "--set inject_comm_delay_us=100; not a swept one")

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 
 #include <fmt/format.h>
 
@@ -20,15 +21,19 @@
 
 namespace harness {
 
-int plan_command(const std::string& experiment_path, const std::string& out_dir, const StudyChanges& changes) {
+int plan_command(const std::string& experiment_path, const std::string& out_dir, const StudyChanges& changes,
+                 bool detach) {
   LoadedStudy study;
+  std::unique_ptr<ResultsDirectory> target;
   try {
     study = load_study(experiment_path, changes);
+    target = std::make_unique<ResultsDirectory>(out_dir.empty() ? default_out_dir(study.experiment.name) : out_dir);
+    check_run_target(study, *target, !out_dir.empty(), detach);
   } catch (const Error& error) {
     return report_error(error);
   }
   const Experiment& experiment = study.experiment;
-  const ResultsDirectory directory(out_dir.empty() ? default_out_dir(experiment.name) : out_dir);
+  const ResultsDirectory& directory = *target;
   std::cout << fmt::format("experiment \"{}\" ({}): {} point(s), launcher {}, results in {}\n",
                            experiment.name, experiment.source_path, study.points.size(),
                            study.scheduler->name(), directory.path());

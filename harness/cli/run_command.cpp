@@ -53,7 +53,9 @@ void say_records_not_written(const SweepOutcome& outcome, std::size_t missing, s
 }
 
 int run_command(const RunOptions& options) {
-  if (options.dry_run) return plan_command(options.experiment_path, options.out_dir, options.changes);
+  if (options.dry_run) {
+    return plan_command(options.experiment_path, options.out_dir, options.changes, options.detach);
+  }
   LoadedStudy study;
   std::unique_ptr<ResultsDirectory> directory;
   std::unique_ptr<DirectoryLock> lock;
@@ -62,12 +64,8 @@ int run_command(const RunOptions& options) {
     directory = std::make_unique<ResultsDirectory>(
         options.out_dir.empty() ? default_out_dir(study.experiment.name) : options.out_dir);
     study.scheduler->check_available();
-    if (options.detach && !study.scheduler->jobs_outlive_harness()) {
-      throw ConfigError(fmt::format("--detach: the {} launcher's jobs end with the harness that started "
-                                    "them; detaching needs a cluster launcher (--launcher slurm)",
-                                    study.scheduler->name()));
-    }
-    directory->check_reusable_for(study.experiment.name);
+    check_run_target(study, *directory, !options.out_dir.empty(), options.detach);
+    directory->check_reusable_for(study.experiment.name);  // the default directory too
     directory->create();
     // One run writes into a directory at a time; the lock goes with the process.
     lock = std::make_unique<DirectoryLock>(*directory, options.command_line);

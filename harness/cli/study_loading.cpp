@@ -1,10 +1,12 @@
 #include "harness/cli/study_loading.h"
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -12,6 +14,7 @@
 #include "harness/cli/commands.h"
 #include "harness/common/errors.h"
 #include "harness/common/text.h"
+#include "harness/study/json_document.h"
 #include "harness/study/validate.h"
 
 namespace harness {
@@ -51,22 +54,23 @@ class ExperimentChanges {
                                     "such as base=build-base/harness",
                                     describe_text(argument)));
     }
+    if (std::find(command_line_builds_.begin(), command_line_builds_.end(), name) != command_line_builds_.end()) {
+      throw ConfigError(fmt::format("--build {}: given more than once; expected each build name once", name));
+    }
     root_["builds"][name] = argument.substr(equals + 1);
     command_line_builds_.push_back(name);
   }
 
   // --sweep JSON: more axes, in the form of the file's "sweep" (lists, or "zip" groups).
   void add_sweep(const std::string& text) {
-    Json sweep;
-    try {
-      sweep = Json::parse(text);
-    } catch (const Json::exception&) {
-    }
-    if (!sweep.is_object() || sweep.empty()) {
+    const Json sweep = Json::parse(text, nullptr, false);
+    if (sweep.is_discarded() || !sweep.is_object() || sweep.empty()) {
       throw ConfigError(fmt::format("--sweep {}: expected a JSON object of lists, as an experiment's \"sweep\", "
                                     "such as '{{\"build\": [\"base\", \"head\"]}}'",
                                     describe_text(shortened(text, 80))));
     }
+    parse_json_document(text, "--sweep");  // refuses a key given twice, which Json::parse lets the last win
+    changed_by_sweep_ = true;
     Json& target = root_["sweep"];
     for (const auto& [key, values] : sweep.items()) {
       if (key != "zip") {
@@ -107,6 +111,11 @@ class ExperimentChanges {
     }
     const std::string key = argument.substr(0, equals);
     const std::string text = argument.substr(equals + 1);
+    if (!set_keys_.insert(key).second) {
+      throw ConfigError(fmt::format("--set {}: given more than once (--timeline sets timeline); expected each "
+                                    "setting once",
+                                    key));
+    }
     if (const auto swept = swept_.find(key); swept != swept_.end()) {
       throw ConfigError(fmt::format("--set {}: {} is swept in {}; --set fixes a setting for every point", key, key,
                                     swept->second));
@@ -141,7 +150,10 @@ class ExperimentChanges {
       throw ConfigError("--set, --sweep and --build: expected values in UTF-8 (a path or text with other bytes "
                         "cannot be kept in the results' experiment.json)");
     }
-    Experiment changed = parse_experiment(text, experiment_.source_path);
+    // A value from the command line is not in the file: the errors say both.
+    const bool changed_here = !set_keys_.empty() || changed_by_sweep_ || !command_line_builds_.empty();
+    Experiment changed = parse_experiment(
+        text, changed_here ? experiment_.source_path + " with --set/--sweep/--build" : experiment_.source_path);
     for (auto& build : changed.builds) {
       if (std::find(command_line_builds_.begin(), command_line_builds_.end(), build.name) != command_line_builds_.end()) {
         build.where = "--build " + build.name;
@@ -184,6 +196,8 @@ class ExperimentChanges {
   Json root_;
   std::map<std::string, std::string> swept_;  // key -> where it is swept
   std::vector<std::string> command_line_builds_;
+  std::set<std::string> set_keys_;  // by --set
+  bool changed_by_sweep_ = false;
 };
 
 Experiment with_changes(const Experiment& experiment, const StudyChanges& changes) {
@@ -220,6 +234,17 @@ LoadedStudy load_study(const std::string& experiment_path, const StudyChanges& c
   study.rank_programs = RankPrograms::probe(study.experiment, self_executable());
   validate_builds(study.experiment, study.points, study.rank_programs.facts());
   return study;
+}
+
+void check_run_target(const LoadedStudy& study, const ResultsDirectory& directory, bool out_given, bool detach) {
+  if (detach && !study.scheduler->jobs_outlive_harness()) {
+    throw ConfigError(fmt::format("--detach: the {} launcher's jobs end with the harness that started "
+                                  "them; detaching needs a cluster launcher (--launcher slurm)",
+                                  study.scheduler->name()));
+  }
+  if (!out_given) return;
+  directory.check_creatable();
+  directory.check_reusable_for(study.experiment.name);
 }
 
 Experiment load_stored_experiment(const ResultsDirectory& directory, const std::string& prefix) {

@@ -35,6 +35,11 @@ struct StudyChanges {
 // same one. Builds' paths are made absolute (from the working directory) and each build is probed.
 LoadedStudy load_study(const std::string& experiment_path, const StudyChanges& changes = {});
 
+// What `run` refuses before it creates anything, and `run --dry-run` therefore too: an --out that
+// cannot be made or holds something else (`out_dir` "" = the default, new), and --detach with a
+// launcher whose jobs end with the harness. Throws ConfigError.
+void check_run_target(const LoadedStudy& study, const ResultsDirectory& directory, bool out_given, bool detach);
+
 // The experiment a results directory keeps (DIR/experiment.json). Throws ConfigError
 // "<prefix><dir>: not a results directory (no experiment.json)" when there is none.
 Experiment load_stored_experiment(const ResultsDirectory& directory, const std::string& prefix = "");

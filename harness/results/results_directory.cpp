@@ -41,6 +41,23 @@ void ResultsDirectory::create() const {
   }
 }
 
+void ResultsDirectory::check_creatable() const {
+  // The nearest existing folder on the way up must be a writable directory for create() to work.
+  fs::path existing = fs::absolute(path_).lexically_normal();
+  std::error_code error;
+  while (!fs::exists(fs::symlink_status(existing, error)) && existing.has_parent_path() &&
+         existing != existing.parent_path()) {
+    existing = existing.parent_path();
+  }
+  if (!fs::is_directory(existing, error)) {
+    throw ConfigError(fmt::format("--out: cannot create directory {}: {} is not a directory", path_,
+                                  existing.string()));
+  }
+  if (::access(existing.c_str(), W_OK) != 0) {
+    throw ConfigError(fmt::format("--out: cannot create directory {}: {} is not writable", path_, existing.string()));
+  }
+}
+
 bool ResultsDirectory::written_by_harness(const std::string& relative) {
   const fs::path path = fs::path(relative).lexically_normal();
   if (path.empty() || path.is_absolute() || *path.begin() == "..") return false;

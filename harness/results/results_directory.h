@@ -56,6 +56,9 @@ class ResultsDirectory {
   // named `experiment_name`; anything else is refused (ConfigError), so that no other study's
   // summary is overwritten and no results land among unrelated files.
   void check_reusable_for(const std::string& experiment_name) const;
+  // What create() would refuse, found without creating anything (plan, run --dry-run): the
+  // nearest existing folder on the path is not a writable directory. Throws ConfigError.
+  void check_creatable() const;
 
  private:
   std::string path_;

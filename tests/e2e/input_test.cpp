@@ -107,6 +107,40 @@ TEST(EndToEnd, UnwritableOutExitsTwo) {
   EXPECT_NE(run.output[0].find("--out: cannot create directory"), std::string::npos) << run.output[0];
 }
 
+// What `run` refuses, `run --dry-run` refuses too (it "validates like a run"), and a value given
+// twice on the command line is refused rather than the last one winning silently.
+TEST(EndToEnd, CommandLineMistakesAreRefusedByRunAndDryRunAlike) {
+  const fs::path dir = scratch("command_line_mistakes");
+  const fs::path experiment = write_experiment(dir, R"({"name": "x", "settings": {"epochs": 1}})");
+  std::ofstream(dir / "file") << "not a directory";
+  fs::create_directories(dir / "stranger");
+  std::ofstream(dir / "stranger" / "notes.txt") << "not results";
+  int attempt = 0;
+  const auto refused = [&](const std::vector<std::string>& extra, const std::string& message) {
+    for (const bool dry_run : {true, false}) {
+      std::vector<std::string> arguments = {"run", experiment.string()};
+      arguments.insert(arguments.end(), extra.begin(), extra.end());
+      if (dry_run) arguments.emplace_back("--dry-run");
+      const HarnessRun run = run_harness(arguments, dir / fmt::format("{}.log", ++attempt));
+      EXPECT_EQ(run.outcome.exit_code, 2) << joined(run.output);
+      ASSERT_EQ(run.output.size(), 1U) << joined(run.output);
+      EXPECT_NE(run.output[0].find(message), std::string::npos) << run.output[0];
+    }
+  };
+  refused({"--out", (dir / "file").string()}, "--out: cannot create directory");
+  refused({"--out", (dir / "stranger").string()}, "not empty and not a results directory");
+  refused({"--detach"}, "--detach: the local launcher's jobs end with the harness");
+  refused({"--set", "lr=0.1", "--set", "lr=0.2"}, "--set lr: given more than once");
+  refused({"--timeline", "--set", "timeline=false"}, "--set timeline: given more than once");
+  refused({"--build", "a=x", "--build", "a=y"}, "--build a: given more than once");
+  refused({"--sweep", R"({"batch_size": [4], "batch_size": [8]})"}, "--sweep: batch_size: duplicate key");
+  refused({"--fresh", "--retry-failed"}, "--fresh excludes --retry-failed");
+  // A value from the command line is not in the file, and the message says where it came from.
+  refused({"--set", "workload=bert"},
+          experiment.string() + " with --set/--sweep/--build: settings.workload: unknown workload \"bert\"");
+  EXPECT_FALSE(fs::exists(dir / "results"));
+}
+
 // Repeats, zip and exclude through the real binary: summary.csv has a row per run, stats.csv a
 // row per configuration with intervals around the medians; `harness plot` rebuilds every file
 // from the records alone; `harness plan` estimates the time from those results.
