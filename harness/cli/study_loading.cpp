@@ -200,6 +200,21 @@ class ExperimentChanges {
   bool changed_by_sweep_ = false;
 };
 
+// `check.against` names the reference configuration that `harness check` compares each one with:
+// values no point has would be found only after the whole sweep ran.
+void check_against_found(const CheckOptions& check, const std::vector<Point>& points) {
+  if (check.against.empty()) return;
+  const bool found = std::any_of(points.begin(), points.end(), [&check](const Point& point) {
+    const Json values = to_json(point.settings);
+    return std::all_of(check.against.items().begin(), check.against.items().end(),
+                       [&values](const auto& item) { return values[item.key()] == item.value(); });
+  });
+  if (!found) {
+    throw ConfigError(fmt::format("{}: no point has {}; expected values that the settings or the sweep produce",
+                                  check.against_where, check.against.dump()));
+  }
+}
+
 Experiment with_changes(const Experiment& experiment, const StudyChanges& changes) {
   if (changes.settings.empty() && changes.sweeps.empty() && changes.builds.empty() && experiment.builds.empty()) {
     return experiment;
@@ -224,11 +239,12 @@ LoadedStudy load_study(const std::string& experiment_path, const StudyChanges& c
     study.experiment.launcher = spec;
   }
   // A mistake in the check block is found now, not after the sweep.
+  CheckOptions check = default_check_options();
   if (!study.experiment.check.empty()) {
-    CheckOptions check = default_check_options();
     apply_check_block(check, study.experiment.check, experiment_path + ": check");
   }
   study.points = expand(study.experiment);
+  check_against_found(check, study.points);
   study.scheduler = make_scheduler(study.experiment.launcher);
   validate_points(study.experiment, study.points, study.scheduler->limits());
   study.rank_programs = RankPrograms::probe(study.experiment, self_executable());
