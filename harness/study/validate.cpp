@@ -176,6 +176,14 @@ void validate_points(const Experiment& experiment, const std::vector<Point>& poi
               {"inject_compute_delay_rank",
                fmt::format("expected a rank below ranks ({}), got {}", s.ranks, s.inject_compute_delay_rank)});
     }
+    if (s.kind == Kind::kTrain && s.backend == "ps" && s.inject_compute_delay_ms > 0 &&
+        s.inject_compute_delay_rank == 0 && !s.option("ps_server_trains", false)) {
+      // The serving rank computes nothing: its delay would never happen.
+      fail_at(experiment, point,
+              {"inject_compute_delay_rank",
+               "expected a training rank (1 or above): with backend \"ps\", rank 0 only serves and computes nothing "
+               "(unless \"ps_server_trains\": true)"});
+    }
     if (s.ranks_per_node > 0 && s.ranks_per_node * s.nodes != s.ranks) {
       fail_at(experiment, point,
               {"ranks_per_node",
