@@ -31,7 +31,7 @@ int plot_command(const std::string& results_dir) {
     const WrittenReports written = write_reports(set, directory);
     print_reports(written, directory);
     // Drawing is what was asked for here: without gnuplot the command has not done it.
-    if (!written.plots_not_drawn.empty()) return kExitFailure;
+    if (!written.plots_not_drawn.empty() || !written.plots_failed.empty()) return kExitFailure;
   } catch (const Error& error) {
     return report_error(error);
   }

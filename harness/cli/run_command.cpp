@@ -38,6 +38,10 @@ void print_reports(const WrittenReports& written, const ResultsDirectory& direct
                              "then draw them with: harness plot {}\n",
                              written.plots_not_drawn, directory.path());
   }
+  for (const std::string& failure : written.plots_failed) {
+    std::cout.flush();
+    std::cerr << "harness: warning: plot not drawn: " << failure << "\n";
+  }
 }
 
 // A point whose record could not be written is lost from every report: say so last, with where

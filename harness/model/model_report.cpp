@@ -101,6 +101,8 @@ std::string fit_plot_data(const CostModel& model) {
     }
     data += "\n\n";
   }
+  // Blocks are separated, not ended: a last separator would make an empty block gnuplot warns of.
+  while (data.size() > 1 && data.ends_with("\n\n")) data.pop_back();
   return data;
 }
 

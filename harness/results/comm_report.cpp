@@ -73,7 +73,9 @@ double memory_limit_fraction(const SizeRow& row) {
   // Both probes move 3 bytes per byte (a copy: read, write-allocate, write; a[i] += b[i]: read
   // two, write one in place); the faster is the node's memory rate at this size.
   const double probe_us = reduce_us > 0 ? std::min(copy_us, reduce_us) : copy_us;
-  const double limit_us = backend->memory_traffic(row.run->record.settings.ranks) / 3.0 * probe_us;
+  const double traffic = backend->memory_traffic(row.run->record.settings.ranks);
+  if (traffic <= 0) return -1;  // one rank: nothing moves, there is no limit to be a share of
+  const double limit_us = traffic / 3.0 * probe_us;
   return limit_us / row.size->time_us_median;
 }
 

@@ -52,15 +52,18 @@ std::vector<ConvergenceCheck> check_convergence(const std::vector<ConfigurationS
   std::vector<ConvergenceCheck> checks(configurations.size());
   for (std::size_t c = 0; c < configurations.size(); ++c) {
     const ConfigurationStats& configuration = configurations[c];
-    if (configuration.baseline < 0 || static_cast<std::size_t>(configuration.baseline) == c) continue;
     const Finals own = finals_of(configuration, metrics);
-    const Finals base = finals_of(configurations[static_cast<std::size_t>(configuration.baseline)], metrics);
-    if ((own.losses.empty() && !own.diverged) || base.losses.empty()) continue;
     ConvergenceCheck& check = checks[c];
-    check.judged = true;
-    check.diverged = own.diverged;
+    if (own.losses.empty() && !own.diverged) continue;
+    // Its own figures, judged or not (a baseline's are what the others are judged against).
+    check.measured = true;
     check.final_loss = own.losses.empty() ? NAN : median_of(own.losses);
     check.accuracy = own.accuracies.empty() ? NAN : median_of(own.accuracies);
+    if (configuration.baseline < 0 || static_cast<std::size_t>(configuration.baseline) == c) continue;
+    const Finals base = finals_of(configurations[static_cast<std::size_t>(configuration.baseline)], metrics);
+    if (base.losses.empty()) continue;
+    check.judged = true;
+    check.diverged = own.diverged;
     check.baseline_loss = median_of(base.losses);
     check.baseline_accuracy = base.accuracies.empty() ? NAN : median_of(base.accuracies);
     check.loss_band = bands.loss.value_or(

@@ -28,6 +28,7 @@ inline constexpr double kMinAccuracyBand = 0.01;
 
 struct ConvergenceCheck {
   bool judged = false;  // a baseline other than itself, with successful runs on both sides
+  bool measured = false;  // final_loss and accuracy hold this configuration's own medians
   double final_loss = 0;         // medians over the successful runs (finite ones)
   double accuracy = 0;
   double baseline_loss = 0;

@@ -44,8 +44,11 @@ std::string inline_svg(std::string svg, const std::string& prefix) {
   const std::size_t start = svg.find("<svg");
   if (start == std::string::npos) return "";
   svg.erase(0, start);
-  replace_all(svg, "id=\"", "id=\"" + prefix);
-  replace_all(svg, "href=\"#", "href=\"#" + prefix);
+  // gnuplot 5.4 quotes its markers' ids with ' and its canvas's with ".
+  for (const char* quote : {"\"", "'"}) {
+    replace_all(svg, std::string(" id=") + quote, std::string(" id=") + quote + prefix);
+    replace_all(svg, std::string("href=") + quote + "#", std::string("href=") + quote + "#" + prefix);
+  }
   replace_all(svg, "url(#", "url(#" + prefix);
   replace_all(svg, "<svg ", "<svg class=\"plot\" role=\"img\" ");
   return svg;
@@ -55,7 +58,10 @@ std::vector<fs::path> plots_in(const std::string& plots_dir) {
   std::vector<fs::path> plots;
   std::error_code error;
   for (const auto& entry : fs::directory_iterator(plots_dir, error)) {
-    if (entry.path().extension() == ".svg") plots.push_back(entry.path());
+    // Not through a link: the page would inline whatever it points to.
+    if (entry.path().extension() == ".svg" && entry.is_regular_file(error) && !entry.is_symlink(error)) {
+      plots.push_back(entry.path());
+    }
   }
   const auto rank = [](const fs::path& path) {
     const std::string name = path.stem().string();
@@ -187,7 +193,7 @@ std::string html_escape(const std::string& text) {
   return escaped;
 }
 
-std::string write_html_report(const ResultSet& set, const ResultsDirectory& directory) {
+std::string write_html_report(const ResultSet& set, const ResultsDirectory& directory, const std::string& plots_note) {
   const Experiment& experiment = set.experiment();
   const std::size_t ok = static_cast<std::size_t>(
       std::count_if(set.runs().begin(), set.runs().end(), [](const Run& run) { return run.record.ok(); }));
@@ -212,7 +218,7 @@ std::string write_html_report(const ResultSet& set, const ResultsDirectory& dire
       html += "<p class=\"warning\" id=\"straggler\">" + html_escape(line) + " — see the plot compute_by_rank</p>\n";
     }
   }
-  html += "<pre>" + html_escape(report_for(set.kind()).console_table(set)) + "</pre>\n";
+  html += "<pre>" + html_escape(console_text(set)) + "</pre>\n";
   std::string files;
   for (const char* name : {"summary.csv", "stats.csv", "model.json", "model.csv", "prediction.json", "prediction.csv"}) {
     const std::string link = link_if(directory, directory.path() + "/" + name, name);
@@ -221,6 +227,10 @@ std::string write_html_report(const ResultSet& set, const ResultsDirectory& dire
   if (!files.empty()) html += "<p>Files: " + files + "</p>\n";
 
   html += "<h2 id=\"plots\">Plots</h2>\n";
+  if (!plots_note.empty()) {
+    html += "<p class=\"warning\" id=\"plots-not-drawn\">Not drawn: " + html_escape(plots_note) +
+            ". Any such plot below is from an earlier drawing and may not match these records.</p>\n";
+  }
   int index = 0;
   for (const fs::path& plot : plots_in(directory.plots_dir())) {
     const std::string svg = inline_svg(slurp(plot), fmt::format("plot{}-", index++));
@@ -233,13 +243,23 @@ std::string write_html_report(const ResultSet& set, const ResultsDirectory& dire
   if (index == 0) html += "<p>No plots (gnuplot draws them when the records are in).</p>\n";
 
   html += "<h2 id=\"model\">Cost model</h2>\n";
-  const std::string model_files = link_if(directory, directory.path() + "/model.json", "model.json") +
-                                  link_if(directory, directory.path() + "/prediction.json", "prediction.json");
+  std::string model_files;
+  for (const char* name : {"model.json", "prediction.json"}) {
+    const std::string link = link_if(directory, directory.path() + "/" + name, name);
+    if (!link.empty()) model_files += (model_files.empty() ? "" : " and ") + link;
+  }
+  std::string model_plots;
+  for (const char* name : {"model_fit", "prediction"}) {
+    if (fs::exists(directory.plots_dir() + "/" + name + ".svg")) {
+      model_plots += fmt::format("{}<a href=\"#plot-{}\">{}</a>", model_plots.empty() ? "" : " and ", name, name);
+    }
+  }
   html += model_files.empty()
               ? "<p>None yet: <code>harness model COMM_RUN</code> fits one to a comm benchmark, and "
                 "<code>--predict TRAIN_RUN</code> predicts a training run with it (plots model_fit and "
                 "prediction above, when made).</p>\n"
-              : "<p>See " + model_files + " and the plots model_fit and prediction above.</p>\n";
+              : "<p>See " + model_files + (model_plots.empty() ? "" : ", and the plot(s) " + model_plots + " above") +
+                    ".</p>\n";
 
   html += "<h2 id=\"points\">Points</h2>\n<table>\n<tr><th>point</th><th>repeat</th><th>settings</th><th>status</th>"
           "<th>files</th></tr>\n" +

@@ -13,8 +13,10 @@
 
 namespace harness {
 
-// Writes DIR/report.html and returns its path. Throws Error when it cannot be written.
-std::string write_html_report(const ResultSet& set, const ResultsDirectory& directory);
+// Writes DIR/report.html and returns its path; `plots_note` says which plots were not drawn and why
+// ("" = all were). Throws Error when it cannot be written.
+std::string write_html_report(const ResultSet& set, const ResultsDirectory& directory,
+                              const std::string& plots_note = "");
 
 // `text` with &, <, >, " and ' escaped for HTML.
 std::string html_escape(const std::string& text);

@@ -38,10 +38,21 @@ std::string curve_label(const PointSettings& settings, const std::vector<std::st
   return label;
 }
 
-std::string block_title(const std::string& title) {
+std::string quoted_label(const std::string& label) {
   std::string escaped;
-  for (const char c : title) escaped += (c == '"' ? '\'' : c);
-  return "\"" + escaped + "\"\n";
+  // gnuplot reads a double-quoted column header or row label with backslash escapes: \ must be
+  // doubled; a " is written as ' (no escape of it survives every gnuplot version).
+  for (const char c : label) {
+    if (c == '"') {
+      escaped += '\'';
+    } else {
+      escaped += c;
+      if (c == '\\') escaped += '\\';
+    }
+  }
+  return "\"" + escaped + "\"";
 }
+
+std::string block_title(const std::string& title) { return quoted_label(title) + "\n"; }
 
 }  // namespace harness

@@ -18,5 +18,7 @@ std::string curve_label(const PointSettings& settings, const std::vector<std::st
 
 // A gnuplot data block's first line, which `columnheader` reads as its title.
 std::string block_title(const std::string& title);
+// `label` in double quotes as gnuplot reads it back (a row's label in the breakdown's data).
+std::string quoted_label(const std::string& label);
 
 }  // namespace harness

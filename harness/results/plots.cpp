@@ -75,6 +75,41 @@ class ScratchFolder {
   std::string path_;
 };
 
+// One plot: its .dat and .gp, then gnuplot, then the images renamed into place. Throws Error.
+std::vector<std::string> draw_plot(const std::string& name, const std::string& contents, const std::string& header,
+                                   const std::string& plots_dir) {
+  const std::string base = plots_dir + "/" + name;
+  write_file_atomically(base + ".dat", contents);
+  const std::string script = header + plot_template(name) + plot_template("render");
+  write_file_atomically(base + ".gp", script);
+
+  // gnuplot writes into a folder only this process can have made (mkdtemp), and each image is
+  // renamed into place: an image name planted as a link is refused, never written through.
+  const ScratchFolder drawing(plots_dir + "/.drawing-XXXXXX");
+  ProcessRequest gnuplot;
+  gnuplot.argv = {"gnuplot", "-e", fmt::format("OUTDIR = \"{}/\"", drawing.name()), name + ".gp"};
+  gnuplot.working_directory = plots_dir;
+  gnuplot.log_path = plots_dir + "/gnuplot.log";
+  gnuplot.timeout_s = 60;
+  gnuplot.stop_on_interrupt = false;  // after Ctrl-C the plots of the completed points are still drawn
+  const ProcessOutcome outcome = run_process(gnuplot);
+  if (!outcome.ok()) {
+    throw Error(fmt::format("gnuplot {}.gp failed ({}); see {}", name, outcome.describe(), gnuplot.log_path));
+  }
+  std::vector<std::string> images;
+  for (const char* extension : {".png", ".svg"}) {
+    const std::string drawn = drawing.path() + "/" + name + extension;
+    const std::string image = base + extension;
+    std::error_code error;
+    if (std::filesystem::file_size(drawn, error) == 0 || error) {
+      throw Error(fmt::format("gnuplot {}.gp wrote no {}; see {}", name, image, gnuplot.log_path));
+    }
+    replace_file(drawn, image);
+    images.push_back(image);
+  }
+  return images;
+}
+
 }  // namespace
 
 const std::string& plot_template(const std::string& name) {
@@ -84,9 +119,18 @@ const std::string& plot_template(const std::string& name) {
   throw Error(fmt::format("no plot template named \"{}\"", name));
 }
 
+std::vector<std::string> plot_names() {
+  std::vector<std::string> names;
+  for (const auto& [template_name, text] : kPlotTemplates) {
+    if (std::string_view(template_name) != "render") names.emplace_back(template_name);
+  }
+  return names;
+}
+
 std::vector<std::string> draw_plots(const std::map<std::string, std::string>& data,
                                     const ResultSet& set, const std::string& plots_dir,
-                                    const std::map<std::string, std::string>& variables) {
+                                    const std::map<std::string, std::string>& variables,
+                                    std::vector<std::string>* failures) {
   if (data.empty()) return {};
   std::error_code link_error;
   if (std::filesystem::is_symlink(plots_dir, link_error)) {
@@ -121,37 +165,26 @@ std::vector<std::string> draw_plots(const std::map<std::string, std::string>& da
 
   std::vector<std::string> images;
   for (const auto& [name, contents] : data) {
-    const std::string base = plots_dir + "/" + name;
-    write_file_atomically(base + ".dat", contents);
-    const std::string script = header + plot_template(name) + plot_template("render");
-    write_file_atomically(base + ".gp", script);
-
-    // gnuplot writes into a folder only this process can have made (mkdtemp), and each image is
-    // renamed into place: an image name planted as a link is refused, never written through.
-    const ScratchFolder drawing(plots_dir + "/.drawing-XXXXXX");
-    ProcessRequest gnuplot;
-    gnuplot.argv = {"gnuplot", "-e", fmt::format("OUTDIR = \"{}/\"", drawing.name()), name + ".gp"};
-    gnuplot.working_directory = plots_dir;
-    gnuplot.log_path = plots_dir + "/gnuplot.log";
-    gnuplot.timeout_s = 60;
-    gnuplot.stop_on_interrupt = false;  // after Ctrl-C the plots of the completed points are still drawn
-    const ProcessOutcome outcome = run_process(gnuplot);
-    if (!outcome.ok()) {
-      throw Error(fmt::format("gnuplot {}.gp failed ({}); see {}", name, outcome.describe(),
-                              gnuplot.log_path));
-    }
-    for (const char* extension : {".png", ".svg"}) {
-      const std::string drawn = drawing.path() + "/" + name + extension;
-      const std::string image = base + extension;
-      std::error_code error;
-      if (std::filesystem::file_size(drawn, error) == 0 || error) {
-        throw Error(fmt::format("gnuplot {}.gp wrote no {}; see {}", name, image, gnuplot.log_path));
-      }
-      replace_file(drawn, image);
-      images.push_back(image);
+    try {
+      for (auto& image : draw_plot(name, contents, header, plots_dir)) images.push_back(std::move(image));
+    } catch (const Error& error) {
+      if (failures == nullptr) throw;
+      remove_plot(plots_dir, name);
+      failures->push_back(fmt::format("{}: {}", name, error.what()));
     }
   }
   return images;
+}
+
+void remove_plot(const std::string& plots_dir, const std::string& name) {
+  for (const char* extension : {".svg", ".png", ".dat", ".gp"}) {
+    // Only what the harness wrote: a link planted there stays (drawing refuses it, and says so).
+    const std::string path = plots_dir + "/" + name + extension;
+    std::error_code ignored;  // absent is fine
+    if (std::filesystem::is_regular_file(std::filesystem::symlink_status(path, ignored))) {
+      std::filesystem::remove(path, ignored);
+    }
+  }
 }
 
 }  // namespace harness

@@ -13,13 +13,21 @@ namespace harness {
 
 // The plot templates compiled into the binary (from plots/*.gp), by name.
 const std::string& plot_template(const std::string& name);
+// Every plot there is a template for ("render" is shared by all, not a plot).
+std::vector<std::string> plot_names();
 
 // Writes plots_dir/<name>.dat and .gp for each entry of `data` (plot name -> data) and runs
 // gnuplot; the templates' variables (title, tics, scaling) come from `set`, and `variables` adds
 // more (name -> text value, for one plot's title). Returns the images written. Throws Error when
-// gnuplot is missing or fails.
+// gnuplot is missing or fails; with `failures`, a plot that fails is said there instead ("loss: gnuplot
+// loss.gp failed ..."), its earlier images are removed (they would pass for this run's), and the
+// others are still drawn.
 std::vector<std::string> draw_plots(const std::map<std::string, std::string>& data,
                                     const ResultSet& set, const std::string& plots_dir,
-                                    const std::map<std::string, std::string>& variables = {});
+                                    const std::map<std::string, std::string>& variables = {},
+                                    std::vector<std::string>* failures = nullptr);
+
+// Removes plots_dir/<name>.{svg,png,dat,gp} (regular files only): a plot that this run does not draw.
+void remove_plot(const std::string& plots_dir, const std::string& name);
 
 }  // namespace harness

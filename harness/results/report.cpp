@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -69,6 +71,8 @@ std::string record_notes(const ResultSet& set) {
 
 }  // namespace
 
+std::string console_text(const ResultSet& set) { return report_for(set.kind()).console_table(set) + record_notes(set); }
+
 WrittenReports write_reports(const ResultSet& set, const ResultsDirectory& directory) {
   const KindReport& report = report_for(set.kind());
   WrittenReports written;
@@ -77,20 +81,34 @@ WrittenReports write_reports(const ResultSet& set, const ResultsDirectory& direc
     write_file_atomically(path, contents);
     written.tables.push_back(path);
   }
-  written.console = report.console_table(set) + record_notes(set);
+  written.console = console_text(set);
   std::filesystem::create_directories(directory.plots_dir());  // plots/ may have been deleted
+  std::map<std::string, std::string> plots;
+  std::optional<TimelinePlot> timeline;
   if (find_program("gnuplot").empty()) {
     written.plots_not_drawn = "gnuplot not found on PATH";
   } else {
-    written.images = draw_plots(report.plot_data(set), set, directory.plots_dir());
-    if (const auto timeline = timeline_plot(set, directory)) {
+    plots = report.plot_data(set);
+    timeline = timeline_plot(set, directory);
+  }
+  if (written.plots_not_drawn.empty()) {
+    // What `harness model` draws stays; any other plot not drawn now is of earlier records. (Without
+    // gnuplot they stay, and the page says they are from an earlier drawing.)
+    for (const std::string& name : plot_names()) {
+      const bool drawn_now = plots.count(name) > 0 || (name == "timeline" && timeline);
+      if (!drawn_now && name != "model_fit" && name != "prediction") remove_plot(directory.plots_dir(), name);
+    }
+    written.images = draw_plots(plots, set, directory.plots_dir(), {}, &written.plots_failed);
+    if (timeline) {
       for (auto& image : draw_plots({{"timeline", timeline->data}}, set, directory.plots_dir(),
-                                    {{"TIMELINE_POINT", timeline->description}})) {
+                                    {{"TIMELINE_POINT", timeline->description}}, &written.plots_failed)) {
         written.images.push_back(std::move(image));
       }
     }
   }
-  written.html = write_html_report(set, directory);
+  std::string plots_note = written.plots_not_drawn;
+  for (const std::string& failure : written.plots_failed) plots_note += (plots_note.empty() ? "" : "; ") + failure;
+  written.html = write_html_report(set, directory, plots_note);
   return written;
 }
 

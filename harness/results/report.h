@@ -36,11 +36,19 @@ struct WrittenReports {
   // Why no plot was drawn ("" when they were): gnuplot is not on PATH. The records, tables and
   // report stand without plots, so a run is not failed for it; `harness plot DIR` draws them later.
   std::string plots_not_drawn;
+  // The plots gnuplot failed on ("loss: gnuplot loss.gp failed ..."): the others are drawn, and the
+  // failed ones' earlier images removed.
+  std::vector<std::string> plots_failed;
 };
+
+// The console table with the notes under it (the explanations of oversubscription, one rank, GPUs),
+// as `run` and `plot` print it and report.html shows it.
+std::string console_text(const ResultSet& set);
 
 // Writes the tables, draws the plots (with the timeline of a traced point) and writes report.html
 // of `set` into `directory`; without gnuplot on PATH, all but the plots (plots_not_drawn says so).
-// Throws Error when a file cannot be written or gnuplot fails.
+// Plots this run does not draw (a point's records gone, the timeline not asked for) are removed,
+// so that none passes for this run's. Throws Error when a file cannot be written.
 WrittenReports write_reports(const ResultSet& set, const ResultsDirectory& directory);
 
 }  // namespace harness

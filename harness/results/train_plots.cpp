@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 #include <set>
+#include <sstream>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -126,9 +127,8 @@ std::string breakdown(const ResultSet& set, const std::vector<std::string>& keys
       other.push_back(std::max(0.0, 1e3 * (m.step_time_s - m.compute_time_s - m.exposed_comm_time_s)));
     }
     if (compute.empty()) continue;
-    std::string label = curve_label(stat.settings, keys, true);
-    std::replace(label.begin(), label.end(), '"', '\'');
-    out += fmt::format("\"{}\" {:.6g} {:.6g} {:.6g} {:.6g}\n", label, median_of(compute),
+    const std::string label = curve_label(stat.settings, keys, true);
+    out += fmt::format("{} {:.6g} {:.6g} {:.6g} {:.6g}\n", quoted_label(label), median_of(compute),
                        median_of(wait), median_of(exchange), median_of(other));
     any = true;
   }
@@ -142,9 +142,8 @@ std::string efficiency_loss(const ResultSet& set, const std::vector<std::string>
   for (std::size_t c = 0; c < set.configurations().size(); ++c) {
     const EfficiencyLoss& loss = set.efficiency_losses()[c];
     if (!loss.judged) continue;
-    std::string label = curve_label(set.configurations()[c].settings, keys, true);
-    std::replace(label.begin(), label.end(), '"', '\'');
-    out += fmt::format("\"{}\" {:.6g} {:.6g} {:.6g} {:.6g}\n", label, 100 * loss.compute, 100 * loss.communication,
+    const std::string label = curve_label(set.configurations()[c].settings, keys, true);
+    out += fmt::format("{} {:.6g} {:.6g} {:.6g} {:.6g}\n", quoted_label(label), 100 * loss.compute, 100 * loss.communication,
                        100 * loss.waiting, 100 * loss.rest);
     any = true;
   }
@@ -226,10 +225,24 @@ std::string throughput_curves(const std::vector<ConfigurationStats>& stats, cons
   return out;
 }
 
+// Whether a plot's data has a value that a log-scale y axis can show (the second column above 0):
+// gnuplot refuses a plot whose every point is undefined there (a loss that reached 0 at once).
+bool has_positive_y(const std::string& data) {
+  std::istringstream lines(data);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line[0] == '"') continue;
+    std::istringstream columns(line);
+    double x = 0;
+    double y = 0;
+    if (columns >> x >> y && y > 0) return true;
+  }
+  return false;
+}
+
 // The loss along the way, for one epoch or many (records before version 4: per epoch).
 void add_loss_and_accuracy_plots(const ResultSet& set, const std::vector<std::string>& keys,
                                  std::map<std::string, std::string>& data) {
-  if (std::string curves = loss_curves(set, keys); !curves.empty()) data["loss_samples"] = std::move(curves);
+  if (std::string curves = loss_curves(set, keys); has_positive_y(curves)) data["loss_samples"] = std::move(curves);
   // Per-epoch curves need two epochs: with one, each configuration would be a lone point.
   std::size_t most_epochs = 0;
   for (const auto& run : set.runs()) {
@@ -245,6 +258,9 @@ void add_loss_and_accuracy_plots(const ResultSet& set, const std::vector<std::st
     if (data.count(name) > 0) continue;  // the loss curve's, finer than the epochs'
     std::string curves = epoch_curves(set, keys, by_samples, field, scale);
     if (!curves.empty()) data[name] = std::move(curves);
+  }
+  for (const char* log_scale : {"loss", "loss_samples"}) {
+    if (data.count(log_scale) > 0 && !has_positive_y(data[log_scale])) data.erase(log_scale);
   }
 }
 

@@ -189,8 +189,15 @@ void add_scaling_columns(std::vector<ConfigurationColumn>& list) {
 
 // Convergence against the baseline (results/convergence.h): "" when there is none to compare with.
 void add_convergence_columns(std::vector<ConfigurationColumn>& list) {
-  list.push_back({"final_loss_median", judged_column(&ResultSet::convergence, &ConvergenceCheck::final_loss)});
-  list.push_back({"accuracy_median", judged_column(&ResultSet::convergence, &ConvergenceCheck::accuracy)});
+  // A configuration's own medians, judged or not (the baseline's too).
+  const auto own = [](double ConvergenceCheck::*field) {
+    return [field](const ConfigurationRow& row) {
+      const ConvergenceCheck& check = row.set->convergence()[row.index];
+      return check.measured ? csv_number(check.*field) : std::string();
+    };
+  };
+  list.push_back({"final_loss_median", own(&ConvergenceCheck::final_loss)});
+  list.push_back({"accuracy_median", own(&ConvergenceCheck::accuracy)});
   list.push_back({"baseline_final_loss", judged_column(&ResultSet::convergence, &ConvergenceCheck::baseline_loss)});
   list.push_back({"baseline_accuracy", judged_column(&ResultSet::convergence, &ConvergenceCheck::baseline_accuracy)});
   list.push_back({"loss_band", judged_column(&ResultSet::convergence, &ConvergenceCheck::loss_band)});
