@@ -177,8 +177,10 @@ class SleepingFlush final : public LoopFlush {
   bool due(std::size_t timed_steps) const override { return timed_steps >= 1; }
   double flush(const LoopResult& so_far) override {
     steps_seen.push_back(so_far.steps.step_s.size());
+    // What it took, as a real flush says: a loaded machine oversleeps, and that is not training.
+    const auto started = std::chrono::steady_clock::now();
     std::this_thread::sleep_for(kSleep);
-    return std::chrono::duration<double>(kSleep).count();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   }
   static constexpr std::chrono::milliseconds kSleep{50};
   std::vector<std::size_t> steps_seen;
@@ -200,7 +202,7 @@ TEST(PartialFlush, TrainerLeavesTheFlushesOutOfTheTrainingTime) {
   ASSERT_EQ(flush.steps_seen.size(), 11U);
   EXPECT_EQ(flush.steps_seen.front(), 1U);
   EXPECT_EQ(flush.steps_seen.back(), 11U);
-  EXPECT_NEAR(result.flush_time_s, 11 * 0.050, 1e-9);
+  EXPECT_GE(result.flush_time_s, 11 * 0.050);
   // 550 ms of sleeping; a dozen Iris steps take a few milliseconds even on shared cores.
   EXPECT_LT(result.train_time_s, 0.275);
   if (world.rank == 0) {
