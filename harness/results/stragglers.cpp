@@ -36,6 +36,7 @@ void finish_tally(Tally& tally, int64_t steps) {
   entry.compute_p05_s = percentile(tally.compute_s, 0.05);
   entry.compute_median_s = percentile(tally.compute_s, 0.5);
   entry.compute_p95_s = percentile(tally.compute_s, 0.95);
+  entry.compute_samples = static_cast<int64_t>(tally.compute_s.size());
 }
 
 // The entry slowest most often (the first on a tie: the lowest rank, the host of the lowest rank).
@@ -191,7 +192,22 @@ Stragglers find_stragglers(const std::vector<const Measurements*>& runs) {
   // ranks on 2 cores (iris_mlp, 600 steps, 9 runs, no delay): the most-often slowest rank had
   // 27-45% of the steps (chance gives 25%: the share alone would soon fire) with median leads of
   // 4-28 us; a 2 ms injected delay led by 2.05 ms in 100% of the steps.
-  result.noise_floor_s = std::max(kMinLeadS, kMinLeadShare * result.median_compute_s);
+  // On a loaded machine a scheduler slice (~1 ms and more) lands on one rank more than another,
+  // and a steady lead of a fraction of it is how the ranks' jitter shows, not a straggler: in CI,
+  // 4 ranks on 2 cores beside a compile, rank 0 was the slowest in 62% of 60 steps by 0.23 ms with
+  // no delay. The ranks' typical jitter (the median over ranks, so that a straggler's own
+  // intermittent delays do not raise it) sets the floor too.
+  // Only where each rank has enough samples for its p95 not to be its one slowest step, and
+  // without the straggler's own (its delays may come and go).
+  std::vector<double> jitters;
+  for (const Straggling& rank : result.ranks) {
+    if (rank.rank != result.straggler.rank && rank.compute_samples >= kJitterMinSamples) {
+      jitters.push_back(std::max(0.0, rank.compute_p95_s - rank.compute_median_s));
+    }
+  }
+  result.typical_jitter_s = jitters.empty() ? 0 : median_of(jitters);
+  result.noise_floor_s = std::max({kMinLeadS, kMinLeadShare * result.median_compute_s,
+                                   kJitterMultiple * result.typical_jitter_s});
   const auto stands_out = [&](const Straggling& entry, double chance) {
     return beyond_chance(entry.slowest_steps, result.steps, chance) && entry.lead_median_s >= result.noise_floor_s;
   };

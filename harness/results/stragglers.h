@@ -21,7 +21,9 @@
 //     its count of slowest steps must exceed the binomial's mean by kChanceSigmas standard
 //     deviations (with 2 ranks, half the steps is what chance gives);
 //   - its median lead is above the noise floor: max(kMinLeadS, kMinLeadShare × the median
-//     rank's compute).
+//     rank's compute, kJitterMultiple × the ranks' typical jitter), the jitter of a rank being
+//     the p95 of its sampled compute less its median, and the typical one the median over the
+//     other ranks with kJitterMinSamples samples or more.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +37,8 @@ namespace harness {
 inline constexpr double kChanceSigmas = 3.0;
 inline constexpr double kMinLeadS = 100e-6;
 inline constexpr double kMinLeadShare = 0.05;
+inline constexpr double kJitterMultiple = 2.0;
+inline constexpr int64_t kJitterMinSamples = 20;
 
 // One training rank (or host) of a configuration.
 struct Straggling {
@@ -53,6 +57,7 @@ struct Straggling {
   double compute_p05_s = 0;
   double compute_median_s = 0;
   double compute_p95_s = 0;
+  int64_t compute_samples = 0;
 };
 
 struct Stragglers {
@@ -63,6 +68,7 @@ struct Stragglers {
   std::vector<Straggling> hosts;  // in order of their first rank
   Straggling straggler;           // the rank most often the slowest
   double median_compute_s = 0;    // the training ranks' sampled compute, pooled (the noise floor's)
+  double typical_jitter_s = 0;    // the median over the other ranks of each one's compute p95 less its median
   double noise_floor_s = 0;
   // "rank" when the straggler is flagged; "host" when a host is (with two hosts or more) but no
   // rank is; "" when nothing is.

@@ -102,6 +102,21 @@ TEST(Stragglers, NoiseIsNotFlagged) {
   EXPECT_DOUBLE_EQ(by_a_hair.straggler.share, 1.0);
   EXPECT_NEAR(by_a_hair.noise_floor_s, 0.5e-3, 1e-12);
   EXPECT_EQ(by_a_hair.flagged, "");
+  // Always the same rank by 0.6 ms (above 5% of 10 ms), but every rank's compute jitters: in 4 of
+  // 40 sampled steps each takes 1 ms more (a scheduler slice on a loaded machine). Its lead is
+  // below twice the other ranks' typical jitter.
+  Measurements jittery = run_of({"a", "a", "a", "a"}, std::vector<int>(100, 1), std::vector<double>(100, 0.6e-3));
+  RankComputeSample& sample = *jittery.train->steps.rank_compute;
+  for (int64_t step = 8; step < 40; ++step) {
+    sample.steps.push_back(step);
+    sample.compute_s.emplace_back(4, step < 36 ? 0.010 : 0.011);
+  }
+  const Stragglers by_jitter = find_stragglers({&jittery});
+  EXPECT_NEAR(by_jitter.typical_jitter_s, 1e-3, 1e-9);
+  EXPECT_NEAR(by_jitter.noise_floor_s, 2e-3, 1e-9);
+  EXPECT_EQ(by_jitter.flagged, "");
+  // With a few samples a rank's p95 is its slowest step: no jitter is read from them.
+  EXPECT_EQ(find_stragglers({&hair}).typical_jitter_s, 0);
   // Two ranks, one slowest in 60% of the steps by 5 ms: what chance gives two ranks.
   std::vector<int> two;
   for (int s = 0; s < 100; ++s) two.push_back(s % 5 < 3 ? 1 : 0);
