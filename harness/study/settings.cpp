@@ -1,10 +1,12 @@
 #include "harness/study/settings.h"
 
 #include <algorithm>
+#include <map>
 
 #include "backends/registry.h"
 #include "harness/common/json_values.h"
 #include "harness/study/common_settings.h"
+#include "harness/study/kind.h"
 #include "workloads/registry.h"
 
 namespace harness {
@@ -50,6 +52,31 @@ PointSettings settings_from_json(const Json& object, const std::string& where) {
     apply_setting(settings, key, value, where + "." + key);
   }
   return settings;
+}
+
+std::vector<std::string> settings_not_read(const PointSettings& settings) {
+  // Key -> whether one of its owners is this point's (a key may have several: shm_reduce_threads).
+  std::map<std::string, bool> read_by_owner;
+  const auto own = [&read_by_owner](std::string_view key, bool owner_is_ours) {
+    read_by_owner[std::string(key)] |= owner_is_ours;
+  };
+  for (const auto& backend : backend_table()) {
+    if (backend.settings == nullptr) continue;
+    for (const BackendSetting& setting : backend.settings()) own(setting.key, backend.name == settings.backend);
+  }
+  for (const auto& workload : workload_table()) {
+    if (workload.settings == nullptr) continue;
+    for (const SettingRow& row : workload.settings()) {
+      own(row.key, settings.kind == Kind::kTrain && workload.name == settings.workload);
+    }
+  }
+  for (const SettingRow& row : comm_setting_rows()) own(row.key, settings.kind == Kind::kComm);
+  std::vector<std::string> unread;
+  for (const auto& [key, read] : read_by_owner) {
+    if (!read) unread.push_back(key);
+  }
+  if (settings.inject_compute_delay_ms == 0) unread.emplace_back("inject_compute_delay_rank");
+  return unread;
 }
 
 BackendOptions backend_options(const PointSettings& settings) {

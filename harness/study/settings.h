@@ -161,6 +161,12 @@ double learning_rate(const PointSettings& settings, int workers, double epochs_d
 inline constexpr int64_t kLossValuesPerPoint = 100;
 int64_t loss_window_steps(const PointSettings& settings, int64_t total_steps);
 
+// The settings that a point with `settings` does not read, whatever their values: those owned by
+// other backends and workloads (resnet_depth for iris_mlp), by the other kind (comm_iterations
+// when training), and inject_compute_delay_rank without a delay. Two points that differ only in
+// these measure the same thing.
+std::vector<std::string> settings_not_read(const PointSettings& settings);
+
 // `settings` without those that only choose what is observed (timeline, loss_every): what a run
 // measures is the same with or without them, so comparisons and predictions ignore them.
 PointSettings without_observation(PointSettings settings);

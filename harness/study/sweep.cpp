@@ -4,6 +4,7 @@
 #include <map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "harness/common/errors.h"
 
@@ -121,21 +122,35 @@ std::vector<PointSettings> apply_exclude_rules(const Experiment& experiment,
   return kept;
 }
 
+// What a point measures: its settings without those it does not read (settings_not_read).
+Json measured_settings(const PointSettings& settings) {
+  Json values = to_json(settings);
+  for (const std::string& key : settings_not_read(settings)) values.erase(key);
+  return values;
+}
+
 // Equal values written differently (1 and 1.0 in a zip group) would make two points with the
-// same settings, hash and record; so would values of a setting that the point's key leaves out
-// because it changes nothing (inject_compute_delay_rank without a delay).
+// same settings, hash and record; values of a setting that the points do not read (resnet_depth
+// for iris_mlp, inject_compute_delay_rank without a delay) would make two that measure the same.
 void check_settings_distinct(const Experiment& experiment, const std::vector<PointSettings>& kept) {
   std::map<std::string, std::size_t> seen;
   for (std::size_t i = 0; i < kept.size(); ++i) {
-    const auto [where, inserted] = seen.emplace(PointKey(kept[i], 0).text(), i);
-    if (!inserted) {
-      const bool same_settings = to_json(kept[where->second]) == to_json(kept[i]);
-      throw ConfigError(fmt::format(
-          "{}: sweep: combinations {} and {} {}; each may appear once", experiment.source_path,
-          where->second, i,
-          same_settings ? "have the same settings"
-                        : "measure the same thing (inject_compute_delay_rank without inject_compute_delay_ms)"));
+    const auto [where, inserted] = seen.emplace(measured_settings(kept[i]).dump(), i);
+    if (inserted) continue;
+    const Json first = to_json(kept[where->second]);
+    const Json second = to_json(kept[i]);
+    std::vector<std::string> differing;
+    for (const auto& [key, value] : first.items()) {
+      if (second[key] != value) differing.push_back(key);
     }
+    if (differing.empty()) {
+      throw ConfigError(fmt::format("{}: sweep: combinations {} and {} have the same settings; each may appear once",
+                                    experiment.source_path, where->second, i));
+    }
+    throw ConfigError(fmt::format(
+        "{}: sweep: combinations {} and {} measure the same thing: they differ only in {}, which their points do "
+        "not read (owned by another workload, backend or kind, or a delay's rank without a delay)",
+        experiment.source_path, where->second, i, fmt::join(differing, ", ")));
   }
 }
 
