@@ -241,10 +241,8 @@ JobScript SlurmScheduler::script_for(const Batch& batch, const std::vector<JobSp
   if (const int gpus = gpus_per_node(first); gpus > 0) sbatch.push_back(fmt::format("--gpus-per-node={}", gpus));
   if (overcommit) sbatch.emplace_back("--overcommit");
   // The harness decides what runs again (resume, --retry-failed); a requeued job would run a
-  // point whose end the harness has already recorded.
-  if (std::find(options_.sbatch.begin(), options_.sbatch.end(), "--requeue") == options_.sbatch.end()) {
-    sbatch.emplace_back("--no-requeue");
-  }
+  // point whose end the harness has already recorded. The `sbatch` option cannot say --requeue.
+  sbatch.emplace_back("--no-requeue");
   if (batch.mode == SlurmMode::kArray) {
     sbatch.push_back(fmt::format("--array=0-{}{}", batch.jobs.size() - 1,
                                  options_.array_throttle > 0 ? fmt::format("%{}", options_.array_throttle) : ""));

@@ -47,24 +47,33 @@ constexpr OwnedOption kOwnedOptions[] = {
     {"ntasks-per-node", 0, "each point's ranks per node come from its settings (ranks_per_node)"},
 };
 
-// Why `option` ("--time=5", "--time 5", "-t5", "-t 5", or an abbreviation sbatch would accept such
-// as "--tim=5") is the harness's own, or "".
-std::string_view owned_option_reason(const std::string& option) {
+// Options that would leave a job the harness cannot follow, or a point that never ends or ends
+// without its status; refused with the reason.
+constexpr OwnedOption kRefusedOptions[] = {
+    {"requeue", 0,
+     "the harness decides what runs again (resume, --retry-failed), and a requeued job would run points whose end "
+     "it has already recorded"},
+};
+
+// The entry of `table` that `option` ("--time=5", "--time 5", "-t5", "-t 5", or an abbreviation
+// sbatch would accept such as "--tim=5") names, or null.
+template <std::size_t N>
+const OwnedOption* named_option(const std::string& option, const OwnedOption (&table)[N]) {
   if (option.rfind("--", 0) == 0) {
     const std::string name = option.substr(2, option.find_first_of("= \t", 2) - 2);
-    if (name.empty()) return "";
-    for (const auto& owned : kOwnedOptions) {
+    if (name.empty()) return nullptr;
+    for (const auto& entry : table) {
       // getopt_long takes any unambiguous prefix of a long option.
-      if (owned.name.substr(0, name.size()) == name) return owned.why;
+      if (entry.name.substr(0, name.size()) == name) return &entry;
     }
-    return "";
+    return nullptr;
   }
   if (option.size() >= 2 && option[0] == '-') {
-    for (const auto& owned : kOwnedOptions) {
-      if (owned.short_name != 0 && option[1] == owned.short_name) return owned.why;
+    for (const auto& entry : table) {
+      if (entry.short_name != 0 && option[1] == entry.short_name) return &entry;
     }
   }
-  return "";
+  return nullptr;
 }
 
 std::string matching_string(const Json& value, const std::string& where, const std::regex& pattern,
@@ -104,10 +113,14 @@ std::string shell_line(const Json& value, const std::string& where) {
 // One of the user's sbatch options: not one the harness sets itself, and safe on an #SBATCH line.
 std::string sbatch_option(const Json& value, const std::string& where) {
   if (value.is_string()) {
-    const std::string_view why = owned_option_reason(value.get<std::string>());
-    if (!why.empty()) {
+    const std::string& option = value.get_ref<const std::string&>();
+    if (const OwnedOption* owned = named_option(option, kOwnedOptions)) {
       throw ConfigError(fmt::format("{}: {} is set by the harness on every job and cannot be overridden: {}", where,
-                                    Json(value).dump(), why));
+                                    value.dump(), owned->why));
+    }
+    if (const OwnedOption* refused = named_option(option, kRefusedOptions)) {
+      throw ConfigError(fmt::format("{}: {} cannot be used with the slurm launcher: {}", where, value.dump(),
+                                    refused->why));
     }
   }
   return matching_string(value, where, kSbatchOption, kSbatchExpected);

@@ -38,7 +38,7 @@ TEST(SlurmOptions, ValuesThatWouldReachAShellAreRefusedInOneLine) {
             std::string::npos);
   EXPECT_NE(option_error(R"({"name": "slurm", "sbatch": ["--comment=a b"]})").find("launcher.sbatch[0]"),
             std::string::npos);
-  EXPECT_EQ(option_error(R"({"name": "slurm", "sbatch": ["--mail-type=END", "--requeue"]})"), "");
+  EXPECT_EQ(option_error(R"({"name": "slurm", "sbatch": ["--mail-type=END", "--no-requeue"]})"), "");
   EXPECT_NE(option_error(R"({"name": "slurm", "setup": ["module load x\nid"]})").find("launcher.setup[0]"),
             std::string::npos);
   EXPECT_NE(option_error(R"({"name": "slurm", "mode": "packed"})").find("expected \"auto\", \"per-point\""),
@@ -63,9 +63,23 @@ TEST(SlurmOptions, OptionsTheHarnessSetsOnEveryJobAreRefusedWithTheReason) {
     EXPECT_EQ(error.find('\n'), std::string::npos) << error;
   }
   // Options of their own, even those that start like one of the harness's, pass.
-  EXPECT_EQ(option_error(R"({"name": "slurm", "sbatch": ["--time-min=5", "--nodelist=a", "--requeue",
+  EXPECT_EQ(option_error(R"({"name": "slurm", "sbatch": ["--time-min=5", "--nodelist=a", "--reservation=r",
                                                           "--ntasks-per-core=1", "--mail-type=END"]})"),
             "");
+}
+
+// Options that would leave a job the harness cannot follow, or a point without its status.
+void expect_refused(const std::string& option, const std::string& why) {
+  const std::string error = option_error(R"({"name": "slurm", "sbatch": [)" + Json(option).dump() + "]}");
+  EXPECT_EQ(error.find("exp.json: launcher.sbatch[0]: " + Json(option).dump() +
+                       " cannot be used with the slurm launcher: " + why),
+            0U)
+      << option << ": " << error;
+  EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+}
+
+TEST(SlurmOptions, RequeueIsRefusedAsTheHarnessDecidesWhatRunsAgain) {
+  for (const char* option : {"--requeue", "--req"}) expect_refused(option, "the harness decides what runs again");
 }
 
 TEST(SlurmOptions, ATemplateMustHoldEveryPlaceholderOnce) {
