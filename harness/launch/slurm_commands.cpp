@@ -230,7 +230,23 @@ std::string SlurmCommands::submit(const std::vector<std::string>& arguments, con
     throw LaunchError(fmt::format("sbatch {} failed: {}", script,
                                   shortened(trimmed(output.text).empty() ? "no output" : one_line(trimmed(output.text)), 500)));
   }
+  if (match[3].length() > 1) throw_queued_elsewhere(script, match[2].str(), match[3].str().substr(1));
   return match[2].str();
+}
+
+void SlurmCommands::throw_queued_elsewhere(const std::string& script, const std::string& id,
+                                           const std::string& cluster) const {
+  // squeue and scancel ask the cluster the harness runs on: a job on another one would be judged
+  // lost while it runs on, followed by no one.
+  const Output cancelled = run({"scancel", "--clusters=" + cluster, id});
+  throw LaunchError(fmt::format(
+      "sbatch {}: job {} was queued on cluster {}, where the harness cannot follow it ({}): expected a job id "
+      "without \";cluster\" (no --clusters, SBATCH_CLUSTERS or SLURM_CLUSTERS)",
+      script, id, cluster,
+      cancelled.exit_code == 0
+          ? "cancelled"
+          : fmt::format("scancel --clusters={} {} failed: {}", cluster, id,
+                        shortened(one_line(trimmed(cancelled.text)), 200))));
 }
 
 std::vector<SchedulerJob> SlurmCommands::query(const std::string& job_name, bool accounting, double since) {

@@ -51,8 +51,9 @@ class SlurmCommands {
   ClusterConfig read_config(const std::string& partition) const;
   // Whether `srun --mpi=list` offers pmix (what Open MPI's ranks need under srun).
   bool srun_offers_pmix() const;
-  // sbatch --parsable ARGS SCRIPT; the job id. Throws LaunchError with sbatch's own words, and
-  // SbatchTimedOut when sbatch gave no answer within sbatch_timeout_s() (the job may be queued).
+  // sbatch --parsable ARGS SCRIPT; the job id. Throws LaunchError with sbatch's own words, or when
+  // sbatch queued the job on another cluster ("1234;other", cancelled there), and SbatchTimedOut
+  // when sbatch gave no answer within sbatch_timeout_s() (the job may be queued).
   std::string submit(const std::vector<std::string>& arguments, const std::string& script) const;
   // The job of this user named `job_name` whose comment is `comment` (squeue --name), or "" when
   // none is listed. Throws LaunchError when squeue fails.
@@ -77,6 +78,8 @@ class SlurmCommands {
     bool timed_out = false;
   };
   Output run(const std::vector<std::string>& argv, double timeout_s = 60) const;
+  [[noreturn]] void throw_queued_elsewhere(const std::string& script, const std::string& id,
+                                           const std::string& cluster) const;
 
   std::string scratch_dir_;
   int queries_ = 0;

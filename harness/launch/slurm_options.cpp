@@ -53,6 +53,10 @@ constexpr OwnedOption kRefusedOptions[] = {
     {"requeue", 0,
      "the harness decides what runs again (resume, --retry-failed), and a requeued job would run points whose end "
      "it has already recorded"},
+    {"clusters", 'M',
+     "the harness follows and cancels its jobs on the cluster it runs on (squeue and scancel without -M)"},
+    {"cluster-constraint", 0,
+     "the harness follows and cancels its jobs on the cluster it runs on (squeue and scancel without -M)"},
 };
 
 // The entry of `table` that `option` ("--time=5", "--time 5", "-t5", "-t 5", or an abbreviation

@@ -82,6 +82,15 @@ TEST(SlurmOptions, RequeueIsRefusedAsTheHarnessDecidesWhatRunsAgain) {
   for (const char* option : {"--requeue", "--req"}) expect_refused(option, "the harness decides what runs again");
 }
 
+TEST(SlurmOptions, ClustersAreRefusedAsTheHarnessFollowsItsJobsOnItsOwn) {
+  for (const char* option :
+       {"--clusters=other", "--cluster=other", "--clu=other", "--cluster-constraint=x", "-Mother"}) {
+    const std::string error = option_error(R"({"name": "slurm", "sbatch": [)" + Json(option).dump() + "]}");
+    EXPECT_NE(error.find("the cluster it runs on"), std::string::npos) << option << ": " << error;
+  }
+  expect_refused("--clusters=other", "the harness follows and cancels its jobs on the cluster it runs on");
+}
+
 TEST(SlurmOptions, ATemplateMustHoldEveryPlaceholderOnce) {
   const fs::path dir = scratch("template");
   std::ofstream(dir / "t.sh") << "#!/bin/bash\n{{sbatch}}\n{{setup}}\n{{points}}\n{{run}}\n";
