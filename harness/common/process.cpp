@@ -149,11 +149,13 @@ ChildProcess::ChildProcess(const ProcessRequest& request) : request_(request) {
   std::vector<std::string> env_storage;
   for (char** entry = environ; *entry != nullptr; ++entry) {
     const std::string_view text(*entry);
+    const std::string_view name = text.substr(0, text.find('='));
     bool overridden = false;
-    for (const auto& [key, value] : request_.environment) {
-      if (text.size() > key.size() && text.substr(0, key.size()) == key && text[key.size()] == '=') {
-        overridden = true;
-      }
+    for (const auto& [key, value] : request_.environment) overridden |= name == key;
+    for (const std::string_view removed : request_.removed_environment) {
+      const bool prefix = !removed.empty() && removed.back() == '*';
+      overridden |= prefix ? name.substr(0, removed.size() - 1) == removed.substr(0, removed.size() - 1)
+                           : name == removed;
     }
     if (!overridden) env_storage.emplace_back(text);
   }

@@ -37,6 +37,9 @@ struct ProcessRequest {
   double timeout_s = 0;    // 0 = no limit
   bool stop_on_interrupt = true;  // false for short helpers (gnuplot) that must finish after Ctrl-C
   std::vector<std::pair<std::string, std::string>> environment;  // set in the child only
+  // Variables of the harness's environment the child does not get: a name, or a prefix and "*"
+  // ("SBATCH_*").
+  std::vector<std::string> removed_environment;
 };
 
 // One running child. Not copyable; destroying a child that still runs stops it.

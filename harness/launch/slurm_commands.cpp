@@ -180,6 +180,10 @@ SlurmCommands::Output SlurmCommands::run(const std::vector<std::string>& argv, d
   request.stop_on_interrupt = false;
   // Dates and states in the C locale's words.
   request.environment = {{"LC_ALL", "C"}, {"SLURM_TIME_FORMAT", "standard"}};
+  // SLURM's input variables beat the job script's #SBATCH lines: a stray SBATCH_JOB_NAME would
+  // hide every job from the sweep's query, SLURM_EXPORT_ENV=NONE take the ranks' environment,
+  // SLURM_CLUSTERS send the commands to another cluster. The launcher's options say these.
+  request.removed_environment = {"SBATCH_*", "SLURM_EXPORT_ENV", "SLURM_CLUSTERS"};
   // squeue and sacct of a sweep of thousands of jobs print megabytes.
   const CapturedRun captured = run_captured(std::move(request), std::size_t{64} << 20);
   Output output;

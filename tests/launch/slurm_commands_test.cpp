@@ -70,5 +70,21 @@ TEST(SlurmCommands, AJobQueuedOnAnotherClusterIsCancelledThereAndAnError) {
   EXPECT_EQ(commands.submit({}, "job.sh"), "1002");
 }
 
+// SLURM documents its input variables as beating #SBATCH lines: none reaches sbatch, so that the
+// job's name, requeue and environment are the script's.
+TEST(SlurmCommands, SbatchGetsNoneOfSlurmsInputVariables) {
+  const FakeCommands fake("environment");
+  fake.add("sbatch", "env | grep -E '^(SBATCH_|SLURM_)' | sort > \"$out/environment\"; echo 1003");
+  const std::vector<std::pair<std::string, std::string>> variables = {
+      {"SBATCH_JOB_NAME", "mine"}, {"SBATCH_REQUEUE", "1"}, {"SBATCH_TIMELIMIT", "5"},
+      {"SLURM_EXPORT_ENV", "NONE"}, {"SLURM_CLUSTERS", "other"}, {"SLURM_CONF", "/etc/slurm/slurm.conf"}};
+  for (const auto& [name, value] : variables) ::setenv(name.c_str(), value.c_str(), 1);
+  const std::string id = SlurmCommands(fake.dir().string()).submit({}, "job.sh");
+  for (const auto& [name, value] : variables) ::unsetenv(name.c_str());
+  EXPECT_EQ(id, "1003");
+  // Only what says where the cluster is, and the launcher's own time format.
+  EXPECT_EQ(read_text(fake.dir() / "environment"), "SLURM_CONF=/etc/slurm/slurm.conf\nSLURM_TIME_FORMAT=standard\n");
+}
+
 }  // namespace
 }  // namespace harness
