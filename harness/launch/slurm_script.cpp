@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <regex>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -16,6 +17,8 @@ namespace {
 
 constexpr const char* kPlaceholders[] = {"sbatch", "setup", "status_dir", "points", "run"};
 const std::regex kPlaceholder(R"(\{\{([A-Za-z_]*)\}\})");
+// What a reader takes for a placeholder but rendering would leave as it is: "{{ points }}".
+const std::regex kSpacedPlaceholder(R"(\{\{\s*[A-Za-z_]*\s*\}\})");
 
 // What `run` says: which of the script's points this job runs.
 std::string run_lines(const JobScript& script) {
@@ -64,6 +67,30 @@ std::string sbatch_lines(const std::vector<std::string>& options) {
   return text;
 }
 
+// sbatch reads #SBATCH lines only up to the script's first command: {{sbatch}} must stand on a
+// line of its own with nothing but comments and blank lines before it (the shebang is one).
+void check_directives_come_first(const std::string& text, const std::string& where) {
+  constexpr const char* kExpected = "expected {{sbatch}} alone on its line, after only comments and blank lines";
+  const std::string::size_type at = text.find("{{sbatch}}");  // there, once: the placeholders were counted
+  const std::string::size_type line_start = at == 0 ? 0 : text.rfind('\n', at - 1) + 1;
+  const std::string::size_type line_end = text.find('\n', at);
+  const std::string line = text.substr(line_start, line_end == std::string::npos ? line_end : line_end - line_start);
+  if (line != "{{sbatch}}" && line != "{{sbatch}}\r") {
+    throw ConfigError(fmt::format("{}: {{{{sbatch}}}} shares its line (\"{}\"), which would spoil an #SBATCH line: {}",
+                                  where, line, kExpected));
+  }
+  std::istringstream lines(text.substr(0, line_start));
+  std::string before;
+  for (int number = 1; std::getline(lines, before); ++number) {
+    const std::string::size_type first = before.find_first_not_of(" \t\r");
+    if (first != std::string::npos && before[first] != '#') {
+      throw ConfigError(fmt::format("{}:{}: \"{}\" comes before {{{{sbatch}}}}, and sbatch reads no #SBATCH line "
+                                    "after the first command: {}",
+                                    where, number, before, kExpected));
+    }
+  }
+}
+
 }  // namespace
 
 std::string shell_word(const std::string& text) {
@@ -80,6 +107,14 @@ std::string load_job_template(const std::string& path, const std::string& where)
   } catch (const ConfigError& error) {
     throw ConfigError(fmt::format("{}: {}", where, error.what()));
   }
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), kSpacedPlaceholder); it != std::sregex_iterator();
+       ++it) {
+    if (!std::regex_match(it->str(), kPlaceholder)) {
+      throw ConfigError(fmt::format("{}: {}: placeholder {} has spaces inside its braces and would stay as it is: "
+                                    "expected it without spaces, such as {{{{points}}}}",
+                                    where, path, it->str()));
+    }
+  }
   std::map<std::string, int> found;
   for (auto it = std::sregex_iterator(text.begin(), text.end(), kPlaceholder); it != std::sregex_iterator(); ++it) {
     const std::string name = (*it)[1].str();
@@ -95,6 +130,7 @@ std::string load_job_template(const std::string& path, const std::string& where)
                                     where, path, name, found[name]));
     }
   }
+  check_directives_come_first(text, fmt::format("{}: {}", where, path));
   return text;
 }
 

@@ -104,5 +104,30 @@ TEST(SlurmOptions, ATemplateMustHoldEveryPlaceholderOnce) {
             std::string::npos);
 }
 
+std::string template_error(const fs::path& dir, const std::string& text) {
+  std::ofstream(dir / "t.sh") << text;
+  return option_error(R"({"name": "slurm", "template": ")" + (dir / "t.sh").string() + "\"}");
+}
+
+// sbatch reads #SBATCH lines only up to the first command; a placeholder with spaces would stay
+// in the script as it is.
+TEST(SlurmOptions, ATemplatesDirectivesComeBeforeAnyCommandAndItsPlaceholdersHaveNoSpaces) {
+  const fs::path dir = scratch("template_order");
+  const std::string rest = "{{setup}}\n{{status_dir}}\n{{points}}\n{{run}}\n";
+  EXPECT_EQ(template_error(dir, "#!/bin/bash\n\n  # mine\n{{sbatch}}\nset -u\n" + rest), "");
+  const std::string late = template_error(dir, "#!/bin/bash\nmodule load x\n{{sbatch}}\n" + rest);
+  EXPECT_EQ(late, "exp.json: launcher.template: " + (dir / "t.sh").string() +
+                      ":2: \"module load x\" comes before {{sbatch}}, and sbatch reads no #SBATCH line after the "
+                      "first command: expected {{sbatch}} alone on its line, after only comments and blank lines");
+  for (const char* shared : {"# {{sbatch}}\n", "{{sbatch}} x\n", "  {{sbatch}}\n"}) {
+    EXPECT_NE(template_error(dir, "#!/bin/bash\n" + std::string(shared) + rest).find("{{sbatch}} shares its line"),
+              std::string::npos)
+        << shared;
+  }
+  const std::string spaced = template_error(dir, "{{sbatch}}\n{{setup}}\n{{status_dir}}\n{{ points }}\n{{run}}\n");
+  EXPECT_NE(spaced.find("placeholder {{ points }} has spaces inside its braces"), std::string::npos) << spaced;
+  EXPECT_EQ(spaced.find('\n'), std::string::npos) << spaced;
+}
+
 }  // namespace
 }  // namespace harness
