@@ -57,6 +57,9 @@ constexpr OwnedOption kRefusedOptions[] = {
      "the harness follows and cancels its jobs on the cluster it runs on (squeue and scancel without -M)"},
     {"cluster-constraint", 0,
      "the harness follows and cancels its jobs on the cluster it runs on (squeue and scancel without -M)"},
+    {"signal", 0,
+     "the job script traps TERM and INT only, so another signal would end it before it writes the point's status; "
+     "the harness stops each point at its time limit itself (option \"time_limit_s\")"},
 };
 
 // The entry of `table` that `option` ("--time=5", "--time 5", "-t5", "-t 5", or an abbreviation

@@ -91,6 +91,12 @@ TEST(SlurmOptions, ClustersAreRefusedAsTheHarnessFollowsItsJobsOnItsOwn) {
   expect_refused("--clusters=other", "the harness follows and cancels its jobs on the cluster it runs on");
 }
 
+TEST(SlurmOptions, SignalIsRefusedAsTheJobScriptTrapsOnlyTermAndInt) {
+  for (const char* option : {"--signal=B:USR1@60", "--signal=TERM@30", "--sig=USR2"}) {
+    expect_refused(option, "the job script traps TERM and INT only");
+  }
+}
+
 TEST(SlurmOptions, ATemplateMustHoldEveryPlaceholderOnce) {
   const fs::path dir = scratch("template");
   std::ofstream(dir / "t.sh") << "#!/bin/bash\n{{sbatch}}\n{{setup}}\n{{points}}\n{{run}}\n";
