@@ -60,7 +60,18 @@ constexpr OwnedOption kRefusedOptions[] = {
     {"signal", 0,
      "the job script traps TERM and INT only, so another signal would end it before it writes the point's status; "
      "the harness stops each point at its time limit itself (option \"time_limit_s\")"},
+    // ALL (the default) and ALL,NAME=value pass; exports_all() lets them through.
+    {"export", 0,
+     "srun's ranks would lose the environment the job script sets (OMP_NUM_THREADS and the like); expected ALL or "
+     "ALL,NAME=value"},
 };
+
+// --export=ALL, or ALL with variables added: the whole environment still reaches the ranks.
+bool exports_all(const OwnedOption& refused, const std::string& option) {
+  const std::string::size_type equals = option.find('=');
+  const std::string value = equals == std::string::npos ? "" : option.substr(equals + 1);
+  return refused.name == "export" && (value == "ALL" || value.rfind("ALL,", 0) == 0);
+}
 
 // The entry of `table` that `option` ("--time=5", "--time 5", "-t5", "-t 5", or an abbreviation
 // sbatch would accept such as "--tim=5") names, or null.
@@ -125,7 +136,7 @@ std::string sbatch_option(const Json& value, const std::string& where) {
       throw ConfigError(fmt::format("{}: {} is set by the harness on every job and cannot be overridden: {}", where,
                                     value.dump(), owned->why));
     }
-    if (const OwnedOption* refused = named_option(option, kRefusedOptions)) {
+    if (const OwnedOption* refused = named_option(option, kRefusedOptions); refused && !exports_all(*refused, option)) {
       throw ConfigError(fmt::format("{}: {} cannot be used with the slurm launcher: {}", where, value.dump(),
                                     refused->why));
     }

@@ -97,6 +97,13 @@ TEST(SlurmOptions, SignalIsRefusedAsTheJobScriptTrapsOnlyTermAndInt) {
   }
 }
 
+TEST(SlurmOptions, AnExportOtherThanAllIsRefusedAsTheRanksWouldLoseTheirEnvironment) {
+  for (const char* option : {"--export=NONE", "--export=PATH,HOME", "--export=NIL", "--exp=NONE", "--export"}) {
+    expect_refused(option, "srun's ranks would lose the environment the job script sets");
+  }
+  EXPECT_EQ(option_error(R"({"name": "slurm", "sbatch": ["--export=ALL", "--export=ALL,DATA=/scratch"]})"), "");
+}
+
 TEST(SlurmOptions, ATemplateMustHoldEveryPlaceholderOnce) {
   const fs::path dir = scratch("template");
   std::ofstream(dir / "t.sh") << "#!/bin/bash\n{{sbatch}}\n{{setup}}\n{{points}}\n{{run}}\n";
