@@ -60,6 +60,9 @@ constexpr OwnedOption kRefusedOptions[] = {
     {"signal", 0,
      "the job script traps TERM and INT only, so another signal would end it before it writes the point's status; "
      "the harness stops each point at its time limit itself (option \"time_limit_s\")"},
+    {"wait", 'W', "sbatch would not return until the job ended, so the sweep would run one job at a time"},
+    {"hold", 'H', "a held job's points would wait in the queue until someone released it"},
+    {"test-only", 0, "sbatch would only say when the job could start and submit nothing"},
     // ALL (the default) and ALL,NAME=value pass; exports_all() lets them through.
     {"export", 0,
      "srun's ranks would lose the environment the job script sets (OMP_NUM_THREADS and the like); expected ALL or "

@@ -46,7 +46,8 @@ struct SlurmOptions {
   // oversubscribes: for functional sweeps and small test clusters, never for measurements.
   bool overcommit = false;
   // More "#SBATCH" options: "--mail-type=END"; none that the harness sets itself (--job-name,
-  // --time, --array, ...), which are refused with the reason.
+  // --time, --array, ...) or that would leave a job it cannot follow (--requeue, --clusters,
+  // --signal, --export=NONE, --wait, --hold, --test-only), which are refused with the reason.
   std::vector<std::string> sbatch;
   std::vector<std::string> setup;   // shell lines before the ranks start: "module load openmpi"
   SlurmMode mode = SlurmMode::kAuto;

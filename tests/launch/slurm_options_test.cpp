@@ -104,6 +104,16 @@ TEST(SlurmOptions, AnExportOtherThanAllIsRefusedAsTheRanksWouldLoseTheirEnvironm
   EXPECT_EQ(option_error(R"({"name": "slurm", "sbatch": ["--export=ALL", "--export=ALL,DATA=/scratch"]})"), "");
 }
 
+TEST(SlurmOptions, WaitHoldAndTestOnlyAreRefusedEachWithItsReason) {
+  expect_refused("--wait", "sbatch would not return until the job ended");
+  expect_refused("-W", "sbatch would not return until the job ended");
+  expect_refused("--hold", "a held job's points would wait in the queue");
+  expect_refused("-H", "a held job's points would wait in the queue");
+  expect_refused("--test-only", "sbatch would only say when the job could start");
+  // Options of their own that start alike.
+  EXPECT_EQ(option_error(R"({"name": "slurm", "sbatch": ["--wait-all-nodes=1", "--hint=nomultithread"]})"), "");
+}
+
 TEST(SlurmOptions, ATemplateMustHoldEveryPlaceholderOnce) {
   const fs::path dir = scratch("template");
   std::ofstream(dir / "t.sh") << "#!/bin/bash\n{{sbatch}}\n{{setup}}\n{{points}}\n{{run}}\n";
