@@ -13,7 +13,8 @@ namespace {
 bool is_signal_status(int code) { return code > 128 && code < 128 + 65; }
 
 // The end of a job whose final state the scheduler reported and whose point said nothing more.
-JobVerdict from_final_state(const SchedulerJob& seen, bool point_started, bool packed) {
+JobVerdict from_final_state(const SchedulerJob& seen, bool point_started, const FollowedJob& job) {
+  const bool packed = job.packed;
   const std::string& state = seen.state;
   const std::string where = seen.nodes.empty() ? "" : " on " + seen.nodes;
   if (state == "NODE_FAIL" || state == "BOOT_FAIL") {
@@ -34,8 +35,10 @@ JobVerdict from_final_state(const SchedulerJob& seen, bool point_started, bool p
   if (state == "TIMEOUT" || state == "DEADLINE") {
     return {JobEnd::kTimeout, fmt::format("job {} reached its SLURM time limit ({})", seen.id, state)};
   }
-  return {JobEnd::kFailed, fmt::format("job {} ended {} and the point wrote no status{}", seen.id, state,
-                                       point_started ? " after it started" : "")};
+  // The point's log may not exist: what the job script said (its setup failing) is in the job's output.
+  return {JobEnd::kFailed, fmt::format("job {} ended {} and the point wrote no status{}{}", seen.id, state,
+                                       point_started ? " after it started" : "",
+                                       job.batch_output.empty() ? "" : "; the job's output: " + job.batch_output)};
 }
 
 }  // namespace
@@ -96,7 +99,7 @@ std::optional<JobVerdict> judge_job(FollowedJob& job, const PointStatusFile& sta
     // record finds which from their log (reason "").
     const JobVerdict ranks_failed{JobEnd::kFailed, ""};
     if (!job.packed && seen != nullptr && is_final_state(seen->state)) {
-      JobVerdict verdict = from_final_state(*seen, true, job.packed);
+      JobVerdict verdict = from_final_state(*seen, true, job);
       // FAILED, or COMPLETED when the job script outlived the ranks: the ranks' own failure,
       // which their log names ("" lets the record read it).
       return verdict.end == JobEnd::kFailed ? ranks_failed : verdict;
@@ -113,7 +116,7 @@ std::optional<JobVerdict> judge_job(FollowedJob& job, const PointStatusFile& sta
       }
       if (!queried) return std::nullopt;
       if (seen != nullptr && is_final_state(seen->state)) {
-        JobVerdict verdict = from_final_state(*seen, true, job.packed);
+        JobVerdict verdict = from_final_state(*seen, true, job);
         return verdict.end == JobEnd::kFailed ? ranks_failed : verdict;
       }
       // Completing: it was stopped, or this was its last point; its final state will say which.
@@ -148,7 +151,7 @@ std::optional<JobVerdict> judge_job(FollowedJob& job, const PointStatusFile& sta
     return std::nullopt;
   }
   if (++job.silent_queries < 2) return std::nullopt;
-  return from_final_state(*seen, status.started, job.packed);
+  return from_final_state(*seen, status.started, job);
 }
 
 QueryBackoff::QueryBackoff(double cap_s) : cap_s_(std::max(kFirstIntervalS, cap_s)), random_(std::random_device{}()) {}

@@ -34,6 +34,7 @@ struct FollowedJob {
   bool packed = false;      // a step of a pack allocation (its job goes on after the point)
   double time_limit_s = 0;  // the point's own, enforced in the job script
   double submitted_at = 0;
+  std::string batch_output;  // the job's own output (sbatch --output): what failed outside the points
   int unseen_queries = 0;   // consecutive queries that did not list the job
   int silent_queries = 0;   // consecutive queries that showed it ended while its file said nothing
   bool failure_read = false;  // a pack's point: its failure was read, a later query will judge it

@@ -251,6 +251,10 @@ JobScript SlurmScheduler::script_for(const Batch& batch, const std::vector<JobSp
   return script;
 }
 
+std::string SlurmScheduler::output_option(SlurmMode mode) const {
+  return "--output=" + context_.jobs_dir + "/batch/" + (mode == SlurmMode::kArray ? "%A_%a" : "%j") + ".out";
+}
+
 double SlurmScheduler::requested_node_hours(const Batch& batch, const std::vector<JobSpec>& jobs) const {
   const JobScript script = script_for(batch, jobs);
   int64_t minutes = 0;
@@ -278,7 +282,7 @@ std::string SlurmScheduler::plan(const std::vector<JobSpec>& jobs) {
     text += fmt::format("--- job {} of {}: {} of {} point(s){}\n{}\n", b + 1, all.size(), mode_name(batch.mode),
                         batch.jobs.size(), gpu_note(batch, jobs),
                         shell_quoted({"sbatch", "--parsable", "--chdir=" + context_.working_directory,
-                                      "--output=" + context_.jobs_dir + "/batch/%j.out", script_path}));
+                                      output_option(batch.mode), script_path}));
     text += render_job_script(template_text_, script_for(batch, jobs));
   }
   text += fmt::format("slurm: {} job(s) for {} point(s), at most {:.2f} node-hour(s) requested{}\n", all.size(),

@@ -105,6 +105,7 @@ JobId SlurmScheduler::track(const JobSpec& job, SlurmMode mode, const std::strin
   tracked.follow.packed = mode == SlurmMode::kPack;
   tracked.follow.time_limit_s = point_limit_s(job);
   tracked.follow.submitted_at = wall_clock_s();
+  tracked.follow.batch_output = context_.jobs_dir + "/batch/" + slurm_id + ".out";
   const JobId id = next_++;
   tracked_.emplace(id, std::move(tracked));
   return id;
@@ -116,9 +117,9 @@ JobId SlurmScheduler::submit(const JobSpec& job) {
   return submission.id;
 }
 
-std::string SlurmScheduler::submit_script(const std::string& script_path, const std::string& comment) {
-  const std::vector<std::string> arguments = {"--chdir=" + context_.working_directory,
-                                              "--output=" + context_.jobs_dir + "/batch/%j.out"};
+std::string SlurmScheduler::submit_script(const std::string& script_path, const std::string& comment,
+                                          SlurmMode mode) {
+  const std::vector<std::string> arguments = {"--chdir=" + context_.working_directory, output_option(mode)};
   try {
     return commands().submit(arguments, script_path);
   } catch (const SbatchTimedOut& timed_out) {
@@ -166,7 +167,7 @@ std::vector<Submission> SlurmScheduler::submit_all(const std::vector<JobSpec>& j
     try {
       for (const std::size_t i : batch.jobs) remove_if_present(status_path(jobs[i]));
       write_file_atomically(script_path, render_job_script(template_text_, script_for(batch, jobs)));
-      const std::string slurm_id = submit_script(script_path, comment_for(batch, jobs));
+      const std::string slurm_id = submit_script(script_path, comment_for(batch, jobs), batch.mode);
       for (std::size_t task = 0; task < batch.jobs.size(); ++task) {
         const JobSpec& job = jobs[batch.jobs[task]];
         const std::string id = batch.mode == SlurmMode::kArray ? fmt::format("{}_{}", slurm_id, task) : slurm_id;

@@ -101,10 +101,13 @@ class SlurmScheduler final : public Scheduler {
   // moved to the point's log (JobSpec::log_path) when the job ends.
   static std::string job_log_path(const JobSpec& job);
   double requested_node_hours(const Batch& batch, const std::vector<JobSpec>& jobs) const;
+  // sbatch's --output: DIR/jobs/batch/<job id>.out, an array task's "<array id>_<task>.out", so
+  // that a followed job's output is named by the id squeue gives it.
+  std::string output_option(SlurmMode mode) const;
   JobId track(const JobSpec& job, SlurmMode mode, const std::string& slurm_id, const std::string& cancel_id);
   // sbatch of `script_path`; when sbatch gives no answer in time, the job it may have queued all
   // the same, found by its comment (never submitted twice). Throws LaunchError.
-  std::string submit_script(const std::string& script_path, const std::string& comment);
+  std::string submit_script(const std::string& script_path, const std::string& comment, SlurmMode mode);
   std::vector<JobResult> collect(bool may_query);
 
   SlurmOptions options_;

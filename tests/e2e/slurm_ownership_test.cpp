@@ -342,6 +342,20 @@ TEST(SlurmOwnership, StatusCollectsAJobCancelledWhileQueued) {
   EXPECT_EQ(cluster.ledger_jobs(), (std::vector<std::string>{"per-point:1002"}));
 }
 
+// A job script that failed before its point started (its setup) said why in the job's own output.
+TEST(SlurmOwnership, AJobThatFailedBeforeItsPointNamesItsOwnOutput) {
+  FakeCluster cluster = fake_cluster("setup_failed", kPerPoint, 1);
+  ASSERT_TRUE(cluster.harness({"run", cluster.experiment.string(), "--out", cluster.out.string(), "--detach"}, "1.log")
+                  .outcome.exited);
+  std::ofstream(cluster.state / "jobs") << "1001|FAILED|\n";
+  const HarnessRun status = cluster.harness({"status", cluster.out.string()}, "2.log");
+  const std::string text = joined(status.output);
+  EXPECT_NE(text.find("job 1001 ended FAILED and the point wrote no status; the job's output: " +
+                      (cluster.out / "jobs" / "batch" / "1001.out").string()),
+            std::string::npos)
+      << text;
+}
+
 // With accounting, sacct leaves out jobs not yet eligible to start (held, throttled array tasks);
 // squeue still lists them, and they are not taken for lost. sacct is asked from the earliest
 // submission the ledger names, not from when this harness adopted the jobs.

@@ -137,6 +137,19 @@ TEST(SlurmFollow, AJobThatDiedWithoutAWordIsJudgedAfterTwoQueries) {
   EXPECT_EQ(judge_job(waiting, {}, &timeout, true)->end, JobEnd::kLost);
 }
 
+// A job script that failed before its point started (its setup) said why in the job's own
+// output, not in the point's log: the reason names that file.
+TEST(SlurmFollow, AJobThatFailedBeforeItsPointStartedNamesItsOwnOutput) {
+  FollowedJob failed = job();
+  failed.batch_output = "/results/jobs/batch/12.out";
+  const SchedulerJob ended = seen("FAILED");
+  EXPECT_FALSE(judge_job(failed, {}, &ended, true));
+  const auto verdict = judge_job(failed, {}, &ended, true);
+  EXPECT_EQ(verdict->end, JobEnd::kFailed);
+  EXPECT_EQ(verdict->reason,
+            "job 12 ended FAILED and the point wrote no status; the job's output: /results/jobs/batch/12.out");
+}
+
 // A job that died without a finished line is dated when the harness saw it end, but never past
 // what its point could have run: a harness that adopts it hours later must not count them.
 TEST(SlurmFollow, AnEndNobodyWroteIsDatedNoLaterThanThePointCouldHaveRun) {
