@@ -252,7 +252,11 @@ JobScript SlurmScheduler::script_for(const Batch& batch, const std::vector<JobSp
 }
 
 std::string SlurmScheduler::output_option(SlurmMode mode) const {
-  return "--output=" + context_.jobs_dir + "/batch/" + (mode == SlurmMode::kArray ? "%A_%a" : "%j") + ".out";
+  // sbatch reads the name as a pattern: a '%' of the directory's own is written "%%" (a
+  // backslash, which would turn the pattern off, is refused by prepare()).
+  std::string directory;
+  for (const char c : context_.jobs_dir) directory += c == '%' ? std::string("%%") : std::string(1, c);
+  return "--output=" + directory + "/batch/" + (mode == SlurmMode::kArray ? "%A_%a" : "%j") + ".out";
 }
 
 double SlurmScheduler::requested_node_hours(const Batch& batch, const std::vector<JobSpec>& jobs) const {

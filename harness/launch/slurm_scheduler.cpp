@@ -89,6 +89,11 @@ RankStarter SlurmScheduler::starter() const {
 }
 
 void SlurmScheduler::prepare(const SweepContext& context) {
+  if (context.jobs_dir.find('\\') != std::string::npos) {
+    throw ConfigError(fmt::format("{}: a '\\' in the results directory would turn off the job id in sbatch's "
+                                  "--output pattern, so that every job wrote one file: expected a path without '\\'",
+                                  context.jobs_dir));
+  }
   context_ = context;
   // Every point's end is on the files; ask the scheduler no more often than a finished job stays
   // listed allows.

@@ -237,6 +237,24 @@ TEST(SlurmScript, APackIsSplitSoThatNoJobAsksForMoreThanAJobMay) {
   for (const int64_t minutes : job_minutes(plan)) EXPECT_LE(minutes, 24 * 60);
 }
 
+// sbatch reads --output as a pattern: "%" in the results directory is its own, and a backslash
+// would turn the job id off (every job writing one file).
+TEST(SlurmScript, AResultsDirectorysPercentIsEscapedForSbatchAndABackslashRefused) {
+  SlurmScheduler scheduler(SlurmOptions{}, "launcher", ClusterConfig{}, RankStarter::kSrun);
+  scheduler.prepare({"/results/100%/jobs", "5eed0001", "/work"});
+  const std::string plan = scheduler.plan({sweep_jobs()[0]});
+  EXPECT_NE(plan.find(" --output=/results/100%%/jobs/batch/%j.out "), std::string::npos) << plan;
+  EXPECT_NE(plan.find("status_dir='/results/100%/jobs/status'"), std::string::npos) << plan;
+  EXPECT_THROW(
+      try { scheduler.prepare({"/results/a\\b/jobs", "5eed0001", "/work"}); } catch (const ConfigError& error) {
+        EXPECT_STREQ(error.what(), "/results/a\\b/jobs: a '\\' in the results directory would turn off the job id in "
+                                   "sbatch's --output pattern, so that every job wrote one file: expected a path "
+                                   "without '\\'");
+        throw;
+      },
+      ConfigError);
+}
+
 TEST(SlurmScript, TimeLimitsAreBoundedAndNeverWrapAround) {
   // The longest a point may ask for (365 days) is written as it is, not wrapped by an int.
   SlurmOptions options;
