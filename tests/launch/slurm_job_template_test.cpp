@@ -69,5 +69,25 @@ TEST(SlurmJobTemplate, SetupLinesMayReadUnsetVariables) {
   EXPECT_EQ(status.exit_code, 0);
 }
 
+// A TERM (scancel, the time limit) that comes after the ranks ended but before their finished
+// line: the line says how they ended, not that the signal stopped them.
+TEST(SlurmJobTemplate, ATermAfterTheRanksEndedKeepsTheirExitStatus) {
+  const fs::path dir = scratch("late_term");
+  for (const int ranks_exit : {0, 3}) {
+    std::string text = one_point_script(dir, {"bash", "-c", "exit " + std::to_string(ranks_exit)});
+    // The signal comes right as the wait for the ranks returns.
+    const std::string waited = "  wait \"$running_child\"\n  local code=$?\n";
+    const std::string::size_type at = text.find(waited);
+    ASSERT_NE(at, std::string::npos) << text;
+    text.insert(at + waited.find('\n') + 1, "  kill -TERM $$\n");
+    fs::remove(dir / "point.status");
+    const ProcessOutcome outcome = run_script(dir, text);
+    EXPECT_EQ(outcome.exit_code, 143) << read_text(dir / "job.out");
+    const PointStatusFile status = read_status_file((dir / "point.status").string());
+    EXPECT_TRUE(status.finished) << read_text(dir / "point.status");
+    EXPECT_EQ(status.exit_code, ranks_exit) << read_text(dir / "point.status");
+  }
+}
+
 }  // namespace
 }  // namespace harness
