@@ -138,6 +138,8 @@ TEST(SlurmOptions, ATemplatesDirectivesComeBeforeAnyCommandAndItsPlaceholdersHav
   const fs::path dir = scratch("template_order");
   const std::string rest = "{{setup}}\n{{status_dir}}\n{{points}}\n{{run}}\n";
   EXPECT_EQ(template_error(dir, "#!/bin/bash\n\n  # mine\n{{sbatch}}\nset -u\n" + rest), "");
+  // The harness's own, copied to start one's own, passes.
+  EXPECT_EQ(option_error(R"({"name": "slurm", "template": ")" HARNESS_SOURCE_DIR R"(/slurm/job.sh.in"})"), "");
   const std::string late = template_error(dir, "#!/bin/bash\nmodule load x\n{{sbatch}}\n" + rest);
   EXPECT_EQ(late, "exp.json: launcher.template: " + (dir / "t.sh").string() +
                       ":2: \"module load x\" comes before {{sbatch}}, and sbatch reads no #SBATCH line after the "
