@@ -36,10 +36,20 @@ RunColumn phase(std::string_view name, double PointTiming::*part) {
           }};
 }
 
-// The training samples a run used, once known (dataset_size 0 means "all").
+// The training samples a run used: measured, or for a run that failed the setting where it names a
+// number; "" where it is 0 ("all": how many that is, only a run that read the data knows).
 std::string dataset_size_used(const Run& run) {
-  return std::to_string(run.record.ok() ? run.record.measurements->train->train_samples
-                                        : run.record.settings.dataset_size);
+  if (run.record.ok()) return std::to_string(run.record.measurements->train->train_samples);
+  return run.record.settings.dataset_size > 0 ? std::to_string(run.record.settings.dataset_size) : "";
+}
+
+// A configuration's: from a run that succeeded, where one did.
+std::string dataset_size_used(const ConfigurationRow& row) {
+  for (const int r : row.stats().runs) {
+    const Run& run = row.set->runs()[static_cast<std::size_t>(r)];
+    if (run.record.ok()) return dataset_size_used(run);
+  }
+  return dataset_size_used(row.first_run());
 }
 
 const std::vector<RunColumn>& summary_columns() {
@@ -151,7 +161,7 @@ std::vector<ConfigurationColumn> configuration_columns() {
       setting_of("device", [](const PointSettings& s) { return s.device; }),
       setting_of("ranks", [](const PointSettings& s) { return s.ranks; }),
       setting_of("batch_size", [](const PointSettings& s) { return s.batch_size; }),
-      {"dataset_size", [](const ConfigurationRow& row) { return dataset_size_used(row.first_run()); }},
+      {"dataset_size", [](const ConfigurationRow& row) { return dataset_size_used(row); }},
       setting_of("epochs", [](const PointSettings& s) { return s.epochs; }),
       setting_of("lr", [](const PointSettings& s) { return s.lr; }),
       setting_of("overlap", [](const PointSettings& s) { return s.overlap; }),
