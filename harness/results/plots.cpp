@@ -1,6 +1,8 @@
 #include "harness/results/plots.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -15,6 +17,7 @@
 #include "harness/common/files.h"
 #include "harness/common/process.h"
 #include "harness/results/plot_templates.h"
+#include "harness/results/provenance.h"
 
 namespace harness {
 namespace {
@@ -90,6 +93,14 @@ std::vector<std::string> draw_plot(const std::string& name, const std::string& c
   gnuplot.argv = {"gnuplot", "-e", fmt::format("OUTDIR = \"{}/\"", drawing.name()), name + ".gp"};
   gnuplot.working_directory = plots_dir;
   gnuplot.log_path = plots_dir + "/gnuplot.log";
+  // The log keeps every drawing's output: each under a line naming its plot and time. Not through
+  // a link (gnuplot's own opening of it refuses one, and says so).
+  if (const int log = ::open(gnuplot.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
+      log >= 0) {
+    const std::string header = fmt::format("== {}.gp, {} ==\n", name, utc_timestamp());
+    [[maybe_unused]] const ssize_t written = ::write(log, header.data(), header.size());
+    ::close(log);
+  }
   gnuplot.timeout_s = 60;
   gnuplot.stop_on_interrupt = false;  // after Ctrl-C the plots of the completed points are still drawn
   const ProcessOutcome outcome = run_process(gnuplot);
