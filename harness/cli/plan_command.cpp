@@ -79,6 +79,9 @@ int plan_command(const std::string& experiment_path, const std::string& out_dir,
   if (const std::string warning = baseline_warning(experiment, point_settings); !warning.empty()) {
     std::cout << "warning: " << warning << "\n";
   }
+  if (const std::string warning = unread_settings_warning(experiment, study.points); !warning.empty()) {
+    std::cout << "warning: " << warning << "\n";
+  }
   return kExitOk;
 }
 

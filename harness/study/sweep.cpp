@@ -149,7 +149,8 @@ void check_settings_distinct(const Experiment& experiment, const std::vector<Poi
     }
     throw ConfigError(fmt::format(
         "{}: sweep: combinations {} and {} measure the same thing: they differ only in {}, which their points do "
-        "not read (owned by another workload, backend or kind, or a delay's rank without a delay)",
+        "not read (owned by another workload, backend or kind, or a delay's rank without a delay); zip the "
+        "settings that go together, or exclude one",
         experiment.source_path, where->second, i, fmt::join(differing, ", ")));
   }
 }
@@ -207,6 +208,26 @@ std::vector<Point> expand(const Experiment& experiment) {
   check_settings_distinct(experiment, kept);
   check_baseline_found(experiment, kept);
   return repeated_points(experiment, kept);
+}
+
+std::string unread_settings_warning(const Experiment& experiment, const std::vector<Point>& points) {
+  if (points.empty()) return "";
+  const Json base = to_json(experiment.base);
+  static const Json defaults = to_json(PointSettings{});
+  std::vector<std::string> unread;
+  for (const auto& [key, value] : base.items()) {
+    if (value == defaults[key]) continue;
+    const bool read_somewhere = std::any_of(points.begin(), points.end(), [&key](const Point& point) {
+      const std::vector<std::string> not_read = settings_not_read(point.settings);
+      return std::find(not_read.begin(), not_read.end(), key) == not_read.end();
+    });
+    if (!read_somewhere) unread.push_back(key);
+  }
+  if (unread.empty()) return "";
+  return fmt::format("{}: settings {}: no point reads {} (owned by another workload, backend or kind, or a delay's "
+                     "rank without a delay), so {} nothing",
+                     experiment.source_path, fmt::join(unread, ", "), unread.size() == 1 ? "it" : "them",
+                     unread.size() == 1 ? "it changes" : "they change");
 }
 
 std::string describe_point(const Experiment& experiment, const Point& point) {

@@ -26,6 +26,11 @@ inline constexpr std::size_t kMaxPoints = 10000;
 // would exceed kMaxPoints, or when an exclude rule matches nothing or everything.
 std::vector<Point> expand(const Experiment& experiment);
 
+// Before a run: a warning naming the fixed settings (changed from their defaults) that no point
+// reads (settings_not_read: resnet_depth for iris_mlp, comm_iterations when training), which
+// change nothing; "" when there are none.
+std::string unread_settings_warning(const Experiment& experiment, const std::vector<Point>& points);
+
 // "iris_mlp allreduce ranks=2 batch_size=4 repeat=1/3": what tells the point apart from the
 // others of its experiment (the swept settings), for progress lines and plans.
 std::string describe_point(const Experiment& experiment, const Point& point);

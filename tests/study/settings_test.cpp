@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "harness/common/errors.h"
+#include "harness/study/sweep.h"
 #include "parse_error.h"
 
 namespace harness {
@@ -68,6 +71,32 @@ TEST(Settings, AutoThreadsShareTheCoresBetweenRanks) {
   EXPECT_EQ(resolved_threads_per_rank(settings, 2), 1);
   settings.threads_per_rank = 3;
   EXPECT_EQ(resolved_threads_per_rank(settings, 2), 3);
+}
+
+// What a point does not read: other workloads', backends' and kinds' settings, and a delay's rank
+// without a delay. A fixed one changes nothing, and `run` says so; a setting a backend of the
+// sweep reads (ps_server_trains with ps among the backends) is read.
+TEST(Settings, WhatNoPointReadsIsNamedBeforeTheRun) {
+  PointSettings iris;
+  iris.workload = "iris_mlp";
+  iris.backend = "shm";
+  const std::vector<std::string> unread = settings_not_read(iris);
+  for (const char* key : {"resnet_depth", "kmeans_k", "comm_iterations", "ps_server_trains", "inject_compute_delay_rank"}) {
+    EXPECT_NE(std::find(unread.begin(), unread.end(), key), unread.end()) << key;
+  }
+  for (const char* key : {"shm_reduce_threads", "lr", "ranks"}) {
+    EXPECT_EQ(std::find(unread.begin(), unread.end(), key), unread.end()) << key;
+  }
+  const Experiment fixed = parse_experiment(R"({"name": "x", "settings": {"ranks": 2, "resnet_depth": 50,
+      "comm_iterations": 5, "ps_server_trains": true}, "sweep": {"backend": ["allreduce", "ps"]}})",
+                                            "exp.json");
+  EXPECT_EQ(unread_settings_warning(fixed, expand(fixed)),
+            "exp.json: settings resnet_depth, comm_iterations: no point reads them (owned by another workload, "
+            "backend or kind, or a delay's rank without a delay), so they change nothing");
+  const Experiment read = parse_experiment(R"({"name": "x", "settings": {"ranks": 2, "ps_server_trains": true},
+      "sweep": {"backend": ["allreduce", "ps"]}})",
+                                           "exp.json");
+  EXPECT_EQ(unread_settings_warning(read, expand(read)), "");
 }
 
 }  // namespace
