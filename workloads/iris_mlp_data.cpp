@@ -3,6 +3,8 @@
 
 #include <string>
 
+#include <fmt/format.h>
+
 #include "harness/common/errors.h"
 #include "workloads/iris_data.h"
 
@@ -19,8 +21,16 @@ IrisData load_iris_for(const PointSettings& settings) {
 
 int64_t iris_mlp_train_samples(const PointSettings& settings) {
   const IrisData data = load_iris_for(settings);
-  return static_cast<int64_t>(
-      split_iris(data, kIrisTestFraction, static_cast<uint64_t>(settings.seed)).train.size());
+  const IrisSplit split = split_iris(data, kIrisTestFraction, static_cast<uint64_t>(settings.seed));
+  // The held-out rows are a fixed share of each species: a file too small for any leaves an
+  // accuracy of 0 / 0.
+  if (split.test.empty()) {
+    throw ConfigError(fmt::format("data_path: {}: {} rows leave no held-out row ({:.0f}% of each species, rounded); "
+                                  "expected at least 3 rows of a species",
+                                  settings.data_path.empty() ? default_iris_path() : settings.data_path,
+                                  data.rows(), 100 * kIrisTestFraction));
+  }
+  return static_cast<int64_t>(split.train.size());
 }
 
 }  // namespace harness

@@ -10,6 +10,7 @@
 
 #include "harness/common/errors.h"
 #include "harness/common/json_values.h"
+#include "harness/common/shuffle.h"
 #include "harness/study/owned_setting_rows.h"
 #include "workloads/iris_data.h"
 
@@ -34,15 +35,25 @@ KMeansData iris_points(const PointSettings& settings) {
   } catch (const ConfigError& error) {
     throw ConfigError(std::string("data_path: ") + error.what());
   }
-  std::vector<int64_t> all(static_cast<std::size_t>(iris.rows()));
-  for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
-  standardize(iris, all);
+  std::vector<int64_t> rows(static_cast<std::size_t>(iris.rows()));
+  for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<int64_t>(i);
   const int64_t used = settings.dataset_size > 0 ? settings.dataset_size : iris.rows();
+  if (used < iris.rows()) {
+    // The file lists the species one after another: a prefix of 50 rows would be setosa alone.
+    // A seeded sample instead, kept in file order.
+    deterministic_shuffle(rows, static_cast<uint64_t>(settings.seed), /*stream=*/3000);
+    rows.resize(static_cast<std::size_t>(used));
+    std::sort(rows.begin(), rows.end());
+  }
+  standardize(iris, rows);  // over the rows clustered
   KMeansData data;
   data.dimensions = IrisData::kFeatures;
   data.classes = IrisData::kClasses;
-  data.points.assign(iris.features.begin(), iris.features.begin() + used * IrisData::kFeatures);
-  for (int64_t i = 0; i < used; ++i) data.labels.push_back(static_cast<int32_t>(iris.labels[i]));
+  for (const int64_t row : rows) {
+    const auto first = iris.features.begin() + row * IrisData::kFeatures;
+    data.points.insert(data.points.end(), first, first + IrisData::kFeatures);
+    data.labels.push_back(static_cast<int32_t>(iris.labels[static_cast<std::size_t>(row)]));
+  }
   return data;
 }
 

@@ -76,7 +76,8 @@ KMeansResult run_distributed_kmeans(const KMeansData& data, GradientSync& backen
     record.samples_seen = samples_seen;
     if (rank == 0) result.training.epochs.push_back(record);
 
-    if (moved <= options.tolerance) {
+    // Not while untimed: a run that converged in its warm-up would record no timed iteration.
+    if (moved <= options.tolerance && timed) {
       result.converged = true;
       break;
     }

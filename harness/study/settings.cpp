@@ -76,6 +76,11 @@ std::vector<std::string> settings_not_read(const PointSettings& settings) {
     if (!read) unread.push_back(key);
   }
   if (settings.inject_compute_delay_ms == 0) unread.emplace_back("inject_compute_delay_rank");
+  // Iris holds out a fixed share of each species, K-means evaluates on what it clusters, a comm
+  // benchmark trains nothing.
+  if (settings.kind == Kind::kComm || settings.workload == "iris_mlp" || settings.workload == "kmeans") {
+    unread.emplace_back("test_size");
+  }
   return unread;
 }
 

@@ -163,8 +163,9 @@ int64_t loss_window_steps(const PointSettings& settings, int64_t total_steps);
 
 // The settings that a point with `settings` does not read, whatever their values: those owned by
 // other backends and workloads (resnet_depth for iris_mlp), by the other kind (comm_iterations
-// when training), and inject_compute_delay_rank without a delay. Two points that differ only in
-// these measure the same thing.
+// when training), inject_compute_delay_rank without a delay, and test_size where there is no
+// held-out set to size (iris_mlp's is fixed, kmeans has none, comm trains nothing). Two points
+// that differ only in these measure the same thing.
 std::vector<std::string> settings_not_read(const PointSettings& settings);
 
 // `settings` without those that only choose what is observed (timeline, loss_every): what a run

@@ -81,12 +81,17 @@ TEST(Settings, WhatNoPointReadsIsNamedBeforeTheRun) {
   iris.workload = "iris_mlp";
   iris.backend = "shm";
   const std::vector<std::string> unread = settings_not_read(iris);
-  for (const char* key : {"resnet_depth", "kmeans_k", "comm_iterations", "ps_server_trains", "inject_compute_delay_rank"}) {
+  for (const char* key : {"resnet_depth", "kmeans_k", "comm_iterations", "ps_server_trains", "inject_compute_delay_rank",
+                          "test_size"}) {
     EXPECT_NE(std::find(unread.begin(), unread.end(), key), unread.end()) << key;
   }
   for (const char* key : {"shm_reduce_threads", "lr", "ranks"}) {
     EXPECT_EQ(std::find(unread.begin(), unread.end(), key), unread.end()) << key;
   }
+  PointSettings cnn;
+  cnn.workload = "mnist_cnn";
+  const std::vector<std::string> cnn_unread = settings_not_read(cnn);
+  EXPECT_EQ(std::find(cnn_unread.begin(), cnn_unread.end(), "test_size"), cnn_unread.end());
   const Experiment fixed = parse_experiment(R"({"name": "x", "settings": {"ranks": 2, "resnet_depth": 50,
       "comm_iterations": 5, "ps_server_trains": true}, "sweep": {"backend": ["allreduce", "ps"]}})",
                                             "exp.json");

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "harness/common/errors.h"
+#include "workloads/iris_mlp.h"
 
 namespace harness {
 namespace {
@@ -76,6 +77,26 @@ std::string message(const std::string& path) {
     return error.what();
   }
   return "";
+}
+
+// Too few rows of each species for its held-out share: the accuracy would be 0 / 0, refused before
+// any rank starts.
+TEST(IrisData, AFileThatLeavesNoHeldOutRowIsRefused) {
+  std::string text = "sepal_length,sepal_width,petal_length,petal_width,species\n";
+  for (const char* species : {"setosa", "versicolor", "virginica"}) {
+    for (int row = 0; row < 2; ++row) text += std::string("5.1,3.5,1.4,0.2,") + species + "\n";
+  }
+  PointSettings settings;
+  settings.data_path = write_csv("no_held_out", text);
+  try {
+    iris_mlp_train_samples(settings);
+    FAIL() << "accepted";
+  } catch (const ConfigError& error) {
+    EXPECT_NE(std::string(error.what()).find("data_path: " + settings.data_path + ": 6 rows leave no held-out row"),
+              std::string::npos)
+        << error.what();
+  }
+  EXPECT_EQ(iris_mlp_train_samples(PointSettings{}), 120);  // the shipped file: 30 held out
 }
 
 TEST(IrisData, MalformedFilesGiveLineNumbers) {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <tuple>
 
@@ -82,6 +83,36 @@ TEST(KMeans, WarmupIterationsAreNotTimed) {
   if (rank == 0) {
     ASSERT_EQ(warmed.training.epochs.size(), all.training.epochs.size());
     EXPECT_EQ(warmed.training.epochs.back().samples_seen, all.training.epochs.back().samples_seen);
+  }
+}
+
+// A run that converges within its warm-up keeps iterating (from its converged centroids) until
+// an iteration is timed: otherwise its record says "ok" with nothing measured.
+TEST(KMeans, ConvergingWithinTheWarmupStillTimesAnIteration) {
+  PointSettings settings;
+  settings.workload = "kmeans";
+  settings.backend = "allreduce";
+  settings.epochs = 100;
+  apply_setting(settings, "kmeans_k", 3, "test");
+  const int converges_after = cluster(settings, MPI_COMM_WORLD).iterations;
+  settings.warmup_steps = converges_after + 3;
+  const KMeansResult warmed = cluster(settings, MPI_COMM_WORLD);
+  EXPECT_TRUE(warmed.converged);
+  EXPECT_EQ(warmed.iterations, converges_after + 4);  // the warm-up, then one timed iteration
+  EXPECT_EQ(warmed.training.steps.step_s.size(), 1U);
+  EXPECT_GT(warmed.training.samples_trained, 0);
+}
+
+// A dataset_size below the Iris file's rows clusters a seeded sample of every species, not the
+// file's first rows (which list one species after another).
+TEST(KMeans, ASubsetOfIrisHoldsEverySpecies) {
+  PointSettings settings;
+  settings.workload = "kmeans";
+  settings.dataset_size = 50;
+  const KMeansData data = load_kmeans_data(settings);
+  ASSERT_EQ(data.count(), 50);
+  for (int32_t species = 0; species < 3; ++species) {
+    EXPECT_GT(std::count(data.labels.begin(), data.labels.end(), species), 5) << species;
   }
 }
 
