@@ -45,6 +45,8 @@ IrisData load_iris_csv(const std::string& path) {
     ++line_number;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line_number == 1) {
+      // A spreadsheet's UTF-8 byte-order mark is no part of the header.
+      if (line.starts_with("\xEF\xBB\xBF")) line.erase(0, 3);
       if (line != kHeader) {
         throw ConfigError(fmt::format("{}:1: expected the header \"{}\" of an Iris CSV file, got {}", path,
                                       kHeader, found(line)));
@@ -56,6 +58,7 @@ IrisData load_iris_csv(const std::string& path) {
     std::stringstream row(line);
     std::string field;
     while (std::getline(row, field, ',')) fields.push_back(field);
+    if (line.back() == ',') fields.emplace_back();  // getline drops a last, empty field
     if (fields.size() != IrisData::kFeatures + 1) {
       throw ConfigError(fmt::format("{}:{}: expected 5 comma-separated fields, got {}", path,
                                     line_number, fields.size()));

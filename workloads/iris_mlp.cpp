@@ -162,9 +162,6 @@ class IrisMlpBlas final : public IrisMlpBase {
                             std::vector<float>& activations) {
     const auto in = static_cast<int>(layer->weight.size(1));
     const auto out = static_cast<int>(layer->weight.size(0));
-    if (!layer->weight.grad().is_contiguous() || !layer->bias.grad().is_contiguous()) {
-      throw NotSupported("engine \"blas\": gradients must be contiguous row-major buffers");
-    }
     activations.resize(static_cast<std::size_t>(rows) * out);
     const float* bias = layer->bias.data_ptr<float>();
     for (int r = 0; r < rows; ++r) std::copy_n(bias, out, &activations[static_cast<std::size_t>(r) * out]);
@@ -187,6 +184,10 @@ class IrisMlpBlas final : public IrisMlpBase {
                              float* input_delta, int rows) {
     const auto in = static_cast<int>(layer->weight.size(1));
     const auto out = static_cast<int>(layer->weight.size(0));
+    // Here, where they are written: evaluation (a forward pass) needs no gradients at all.
+    if (!layer->weight.grad().is_contiguous() || !layer->bias.grad().is_contiguous()) {
+      throw NotSupported("engine \"blas\": gradients must be contiguous row-major buffers");
+    }
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, rows, 1.0F, delta, out, inputs,
                 in, 1.0F, layer->weight.mutable_grad().data_ptr<float>(), in);
     float* bias_grad = layer->bias.mutable_grad().data_ptr<float>();

@@ -105,6 +105,24 @@ TEST(MnistCnn, DebianFashionMnistHas60000TrainingImages) {
   EXPECT_EQ(mnist_cnn_train_samples(settings), 60000);
 }
 
+// A label that is no class is found before any rank starts, as the rank would find it.
+TEST(MnistCnn, ALabelOutOfRangeIsRefusedBeforeLaunch) {
+  fs::create_directories(fs::temp_directory_path() / "harness_idx_labels");
+  write_idx("labels/train-images-idx3-ubyte", {12, 28, 28}, false);
+  const std::string labels = write_idx("labels/train-labels-idx1-ubyte", {12}, false);  // 0..11
+  write_idx("labels/t10k-images-idx3-ubyte", {2, 28, 28}, false);
+  write_idx("labels/t10k-labels-idx1-ubyte", {2}, false);
+  PointSettings settings;
+  settings.workload = "mnist_cnn";
+  settings.data_path = (fs::temp_directory_path() / "harness_idx_labels").string();
+  try {
+    mnist_cnn_train_samples(settings);
+    FAIL() << "accepted";
+  } catch (const ConfigError& error) {
+    EXPECT_EQ(std::string(error.what()), "data_path: " + labels + ": label 10 of item 10 is not a class 0..9");
+  }
+}
+
 TEST(MnistCnn, DirectoryWithoutIdxFilesNamesTheSetting) {
   PointSettings settings;
   settings.data_path = fs::temp_directory_path().string();

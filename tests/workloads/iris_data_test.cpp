@@ -107,6 +107,10 @@ TEST(IrisData, MalformedFilesGiveLineNumbers) {
   EXPECT_NE(message(write_csv("bad_species", header + "5.1,3.5,1.4,0.2,rose\n"))
                 .find(":2: field 5: expected setosa, versicolor or virginica"),
             std::string::npos);
+  EXPECT_NE(message(write_csv("trailing_comma", header + "5.1,3.5,1.4,0.2,setosa,\n")).find(":2: expected 5 comma-separated "
+                                                                                         "fields, got 6"),
+            std::string::npos);
+  EXPECT_EQ(message(write_csv("byte_order_mark", "\xEF\xBB\xBF" + header + "5.1,3.5,1.4,0.2,setosa\n")), "");
   EXPECT_NE(message(write_csv("short_row", header + "5.1,3.5\n")).find(":2: expected 5"),
             std::string::npos);
   EXPECT_NE(message(write_csv("no_header", "1,2,3,4,setosa\n")).find(":1: expected the header"),

@@ -76,5 +76,14 @@ TEST(IrisMlpEngines, BlasAndTorchGiveTheSameLossesOver100Steps) {
   EXPECT_EQ(blas_evaluation.samples, 30);
 }
 
+// Evaluating is a forward pass: it needs no gradients, before any step as after.
+TEST(IrisMlpEngines, BothEvaluateBeforeAnyGradientExists) {
+  for (const char* engine : {"torch", "blas"}) {
+    const Evaluation evaluation = iris_with(engine)->evaluate();
+    EXPECT_EQ(evaluation.samples, 30) << engine;
+    EXPECT_GT(evaluation.loss, 0) << engine;
+  }
+}
+
 }  // namespace
 }  // namespace harness
