@@ -214,14 +214,18 @@ std::string unread_settings_warning(const Experiment& experiment, const std::vec
   if (points.empty()) return "";
   const Json base = to_json(experiment.base);
   static const Json defaults = to_json(PointSettings{});
-  std::vector<std::string> unread;
+  // The changed settings that every point leaves unread: those left unread by the first point,
+  // less any another point reads.
+  const std::vector<std::string> first = settings_not_read(points.front().settings);
+  std::vector<std::string> unread;  // in the order of the settings table
   for (const auto& [key, value] : base.items()) {
-    if (value == defaults[key]) continue;
-    const bool read_somewhere = std::any_of(points.begin(), points.end(), [&key](const Point& point) {
-      const std::vector<std::string> not_read = settings_not_read(point.settings);
+    if (value != defaults[key] && std::find(first.begin(), first.end(), key) != first.end()) unread.push_back(key);
+  }
+  for (const Point& point : points) {
+    const std::vector<std::string> not_read = settings_not_read(point.settings);
+    std::erase_if(unread, [&not_read](const std::string& key) {
       return std::find(not_read.begin(), not_read.end(), key) == not_read.end();
     });
-    if (!read_somewhere) unread.push_back(key);
   }
   if (unread.empty()) return "";
   return fmt::format("{}: settings {}: no point reads {} (owned by another workload, backend or kind, or a delay's "
