@@ -204,11 +204,8 @@ class ExperimentChanges {
 // values no point has would be found only after the whole sweep ran.
 void check_against_found(const CheckOptions& check, const std::vector<Point>& points) {
   if (check.against.empty()) return;
-  const bool found = std::any_of(points.begin(), points.end(), [&check](const Point& point) {
-    const Json values = to_json(point.settings);
-    return std::all_of(check.against.items().begin(), check.against.items().end(),
-                       [&values](const auto& item) { return values[item.key()] == item.value(); });
-  });
+  const bool found = std::any_of(points.begin(), points.end(),
+                                 [&check](const Point& point) { return has_values(point.settings, check.against); });
   if (!found) {
     throw ConfigError(fmt::format("{}: no point has {}; expected values that the settings or the sweep produce",
                                   check.against_where, check.against.dump()));

@@ -86,10 +86,7 @@ int choose_baseline(const std::vector<ConfigurationStats>& configurations, const
         chosen = static_cast<int>(b);
       }
     } else {
-      const Json values = to_json(configurations[b].settings);
-      bool matches = true;
-      for (const auto& [key, value] : baseline.items()) matches = matches && values[key] == value;
-      if (matches) chosen = static_cast<int>(b);
+      if (has_values(configurations[b].settings, baseline)) chosen = static_cast<int>(b);
     }
   }
   return chosen;

@@ -45,6 +45,12 @@ void apply_setting(PointSettings& settings, std::string_view key, const Json& va
 
 Json to_json(const PointSettings& settings) { return options_to_json(setting_table(), settings); }
 
+bool has_values(const PointSettings& settings, const Json& values) {
+  const Json all = to_json(settings);
+  return std::all_of(values.items().begin(), values.items().end(),
+                     [&all](const auto& item) { return all[item.key()] == item.value(); });
+}
+
 PointSettings settings_from_json(const Json& object, const std::string& where) {
   if (!object.is_object()) fail_expected(where, "an object of settings", object);
   PointSettings settings;

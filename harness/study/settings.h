@@ -131,6 +131,9 @@ void apply_setting(PointSettings& settings, std::string_view key, const Json& va
 
 // Every key with its value, in table order: the canonical form records store and points compare.
 Json to_json(const PointSettings& settings);
+// Whether `settings` has every value of `values` (an object of normalised setting values, as a
+// baseline or check.against names them).
+bool has_values(const PointSettings& settings, const Json& values);
 // Reads a JSON object written by to_json (every key optional). Throws ConfigError.
 PointSettings settings_from_json(const Json& object, const std::string& where);
 

@@ -158,9 +158,7 @@ void check_settings_distinct(const Experiment& experiment, const std::vector<Poi
 void check_baseline_found(const Experiment& experiment, const std::vector<PointSettings>& kept) {
   if (experiment.baseline.empty()) return;
   const bool found = std::any_of(kept.begin(), kept.end(), [&experiment](const PointSettings& settings) {
-    const Json values = to_json(settings);
-    return std::all_of(experiment.baseline.items().begin(), experiment.baseline.items().end(),
-                       [&values](const auto& item) { return values[item.key()] == item.value(); });
+    return has_values(settings, experiment.baseline);
   });
   if (!found) {
     throw ConfigError(fmt::format(
