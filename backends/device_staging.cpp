@@ -153,9 +153,12 @@ void DeviceStagedSync::reserve_pinned(std::size_t count) {
     pinned_ = backend_memory_.get();
     pinned_count_ = count;
     // Page-locked, the copy engine moves the data without a bounce buffer; where the driver
-    // refuses to lock it, the copies still work, staged by the driver.
+    // refuses to lock it, the copies still work, staged by the driver. A backend that scatters
+    // its sums has the copy engine read other ranks' segments too: all of them are locked.
+    const std::span<std::byte> scattered = host_backend_.scattered_memory(pinned_);
+    registered_ = scattered.empty() ? std::as_writable_bytes(std::span<float>(pinned_, count)) : scattered;
     backend_memory_registered_ =
-        cudaHostRegister(pinned_, count * sizeof(float), cudaHostRegisterDefault) == cudaSuccess;
+        cudaHostRegister(registered_.data(), registered_.size(), cudaHostRegisterDefault) == cudaSuccess;
     if (!backend_memory_registered_) cudaGetLastError();  // not sticky; clear it
     return;
   }
@@ -167,7 +170,7 @@ void DeviceStagedSync::reserve_pinned(std::size_t count) {
 
 void DeviceStagedSync::free_pinned() noexcept {
   if (backend_memory_ != nullptr) {
-    if (backend_memory_registered_) cudaHostUnregister(pinned_);
+    if (backend_memory_registered_) cudaHostUnregister(registered_.data());
     backend_memory_.reset();  // the backend's, which it frees when no one holds it
   } else if (pinned_ != nullptr) {
     cudaFreeHost(pinned_);
@@ -175,6 +178,7 @@ void DeviceStagedSync::free_pinned() noexcept {
   pinned_ = nullptr;
   pinned_count_ = 0;
   backend_memory_registered_ = false;
+  registered_ = {};
 }
 
 void DeviceStagedSync::use_device_of(const float* device_data) {
@@ -249,19 +253,34 @@ void DeviceStagedSync::allreduce_staged_pipelined(float* device_data, std::size_
                "cudaMemcpyAsync(gradients to host)");
     check_cuda_call(cudaEventRecord(copied_out_[k], copy_out_), "cudaEventRecord(chunk copied out)");
   }
-  // In chunk order on every rank: the host backend's calls are collectives.
+  // In chunk order on every rank: the host backend's calls are collectives. A backend that
+  // scatters its sums (shm_copy_engine_gathers) leaves each in its owner's segment, and the copy
+  // engine gathers them from there; whether it does is the same on every rank.
+  const bool gathers = host_backend_.scatters_sums();
   for (std::size_t k = 0; k < chunks.size(); ++k) {
     check_cuda_call(cudaEventSynchronize(copied_out_[k]), "cudaEventSynchronize(chunk copied out)");
-    host_backend_.allreduce_sum(std::span<float>(pinned_ + chunks[k].offset, chunks[k].count));
+    const std::span<float> chunk(pinned_ + chunks[k].offset, chunks[k].count);
+    std::vector<std::span<const float>> pieces;
+    if (gathers) {
+      pieces = host_backend_.allreduce_sum_scattered(chunk);
+    } else {
+      host_backend_.allreduce_sum(chunk);
+      pieces.emplace_back(chunk);
+    }
     // Back on a stream of its own, beside the copies still going out.
-    check_cuda_call(cudaMemcpyAsync(device_data + chunks[k].offset, pinned_ + chunks[k].offset,
-                               chunks[k].count * sizeof(float), cudaMemcpyHostToDevice, copy_back_),
-               "cudaMemcpyAsync(sums to device)");
+    float* back_to = device_data + chunks[k].offset;
+    for (const std::span<const float> piece : pieces) {
+      check_cuda_call(cudaMemcpyAsync(back_to, piece.data(), piece.size_bytes(), cudaMemcpyHostToDevice, copy_back_),
+                      "cudaMemcpyAsync(sums to device)");
+      back_to += piece.size();
+    }
   }
   // The contract: the sums are in device memory when the call returns (and the pinned buffer is
   // free for the next call).
   check_cuda_call(cudaEventRecord(copied_back_, copy_back_), "cudaEventRecord(copied back)");
   check_cuda_call(cudaEventSynchronize(copied_back_), "cudaEventSynchronize(copied back)");
+  // Every rank has its sums: the owners may overwrite their segments in the next call.
+  if (gathers) host_backend_.end_scattered();
 }
 
 void DeviceStagedSync::prepare_pipeline(const float* device_data, std::size_t chunks) {

@@ -128,7 +128,9 @@ class DeviceStagedSync {
   // thread may call (the pipeline makes that GPU current first: the overlap's communication
   // thread has no current GPU of its own).
   // Staged, a buffer of more than chunk_floats is pipelined in staging_chunks(count, chunk_floats): the
-  // host backend sees each chunk as a call of its own. Every sum is elementwise, so each element
+  // host backend sees each chunk as a call of its own, and, where it scatters its sums
+  // (GradientSync::scatters_sums: shm_copy_engine_gathers), the copy engine gathers each chunk's
+  // sums from their owners' memory. Every sum is elementwise, so each element
   // still sums the same values; only a backend whose order of addition depends on the length of
   // the call (a ring's segments, Open MPI's choice of algorithm) may round an element
   // differently, with 3 ranks or more (with 2, a + b is b + a to the bit).
@@ -161,6 +163,9 @@ class DeviceStagedSync {
   std::size_t pinned_count_ = 0;
   std::shared_ptr<float> backend_memory_;  // what pinned_ points into, when the backend's
   bool backend_memory_registered_ = false;
+  // What cudaHostRegister page-locked of the backend's memory: pinned_'s part, or, for a backend
+  // that scatters its sums, every rank's segment (scattered_memory).
+  std::span<std::byte> registered_;
   // The pipeline (buffers above one chunk): chunks go out on one stream and back on another, so
   // that the two directions overlap too.
   int device_ = -1;                       // the GPU whose memory the calls pass

@@ -27,7 +27,9 @@ std::unique_ptr<GradientSync> make_ring(const Communicator& communicator, const 
 }
 
 std::unique_ptr<GradientSync> make_shared_memory(const Communicator& communicator, const BackendOptions& options) {
-  return std::make_unique<SharedMemoryAllreduce>(communicator, shm_reduce_threads(options));
+  // Its sums scattered only for staging from a GPU, which reads them where they are.
+  return std::make_unique<SharedMemoryAllreduce>(communicator, shm_reduce_threads(options),
+                                                 options.device == "cuda" && shm_copy_engine_gathers(options));
 }
 
 std::unique_ptr<GradientSync> make_hierarchical(const Communicator& communicator, const BackendOptions& options) {

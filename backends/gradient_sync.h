@@ -10,9 +10,11 @@
 // - Errors: a failed MPI call throws CommError carrying MPI_Error_string.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "backends/communicator.h"
 
@@ -37,6 +39,28 @@ class GradientSync {
   // The threads of this rank that do the backend's arithmetic on host memory (shm's and hier's
   // shm_reduce_threads; 1 for the others): the comm benchmark's memory probes run as many.
   virtual int host_threads() const { return 1; }
+
+  // Staging's shortcut (device_staging.h): a backend whose sums end in memory that every rank of
+  // the node maps (shm with shm_copy_engine_gathers) may leave each slice's sum only where its
+  // owner computed it, and say where, instead of writing every sum into every rank's buffer: the
+  // GPU's copy engine gathers the pieces, and the host saves a pass over the buffer.
+  // Whether allreduce_sum_scattered() scatters (false: it is allreduce_sum, the default).
+  virtual bool scatters_sums() const { return false; }
+  // The memory every rank of the node maps around allocate_buffer()'s `buffer` (all ranks'
+  // segments), which staging page-locks for its copy engine; empty when the backend does not
+  // scatter. Page-aligned.
+  virtual std::span<std::byte> scattered_memory(const float* /*buffer*/) { return {}; }
+  // Sums `buffer` across ranks, like allreduce_sum, but may leave the sums in pieces elsewhere:
+  // the returned spans, in order, hold the buffer's sums (one span, `buffer` itself, by
+  // default). Collective. The pieces stay valid until every rank has called end_scattered(),
+  // which the caller does once it has read them (after one or several calls): until then no rank
+  // may write into memory passed to allreduce_sum_scattered.
+  virtual std::vector<std::span<const float>> allreduce_sum_scattered(std::span<float> buffer) {
+    allreduce_sum(buffer);
+    return {buffer};
+  }
+  // Collective: every rank has read the pieces of its allreduce_sum_scattered calls.
+  virtual void end_scattered() {}
 };
 
 // The backend named `name` (registry.h) over `communicator`, with its settings' defaults.

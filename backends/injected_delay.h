@@ -23,9 +23,9 @@ class InjectedDelay final : public ForwardingSync {
  public:
   InjectedDelay(std::unique_ptr<GradientSync> backend, double delay_us);
 
-  void allreduce_sum(std::span<float> buffer) override;
-
  private:
+  void before_call() override;
+
   double delay_us_;
 };
 

@@ -194,6 +194,7 @@ std::shared_ptr<float> NodeSharedMemory::allocate(std::size_t count) {
   region.mapping = mapping;
   region.id = ++regions_allocated_;  // the same on every rank: allocations are collective
   region.count = count;
+  region.bytes = segment_bytes * static_cast<std::size_t>(size_);
   for (int r = 0; r < size_; ++r) {
     region.segments.push_back(
         reinterpret_cast<float*>(mapping->data() + segment_bytes * static_cast<std::size_t>(r)));
@@ -247,20 +248,32 @@ void NodeSharedMemory::arrive_checking(uint64_t region_id, std::size_t offset, s
   }
 }
 
-void NodeSharedMemory::reduce(std::span<float> buffer, const SegmentReduction& reduction) {
+const NodeSharedMemory::Region* NodeSharedMemory::region_holding(std::span<const float> buffer) const {
   const auto first = reinterpret_cast<std::uintptr_t>(buffer.data());
   for (const Region& region : regions_) {
-    const std::shared_ptr<SharedMapping> alive = region.mapping.lock();
-    if (!alive) continue;
+    if (region.mapping.expired()) continue;
     const auto mine =
         reinterpret_cast<std::uintptr_t>(region.segments[static_cast<std::size_t>(rank_)]);
-    if (first >= mine && first + buffer.size_bytes() <= mine + region.count * sizeof(float)) {
-      const std::size_t offset = (first - mine) / sizeof(float);
-      arrive_checking(region.id, offset, buffer.size());  // every rank's data is in its segment
-      reduction(region.segments, offset, buffer.size());
-      ++in_place_reductions_;
-      return;
-    }
+    if (first >= mine && first + buffer.size_bytes() <= mine + region.count * sizeof(float)) return &region;
+  }
+  return nullptr;
+}
+
+std::span<std::byte> NodeSharedMemory::region_memory(const float* pointer) const {
+  const Region* region = region_holding(std::span<const float>(pointer, 0));
+  if (region == nullptr) return {};
+  return {reinterpret_cast<std::byte*>(region->segments[0]), region->bytes};
+}
+
+void NodeSharedMemory::reduce(std::span<float> buffer, const SegmentReduction& reduction) {
+  if (const Region* region = region_holding(buffer)) {
+    const std::shared_ptr<SharedMapping> alive = region->mapping.lock();  // the caller's buffer holds it
+    const auto mine = reinterpret_cast<std::uintptr_t>(region->segments[static_cast<std::size_t>(rank_)]);
+    const std::size_t offset = (reinterpret_cast<std::uintptr_t>(buffer.data()) - mine) / sizeof(float);
+    arrive_checking(region->id, offset, buffer.size());  // every rank's data is in its segment
+    reduction(region->segments, offset, buffer.size());
+    ++in_place_reductions_;
+    return;
   }
   // Memory of the caller's: through the scratch segments, a chunk at a time. Between the last
   // arrival of one chunk's reduction and the first of the next, nobody touches another rank's

@@ -52,10 +52,18 @@ class NodeSharedMemory {
 
   // Runs `reduction` over the segments holding `buffer` once every rank's data is in its segment:
   // in place when `buffer` lies in allocate()'s memory, otherwise through the scratch segments a
-  // chunk at a time. `reduction` must leave the sum in this rank's segment and end with an
-  // arrive_and_wait() after which nobody reads another rank's segment. Throws CommError on every
-  // rank when the ranks pass different spans.
+  // chunk at a time. Through scratch, `reduction` must leave the sum in this rank's segment and
+  // end with an arrive_and_wait() after which nobody reads another rank's segment; in place, it
+  // may leave sums in other ranks' segments if its caller keeps every rank from writing there
+  // until they are read (shm's scattered sums). Throws CommError on every rank when the ranks
+  // pass different spans.
   void reduce(std::span<float> buffer, const SegmentReduction& reduction);
+
+  // Whether `buffer` lies in allocate()'s memory (reduce() then works in place).
+  bool holds(std::span<const float> buffer) const { return region_holding(buffer) != nullptr; }
+  // The whole mapping of allocate()'s region around `pointer`, every rank's segment; empty when
+  // `pointer` is not in one. Page-aligned.
+  std::span<std::byte> region_memory(const float* pointer) const;
 
   // Sets this rank's arrival flag and waits until every rank has set theirs as often.
   void arrive_and_wait();
@@ -74,7 +82,11 @@ class NodeSharedMemory {
     uint64_t id = 0;                       // 1, 2, ... in allocation order, as on every rank
     std::vector<float*> segments;
     std::size_t count = 0;
+    std::size_t bytes = 0;  // of the mapping: every rank's segment, from segments[0]
   };
+
+  // The live region whose segment of this rank holds `buffer`, or null.
+  const Region* region_holding(std::span<const float> buffer) const;
 
   // Word `word` of rank `rank`'s cache line in the control mapping: 0 counts its arrivals, 1-3
   // describe the reduction it is in (region id, offset, count).

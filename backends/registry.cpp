@@ -75,6 +75,22 @@ BackendSetting shm_reduce_threads_setting() {
           }};
 }
 
+// Whether staged shm leaves each slice's sum in its owner's segment for the GPU's copy engine to
+// gather (SharedMemoryAllreduce's scattered sums).
+constexpr std::string_view kShmCopyEngineGathersKey = "shm_copy_engine_gathers";
+
+BackendSetting shm_copy_engine_gathers_setting() {
+  return {.key = kShmCopyEngineGathersKey,
+          .expected = "true or false",
+          .help = "backend \"shm\", device cuda: each rank writes its slice's sum into its own segment only, and "
+                  "every rank's copy engine gathers the sums from their owners' segments (one pass over host "
+                  "memory less; false: every sum is written into every segment, each rank copies its own back)",
+          .json_schema = R"({"type": "boolean"})",
+          .fallback = false,
+          .normalise = [](const Json& value, const std::string& where) { return Json(read_boolean(value, where)); },
+          .staging_only = true};
+}
+
 // The reduction threads run on the rank's own cores, which ranks x threads_per_rank counts (the
 // oversubscription check, the records): more of them than threads_per_rank, or than the cores
 // / ranks that threads_per_rank 0 resolves to on whatever machine runs the point, would run on
@@ -192,6 +208,10 @@ double shared_memory_traffic(int /*ranks*/) { return 2.0; }
 
 int shm_reduce_threads(const BackendOptions& options) { return options.option<int>(kShmReduceThreadsKey, 1); }
 
+bool shm_copy_engine_gathers(const BackendOptions& options) {
+  return options.option<bool>(kShmCopyEngineGathersKey, false);
+}
+
 std::size_t hier_mpi_below_bytes(const BackendOptions& options) {
   return options.option<std::size_t>(kHierMpiBelowKey, kHierMpiBelowBytes);
 }
@@ -231,7 +251,7 @@ const std::vector<BackendInfo>& backend_table() {
        .summary = "zero-copy shared-memory allreduce: each rank sums its slice of every rank's "
                   "buffer in place (ranks on one node)",
        .problem = shared_memory_problem,
-       .settings = [] { return std::vector<BackendSetting>{shm_reduce_threads_setting()}; },
+       .settings = [] { return std::vector<BackendSetting>{shm_reduce_threads_setting(), shm_copy_engine_gathers_setting()}; },
        .memory_traffic = shared_memory_traffic},
       {.name = "hier",
        .summary = "hierarchical allreduce: shared memory inside each node (as shm), a pipelined "

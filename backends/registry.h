@@ -75,6 +75,7 @@ std::size_t ring_mpi_below_chunk_bytes(const BackendOptions& options);     // ri
 std::size_t cuda_ipc_one_shot_below_bytes(const BackendOptions& options);  // cuda_ipc_one_shot_below_bytes
 bool cuda_ipc_device_arrivals(const BackendOptions& options);               // cuda_ipc_device_arrivals
 int shm_reduce_threads(const BackendOptions& options);                      // shm_reduce_threads (shm, hier)
+bool shm_copy_engine_gathers(const BackendOptions& options);                // shm_copy_engine_gathers (shm)
 
 // How a point's buffers reach its backend, as records say it (`exchange_path`), when there is
 // nothing to exchange (one rank: GradientSync::exchanges() is false).

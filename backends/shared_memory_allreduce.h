@@ -27,15 +27,27 @@ namespace harness {
 class SharedMemoryAllreduce : public GradientSync {
  public:
   // Collective over `communicator`; each rank sums its slice with `reduce_threads` threads
-  // (setting shm_reduce_threads). Throws NotSupported when its ranks span several nodes and
-  // CommError when the shared memory cannot be created.
-  explicit SharedMemoryAllreduce(const Communicator& communicator, int reduce_threads = 1);
+  // (setting shm_reduce_threads). With `scatter_sums` (setting shm_copy_engine_gathers), a
+  // reduction for staging (allreduce_sum_scattered) leaves each slice's sum in its owner's
+  // segment alone. Throws NotSupported when its ranks span several nodes and CommError when the
+  // shared memory cannot be created.
+  explicit SharedMemoryAllreduce(const Communicator& communicator, int reduce_threads = 1, bool scatter_sums = false);
 
   std::string_view name() const override { return "shm"; }
   std::shared_ptr<float> allocate_buffer(std::size_t count) override { return memory_.allocate(count); }
   // Every rank passes a span of allocate_buffer()'s memory at the same offset, or every rank
   // passes other memory of the same size; otherwise all ranks throw CommError.
   void allreduce_sum(std::span<float> buffer) override;
+
+  // Staging's shortcut (gradient_sync.h), with scatter_sums: rank r sums slice r of every
+  // segment into its own segment only, and the pieces are the p slices in their owners'
+  // segments. That saves writing p-1 copies of each sum, and the pass that reads them back,
+  // where a GPU's copy engine gathers the pieces instead. Memory not from allocate_buffer() is
+  // reduced as allreduce_sum does, in one piece.
+  bool scatters_sums() const override { return scatter_sums_ && memory_.size() > 1; }
+  std::span<std::byte> scattered_memory(const float* buffer) override;
+  std::vector<std::span<const float>> allreduce_sum_scattered(std::span<float> buffer) override;
+  void end_scattered() override;
 
   // Reductions done in allocate_buffer()'s memory, without copies (the rest went through the
   // scratch segments).
@@ -44,6 +56,7 @@ class SharedMemoryAllreduce : public GradientSync {
 
  private:
   NodeSharedMemory memory_;
+  bool scatter_sums_;
 };
 
 // Sums elements [offset, offset + count) of every segment of `memory` into all of them; this

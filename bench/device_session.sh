@@ -14,8 +14,9 @@
 # Stages. The default runs what the open issues still need, in this order (2026-11-26, 18:30:
 # everything else was measured, docs/gpus.md, docs/performance.md, docs/launchers-and-slurm.md):
 #   hier_hosts_probe hier on 2 simulated hosts: 2 to 16 ranks, yielding or not, the stuck ranks' stacks
-#   staging_chunks   staged shm on the one GPU: chunks of 1-16 MiB (staging_chunk_bytes) x 1, 4, 8
-#                    threads per rank summing (shm_reduce_threads)
+#   staging_chunks   staged shm on the one GPU: chunks of 4 and 16 MiB (staging_chunk_bytes) x 1, 4, 8
+#                    threads per rank summing (shm_reduce_threads) x the copy engine gathering the
+#                    sums from their owners' segments or not (shm_copy_engine_gathers)
 #   simulated_hosts  2 simulated hosts x 8 ranks: mpirun's allocation, a comm point, the CNN
 #   staging_host     allreduce and shm (1, 4, 8 threads) on host memory, 2 ranks, 1-64 MiB: what
 #                    staging reduces through
@@ -245,10 +246,11 @@ stage_cuda_ipc_ranks() {
 # and one thread; shm alone on host memory 10.9 GB/s, one thread per rank).
 stage_staging_chunks() {
   start_mps
-  printf '%s\n' '{"name": "staging_chunks", "repeats": 2, "settings": {"kind": "comm", "device": "cuda",' \
+  printf '%s\n' '{"name": "staging_chunks", "repeats": 1, "settings": {"kind": "comm", "device": "cuda",' \
     '"ranks": 2, "threads_per_rank": 8, "backend": "shm", "comm_min_bytes": 16777216, "comm_max_bytes": 67108864,' \
     '"comm_iterations": 20, "comm_warmup_iterations": 3},' \
-    '"sweep": {"staging_chunk_bytes": [1048576, 4194304, 16777216], "shm_reduce_threads": [1, 4, 8]}}' > /tmp/staging_chunks.json
+    '"sweep": {"shm_copy_engine_gathers": [false, true], "staging_chunk_bytes": [4194304, 16777216],' \
+    '"shm_reduce_threads": [1, 4, 8]}}' > /tmp/staging_chunks.json
   run_and_keep staging_chunks /tmp/staging_chunks.json
 }
 
@@ -264,7 +266,7 @@ stage_ring16() {
 # The most seconds each stage may take, within what is left of the deadline.
 declare -A limit=([gpu_tests]=320 [comm_cuda]=150 [compare_gpu]=200 [scale_comm]=200 [scale]=240 [simulated_hosts]=100
   [hosts_diagnosis]=130 [cnn_one_gpu]=120 [staging_host]=80 [cuda_ipc_ranks]=90 [ring16]=120
-  [hier_hosts_probe]=150 [staging_chunks]=150)
+  [hier_hosts_probe]=150 [staging_chunks]=170)
 
 # Everything comes back in $OUT/session.tar.gz (the device tool returns at most 8 files), packed
 # again after every stage, so a call stopped at its limit still returns what ran.

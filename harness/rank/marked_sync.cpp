@@ -7,10 +7,9 @@ MarkedSync::MarkedSync(std::unique_ptr<GradientSync> backend, RankProgressWriter
   progress_.mark(RankStage::kOutsideBackend, calls_);
 }
 
-void MarkedSync::allreduce_sum(std::span<float> buffer) {
-  progress_.mark(RankStage::kInBackend, calls_);
-  backend().allreduce_sum(buffer);  // a throw leaves the mark where the call failed
-  progress_.mark(RankStage::kOutsideBackend, ++calls_);
-}
+void MarkedSync::before_call() { progress_.mark(RankStage::kInBackend, calls_); }
+
+// Not reached when the call throws: the mark stays where it failed.
+void MarkedSync::after_call() { progress_.mark(RankStage::kOutsideBackend, ++calls_); }
 
 }  // namespace harness

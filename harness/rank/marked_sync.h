@@ -19,9 +19,10 @@ class MarkedSync final : public ForwardingSync {
  public:
   MarkedSync(std::unique_ptr<GradientSync> backend, RankProgressWriter& progress);
 
-  void allreduce_sum(std::span<float> buffer) override;
-
  private:
+  void before_call() override;
+  void after_call() override;
+
   RankProgressWriter& progress_;
   int64_t calls_ = 0;  // calls that have returned
 };

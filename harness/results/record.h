@@ -46,6 +46,9 @@
 //  11  adds the setting `shm_reduce_threads` (backends shm and hier: threads per rank that sum its
 //      slice, and that the comm benchmark's memory probes run); records before 11 summed with
 //      one, and read with it. Timings mean what they meant in version 10.
+//  12  adds the setting `shm_copy_engine_gathers` (backend shm on device cuda: the GPU's copy
+//      engine gathers the sums from their owners' segments); records before 12 wrote every sum
+//      into every segment, and read with false. Timings mean what they meant in version 11.
 #pragma once
 
 #include <cstddef>
@@ -61,7 +64,7 @@
 
 namespace harness {
 
-inline constexpr int kRecordSchemaVersion = 11;
+inline constexpr int kRecordSchemaVersion = 12;
 // Records of this version and later time the same things in the same way: `harness check`
 // compares their timings, while a record older than this is compared only with its own version.
 inline constexpr int kTimingsComparableSince = 4;

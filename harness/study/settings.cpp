@@ -68,7 +68,9 @@ std::vector<std::string> settings_not_read(const PointSettings& settings) {
   };
   for (const auto& backend : backend_table()) {
     if (backend.settings == nullptr) continue;
-    for (const BackendSetting& setting : backend.settings()) own(setting.key, backend.name == settings.backend);
+    for (const BackendSetting& setting : backend.settings()) {
+      own(setting.key, backend.name == settings.backend && (!setting.staging_only || settings.device == "cuda"));
+    }
   }
   for (const auto& workload : workload_table()) {
     if (workload.settings == nullptr) continue;
@@ -82,6 +84,7 @@ std::vector<std::string> settings_not_read(const PointSettings& settings) {
     if (!read) unread.push_back(key);
   }
   if (settings.inject_compute_delay_ms == 0) unread.emplace_back("inject_compute_delay_rank");
+  if (settings.device != "cuda") unread.emplace_back("staging_chunk_bytes");  // nothing is staged
   // Iris holds out a fixed share of each species, K-means evaluates on what it clusters, a comm
   // benchmark trains nothing.
   if (settings.kind == Kind::kComm || settings.workload == "iris_mlp" || settings.workload == "kmeans") {

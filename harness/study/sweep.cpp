@@ -149,7 +149,8 @@ void check_settings_distinct(const Experiment& experiment, const std::vector<Poi
     }
     throw ConfigError(fmt::format(
         "{}: sweep: combinations {} and {} measure the same thing: they differ only in {}, which their points do "
-        "not read (owned by another workload, backend or kind, or a delay's rank without a delay); zip the "
+        "not read (owned by another workload, backend or kind, a delay's rank without a delay, or GPU staging's "
+        "on the CPU); zip the "
         "settings that go together, or exclude one",
         experiment.source_path, where->second, i, fmt::join(differing, ", ")));
   }
@@ -226,8 +227,8 @@ std::string unread_settings_warning(const Experiment& experiment, const std::vec
     });
   }
   if (unread.empty()) return "";
-  return fmt::format("{}: settings {}: no point reads {} (owned by another workload, backend or kind, or a delay's "
-                     "rank without a delay), so {} nothing",
+  return fmt::format("{}: settings {}: no point reads {} (owned by another workload, backend or kind, a delay's "
+                     "rank without a delay, or GPU staging's on the CPU), so {} nothing",
                      experiment.source_path, fmt::join(unread, ", "), unread.size() == 1 ? "it" : "them",
                      unread.size() == 1 ? "it changes" : "they change");
 }

@@ -1,7 +1,7 @@
 // Staging from GPU memory through every backend that reduces host memory, against MPI_Allreduce,
 // on every rank under mpirun (tests/CMakeLists.txt: 2 and 3 ranks; label gpu). The ranks may
-// share one GPU; shm and hier also with 3 reduction threads per rank. Without a usable GPU the
-// tests skip.
+// share one GPU; shm and hier also with 3 reduction threads per rank, shm also with its sums
+// gathered by the copy engine. Without a usable GPU the tests skip.
 #include "backends/device_staging.h"
 
 #include <gtest/gtest.h>
@@ -36,13 +36,20 @@ TEST(DeviceStagingRanks, EveryHostBackendStagedEqualsMpiAllreduceTwiceInARow) {
     if (name == "gloo" && !gloo_available()) continue;  // PyTorch's LibTorch has no gloo
     if (refuses_across_nodes(name)) continue;
     // shm and hier also with 3 reduction threads per rank (shm_reduce_threads), the staged chunks
-    // split among them.
-    for (const int threads : {1, 3}) {
+    // split among them; shm also with the copy engine gathering the sums from their owners'
+    // segments (shm_copy_engine_gathers: pipelined buffers, -4 and -5).
+    for (const int variant : {0, 1, 2, 3}) {
+      const int threads = variant % 2 == 0 ? 1 : 3;
+      const bool gathers = variant >= 2;
       if (threads > 1 && name != "shm" && name != "hier") continue;
+      if (gathers && name != "shm") continue;
       BackendOptions options;
       options.ranks = world.size;
+      options.device = "cuda";
       options.owned["shm_reduce_threads"] = threads;
+      options.owned["shm_copy_engine_gathers"] = gathers;
       const auto backend = make_gradient_sync(name, options, communicator);
+      EXPECT_EQ(backend->scatters_sums(), gathers && world.size > 1) << name;
       DeviceStagedSync staged(*backend);
       // A CUDA-aware MPI takes allreduce's device pointers as they are: nothing staged to check.
       if (staged.path() != "pinned host staging") continue;
@@ -57,7 +64,8 @@ TEST(DeviceStagingRanks, EveryHostBackendStagedEqualsMpiAllreduceTwiceInARow) {
           std::vector<float> reduced(count);
           device.copy_to_host(reduced);
           const int wrong = elements_off(reduced, expected);
-          EXPECT_EQ(wrong, 0) << name << " (" << threads << " reduction threads): " << wrong << " of " << count
+          EXPECT_EQ(wrong, 0) << name << " (" << threads << " reduction threads, copy engine gathers: " << gathers
+                              << "): " << wrong << " of " << count
                               << " elements differ from MPI_Allreduce, round " << round + 1;
           EXPECT_TRUE(same_bits_as_rank_zero(reduced)) << name << ": ranks disagree on the sum of " << count << " elements";
         }

@@ -57,10 +57,18 @@ TEST(MarkedSync, EachCallIsMarkedInsideWhileItRunsAndOutsideWithItsCountAfter) {
     EXPECT_EQ(slot_of_rank_0(dir).stage, RankStage::kOutsideBackend);
     EXPECT_EQ(slot_of_rank_0(dir).calls, call);
   }
+  // Staging's scattered reductions are calls like the others; the end of one is not a call.
+  EXPECT_EQ(sync.allreduce_sum_scattered(std::span<float>(&value, 1)).size(), 1U);
+  ASSERT_EQ(seen_inside.size(), 4U);
+  EXPECT_EQ(seen_inside.back().stage, RankStage::kInBackend);
+  EXPECT_EQ(seen_inside.back().calls, 3);
+  sync.end_scattered();
+  EXPECT_EQ(slot_of_rank_0(dir).stage, RankStage::kOutsideBackend);
+  EXPECT_EQ(slot_of_rank_0(dir).calls, 4);
   fail = true;
   EXPECT_THROW(sync.allreduce_sum(std::span<float>(&value, 1)), std::runtime_error);
   EXPECT_EQ(slot_of_rank_0(dir).stage, RankStage::kInBackend);  // where it failed
-  EXPECT_EQ(slot_of_rank_0(dir).calls, 3);
+  EXPECT_EQ(slot_of_rank_0(dir).calls, 4);
   fs::remove_all(dir);
 }
 

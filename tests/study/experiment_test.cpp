@@ -265,6 +265,8 @@ INSTANTIATE_TEST_SUITE_P(
                  "settings.shm_reduce_threads: expected an integer from 1 to 256, got 0"},
         BadInput{R"({"name": "x", "sweep": {"shm_reduce_threads": [1, 257]}})",
                  "shm_reduce_threads[1]: expected an integer from 1 to 256, got 257"},
+        BadInput{R"({"name": "x", "settings": {"shm_copy_engine_gathers": "yes"}})",
+                 "settings.shm_copy_engine_gathers: expected true or false, got \"yes\""},
         BadInput{R"({"name": "x", "settings": {"staging_chunk_bytes": 4094}})",
                  "settings.staging_chunk_bytes: expected a multiple of 4 bytes from 4096 to 1073741824, got 4094"},
         BadInput{R"({"name": "x", "sweep": {"staging_chunk_bytes": [4194304, 4194305]}})",

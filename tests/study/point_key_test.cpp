@@ -25,6 +25,7 @@ TEST(PointKey, IsTheSettingsAndTheRepeat) {
   spelled.erase("cuda_ipc_device_arrivals");
   spelled.erase("staging_chunk_bytes");
   spelled.erase("shm_reduce_threads");
+  spelled.erase("shm_copy_engine_gathers");
   EXPECT_EQ(key.text(), spelled.dump() + "|1");
   // Set to anything else, it is part of the key.
   PointSettings pure_ring = settings;
@@ -46,6 +47,11 @@ TEST(PointKey, IsTheSettingsAndTheRepeat) {
   EXPECT_NE(PointKey(threads, 1), key);
   apply_setting(threads, "shm_reduce_threads", 1, "test");
   EXPECT_EQ(PointKey(threads, 1), key) << "set to its default, as before it existed";
+  PointSettings gathers = settings;
+  apply_setting(gathers, "shm_copy_engine_gathers", true, "test");
+  EXPECT_NE(PointKey(gathers, 1), key);
+  apply_setting(gathers, "shm_copy_engine_gathers", false, "test");
+  EXPECT_EQ(PointKey(gathers, 1), key) << "set to its default, as before it existed";
   PointSettings host_arrivals = settings;
   apply_setting(host_arrivals, "cuda_ipc_device_arrivals", false, "test");
   EXPECT_NE(PointKey(host_arrivals, 1), key);

@@ -88,6 +88,19 @@ TEST(Settings, WhatNoPointReadsIsNamedBeforeTheRun) {
   for (const char* key : {"shm_reduce_threads", "lr", "ranks"}) {
     EXPECT_EQ(std::find(unread.begin(), unread.end(), key), unread.end()) << key;
   }
+  // GPU staging's settings, read where buffers on a GPU are staged through host memory only.
+  for (const char* key : {"staging_chunk_bytes", "shm_copy_engine_gathers"}) {
+    EXPECT_NE(std::find(unread.begin(), unread.end(), key), unread.end()) << key << " on device cpu";
+  }
+  PointSettings staged = iris;
+  staged.device = "cuda";
+  const std::vector<std::string> staged_unread = settings_not_read(staged);
+  for (const char* key : {"staging_chunk_bytes", "shm_copy_engine_gathers"}) {
+    EXPECT_EQ(std::find(staged_unread.begin(), staged_unread.end(), key), staged_unread.end()) << key << " on device cuda";
+  }
+  staged.backend = "hier";
+  const std::vector<std::string> hier_unread = settings_not_read(staged);
+  EXPECT_NE(std::find(hier_unread.begin(), hier_unread.end(), "shm_copy_engine_gathers"), hier_unread.end());
   PointSettings cnn;
   cnn.workload = "mnist_cnn";
   const std::vector<std::string> cnn_unread = settings_not_read(cnn);
@@ -97,7 +110,7 @@ TEST(Settings, WhatNoPointReadsIsNamedBeforeTheRun) {
                                             "exp.json");
   EXPECT_EQ(unread_settings_warning(fixed, expand(fixed)),
             "exp.json: settings resnet_depth, comm_iterations: no point reads them (owned by another workload, "
-            "backend or kind, or a delay's rank without a delay), so they change nothing");
+            "backend or kind, a delay's rank without a delay, or GPU staging's on the CPU), so they change nothing");
   const Experiment read = parse_experiment(R"({"name": "x", "settings": {"ranks": 2, "ps_server_trains": true},
       "sweep": {"backend": ["allreduce", "ps"]}})",
                                            "exp.json");
