@@ -202,6 +202,7 @@ std::string prediction_console(const TrainingPrediction& prediction) {
        [](Row s) { return s->measured_speedup ? fmt::format("{:.2f}", *s->measured_speedup) : ""; }},
       {"effic.", "%", 6, false, [](Row s) { return fmt::format("{:.0f}", 100 * s->efficiency); }},
       {"overlap", "%", 7, false, [](Row s) { return fmt::format("{:.0f}", 100 * s->efficiency_overlap); }},
+      {"fit", "", 7, false, [](Row s) { return std::string(s->extrapolated ? "beyond" : ""); }},
   };
   std::string out;
   for (const auto& family : prediction.families) {
@@ -212,6 +213,9 @@ std::string prediction_console(const TrainingPrediction& prediction) {
     std::vector<Row> rows;
     for (const auto& step : family.steps) rows.push_back(&step);
     out += format_console_table(columns, rows);
+    if (std::ranges::any_of(family.steps, &PredictedStep::extrapolated)) {
+      out += "fit beyond: more ranks or larger buckets than the comm run measured; the forms extrapolate\n";
+    }
   }
   for (const auto& skipped : prediction.skipped) out += "not predicted: " + skipped + "\n";
   out += "\nAssumptions:\n";

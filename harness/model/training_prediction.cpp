@@ -177,6 +177,25 @@ std::optional<FamilyPrediction> predict_family(const ResultSet& train, const std
   return family;
 }
 
+// Marks the steps where the forms reach beyond the comm run's measurements: more ranks than it
+// had, or buckets larger than its largest message of the backend (one rank communicates nothing).
+void mark_extrapolated(TrainingPrediction& prediction, const std::map<std::string, BackendCostFit>& fits,
+                       int comm_max_ranks) {
+  for (FamilyPrediction& family : prediction.families) {
+    int64_t largest_message = 0;
+    if (const auto fit = fits.find(family.backend); fit != fits.end()) {
+      for (const CostResidual& residual : fit->second.residuals) {
+        largest_message = std::max(largest_message, residual.sample.bytes);
+      }
+    }
+    const int64_t bucket_bytes = family.gradient_bytes / family.buckets;
+    for (PredictedStep& step : family.steps) {
+      step.extrapolated = step.ranks > 1 && (step.ranks > comm_max_ranks ||
+                                             (largest_message > 0 && bucket_bytes > largest_message));
+    }
+  }
+}
+
 // What the predictions assume, printed and written with them.
 std::vector<std::string> prediction_assumptions(int comm_hosts, int comm_max_ranks, int largest_base) {
   std::vector<std::string> a;
@@ -221,6 +240,7 @@ TrainingPrediction predict_training(const ResultSet& train, const std::map<std::
                                   fmt::join(prediction.skipped, "; ")));
   }
   prediction.assumptions = prediction_assumptions(comm_hosts, comm_max_ranks, largest_base);
+  mark_extrapolated(prediction, fits, comm_max_ranks);
   return prediction;
 }
 
@@ -243,7 +263,8 @@ Json to_json(const TrainingPrediction& prediction) {
                        {"efficiency_overlap", s.efficiency_overlap},
                        {"measured_comm_s", optional(s.measured_comm_s)},
                        {"measured_step_s", optional(s.measured_step_s)},
-                       {"measured_speedup", optional(s.measured_speedup)}});
+                       {"measured_speedup", optional(s.measured_speedup)},
+                       {"extrapolated", s.extrapolated}});
     }
     families.push_back({{"label", family.label},
                         {"backend", family.backend},
@@ -287,6 +308,7 @@ std::string prediction_csv(const TrainingPrediction& prediction) {
       {"measured_speedup", number(&PredictedStep::measured_speedup)},
       {"efficiency", number(&PredictedStep::efficiency)},
       {"efficiency_overlap", number(&PredictedStep::efficiency_overlap)},
+      {"extrapolated", [](const Row& row) { return std::string(row.second->extrapolated ? "true" : "false"); }},
   };
   return format_csv(columns, rows);
 }

@@ -43,6 +43,9 @@ struct PredictedStep {
   std::optional<double> measured_comm_s;  // without the wait for the slowest rank's compute
   std::optional<double> measured_step_s;
   std::optional<double> measured_speedup;  // workers · b · c / measured step, as the predicted one
+  // More ranks than the comm run measured, or a bucket larger than its largest message: the forms
+  // extrapolate (no contention, no topology).
+  bool extrapolated = false;
 };
 
 struct FamilyPrediction {

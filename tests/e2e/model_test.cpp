@@ -91,6 +91,10 @@ TEST(Model, FitsEveryBackendAndPredictsTheTrainingRun) {
   EXPECT_FALSE(rows[1].at("measured_comm_s").empty());
   EXPECT_FALSE(rows[1].at("measured_speedup").empty());
   EXPECT_TRUE(rows[2].at("measured_comm_s").empty());
+  // The comm run had 2 ranks: 8 is beyond it, and said so.
+  EXPECT_EQ(rows[1].at("extrapolated"), "false");
+  EXPECT_EQ(rows[2].at("extrapolated"), "true");
+  EXPECT_NE(console.find("fit beyond:"), std::string::npos) << console;
   // More ranks, more communication per step.
   EXPECT_GT(std::stod(rows[2].at("comm_s")), std::stod(rows[1].at("comm_s")));
   for (const fs::path& image : {runs().comm / "plots" / "model_fit.svg", runs().train / "plots" / "prediction.svg"}) {

@@ -8,6 +8,7 @@
 
 #include "harness/common/errors.h"
 #include "harness/common/files.h"
+#include "harness/model/model_report.h"
 #include "harness/model/training_prediction.h"
 #include "../results/point_record_of.h"
 
@@ -142,6 +143,11 @@ TEST(TrainingPrediction, PredictsEachRankCountFromComputePerSampleAndTheFit) {
   EXPECT_DOUBLE_EQ(*two.measured_speedup, 2 * 0.008 / 0.011);
   EXPECT_FALSE(family.steps[2].measured_step_s);
   EXPECT_DOUBLE_EQ(family.steps[0].speedup, 1.0);
+  // The comm run had 2 ranks at most: 4 is beyond it, 1 and 2 are not.
+  EXPECT_FALSE(family.steps[0].extrapolated);
+  EXPECT_FALSE(two.extrapolated);
+  EXPECT_TRUE(family.steps[2].extrapolated);
+  EXPECT_NE(prediction_csv(prediction).find(",true\n"), std::string::npos);
   EXPECT_FALSE(prediction.assumptions.empty());
 
   // Strong scaling of a global batch of 4 stops at 4 ranks: a fifth would get no sample.
@@ -182,6 +188,25 @@ TEST(TrainingPrediction, BucketsBelowTheRingsCrossoverAreTimedWithAllreducesFit)
   ASSERT_EQ(two.ranks, 2);
   EXPECT_DOUBLE_EQ(two.comm_s, 2 * predicted_allreduce_s(CostForm::kRingOrRecursiveDoubling, allreduce.parameters, 2, 2000) +
                                    4000 * kKnown.gamma_s_per_byte);
+}
+
+// Buckets of 2000 bytes against a comm run whose largest message was 1024 bytes: every rank count
+// that communicates is beyond what it measured, even within its ranks.
+TEST(TrainingPrediction, BucketsLargerThanTheCommRunsMessagesAreExtrapolated) {
+  const ResultSet run = training_run("large_buckets");
+  BackendCostFit fit;
+  fit.backend = "ring";
+  fit.form = CostForm::kRing;
+  fit.parameters = kKnown;
+  for (const int64_t bytes : {256, 1024}) fit.residuals.push_back({CostSample{2, bytes, 1e-5, 1e-7}, 1e-5, 0});
+  const TrainingPrediction prediction = predict_training(run, {{"ring", fit}}, {1, 2}, 1, 2);
+  ASSERT_EQ(prediction.families.size(), 1U);
+  ASSERT_EQ(prediction.families[0].steps.size(), 2U);
+  EXPECT_FALSE(prediction.families[0].steps[0].extrapolated) << "one rank communicates nothing";
+  EXPECT_TRUE(prediction.families[0].steps[1].extrapolated);
+  EXPECT_NE(prediction_console(prediction).find("fit beyond:"), std::string::npos);
+  fit.residuals.push_back({CostSample{2, 4096, 1e-5, 1e-7}, 1e-5, 0});
+  EXPECT_FALSE(predict_training(run, {{"ring", fit}}, {1, 2}, 1, 2).families[0].steps[1].extrapolated);
 }
 
 }  // namespace
