@@ -201,11 +201,17 @@ std::string SlurmScheduler::comment_for(const Batch& batch, const std::vector<Jo
   return attempt.empty() ? points : attempt + ":" + points;
 }
 
+std::string SlurmScheduler::abandoned_marker(const Batch& batch, const std::vector<JobSpec>& jobs) const {
+  // The first point's status stem: its own to this submission (the attempt is the run's id).
+  return context_.jobs_dir + "/status/" + status_stem(jobs[batch.jobs.front()]) + ".abandoned";
+}
+
 JobScript SlurmScheduler::script_for(const Batch& batch, const std::vector<JobSpec>& jobs) const {
   JobScript script;
   script.mode = batch.mode;
   script.setup = options_.setup;
   script.status_dir = context_.jobs_dir + "/status";
+  script.abandoned_marker = abandoned_marker(batch, jobs);
   const JobSpec& first = jobs[batch.jobs.front()];
   int most_ranks = 0;
   int most_per_node = 0;

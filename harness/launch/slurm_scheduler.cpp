@@ -123,25 +123,29 @@ JobId SlurmScheduler::submit(const JobSpec& job) {
 }
 
 std::string SlurmScheduler::submit_script(const std::string& script_path, const std::string& comment,
-                                          SlurmMode mode) {
+                                          SlurmMode mode, const std::string& abandoned_marker) {
   const std::vector<std::string> arguments = {"--chdir=" + context_.working_directory, output_option(mode)};
   try {
     return commands().submit(arguments, script_path);
   } catch (const SbatchTimedOut& timed_out) {
     // The controller may have queued it before sbatch stalled: a second sbatch would run the
-    // points twice, both jobs writing the same measurements.
+    // points twice, both jobs writing the same measurements. And it may queue it after squeue
+    // looked: the marker, written first, makes such a job run nothing.
+    write_file_atomically(abandoned_marker, std::string(timed_out.what()) + "\n");
     std::string found;
     try {
       found = commands().find_by_comment(job_name(), comment);
     } catch (const LaunchError& error) {
       throw LaunchError(fmt::format("{}, and looking for the job it may have queued failed ({}): not submitted "
-                                    "again; `harness status` shows whether it runs",
-                                    timed_out.what(), error.what()));
+                                    "again; a job it queued runs nothing ({})",
+                                    timed_out.what(), error.what(), abandoned_marker));
     }
     if (found.empty()) {
-      throw LaunchError(fmt::format("{}, and squeue --name={} lists no job of it: not submitted", timed_out.what(),
-                                    job_name()));
+      throw LaunchError(fmt::format("{}, and squeue --name={} lists no job of it: not submitted; a job it queues "
+                                    "later runs nothing ({})",
+                                    timed_out.what(), job_name(), abandoned_marker));
     }
+    remove_if_present(abandoned_marker);  // found in time: followed as any other
     return found;
   }
 }
@@ -171,8 +175,10 @@ std::vector<Submission> SlurmScheduler::submit_all(const std::vector<JobSpec>& j
     std::vector<std::pair<std::size_t, JobId>> made;
     try {
       for (const std::size_t i : batch.jobs) remove_if_present(status_path(jobs[i]));
+      remove_if_present(abandoned_marker(batch, jobs));
       write_file_atomically(script_path, render_job_script(template_text_, script_for(batch, jobs)));
-      const std::string slurm_id = submit_script(script_path, comment_for(batch, jobs), batch.mode);
+      const std::string slurm_id =
+          submit_script(script_path, comment_for(batch, jobs), batch.mode, abandoned_marker(batch, jobs));
       for (std::size_t task = 0; task < batch.jobs.size(); ++task) {
         const JobSpec& job = jobs[batch.jobs[task]];
         const std::string id = batch.mode == SlurmMode::kArray ? fmt::format("{}_{}", slurm_id, task) : slurm_id;

@@ -106,8 +106,12 @@ class SlurmScheduler final : public Scheduler {
   std::string output_option(SlurmMode mode) const;
   JobId track(const JobSpec& job, SlurmMode mode, const std::string& slurm_id, const std::string& cancel_id);
   // sbatch of `script_path`; when sbatch gives no answer in time, the job it may have queued all
-  // the same, found by its comment (never submitted twice). Throws LaunchError.
-  std::string submit_script(const std::string& script_path, const std::string& comment, SlurmMode mode);
+  // the same, found by its comment (never submitted twice). Throws LaunchError, leaving the file
+  // `abandoned_marker` behind when no job was found: one queued later runs nothing.
+  std::string submit_script(const std::string& script_path, const std::string& comment, SlurmMode mode,
+                            const std::string& abandoned_marker);
+  // The file whose presence tells a batch's job that its sbatch was given up on (JobScript).
+  std::string abandoned_marker(const Batch& batch, const std::vector<JobSpec>& jobs) const;
   std::vector<JobResult> collect(bool may_query);
 
   SlurmOptions options_;

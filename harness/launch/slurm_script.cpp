@@ -20,8 +20,8 @@ const std::regex kPlaceholder(R"(\{\{([A-Za-z_]*)\}\})");
 // What a reader takes for a placeholder but rendering would leave as it is: "{{ points }}".
 const std::regex kSpacedPlaceholder(R"(\{\{\s*[A-Za-z_]*\s*\}\})");
 
-// What `run` says: which of the script's points this job runs.
-std::string run_lines(const JobScript& script) {
+// Which of the script's points this job runs.
+std::string points_to_run(const JobScript& script) {
   switch (script.mode) {
     case SlurmMode::kArray:
       return "# A job array: each task runs the point of its index.\n"
@@ -36,6 +36,19 @@ std::string run_lines(const JobScript& script) {
     default:
       return "point_0";
   }
+}
+
+// What `run` says: which of the script's points this job runs (none when the harness gave up on
+// its sbatch).
+std::string run_lines(const JobScript& script) {
+  const std::string abandoned =
+      script.abandoned_marker.empty()
+          ? ""
+          : fmt::format("# Queued after the harness gave up on this job's sbatch: it may have run the points again.\n"
+                        "if [[ -e {0} ]]; then echo \"harness gave up on this job's sbatch, so it runs nothing: \"{0} >&2; "
+                        "exit 0; fi\n",
+                        shell_word(script.abandoned_marker));
+  return abandoned + points_to_run(script);
 }
 
 std::string point_functions(const JobScript& script) {

@@ -28,6 +28,9 @@ struct JobScript {
   std::vector<std::string> setup;         // shell lines, as the user wrote them
   std::string status_dir;
   std::vector<ScriptPoint> points;
+  // Where this job finds, when it starts, that the harness gave up on its sbatch (no answer, no
+  // job found): queued late after all, it runs nothing. "" for none.
+  std::string abandoned_marker;
 };
 
 // The template's text: the user's file (`path`) or the harness's own (""). Throws ConfigError

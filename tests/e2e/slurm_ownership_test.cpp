@@ -192,6 +192,29 @@ TEST(SlurmOwnership, AnSbatchThatGivesNoAnswerIsLookedUpByNameAndNotSubmittedTwi
   EXPECT_NE(text.find("gave no answer within 1 s (HARNESS_SBATCH_TIMEOUT_S), and squeue --name=harness-"),
             std::string::npos) << text;
   EXPECT_NE(text.find("lists no job of it: not submitted"), std::string::npos) << text;
+  // Had sbatch queued the second job after all, later: it runs nothing (and writes no status).
+  // The first, found in time, has no such marker.
+  std::vector<fs::path> markers;
+  for (const auto& entry : fs::directory_iterator(cluster.out / "jobs" / "status")) {
+    if (entry.path().extension() == ".abandoned") markers.push_back(entry.path());
+  }
+  ASSERT_EQ(markers.size(), 1U) << text;
+  EXPECT_EQ(markers[0].filename().string().rfind("p001-", 0), 0U) << markers[0];
+  fs::path script;
+  for (const auto& entry : fs::directory_iterator(cluster.out / "jobs" / "scripts")) {
+    if (entry.path().filename().string().rfind("p001-", 0) == 0) script = entry.path();
+  }
+  ASSERT_FALSE(script.empty());
+  ProcessRequest late_job;
+  late_job.argv = {"bash", script.string()};
+  late_job.timeout_s = 30;
+  const CapturedRun late = run_captured(late_job);
+  EXPECT_TRUE(late.outcome.ok()) << late.outcome.describe() << "\n" << late.output;
+  EXPECT_NE(late.output.find("harness gave up on this job's sbatch, so it runs nothing"), std::string::npos)
+      << late.output;
+  for (const auto& entry : fs::directory_iterator(cluster.out / "jobs" / "status")) {
+    EXPECT_NE(entry.path().extension(), ".status") << entry.path() << " written by a job that should run nothing";
+  }
 }
 
 TEST(SlurmOwnership, AJobScancelCouldNotStopStaysInTheLedger) {
