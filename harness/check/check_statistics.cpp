@@ -39,6 +39,11 @@ ChangeEstimate paired_change(const std::vector<double>& current, const std::vect
   estimate.current_count = estimate.baseline_count = static_cast<int>(differences.size());
   estimate.log_ratio = mean_of(differences);
   estimate.low = estimate.high = estimate.log_ratio;
+  if (!differences.empty()) {
+    const auto [least, most] = std::minmax_element(differences.begin(), differences.end());
+    estimate.least_difference = *least;
+    estimate.most_difference = *most;
+  }
   if (differences.size() < 2) return estimate;
   const double n = static_cast<double>(differences.size());
   estimate.spread = std::sqrt(variance_of(differences));
@@ -66,6 +71,12 @@ ChangeEstimate welch_change(const std::vector<double>& current, const std::vecto
   estimate.baseline_count = static_cast<int>(baseline.size());
   estimate.log_ratio = mean_of(current) - mean_of(baseline);
   estimate.low = estimate.high = estimate.log_ratio;
+  if (!current.empty() && !baseline.empty()) {
+    const auto [current_least, current_most] = std::minmax_element(current.begin(), current.end());
+    const auto [baseline_least, baseline_most] = std::minmax_element(baseline.begin(), baseline.end());
+    estimate.least_difference = *current_least - *baseline_most;
+    estimate.most_difference = *current_most - *baseline_least;
+  }
   if (current.size() < 2 || baseline.size() < 2) return estimate;
   const double n_c = static_cast<double>(current.size());
   const double n_b = static_cast<double>(baseline.size());
@@ -166,8 +177,18 @@ Judgement judge_metric(const CheckMetric& metric, const MetricLimits& limits, do
   }
   const bool excludes_no_change = estimate.low > 0 || estimate.high < 0;
   const bool towards_worse = lower_is_better ? estimate.low > 0 : estimate.high < 0;
+  // The change of the repeat that changed least the bad way.
+  const double least_worse = relative_change(lower_is_better ? estimate.least_difference : estimate.most_difference,
+                                             baseline_value, log_scale);
+  const bool every_repeat_worse = lower_is_better ? least_worse > limits.threshold : least_worse < -limits.threshold;
   if (worse) {
     if (excludes_no_change && towards_worse) return {Verdict::kRegression, ""};
+    if (every_repeat_worse) {
+      return {Verdict::kRegression,
+              fmt::format("every repeat beyond the threshold (the least by {:+.1f}%); the spread of the others widens "
+                          "the interval",
+                          100 * least_worse)};
+    }
     const int needed = repeats_needed(estimate);
     if (needed >= kMaxRepeatsNeeded) {
       return {Verdict::kInconclusive,

@@ -24,6 +24,11 @@ struct ChangeEstimate {
   double baseline_spread = 0;
   int current_count = 0;
   int baseline_count = 0;
+  // The range every repeat's change lies in: the least and the most difference of the pairs, or,
+  // unpaired, of every current value against every baseline value (min current - max baseline,
+  // max current - min baseline).
+  double least_difference = 0;
+  double most_difference = 0;
 };
 
 // Both sides are log values per repeat, `current[i]` and `baseline[i]` from the same round
@@ -60,7 +65,9 @@ struct Judgement {
 
 // The verdict of one metric: the floor first (an absolute difference below it passes), then too
 // few repeats (inconclusive, saying how many), then the change against the threshold in the
-// metric's bad direction and whether the interval excludes no change. `log_scale`: the estimate
+// metric's bad direction and whether the interval excludes no change, or every repeat is beyond
+// the threshold that way (one far outlier in the bad direction widens the interval past no
+// change; it does not make the change any less). `log_scale`: the estimate
 // is of log values (a ratio); otherwise of raw values (a difference, relative to baseline_value).
 Judgement judge_metric(const CheckMetric& metric, const MetricLimits& limits, double baseline_value,
                        double current_value, const ChangeEstimate& estimate, bool log_scale = true);

@@ -147,6 +147,7 @@ TEST(SharedMemoryAllreduce, ScattersOnlyWhenStagingFromAGpuAsksIt) {
   options.owned.erase("shm_copy_engine_gathers");
   const auto plain = make_gradient_sync("shm", options, communicator);
   EXPECT_FALSE(plain->scatters_sums());
+  if (world.size == 1) return;  // one rank's sync exchanges nothing and offers no memory
   const std::shared_ptr<float> memory = plain->allocate_buffer(64);
   EXPECT_TRUE(plain->scattered_memory(memory.get()).empty());
   std::vector<float> local(64, static_cast<float>(world.rank + 1));

@@ -81,6 +81,37 @@ TEST(CheckStatistics, AWideIntervalIsInconclusiveAndSaysHowManyRepeatsWouldDecid
   EXPECT_GT(repeats_needed(wide), 6);
 }
 
+// 50% slower in every one of 5 repeats and 65 times slower in one of them: the outlier widens the
+// t-interval past no change, but every repeat is beyond the threshold, so it is a regression (it
+// was INCONCLUSIVE, which the CI gate passes). One repeat within the threshold keeps it
+// inconclusive; unpaired, every current value must be beyond every baseline value.
+TEST(CheckStatistics, AnOutlierInTheBadDirectionDoesNotHideAChangeInEveryRepeat) {
+  const MetricLimits limits{0.25, 0};
+  const std::vector<double> none = {0, 0.02, -0.02, 0.01, -0.01};
+  const std::vector<double> slower = {std::log(1.5), std::log(1.5) + 0.02, std::log(1.5) - 0.02,
+                                      std::log(1.5) + 0.01, std::log(1.5 * 65) - 0.01};
+  const ChangeEstimate paired = paired_change(slower, none);
+  ASSERT_LT(paired.low, 0) << "the interval includes no change";
+  const Judgement judgement = judge_metric(metric("reduce_time"), limits, 1, 3, paired);
+  EXPECT_EQ(judgement.verdict, Verdict::kRegression);
+  EXPECT_NE(judgement.note.find("every repeat beyond the threshold (the least by +50.0%)"), std::string::npos)
+      << judgement.note;
+  // busbw falls by as much: a regression there too.
+  std::vector<double> lower;
+  for (const double value : slower) lower.push_back(-value);
+  EXPECT_EQ(judge_metric(metric("busbw"), limits, 1, 0.33, paired_change(lower, none)).verdict, Verdict::kRegression);
+  // One repeat only 10% slower: inconclusive, as before.
+  std::vector<double> mixed = slower;
+  mixed[1] = std::log(1.1);
+  EXPECT_EQ(judge_metric(metric("reduce_time"), limits, 1, 3, paired_change(mixed, none)).verdict,
+            Verdict::kInconclusive);
+  const ChangeEstimate unpaired = welch_change(slower, none);
+  EXPECT_NEAR(unpaired.least_difference, std::log(1.5) - 0.02 - 0.02, 1e-12);
+  EXPECT_EQ(judge_metric(metric("reduce_time"), limits, 1, 3, unpaired).verdict, Verdict::kRegression);
+  EXPECT_EQ(judge_metric(metric("reduce_time"), limits, 1, 3, welch_change(mixed, none)).verdict,
+            Verdict::kInconclusive);
+}
+
 TEST(CheckStatistics, FewerThanThreeRepeatsAreInconclusiveWithTheNumberNeeded) {
   const MetricLimits limits{0.10, 0};
   // A change beyond the threshold: the repeats that would decide it.
