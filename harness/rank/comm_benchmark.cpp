@@ -111,12 +111,7 @@ volatile float probe_sink = 0;
 // The elements of `buffer` that differ from `expected` beyond rounding, summed over the ranks.
 int64_t count_wrong(std::span<const float> buffer, const std::vector<float>& expected,
                     const Communicator& communicator) {
-  int64_t wrong = 0;
-  for (std::size_t i = 0; i < buffer.size(); ++i) {
-    if (std::abs(buffer[i] - expected[i]) > 1e-5F * std::max(1.0F, std::abs(expected[i]))) {
-      ++wrong;
-    }
-  }
+  int64_t wrong = elements_off(buffer, expected);
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_INT64_T, MPI_SUM, communicator.handle()),
             "MPI_Allreduce(wrong)");
   return wrong;
@@ -316,6 +311,15 @@ std::vector<int64_t> comm_message_sizes(const CommOptions& options) {
   }
   sizes.push_back(options.max_bytes);
   return sizes;
+}
+
+int64_t elements_off(std::span<const float> buffer, std::span<const float> expected) {
+  int64_t off = 0;
+  for (std::size_t i = 0; i < buffer.size(); ++i) {
+    // Written so that a NaN, which compares false with everything, counts as off.
+    if (!(std::abs(buffer[i] - expected[i]) <= 1e-5F * std::max(1.0F, std::abs(expected[i])))) ++off;
+  }
+  return off;
 }
 
 double allreduce_bus_bandwidth(double algbw, int ranks) {

@@ -49,6 +49,10 @@ std::vector<MessageSizeMetrics> run_comm_benchmark(GradientSync& backend,
                                                    const CommSizeDone& size_done = {},
                                                    Timeline* timeline = nullptr);
 
+// This rank's elements of `buffer` off from `expected` by more than 1e-5 × max(1, |expected|);
+// a NaN or an infinity where a finite sum is expected counts as off (sizes equal).
+int64_t elements_off(std::span<const float> buffer, std::span<const float> expected);
+
 // busbw from algbw for an allreduce over `ranks`.
 double allreduce_bus_bandwidth(double algbw, int ranks);
 

@@ -149,7 +149,13 @@ void DataParallelTrainer::start_training(LoopFlush* flush, TrainingRun& run) {
   run.batch = per_rank_batch(settings_, layout_.workers);
   run.samples_per_step = run.batch * layout_.workers;
   run.permutation.resize(static_cast<std::size_t>(workload_.train_size()));
-  run.warmup_steps = std::min<int64_t>(settings_.warmup_steps, result.steps_per_epoch);
+  // Validation refuses it before launch; a worker started by hand would record no timed step.
+  if (settings_.warmup_steps >= result.steps_per_epoch) {
+    throw ConfigError(fmt::format("warmup_steps: expected fewer warm-up steps than the {} steps of the first epoch, "
+                                  "got {}",
+                                  result.steps_per_epoch, settings_.warmup_steps));
+  }
+  run.warmup_steps = settings_.warmup_steps;
 
   const auto timed_steps =
       static_cast<std::size_t>(result.steps_per_epoch * settings_.epochs - run.warmup_steps);

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <vector>
+
 namespace harness {
 namespace {
 
@@ -17,6 +20,17 @@ TEST(CommBenchmark, SizesStepByTheFactorAndEndAtTheMaximum) {
   EXPECT_EQ(comm_message_sizes(options), (std::vector<int64_t>{4, 16, 64, 100}));
   options.min_bytes = 100;
   EXPECT_EQ(comm_message_sizes(options), (std::vector<int64_t>{100}));
+}
+
+// A backend that leaves NaN or infinity where a sum belongs (memory nobody wrote) is wrong there,
+// not right: a NaN compares false with every bound.
+TEST(CommBenchmark, NanAndInfinityAreWrongSums) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> expected = {1, 2, 1000, -3};
+  EXPECT_EQ(elements_off(std::vector<float>{1, 2, 1000.005F, -3}, expected), 0) << "within rounding";
+  EXPECT_EQ(elements_off(std::vector<float>{1, 2.001F, 1000, -3}, expected), 1);
+  EXPECT_EQ(elements_off(std::vector<float>{nan, 2, inf, -inf}, expected), 3);
 }
 
 TEST(CommBenchmark, BusBandwidthIsTheAllreduceFormula) {

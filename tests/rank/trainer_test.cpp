@@ -167,6 +167,14 @@ TEST(DataParallelTrainer, ShortTrainingLowersTheLossAndKeepsRanksInStep) {
   EXPECT_EQ(flat, rank_zeros(flat));
 }
 
+// A warm-up as long as the first epoch leaves no timed step: refused, not a record of nothing.
+TEST(DataParallelTrainer, AWarmupAsLongAsTheFirstEpochIsRefused) {
+  Fixture f;
+  f.settings.warmup_steps = 120 / (kBatch * f.size);
+  DataParallelTrainer trainer(*f.workload, f.backend, MPI_COMM_WORLD, f.settings);
+  EXPECT_THROW(trainer.train(), ConfigError);
+}
+
 // The loss curve: windows of loss_every steps across epochs, each the mean over the ranks'
 // batches; a window as long as an epoch is that epoch's loss; the last window may be short.
 TEST(DataParallelTrainer, TheLossCurveAveragesWindowsOfStepsOverEveryRank) {
