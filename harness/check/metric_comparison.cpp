@@ -101,6 +101,7 @@ bool compare_metric_values(const CheckMetric& metric, const MetricLimits& limits
   ChangeEstimate estimate;
   double current_value = 0;
   double baseline_value = 0;
+  std::string unpaired_note;  // why repeats of one run were not compared in pairs
   if (against && with_baseline) {
     // The candidate's gaps to its reference in each run (paired within it: log ratios, or
     // differences where a value is 0), then Welch between runs.
@@ -121,11 +122,20 @@ bool compare_metric_values(const CheckMetric& metric, const MetricLimits& limits
     }
   } else {
     std::vector<double> mine, theirs;
-    const bool paired = against || sides.same_run;
+    bool paired = against || sides.same_run;
     if (paired) {
       paired_values(current, held, mine, theirs);
-      if (mine.empty()) return missing(row, "no repeat in common with the reference");
-    } else {
+      // Failed repeats on either side left too few rounds in common to pair, while each side has
+      // enough of its own: compared unpaired rather than left out.
+      const auto least = static_cast<std::size_t>(kMinRepeats);
+      if (mine.size() < least && current.size() >= least && held.size() >= least) {
+        paired = false;
+        unpaired_note = fmt::format("unpaired: {} repeat(s) in common with the reference", mine.size());
+      } else if (mine.empty()) {
+        return missing(row, "no repeat in common with the reference");
+      }
+    }
+    if (!paired) {
       mine = all_of(current);
       theirs = all_of(held);
     }
@@ -156,6 +166,7 @@ bool compare_metric_values(const CheckMetric& metric, const MetricLimits& limits
   const Judgement judgement = judge_metric(metric, limits, baseline_value, current_value, estimate, log_scale);
   row.verdict = judgement.verdict;
   row.note = judgement.note;
+  if (!unpaired_note.empty()) row.note = row.note.empty() ? unpaired_note : unpaired_note + "; " + row.note;
   if (!log_scale && row.note.empty()) row.note = "compared as a difference: a value of 0 has no ratio";
   return true;
 }

@@ -98,12 +98,31 @@ TEST(MetricComparison, ASideWithoutValuesIsMissing) {
   no_baseline.current = &values;
   no_baseline.baseline = &empty;
   EXPECT_EQ(compared("reduce_time", no_baseline).verdict, Verdict::kMissing);
+  // Rounds that failed on one side or the other leave no pair: compared unpaired when each side
+  // has enough repeats of its own, missing when not.
   MetricSides no_pairs;
   no_pairs.current = &values;
   no_pairs.current_reference = &other_rounds;
   const CheckRow row = compared("reduce_time", no_pairs);
-  EXPECT_EQ(row.verdict, Verdict::kMissing);
-  EXPECT_EQ(row.note, "no repeat in common with the reference");
+  EXPECT_EQ(row.verdict, Verdict::kPass) << row.note;
+  EXPECT_FALSE(row.paired);
+  EXPECT_EQ(row.note, "unpaired: 0 repeat(s) in common with the reference");
+  const RepeatValues two_rounds = {{5, 1.0}, {6, 1.0}};
+  MetricSides too_few;
+  too_few.current = &values;
+  too_few.current_reference = &two_rounds;
+  const CheckRow few = compared("reduce_time", too_few);
+  EXPECT_EQ(few.verdict, Verdict::kMissing);
+  EXPECT_EQ(few.note, "no repeat in common with the reference");
+  // Slower in every repeat, with the rounds of each side failing where the other's did not.
+  const RepeatValues slower = {{1, 2.0}, {3, 2.1}, {4, 1.9}};
+  const RepeatValues reference = {{0, 1.0}, {2, 1.05}, {5, 0.95}};
+  MetricSides disjoint;
+  disjoint.current = &slower;
+  disjoint.current_reference = &reference;
+  const CheckRow regressed = compared("reduce_time", disjoint);
+  EXPECT_EQ(regressed.verdict, Verdict::kRegression) << regressed.note;
+  EXPECT_EQ(regressed.note, "unpaired: 0 repeat(s) in common with the reference");
 }
 
 }  // namespace
