@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "harness/check/check_metrics.h"
+#include "harness/common/json.h"
 
 namespace harness {
 namespace {
@@ -18,6 +19,32 @@ std::string kinds_of(const ResultsSide& side) {
   std::vector<std::string> names;
   for (const Kind kind : kinds) names.emplace_back(kind == Kind::kComm ? "comm" : "training");
   return fmt::format("{}", fmt::join(names, " and "));
+}
+
+// "timeout_s (300 here, 600 in BASE)": the settings in which the closest pair of a current and a
+// baseline configuration differ (the fewest keys), up to three; "" when some pair is equal or a
+// side has no configuration.
+std::string closest_difference(const ResultsSide& current, const ResultsSide& baseline) {
+  std::vector<std::string> closest;
+  bool found = false;
+  for (const Configuration& mine : current.configurations) {
+    const Json now = Json::parse(mine.match_identity);
+    for (const Configuration& theirs : baseline.configurations) {
+      const Json then = Json::parse(theirs.match_identity);
+      std::vector<std::string> differing;
+      for (const auto& [key, value] : now.items()) {
+        const auto other = then.find(key);
+        if (other == then.end() || *other != value) {
+          differing.push_back(fmt::format("{} ({} here, {} in {})", key, value.dump(),
+                                          other == then.end() ? "none" : other->dump(), baseline.dir));
+        }
+      }
+      if (!found || differing.size() < closest.size()) closest = std::move(differing);
+      found = true;
+    }
+  }
+  if (closest.size() > 3) closest.resize(3);
+  return fmt::format("{}", fmt::join(closest, ", "));
 }
 
 }  // namespace
@@ -69,6 +96,12 @@ std::string nothing_compared(const std::vector<CheckRow>& rows, const ResultsSid
                        missing, failed, not_comparable, first);
   }
   if (failed == 0) {
+    // Missing everywhere against another run: most often no configuration has a counterpart.
+    if (const std::string differing = baseline == nullptr ? "" : closest_difference(current, *baseline);
+        !differing.empty()) {
+      return fmt::format("no configuration of {} has a counterpart in {} ({} missing row(s)); the closest differ in {}",
+                         current.dir, baseline->dir, missing, differing);
+    }
     return fmt::format("every configuration lacks the records of a side ({} missing row(s))", missing);
   }
   if (missing == 0) {

@@ -125,6 +125,15 @@ TEST(Comparison, NothingComparedOnEveryPathSaysWhy) {
   expect_nothing_compared(all_failed, &all_failed, default_check_options(),
                           "nothing compared: every configuration failed on both sides (1 failing row(s)); none has "
                           "a measurement to compare");
+  // A baseline run with another time limit: no configuration has a counterpart (a row for each
+  // side's), and the setting that differs says why.
+  ResultsSide longer = side_of("longer-run", {{"ring", 0, 3}, {"ring", 1, 3}, {"ring", 2, 3}}, {"ring"});
+  longer.configurations[0].settings.timeout_s = 300;
+  longer.configurations[0].identity = configuration_identity(longer.configurations[0].settings);
+  longer.configurations[0].match_identity = configuration_identity(longer.configurations[0].settings, true);
+  expect_nothing_compared(comm, &longer, default_check_options(),
+                          "nothing compared: no configuration of comm-run has a counterpart in longer-run (2 missing "
+                          "row(s)); the closest differ in timeout_s (600.0 here, 300.0 in longer-run)");
   // No record of the current run (not run yet), and the baseline has what it lacks.
   const ResultsSide not_run = side_of("empty-run", {}, {"ring"});
   expect_nothing_compared(not_run, &comm, default_check_options(),
