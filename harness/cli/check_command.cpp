@@ -1,6 +1,10 @@
 // `harness check`: compares a results directory with a baseline and/or with configurations of its
 // own, prints the verdicts, writes the CI outputs, and exits with the gate's status.
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <string>
@@ -68,6 +72,9 @@ void check_output_path(const std::string& path, const char* flag, const std::vec
   if (!fs::is_directory(parent, error)) {
     throw ConfigError(fmt::format("{} {}: no directory {} to write it in", flag, path, parent.string()));
   }
+  if (::access(parent.c_str(), W_OK | X_OK) != 0) {
+    throw ConfigError(fmt::format("{} {}: cannot write in {}: {}", flag, path, parent.string(), std::strerror(errno)));
+  }
   const fs::path output = fs::canonical(parent, error) / fs::path(path).filename();
   for (const auto& directory : results_dirs) {
     if (directory.empty()) continue;
@@ -81,21 +88,41 @@ void check_output_path(const std::string& path, const char* flag, const std::vec
   }
 }
 
+// Two outputs named one file: the second would replace the first.
+void check_outputs_distinct(const CheckCommandOptions& command) {
+  namespace fs = std::filesystem;
+  const std::vector<std::pair<const char*, std::string>> outputs = {
+      {"--json", command.json_path}, {"--junit", command.junit_path}, {"--markdown", command.markdown_path}};
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    for (std::size_t j = i + 1; j < outputs.size(); ++j) {
+      if (outputs[i].second.empty() || outputs[j].second.empty()) continue;
+      std::error_code error;
+      if (fs::weakly_canonical(outputs[i].second, error) == fs::weakly_canonical(outputs[j].second, error)) {
+        throw ConfigError(fmt::format("{} {}: is also {}'s file; expected a file of its own", outputs[j].first,
+                                      outputs[j].second, outputs[i].first));
+      }
+    }
+  }
+}
+
 int check(const CheckCommandOptions& command) {
   const std::vector<std::string> compared = {command.current_dir, command.baseline_dir};
   check_output_path(command.json_path, "--json", compared);
   check_output_path(command.junit_path, "--junit", compared);
   check_output_path(command.markdown_path, "--markdown", compared);
+  check_outputs_distinct(command);
   const ResultsSide current = load_results_side(command.current_dir);
   const CheckOptions options = options_for(current, command);
   std::optional<ResultsSide> baseline;
   if (!command.baseline_dir.empty()) baseline = load_results_side(command.baseline_dir);
   const CheckReport report = compare_results(current, baseline ? &*baseline : nullptr, options, command.strict);
 
-  std::cout << format_check_console(report);
+  // The files first: one that cannot be written after all is an error (exit 2) before any verdict
+  // is printed, not after the table.
   if (!command.json_path.empty()) write_output(command.json_path, check_report_json(report).dump(2) + "\n", "--json");
   if (!command.junit_path.empty()) write_output(command.junit_path, check_junit_xml(report), "--junit");
   if (!command.markdown_path.empty()) write_output(command.markdown_path, check_markdown(report), "--markdown");
+  std::cout << format_check_console(report);
   if (const char* actions = std::getenv("GITHUB_ACTIONS"); actions != nullptr && std::string(actions) == "true") {
     for (const auto& line : github_annotations(report)) std::cout << line << "\n";
   }

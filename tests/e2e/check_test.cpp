@@ -1,6 +1,7 @@
 // End to end: `harness check` on results of real runs of the communication benchmark, as a CI job
 // runs it: exit statuses, the verdicts in every output format, bad input.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <sstream>
@@ -234,6 +235,18 @@ TEST(Check, BadInputIsOneLineAndExitsTwo) {
                  "--against.backend: no configuration of " + results + " has \"nccl\" (it has \"allreduce\"");
   expect_refused({results}, "nothing to compare with: give --baseline DIR, --against VALUES");
   expect_refused({results, "--baseline", results, "--json", (dir / "no" / "such" / "dir.json").string()}, "--json");
+  // Two outputs into one file, and a directory nobody may write in: refused before any verdict.
+  const std::string same = (dir / "same.out").string();
+  expect_refused({results, "--baseline", results, "--json", same, "--junit", same},
+                 "--junit " + same + ": is also --json's file; expected a file of its own");
+  const fs::path locked = dir / "locked";
+  fs::create_directories(locked);
+  fs::permissions(locked, fs::perms::owner_read | fs::perms::owner_exec);
+  if (::geteuid() != 0) {  // root writes anywhere
+    expect_refused({results, "--baseline", results, "--markdown", (locked / "check.md").string()},
+                   "--markdown " + (locked / "check.md").string() + ": cannot write in " + locked.string());
+  }
+  fs::permissions(locked, fs::perms::owner_all);
 }
 
 TEST(Check, NothingComparedExitsTwoInOneLineSayingWhy) {
