@@ -81,9 +81,12 @@ std::vector<MetricValue> metric_values(const CheckMetric& metric, const Measurem
   if (metric.kind != Kind::kTrain || !measurements.train) return values;
   const TrainMeasurements& train = *measurements.train;
   double value = 0;
-  if (metric.name == "comm_time") value = median_ms(train.steps.comm_s);
-  if (metric.name == "exposed_comm") value = median_ms(train.steps.exposed_comm_s);
-  if (metric.name == "comm_fraction") value = median_comm_fraction(train.steps);
+  // One rank exchanges nothing: its few tenths of a microsecond in the backend's call are no
+  // communication, and a metric 0 on both sides is no row.
+  const bool exchanges = measurements.world_size != 1;  // 0: a record that does not say
+  if (metric.name == "comm_time" && exchanges) value = median_ms(train.steps.comm_s);
+  if (metric.name == "exposed_comm" && exchanges) value = median_ms(train.steps.exposed_comm_s);
+  if (metric.name == "comm_fraction" && exchanges) value = median_comm_fraction(train.steps);
   if (metric.name == "step_time") value = median_ms(train.steps.step_s);
   if (metric.name == "throughput") value = median_throughput(train);
   values.push_back({0, "", value});

@@ -90,6 +90,26 @@ TEST(MetricComparison, AZeroAgainstAReferenceAndABaselineComparesTheGapsAsDiffer
   EXPECT_NEAR(*row.baseline, 1.0 + (-1.0 + 0.1 - 0.1) / 3, 1e-9);  // the reference now, plus the baseline's gap
 }
 
+// One rank exchanges nothing: its communication metrics are 0 (no row), whatever the backend's
+// empty call took; its step time still counts.
+TEST(MetricComparison, OneRanksCommunicationIsNoMetric) {
+  Measurements measurements;
+  TrainMeasurements train;
+  train.steps.step_s = {0.010, 0.011, 0.012};
+  train.steps.compute_s = {0.010, 0.011, 0.012};
+  train.steps.comm_s = {1e-7, 1e-7, 2e-7};
+  train.steps.exposed_comm_s = {1e-7, 1e-7, 2e-7};
+  measurements.train = train;
+  measurements.world_size = 1;
+  for (const char* name : {"comm_time", "exposed_comm", "comm_fraction"}) {
+    ASSERT_EQ(metric_values(metric(name), measurements).size(), 1U);
+    EXPECT_EQ(metric_values(metric(name), measurements)[0].value, 0) << name;
+  }
+  EXPECT_NEAR(metric_values(metric("step_time"), measurements)[0].value, 11, 1e-9);
+  measurements.world_size = 2;
+  EXPECT_NEAR(metric_values(metric("comm_time"), measurements)[0].value, 1e-4, 1e-12);
+}
+
 TEST(MetricComparison, ASideWithoutValuesIsMissing) {
   const RepeatValues values = {{0, 1.0}, {1, 1.1}, {2, 1.0}};
   const RepeatValues empty;
