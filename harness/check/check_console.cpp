@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "harness/check/check_outputs.h"
@@ -13,14 +15,23 @@ std::string interval_text(const CheckRow& row) {
   return fmt::format("[{}, {}]", format_change(*row.change_low), format_change(*row.change_high));
 }
 
+// A column as wide as its longest value, at least `least`: labels of many swept settings stay in
+// their column.
+int width_of(const CheckReport& report, int least, std::string CheckRow::*field) {
+  std::size_t width = static_cast<std::size_t>(least);
+  for (const CheckRow& row : report.rows) width = std::max(width, (row.*field).size());
+  return static_cast<int>(width);
+}
+
 }  // namespace
 
 std::string format_check_console(const CheckReport& report) {
   const std::vector<ConsoleColumn<CheckRow>> columns = {
       {"verdict", "", 14, true, [](const CheckRow& row) { return verdict_name(row.verdict); }},
       {"point", "", 13, true, [](const CheckRow& row) { return row.point; }},
-      {"configuration", "", 28, true, [](const CheckRow& row) { return row.label; }},
-      {"against", "", 17, true, [](const CheckRow& row) { return row.reference; }},
+      {"configuration", "", width_of(report, 28, &CheckRow::label), true, [](const CheckRow& row) { return row.label; }},
+      {"against", "", width_of(report, 17, &CheckRow::reference), true,
+       [](const CheckRow& row) { return row.reference; }},
       {"metric", "", 13, true, [](const CheckRow& row) { return row.metric; }},
       {"size", "", 7, false, [](const CheckRow& row) { return row.size; }},
       {"baseline", "", 10, false, [](const CheckRow& row) { return value_or_dash(row.baseline); }},
