@@ -172,6 +172,12 @@ bool CandidateComparison::judge_statuses(const Counterparts& with) const {
           fmt::format("the reference {} {}: {}", reference->first_id, how, first_reason(*reference)));
       return false;
     }
+    // Some of its repeats failed: the comparison goes on without them, and says so.
+    if (!reference->not_ok.empty()) {
+      note(fmt::format("the reference {} failed in {} of {} repeat(s), compared without them: {}", reference->first_id,
+                       reference->not_ok.size(), reference->not_ok.size() + reference->ok.size(),
+                       first_reason(*reference)));
+    }
   }
   if (candidate_.ok.empty()) return false;  // its status row says why
   for (const Configuration* other : {with.baseline_candidate, with.baseline_reference}) {
