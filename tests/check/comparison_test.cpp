@@ -1,6 +1,7 @@
 // What `harness check` makes of configurations that are missing, failing or have nothing to
-// compare, and of results from other machines and libraries (comparison.h), on results made in
-// memory. One metric's repeats compared in each form: metric_comparison_test.cpp.
+// compare (comparison.h), on results made in memory. Results of other machines and libraries:
+// comparison_machines_test.cpp; one metric's repeats compared in each form:
+// metric_comparison_test.cpp.
 #include "harness/check/comparison.h"
 
 #include <gtest/gtest.h>
@@ -10,81 +11,12 @@
 
 #include "harness/check/failing_repeats.h"
 #include "harness/common/errors.h"
+#include "tests/check/results_sides.h"
 
 namespace harness {
 namespace {
 
-// A time in side_of's records that stands for a repeat its job's preemption ended.
-constexpr double kPreempted = -2;
-
-// A comm benchmark record of `backend` at one size, `time_us` per reduction (or failed).
-PointRecord comm_record(const std::string& backend, int repeat, double time_us, bool ok = true) {
-  PointRecord record;
-  record.settings.kind = Kind::kComm;
-  record.settings.ranks = 2;
-  record.settings.backend = backend;
-  record.repeat = repeat;
-  record.id = "p-" + backend;
-  record.status = ok ? PointStatus::kOk : time_us == kPreempted ? PointStatus::kPreempted : PointStatus::kFailed;
-  record.reason = ok ? "" : time_us == kPreempted ? "job 12 was preempted" : "rank 1: Killed";
-  if (ok) {
-    Measurements measurements;
-    measurements.kind = Kind::kComm;
-    measurements.hosts = {"vm", "vm"};
-    measurements.mpi_library = "Open MPI v4.1.4, package: Debian OpenMPI";
-    CommMeasurements comm;
-    comm.sizes.push_back({4096, time_us, time_us, time_us, 4096 / time_us / 1000, 4096 / time_us / 1000, 0});
-    measurements.comm = comm;
-    record.measurements = measurements;
-  }
-  return record;
-}
-
-// A results side with one configuration per backend and these records (backend, repeat, time;
-// a negative time: failed, kPreempted: preempted; NaN: an ok record that measured NaN; a backend
-// listed without records: none).
-ResultsSide side_of(const std::string& dir, const std::vector<std::tuple<std::string, int, double>>& records,
-                    const std::vector<std::string>& backends) {
-  ResultsSide side;
-  side.dir = dir;
-  side.canonical_dir = dir;
-  for (const auto& backend : backends) {
-    Configuration configuration;
-    configuration.settings.kind = Kind::kComm;
-    configuration.settings.ranks = 2;
-    configuration.settings.backend = backend;
-    configuration.identity = configuration_identity(configuration.settings);
-    configuration.match_identity = configuration_identity(configuration.settings, true);
-    configuration.first_id = "p-" + backend;
-    configuration.label = "comm " + backend;
-    side.configurations.push_back(configuration);
-  }
-  for (const auto& [backend, repeat, time] : records) {
-    side.records.push_back(comm_record(backend, repeat, time, !(time < 0)));
-    for (auto& configuration : side.configurations) {
-      if (configuration.settings.backend == backend) add_record(configuration, repeat, side.records.back());
-    }
-  }
-  return side;
-}
-
-CheckOptions against_allreduce() {
-  CheckOptions options = default_check_options();
-  options.against = read_against(Json::parse(R"({"backend": "allreduce"})"), "--against");
-  options.against_where = "--against";
-  return options;
-}
-
-// compare_results refuses with `message`: a check that compared nothing is bad input (exit 2).
-void expect_nothing_compared(const ResultsSide& current, const ResultsSide* baseline, const CheckOptions& options,
-                             const std::string& message) {
-  try {
-    compare_results(current, baseline, options, false);
-    ADD_FAILURE() << "compared something; expected: " << message;
-  } catch (const ConfigError& error) {
-    EXPECT_EQ(std::string(error.what()), message);
-  }
-}
+using namespace check_test;
 
 TEST(Comparison, AReferenceWithoutRecordsComparesNothingAndOneNewlyFailingIsARegression) {
   const ResultsSide no_reference = side_of("now", {{"ring", 0, 3}, {"ring", 1, 3}, {"ring", 2, 3}}, {"allreduce", "ring"});
@@ -220,112 +152,6 @@ TEST(Comparison, ARepeatWithANanOrNegativeMetricIsAFailedRepeatNotAMissingValue)
   ASSERT_EQ(configuration.not_ok.count(0), 1U);
   EXPECT_EQ(negative.status, PointStatus::kFailed);
   EXPECT_EQ(negative.reason, "damaged record: reduce_time at 4 KiB is -1000 us (expected a finite number >= 0)");
-}
-
-TEST(Comparison, AnotherPatchReleaseOfTheMpiLibraryIsComparableAnotherLibraryIsNot) {
-  ResultsSide now = side_of("now", {{"ring", 0, 3}, {"ring", 1, 3}, {"ring", 2, 3}}, {"ring"});
-  ResultsSide then = side_of("then", {{"ring", 0, 3}, {"ring", 1, 3}, {"ring", 2, 3}}, {"ring"});
-  for (auto& record : then.records) record.measurements->mpi_library = "Open MPI v4.1.6, package: Ubuntu";
-  CheckReport report = compare_results(now, &then, default_check_options(), true);
-  EXPECT_EQ(report.exit_status(), kCheckPass);
-  for (auto& record : then.records) record.measurements->mpi_library = "MPICH Version: 4.0.2";
-  // Nothing else to compare: the check compared nothing, and says why (not a pass, --strict or not).
-  expect_nothing_compared(now, &then, default_check_options(),
-                          "nothing compared: no configuration is comparable with its counterpart (1 row(s)); p-ring: "
-                          "MPI library \"Open MPI v4.1\" against \"MPICH Version: 4.0\" (p-ring against p-ring)");
-  // Beside a configuration that compares, it is a row of its own (exit 4 with --strict).
-  ResultsSide both_now = side_of("now", {{"ring", 0, 3}, {"ring", 1, 3}, {"ring", 2, 3}, {"ps", 0, 3}, {"ps", 1, 3},
-                                         {"ps", 2, 3}}, {"ring", "ps"});
-  ResultsSide both_then = side_of("then", {{"ring", 0, 3}, {"ring", 1, 3}, {"ring", 2, 3}, {"ps", 0, 3}, {"ps", 1, 3},
-                                           {"ps", 2, 3}}, {"ring", "ps"});
-  for (auto& record : both_then.records) {
-    if (record.settings.backend == "ring") record.measurements->mpi_library = "MPICH Version: 4.0.2";
-  }
-  report = compare_results(both_now, &both_then, default_check_options(), true);
-  EXPECT_EQ(report.count(Verdict::kNotComparable), 1);
-  EXPECT_EQ(report.rows[0].verdict, Verdict::kNotComparable);
-  EXPECT_NE(report.rows[0].note.find("MPI library \"Open MPI v4.1\" against \"MPICH Version: 4.0\""), std::string::npos)
-      << report.rows[0].note;
-  EXPECT_EQ(report.exit_status(), kCheckMissing);
-}
-
-// The machine every record of `side` ran on.
-void ran_on(ResultsSide& side, const MachineFacts& machine) {
-  for (auto& record : side.records) record.measurements->machine = machine;
-}
-
-TEST(Comparison, ABaselineFromAnotherMachineIsNotComparableUnlessAllowed) {
-  const MachineFacts here{"ci-7", "AMD EPYC 7B13", 2, int64_t{24} << 30};
-  ResultsSide now = side_of("now", {{"ring", 0, 3}, {"ring", 1, 3}, {"ring", 2, 3}}, {"ring"});
-  ResultsSide then = side_of("then", {{"ring", 0, 3}, {"ring", 1, 3}, {"ring", 2, 3}}, {"ring"});
-  ran_on(now, here);
-  ran_on(then, here);
-  EXPECT_EQ(compare_results(now, &then, default_check_options(), true).exit_status(), kCheckPass);
-
-  // The same host name, another CPU: another machine, whatever its name.
-  MachineFacts elsewhere = here;
-  elsewhere.cpu_model = "Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz";
-  ran_on(then, elsewhere);
-  // One line for the point, not one per metric and size; with nothing else compared, that line is
-  // the error's (exit 2, --strict or not: a gate that compared nothing has not passed).
-  expect_nothing_compared(now, &then, default_check_options(),
-                          "nothing compared: no configuration is comparable with its counterpart (1 row(s)); p-ring: "
-                          "another machine: CPU \"AMD EPYC 7B13\" against \"Intel(R) Xeon(R) Platinum 8375C CPU @ "
-                          "2.90GHz\" (p-ring against p-ring); --allow-other-machine compares them anyway");
-
-  CheckOptions allowed = default_check_options();
-  CheckReport report;
-  allowed.allow_other_machine = true;
-  report = compare_results(now, &then, allowed, true);
-  EXPECT_EQ(report.exit_status(), kCheckPass);
-  ASSERT_EQ(report.notes.size(), 1U);
-  EXPECT_NE(report.notes[0].find("compared across machines (--allow-other-machine): ci-7 (AMD EPYC 7B13, 2 CPUs, 24.0 "
-                                 "GiB) against ci-7 (Intel(R) Xeon(R)"),
-            std::string::npos)
-      << report.notes[0];
-
-  // Another host; memory within 2% is the same machine's.
-  elsewhere = here;
-  elsewhere.memory_bytes = here.memory_bytes - (int64_t{100} << 20);
-  ran_on(then, elsewhere);
-  EXPECT_EQ(compare_results(now, &then, default_check_options(), true).exit_status(), kCheckPass);
-  elsewhere.host = "ci-3";
-  ran_on(then, elsewhere);
-  try {
-    compare_results(now, &then, default_check_options(), true);
-    ADD_FAILURE() << "compared records of another host";
-  } catch (const ConfigError& error) {
-    EXPECT_NE(std::string(error.what()).find("another machine: host ci-7 against ci-3"), std::string::npos) << error.what();
-  }
-}
-
-TEST(Comparison, ABaselineThatDoesNotSayWhereItRanIsComparedWithANote) {
-  ResultsSide now = side_of("now", {{"ring", 0, 3}, {"ring", 1, 3}, {"ring", 2, 3}}, {"ring"});
-  const ResultsSide then = side_of("then", {{"ring", 0, 3}, {"ring", 1, 3}, {"ring", 2, 3}}, {"ring"});
-  ran_on(now, {"ci-7", "AMD EPYC 7B13", 2, int64_t{24} << 30});
-  const CheckReport report = compare_results(now, &then, default_check_options(), true);
-  EXPECT_EQ(report.exit_status(), kCheckPass);
-  ASSERT_EQ(report.notes.size(), 1U);
-  EXPECT_EQ(report.notes[0],
-            "the baseline's records do not say which machine they ran on (record schema before 7): compared as if "
-            "they ran on the same one");
-  // Configurations of one run need no such note (an older build's records have no machine)...
-  ResultsSide one_run = side_of("now", {{"allreduce", 0, 4}, {"allreduce", 1, 4}, {"allreduce", 2, 4}, {"ring", 0, 3},
-                                        {"ring", 1, 3}, {"ring", 2, 3}},
-                                {"allreduce", "ring"});
-  for (auto& record : one_run.records) {
-    if (record.settings.backend == "ring") record.measurements->machine = MachineFacts{"ci-7", "AMD EPYC 7B13", 2, 1};
-  }
-  EXPECT_TRUE(compare_results(one_run, nullptr, against_allreduce(), true).notes.empty());
-  // ... and one run's points on two nodes of a cluster are compared, with a note that says so.
-  for (auto& record : one_run.records) {
-    if (record.settings.backend == "allreduce") record.measurements->machine = MachineFacts{"node2", "AMD EPYC 7B13", 2, 1};
-  }
-  const CheckReport across = compare_results(one_run, nullptr, against_allreduce(), true);
-  EXPECT_EQ(across.exit_status(), kCheckPass);
-  ASSERT_EQ(across.notes.size(), 1U);
-  EXPECT_EQ(across.notes[0].rfind("configurations of the current run ran on different machines (ci-7 (", 0), 0U)
-      << across.notes[0];
 }
 
 TEST(Comparison, ADelayedConfigurationMeetsTheUndelayedOneButNeverItself) {
