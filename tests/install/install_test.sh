@@ -28,6 +28,12 @@ for file in bin/harness bin/harness-worker share/harness/experiments/speedup.jso
             share/harness/data/iris.csv share/harness/slurm/job.sh.in share/doc/harness/README.md; do
   [[ -e $prefix/$file ]] || fail "cmake --install put no $file under $prefix"
 done
+# The installed documentation's links between its pages resolve, as they do in the source tree.
+while IFS= read -r page; do
+  while IFS= read -r target; do
+    [[ -e $(dirname "$page")/$target ]] || fail "${page#$prefix/} links to $target, which is not installed"
+  done < <(grep -o '](\([^)#:]*\.md\)' "$page" | sed 's/^](//')
+done < <(find "$prefix/share/doc/harness" -name '*.md')
 
 cat > "$work/small.json" <<'JSON'
 {"name": "installed", "settings": {"workload": "iris_mlp", "epochs": 3, "threads_per_rank": 1, "timeout_s": 120},
