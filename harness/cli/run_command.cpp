@@ -10,6 +10,7 @@
 #include "harness/cli/study_loading.h"
 #include "harness/common/errors.h"
 #include "harness/common/files.h"
+#include "harness/launch/job_ledger.h"
 #include "harness/launch/sweep_runner.h"
 #include "harness/results/report.h"
 #include "harness/results/result_set.h"
@@ -73,6 +74,9 @@ int run_command(const RunOptions& options) {
     directory->create();
     // One run writes into a directory at a time; the lock goes with the process.
     lock = std::make_unique<DirectoryLock>(*directory, options.command_line);
+    // Refused before the directory changes: `harness status` reads the experiment copy to tell
+    // which jobs in flight are still the sweep's, and would cancel those a refused run left out.
+    refuse_jobs_of_another_launcher(*directory, read_ledger(*directory), study.scheduler->name());
     write_file_atomically(directory->experiment_copy(), study.experiment.source_text);
   } catch (const Error& error) {
     return report_error(error);

@@ -62,4 +62,15 @@ void write_ledger(const ResultsDirectory& directory, const JobLedger& ledger) {
   write_file_atomically(directory.ledger_path(), json.dump(1));
 }
 
+void refuse_jobs_of_another_launcher(const ResultsDirectory& directory, const JobLedger& ledger,
+                                     std::string_view launcher) {
+  if (ledger.entries.empty() || ledger.launcher.value("name", "") == launcher) return;
+  const std::string theirs = ledger.launcher.value("name", "?");
+  throw ConfigError(fmt::format(
+      "{}: {} point(s) have jobs in flight through the {} launcher ({}); follow them with --launcher {}, see them "
+      "with `harness status {}` or stop them with `harness cancel {}`",
+      directory.path(), ledger.entries.size(), theirs, directory.ledger_path(), theirs, directory.path(),
+      directory.path()));
+}
+
 }  // namespace harness

@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "harness/common/json.h"
@@ -42,5 +43,11 @@ inline constexpr int kLedgerSchemaVersion = 1;
 JobLedger read_ledger(const ResultsDirectory& directory);
 // Throws Error naming the file.
 void write_ledger(const ResultsDirectory& directory, const JobLedger& ledger);
+
+// Throws ConfigError when the directory's ledger holds jobs in flight through another launcher
+// than `launcher` (saying how to follow, see or stop them), or Error when it is unreadable:
+// before a run changes anything in the directory.
+void refuse_jobs_of_another_launcher(const ResultsDirectory& directory, const JobLedger& ledger,
+                                     std::string_view launcher);
 
 }  // namespace harness

@@ -35,13 +35,7 @@ Json launcher_json(const LauncherSpec& spec) {
 
 void SweepRunner::adopt_ledger_jobs(const std::vector<const Point*>& candidates) {
   ledger_ = read_ledger(directory_);
-  if (!ledger_.entries.empty() && ledger_.launcher.value("name", "") != scheduler_.name()) {
-    throw ConfigError(fmt::format(
-        "{}: {} point(s) have jobs in flight through the {} launcher ({}); follow them with --launcher "
-        "{}, see them with `harness status {}` or stop them with `harness cancel {}`",
-        directory_.path(), ledger_.entries.size(), ledger_.launcher.value("name", "?"),
-        directory_.ledger_path(), ledger_.launcher.value("name", "?"), directory_.path(), directory_.path()));
-  }
+  refuse_jobs_of_another_launcher(directory_, ledger_, scheduler_.name());
   if (ledger_.entries.empty()) ledger_.launcher = launcher_json(experiment_.launcher);
   scheduler_.prepare({directory_.jobs_dir(), ledger_.sweep_id, fs::current_path().string()});
   std::set<std::string> followed_ids;  // scheduler ids of the jobs adopted (a pack serves several points)

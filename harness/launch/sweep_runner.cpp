@@ -112,15 +112,25 @@ bool SweepRunner::keeps(const PointRecord& record) const {
           record.status == PointStatus::kCancelled);
 }
 
+std::multimap<PointKey, const StoredRecord*> SweepRunner::by_point_key(const std::vector<StoredRecord>& stored) {
+  // Each key once: a resumed sweep of thousands of points looked every record's up per point.
+  std::multimap<PointKey, const StoredRecord*> keyed;
+  for (const auto& file : stored) {
+    if (file.record) keyed.emplace(PointKey(file.record->settings, file.record->repeat), &file);
+  }
+  return keyed;
+}
+
 std::optional<PointStatus> SweepRunner::adopt_earlier_record(const Point& point,
-                                                             const std::vector<StoredRecord>& stored) {
+                                                             const std::multimap<PointKey, const StoredRecord*>& stored) {
   const std::string own_path = directory_.record_path(point.id);
   const StoredRecord* found = nullptr;
-  for (const auto& file : stored) {
+  const auto [first, last] = stored.equal_range(point.key);
+  for (auto it = first; it != last; ++it) {
+    const StoredRecord& file = *it->second;
     // Only records of this harness version (and of the same build binary): another version may
     // measure differently.
-    if (!file.record || !keeps(*file.record) || file.record->provenance.harness_version != kHarnessVersion ||
-        PointKey(file.record->settings, file.record->repeat) != point.key ||
+    if (!keeps(*file.record) || file.record->provenance.harness_version != kHarnessVersion ||
         !same_build(file.record->build, options_.rank_programs.provenance_for(point.settings))) {
       continue;
     }
@@ -211,9 +221,10 @@ SweepRunner::Triage SweepRunner::triage_points(Submit submit, SweepOutcome& resu
   const auto in_ledger = [&](const Point& point) { return submitted.count({point.id, point.key.hash()}) > 0; };
   if (submit == Submit::kAll) {
     set_aside_unreadable(stored);
+    const std::multimap<PointKey, const StoredRecord*> keyed = by_point_key(stored);
     for (const auto& point : points_) {
       const auto status =
-          options_.fresh || in_ledger(point) ? std::nullopt : adopt_earlier_record(point, stored);
+          options_.fresh || in_ledger(point) ? std::nullopt : adopt_earlier_record(point, keyed);
       if (status) {
         triage.kept[&point] = *status;
         ++result.kept;

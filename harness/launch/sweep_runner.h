@@ -109,8 +109,10 @@ class SweepRunner {
                          const std::map<const Point*, double>& earlier_s, class Progress& progress,
                          SweepOutcome& result);
   // The status of a record of `point` from an earlier run that this run keeps (moved to the
-  // point's own id), or nothing.
-  std::optional<PointStatus> adopt_earlier_record(const Point& point, const std::vector<StoredRecord>& stored);
+  // point's own id), or nothing; `stored` by their points' keys (by_point_key).
+  std::optional<PointStatus> adopt_earlier_record(const Point& point,
+                                                  const std::multimap<PointKey, const StoredRecord*>& stored);
+  static std::multimap<PointKey, const StoredRecord*> by_point_key(const std::vector<StoredRecord>& stored);
   bool keeps(const PointRecord& record) const;
   // Moves files in points/ that are not complete records aside (warning once), so that their
   // points run again and no report trips over them.

@@ -109,6 +109,28 @@ TEST(SlurmOwnership, AnSbatchThatGivesNoAnswerIsLookedUpByNameAndNotSubmittedTwi
   }
 }
 
+// A run refused for another launcher's jobs in flight changes nothing in the directory: `harness
+// status` reads the experiment copy to tell which jobs are still the sweep's, and would cancel
+// the ones a refused run's sweep left out.
+TEST(SlurmOwnership, ARunRefusedForAnotherLaunchersJobsLeavesTheDirectoryAsItWas) {
+  FakeCluster cluster = fake_cluster("other_launcher", kPerPoint, 2);
+  ASSERT_TRUE(cluster.harness({"run", cluster.experiment.string(), "--out", cluster.out.string(), "--detach"}, "1.log")
+                  .outcome.exited);
+  ASSERT_EQ(cluster.ledger_jobs().size(), 2U);
+  const std::string before = read_text(cluster.out / "experiment.json");
+  const HarnessRun refused = cluster.harness({"run", cluster.experiment.string(), "--out", cluster.out.string(),
+                                              "--launcher", "local", "--sweep", R"({"seed": [1, 2]})"},
+                                             "2.log");
+  EXPECT_EQ(refused.outcome.exit_code, 2) << joined(refused.output);
+  EXPECT_NE(joined(refused.output).find("have jobs in flight through the slurm launcher"), std::string::npos)
+      << joined(refused.output);
+  EXPECT_EQ(read_text(cluster.out / "experiment.json"), before);
+  const HarnessRun status = cluster.harness({"status", cluster.out.string()}, "3.log");
+  EXPECT_EQ(joined(status.output).find("no longer in the experiment"), std::string::npos) << joined(status.output);
+  EXPECT_EQ(cluster.ledger_jobs().size(), 2U);
+  EXPECT_TRUE(cluster.text("scancel_calls").empty()) << cluster.text("scancel_calls");
+}
+
 TEST(SlurmOwnership, AJobScancelCouldNotStopStaysInTheLedger) {
   FakeCluster cluster = fake_cluster("scancel", kPerPoint, 2);
   ASSERT_EQ(cluster.harness({"run", cluster.experiment.string(), "--out", cluster.out.string(), "--detach"}, "1.log")
