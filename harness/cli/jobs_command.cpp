@@ -123,16 +123,26 @@ int cancel_command(const std::string& results_dir, const std::vector<std::string
   } catch (const Error& error) {
     return report_error(error);
   }
-  if (study.ledger.entries.empty()) {
-    std::cout << fmt::format("harness: {}: no jobs in flight\n", results_dir);
-    return kExitOk;
-  }
   std::string held_by;
   std::unique_ptr<DirectoryLock> lock;
   try {
     lock = try_lock(*study.directory, command_line, held_by);
   } catch (const Error& error) {
     return report_error(error);
+  }
+  if (study.ledger.entries.empty()) {
+    if (!lock) {
+      // A local run: its ranks are its own children, which no scheduler can cancel. (The lock's
+      // advice to a second run does not fit here.)
+      constexpr std::string_view kRunAdvice = "; wait for it to finish or choose another directory";
+      if (held_by.ends_with(kRunAdvice)) held_by.resize(held_by.size() - kRunAdvice.size());
+      return report_error(ConfigError(fmt::format(
+          "cancel: {}. Its points run as that harness's own processes, not as jobs a scheduler cancels: stop it "
+          "with Ctrl-C where it runs, or kill -INT its pid",
+          held_by)));
+    }
+    std::cout << fmt::format("harness: {}: no jobs in flight\n", results_dir);
+    return kExitOk;
   }
   try {
     if (!lock) {

@@ -9,6 +9,7 @@
 
 #include "e2e_helpers.h"
 #include "harness/common/files.h"
+#include "harness/results/results_directory.h"
 
 namespace harness::e2e {
 namespace {
@@ -152,6 +153,21 @@ TEST(Launchers, DetachAndCancelSayWhereTheyDoNotApply) {
   const HarnessRun status = run_harness({"status", (dir / "nothing").string()}, dir / "2.log");
   EXPECT_EQ(status.outcome.exit_code, 2);
   EXPECT_NE(joined(status.output).find("not a results directory (no experiment.json)"), std::string::npos);
+  // A directory a local run writes (its lock held here): no job to cancel, and cancel says how to
+  // stop that run instead of "no jobs in flight".
+  const fs::path out = dir / "ran";
+  ASSERT_EQ(run_harness({"run", experiment.string(), "--out", out.string()}, dir / "3.log").outcome.exit_code, 0);
+  {
+    const ResultsDirectory directory(out.string());
+    const DirectoryLock held(directory, {"harness", "run", "(held by the test)"});
+    const HarnessRun cancel = run_harness({"cancel", out.string()}, dir / "4.log");
+    EXPECT_EQ(cancel.outcome.exit_code, 2) << joined(cancel.output);
+    EXPECT_NE(joined(cancel.output).find("stop it with Ctrl-C where it runs"), std::string::npos)
+        << joined(cancel.output);
+  }
+  const HarnessRun idle = run_harness({"cancel", out.string()}, dir / "5.log");
+  EXPECT_EQ(idle.outcome.exit_code, 0) << joined(idle.output);
+  EXPECT_NE(joined(idle.output).find("no jobs in flight"), std::string::npos) << joined(idle.output);
 }
 
 }  // namespace
