@@ -43,7 +43,9 @@ bool about_a_rank(const std::string& text) {
 }  // namespace
 
 std::string launcher_message(const std::vector<std::string>& log) {
-  static const std::regex scheduler_error(R"((srun|sbatch|salloc): error: (.*))");
+  // srun's and sbatch's "error:", and mpirun's own one-line refusals outside a help message
+  // ("mpirun: Error: unknown option \"--bogus\"").
+  static const std::regex scheduler_error(R"((srun|sbatch|salloc|mpirun|mpiexec|prterun): [Ee]rror: (.*))");
   static const std::regex task_line(R"(srun: error: \S+: tasks? [0-9,\-]+: )");
   for (std::size_t i = 0; i < log.size(); ++i) {
     std::smatch match;

@@ -65,6 +65,10 @@ TEST(FailureReason, MpirunsOwnMessageIsQuotedWhenNoRankSaidAnything) {
   // A long message is cut.
   const std::string long_line(500, 'x');
   EXPECT_LE(launcher_message({rule, long_line, rule}).size(), 300U);
+  // mpirun's own one-line refusal, outside a help message.
+  EXPECT_EQ(job_failure_reason(exited(1), {"mpirun: Error: unknown option \"--bogus-flag\"", "Type 'mpirun --help'"},
+                               "mpirun"),
+            "mpirun exit code 1: mpirun: unknown option \"--bogus-flag\"");
   // SLURM's own refusals.
   EXPECT_EQ(launcher_message({"srun: error: Unable to allocate resources: Requested node configuration is not available"}),
             "srun: Unable to allocate resources: Requested node configuration is not available");
