@@ -93,6 +93,12 @@ std::string job_failure_reason(const ProcessOutcome& outcome, const std::vector<
       return fmt::format("rank {}: {}", match[1].str(), match[2].str());
     }
   }
+  // A crash report is written first and followed by mpirun's own lines, which may push it out of
+  // the tail: the first such line of the log's head.
+  for (const auto& line : log_head) {
+    std::smatch match;
+    if (std::regex_search(line, match, rank_error)) return fmt::format("rank {}: {}", match[1].str(), match[2].str());
+  }
   for (auto line = log_tail.rbegin(); line != log_tail.rend(); ++line) {
     std::smatch match;
     if (std::regex_search(*line, match, rank_signal)) {

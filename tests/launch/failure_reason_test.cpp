@@ -65,6 +65,13 @@ TEST(FailureReason, MpirunsOwnMessageIsQuotedWhenNoRankSaidAnything) {
   // A long message is cut.
   const std::string long_line(500, 'x');
   EXPECT_LE(launcher_message({rule, long_line, rule}).size(), 300U);
+  // A rank's crash report at the head of a log whose tail holds only mpirun's lines.
+  const std::vector<std::string> crash_head = {"harness worker (rank 1): SIGSEGV (address not mapped) at 0x0",
+                                               "  instruction: libopen-pal.so.40+0x2fe0f"};
+  const std::vector<std::string> crash_tail = {
+      "mpirun noticed that process rank 1 with PID 0 on node vm exited on signal 11 (Segmentation fault)."};
+  EXPECT_EQ(job_failure_reason(exited(139), crash_tail, "mpirun", crash_head),
+            "rank 1: SIGSEGV (address not mapped) at 0x0");
   // mpirun's own one-line refusal, outside a help message.
   EXPECT_EQ(job_failure_reason(exited(1), {"mpirun: Error: unknown option \"--bogus-flag\"", "Type 'mpirun --help'"},
                                "mpirun"),
