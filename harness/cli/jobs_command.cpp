@@ -1,7 +1,10 @@
 // `harness status DIR` and `harness cancel DIR`: the jobs of a results directory that outlive the
 // harness that submitted them (a cluster's), found through the directory's ledger.
 #include <iostream>
+#include <map>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -57,6 +60,31 @@ std::unique_ptr<DirectoryLock> try_lock(const ResultsDirectory& directory, const
   }
 }
 
+// Each point's record so far, or its job in flight, without collecting anything: what `status`
+// shows of a directory another run is writing (a local run has no jobs, only records).
+void show_records_so_far(const DirectoryStudy& study) {
+  std::map<std::string, const StoredRecord*> recorded;
+  const std::vector<StoredRecord> stored = read_stored_records(*study.directory);
+  for (const StoredRecord& file : stored) recorded[file.path] = &file;
+  std::map<std::string, std::string> in_flight;
+  for (const auto& entry : study.ledger.entries) in_flight[entry.point_id] = entry.external_id;
+  int with_record = 0;
+  for (const Point& point : study.points) {
+    std::string state = "no record yet";
+    if (const auto job = in_flight.find(point.id); job != in_flight.end()) {
+      state = fmt::format("in flight (job {})", job->second);
+    } else if (const auto file = recorded.find(study.directory->record_path(point.id)); file != recorded.end()) {
+      const StoredRecord& found = *file->second;
+      state = found.record ? std::string(status_name(found.record->status)) : "unreadable record: " + found.problem;
+      ++with_record;
+    }
+    std::cout << fmt::format("  [{}/{}] {} {}: {}\n", point.index + 1, study.points.size(), point.id,
+                             describe_point(study.experiment, point), state);
+  }
+  std::cout << fmt::format("{} of {} point(s) recorded so far, {} in flight\n", with_record, study.points.size(),
+                           in_flight.size());
+}
+
 }  // namespace
 
 int status_command(const std::string& results_dir, const std::vector<std::string>& command_line) {
@@ -79,9 +107,7 @@ int status_command(const std::string& results_dir, const std::vector<std::string
   if (!lock) {
     // A run is following these jobs and writes their records: show, do not collect.
     std::cout << "harness: " << held_by << "\nharness: showing the records so far; that run collects the rest\n";
-    for (const auto& entry : study.ledger.entries) {
-      std::cout << fmt::format("  {} in flight (job {})\n", entry.point_id, entry.external_id);
-    }
+    show_records_so_far(study);
     return kExitInProgress;
   }
   SweepOptions options;

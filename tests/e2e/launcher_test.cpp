@@ -140,7 +140,7 @@ TEST(Launchers, SlurmDryRunRendersEveryScriptAndSaysWhatItWouldAskForAndCreatesN
   EXPECT_FALSE(fs::exists(out));
 }
 
-TEST(Launchers, DetachAndCancelSayWhereTheyDoNotApply) {
+TEST(Launchers, DetachAndCancelSayWhereTheyDoNotApplyAndStatusShowsARunsRecords) {
   const fs::path dir = scratch("detach_local");
   const fs::path experiment = write_experiment(dir, R"({"name": "detach", "settings": {"epochs": 1}})");
   const HarnessRun detach = run_harness({"run", experiment.string(), "--out", (dir / "out").string(), "--detach"},
@@ -164,6 +164,13 @@ TEST(Launchers, DetachAndCancelSayWhereTheyDoNotApply) {
     EXPECT_EQ(cancel.outcome.exit_code, 2) << joined(cancel.output);
     EXPECT_NE(joined(cancel.output).find("stop it with Ctrl-C where it runs"), std::string::npos)
         << joined(cancel.output);
+    // status shows the records so far without collecting (a local run has no jobs to list).
+    const HarnessRun status_while_held = run_harness({"status", out.string()}, dir / "4b.log");
+    EXPECT_EQ(status_while_held.outcome.exit_code, 3) << joined(status_while_held.output);
+    EXPECT_NE(joined(status_while_held.output).find("[1/1] p000-"), std::string::npos) << joined(status_while_held.output);
+    EXPECT_NE(joined(status_while_held.output).find(": ok"), std::string::npos) << joined(status_while_held.output);
+    EXPECT_NE(joined(status_while_held.output).find("1 of 1 point(s) recorded so far, 0 in flight"), std::string::npos)
+        << joined(status_while_held.output);
   }
   const HarnessRun idle = run_harness({"cancel", out.string()}, dir / "5.log");
   EXPECT_EQ(idle.outcome.exit_code, 0) << joined(idle.output);
