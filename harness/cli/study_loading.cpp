@@ -273,7 +273,12 @@ std::string default_out_dir(const std::string& experiment_name) {
   ::localtime_r(&now, &local);
   char stamp[32];
   std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &local);
-  return fmt::format("results/{}/{}", experiment_name, stamp);
+  const std::string stamped = fmt::format("results/{}/{}", experiment_name, stamp);
+  // Another run started in the same second (or an hour apart, when the clocks go back) has it:
+  // a new run must not resume that one, nor be refused for it.
+  std::string path = stamped;
+  for (int again = 2; std::filesystem::exists(path) && again < 1000; ++again) path = fmt::format("{}-{}", stamped, again);
+  return path;
 }
 
 std::string self_executable() {

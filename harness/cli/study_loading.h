@@ -44,7 +44,7 @@ void check_run_target(const LoadedStudy& study, const ResultsDirectory& director
 // "<prefix><dir>: not a results directory (no experiment.json)" when there is none.
 Experiment load_stored_experiment(const ResultsDirectory& directory, const std::string& prefix = "");
 
-// results/<experiment name>/<local time>
+// results/<experiment name>/<local time>, or with -2, -3, ... added when that exists already.
 std::string default_out_dir(const std::string& experiment_name);
 
 // This binary, whose `worker` subcommand the ranks run. Throws LaunchError.

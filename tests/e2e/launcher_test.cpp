@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <ctime>
 #include <fstream>
 
 #include "e2e_helpers.h"
@@ -138,6 +139,30 @@ TEST(Launchers, SlurmDryRunRendersEveryScriptAndSaysWhatItWouldAskForAndCreatesN
   EXPECT_NE(text.find("slurm: 2 job(s) for 6 point(s), at most 0.60 node-hour(s) requested"), std::string::npos)
       << text;
   EXPECT_FALSE(fs::exists(out));
+}
+
+// The default results directory is named by the local time to the second: a run that finds it
+// taken (another run started in the same second) takes the next free name instead of resuming
+// that run or being refused for it.
+TEST(Launchers, ADefaultDirectoryTakenInTheSameSecondGetsANameOfItsOwn) {
+  const fs::path dir = scratch("default_dir");
+  const fs::path experiment = write_experiment(dir, R"({"name": "same_second", "settings": {"epochs": 1}})");
+  for (int ahead = 0; ahead < 10; ++ahead) {  // this second's name and the next ones, as taken
+    const std::time_t when = std::time(nullptr) + ahead;
+    std::tm local{};
+    ::localtime_r(&when, &local);
+    char stamp[32];
+    std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &local);
+    fs::create_directories(dir / "results" / "same_second" / stamp);
+  }
+  const HarnessRun run = run_harness({"run", experiment.string()}, dir / "1.log");
+  EXPECT_EQ(run.outcome.exit_code, 0) << explained(run);
+  EXPECT_NE(joined(run.output).find("-2\n"), std::string::npos) << joined(run.output);
+  std::size_t with_records = 0;
+  for (const auto& entry : fs::directory_iterator(dir / "results" / "same_second")) {
+    if (fs::exists(entry.path() / "points")) ++with_records;
+  }
+  EXPECT_EQ(with_records, 1U);
 }
 
 TEST(Launchers, DetachAndCancelSayWhereTheyDoNotApplyAndStatusShowsARunsRecords) {
