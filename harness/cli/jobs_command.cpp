@@ -48,14 +48,15 @@ DirectoryStudy load_directory(const std::string& results_dir) {
   return study;
 }
 
-// The lock, or nothing (and why) when a run holds it. Throws ConfigError when it cannot be taken
-// for another reason (a link, a file system without locks).
+// The lock, or nothing (and why, and the holder's line) when a run holds it. Throws ConfigError
+// when it cannot be taken for another reason (a link, a file system without locks).
 std::unique_ptr<DirectoryLock> try_lock(const ResultsDirectory& directory, const std::vector<std::string>& command_line,
-                                        std::string& held_by) {
+                                        std::string& held_by, std::string* holder = nullptr) {
   try {
     return std::make_unique<DirectoryLock>(directory, command_line);
   } catch (const DirectoryInUse& error) {
     held_by = error.what();
+    if (holder != nullptr) *holder = error.holder();
     return nullptr;
   }
 }
@@ -150,22 +151,20 @@ int cancel_command(const std::string& results_dir, const std::vector<std::string
     return report_error(error);
   }
   std::string held_by;
+  std::string holder;
   std::unique_ptr<DirectoryLock> lock;
   try {
-    lock = try_lock(*study.directory, command_line, held_by);
+    lock = try_lock(*study.directory, command_line, held_by, &holder);
   } catch (const Error& error) {
     return report_error(error);
   }
   if (study.ledger.entries.empty()) {
     if (!lock) {
-      // A local run: its ranks are its own children, which no scheduler can cancel. (The lock's
-      // advice to a second run does not fit here.)
-      constexpr std::string_view kRunAdvice = "; wait for it to finish or choose another directory";
-      if (held_by.ends_with(kRunAdvice)) held_by.resize(held_by.size() - kRunAdvice.size());
+      // A local run: its ranks are its own children, which no scheduler can cancel.
       return report_error(ConfigError(fmt::format(
-          "cancel: {}. Its points run as that harness's own processes, not as jobs a scheduler cancels: stop it "
-          "with Ctrl-C where it runs, or kill -INT its pid",
-          held_by)));
+          "cancel: --out {}: in use by another harness run ({}). Its points run as that harness's own processes, "
+          "not as jobs a scheduler cancels: stop it with Ctrl-C where it runs, or kill -INT its pid",
+          results_dir, holder.empty() ? "its process did not say which" : holder)));
     }
     std::cout << fmt::format("harness: {}: no jobs in flight\n", results_dir);
     return kExitOk;

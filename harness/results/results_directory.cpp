@@ -161,7 +161,7 @@ DirectoryLock::DirectoryLock(const ResultsDirectory& directory,
     ::close(fd_);
     fd_ = -1;
     const std::string message = lock_failure_message(directory.path(), error, holder);
-    if (error == EWOULDBLOCK) throw DirectoryInUse(message);
+    if (error == EWOULDBLOCK) throw DirectoryInUse(message, holder);
     throw ConfigError(message);
   }
   char host[256] = {};

@@ -12,6 +12,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "harness/common/errors.h"
@@ -73,7 +74,12 @@ std::string lock_failure_message(const std::string& directory, int error, const 
 // a plain ConfigError.
 class DirectoryInUse : public ConfigError {
  public:
-  using ConfigError::ConfigError;
+  DirectoryInUse(const std::string& message, std::string holder) : ConfigError(message), holder_(std::move(holder)) {}
+  // The line the holding run wrote in the lock ("pid P on HOST since TIME: COMMAND"), or "".
+  const std::string& holder() const { return holder_; }
+
+ private:
+  std::string holder_;
 };
 
 // The lock of a results directory, held for as long as this object lives (flock(2): released
