@@ -117,12 +117,18 @@ ResultSet training_run(const std::string& name, const std::string& scaling = "we
   return ResultSet::load(directory, experiment, points, true);
 }
 
-TEST(TrainingPrediction, PredictsEachRankCountFromComputePerSampleAndTheFit) {
-  const ResultSet run = training_run("predict");
+// The ring's fit with the known parameters, as a comm run would give it (without residuals).
+BackendCostFit ring_fit() {
   BackendCostFit fit;
   fit.backend = "ring";
   fit.form = CostForm::kRing;
   fit.parameters = kKnown;
+  return fit;
+}
+
+TEST(TrainingPrediction, PredictsEachRankCountFromComputePerSampleAndTheFit) {
+  const ResultSet run = training_run("predict");
+  BackendCostFit fit = ring_fit();
   const TrainingPrediction prediction = predict_training(run, {{"ring", fit}}, {1, 4}, 1, 2);
   ASSERT_EQ(prediction.families.size(), 1U);
   const FamilyPrediction& family = prediction.families[0];
@@ -174,10 +180,7 @@ TEST(TrainingPrediction, PredictsEachRankCountFromComputePerSampleAndTheFit) {
 // MPI_Allreduce, so where the comm run has allreduce's fit, that fit times them.
 TEST(TrainingPrediction, BucketsBelowTheRingsCrossoverAreTimedWithAllreducesFit) {
   const ResultSet run = training_run("crossover");
-  BackendCostFit ring;
-  ring.backend = "ring";
-  ring.form = CostForm::kRing;
-  ring.parameters = kKnown;
+  BackendCostFit ring = ring_fit();
   BackendCostFit allreduce;
   allreduce.backend = "allreduce";
   allreduce.form = CostForm::kRingOrRecursiveDoubling;
@@ -194,10 +197,7 @@ TEST(TrainingPrediction, BucketsBelowTheRingsCrossoverAreTimedWithAllreducesFit)
 // that communicates is beyond what it measured, even within its ranks.
 TEST(TrainingPrediction, BucketsLargerThanTheCommRunsMessagesAreExtrapolated) {
   const ResultSet run = training_run("large_buckets");
-  BackendCostFit fit;
-  fit.backend = "ring";
-  fit.form = CostForm::kRing;
-  fit.parameters = kKnown;
+  BackendCostFit fit = ring_fit();
   for (const int64_t bytes : {256, 1024}) fit.residuals.push_back({CostSample{2, bytes, 1e-5, 1e-7}, 1e-5, 0});
   const TrainingPrediction prediction = predict_training(run, {{"ring", fit}}, {1, 2}, 1, 2);
   ASSERT_EQ(prediction.families.size(), 1U);
