@@ -105,9 +105,4 @@ std::string explained(const HarnessRun& run) {
   return text;
 }
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 }  // namespace harness::e2e

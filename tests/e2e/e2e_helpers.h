@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "harness/common/process.h"
+#include "tests/common/read_text.h"
 
 namespace harness::e2e {
 
@@ -50,8 +51,5 @@ std::string joined(const std::vector<std::string>& lines);
 // log the output names ("    log: PATH" under a FAILED point), where a rank's own error and
 // Open MPI's backtrace are. A crash seen once in CI is then diagnosable from CI's output alone.
 std::string explained(const HarnessRun& run);
-
-// A whole file as text ("" when it cannot be read).
-std::string read_text(const fs::path& path);
 
 }  // namespace harness::e2e

@@ -7,7 +7,6 @@
 #include <chrono>
 #include <fstream>
 #include <map>
-#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -18,6 +17,7 @@
 #include "harness/common/files.h"
 #include "harness/common/process.h"
 #include "harness/results/record.h"
+#include "tests/common/read_text.h"
 
 namespace harness::e2e {
 namespace {
@@ -25,13 +25,6 @@ namespace {
 // Iris points long enough (a few seconds) to be caught running.
 const char* kSlowIris = R"({"name": "slow", "settings": {"workload": "iris_mlp", "epochs": 400,
   "threads_per_rank": 1}, "sweep": {"batch_size": [4, 8]}})";
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // Waits up to 60 s for `ready`.
 template <typename Ready>

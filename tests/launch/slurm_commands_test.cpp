@@ -7,20 +7,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "harness/common/errors.h"
+#include "tests/common/read_text.h"
 
 namespace harness {
 namespace {
 namespace fs = std::filesystem;
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // A folder whose fake `program` (a bash script's body) comes first on PATH while it lives.
 class FakeCommands {

@@ -5,23 +5,16 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "harness/common/files.h"
 #include "harness/common/process.h"
 #include "harness/launch/slurm_follow.h"
 #include "harness/launch/slurm_script.h"
+#include "tests/common/read_text.h"
 
 namespace harness {
 namespace {
 namespace fs = std::filesystem;
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // A job of one point, `command`, whose status file is DIR/point.status; the rendered script.
 std::string one_point_script(const fs::path& dir, const std::vector<std::string>& command,
