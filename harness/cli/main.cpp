@@ -193,7 +193,7 @@ CLI::App* add_run_command(CLI::App& app, harness::RunOptions& run_options) {
                   "kept when it names the same one)");
   auto* retry_failed = run->add_flag("--retry-failed", run_options.retry_failed,
                 "resume, running again only failed, lost, node-failed, preempted and missing points "
-                "(keep timed-out, out-of-memory and cancelled ones)");
+                "(keep timed-out, out-of-memory and cancelled ones; the run exits 1 while any is left)");
   fresh->excludes(retry_failed);
   run->add_option("--set", run_options.changes.settings,
                   "KEY=VALUE: fix a setting for every point (repeatable; VALUE as JSON, else text), e.g. "

@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "harness/cli/commands.h"
 #include "harness/cli/study_loading.h"
@@ -125,8 +128,19 @@ int run_command(const RunOptions& options) {
                              outcome.kept);
   }
   if (outcome.interrupted) return kExitInterrupted;
-  if (outcome.failed > 0) {
-    std::cerr << fmt::format("harness: {} of {} point(s) failed\n", outcome.failed, study.points.size());
+  // Kept failures leave the study as incomplete as new ones: a pipeline must not take it for done.
+  int kept_not_ok = 0;
+  std::vector<std::string> kept_ends;
+  for (const auto& [status, count] : outcome.kept_not_ok) {
+    kept_not_ok += count;
+    kept_ends.push_back(fmt::format("{} {}", count, status));
+  }
+  if (outcome.failed > 0 || kept_not_ok > 0) {
+    std::cerr << fmt::format("harness: {} of {} point(s) failed{}\n", outcome.failed + kept_not_ok,
+                             study.points.size(),
+                             kept_not_ok == 0 ? ""
+                                              : fmt::format(" ({} kept from an earlier run by --retry-failed: {})",
+                                                            kept_not_ok, fmt::join(kept_ends, ", ")));
     return kExitFailure;
   }
   return kExitOk;

@@ -33,6 +33,17 @@ struct JobSpec {
   std::string attempt;
 };
 
+// Where this submission's job writes its output: DIR/logs/<id>.<attempt>.log. It becomes the
+// point's log (`log_path`) when the job ends with a record, so that an interrupted re-run leaves
+// the earlier record's log as it was.
+inline std::string attempt_log_path(const JobSpec& job) {
+  if (job.attempt.empty()) return job.log_path;
+  const std::string::size_type dot = job.log_path.rfind(".log");
+  return dot == std::string::npos || dot + 4 != job.log_path.size()
+             ? job.log_path + "." + job.attempt
+             : job.log_path.substr(0, dot) + "." + job.attempt + ".log";
+}
+
 using JobId = int64_t;
 
 // How a job ended, as its scheduler tells it (a local process's exit, a SLURM job's final state).

@@ -260,7 +260,7 @@ JobId LocalScheduler::submit(const JobSpec& job) {
   }
   ProcessRequest request;
   request.argv = command_for(job);
-  request.log_path = job.log_path;
+  request.log_path = attempt_log_path(job);
   request.working_directory = job.working_directory;
   request.timeout_s = job.time_limit_s;
   return jobs_.start(request);

@@ -66,7 +66,8 @@ class Scheduler {
   virtual std::vector<std::string> command_for(const JobSpec& job) const = 0;
   // Before the first submit (or adopt) of a sweep. Throws LaunchError.
   virtual void prepare(const SweepContext& /*context*/) {}
-  // Starts `job` without waiting for it. Throws LaunchError when it cannot be started.
+  // Starts `job` without waiting for it, its output going to attempt_log_path(job) (the sweep
+  // makes that the point's log when the job ends). Throws LaunchError when it cannot be started.
   virtual JobId submit(const JobSpec& job) = 0;
   // Starts several jobs; a scheduler that can group them (job arrays, packed allocations) does.
   // One submission per job, in the order of `jobs` (the default submits one after another);

@@ -67,14 +67,6 @@ std::string SlurmScheduler::status_path(const JobSpec& job) const {
   return context_.jobs_dir + "/status/" + status_stem(job) + ".status";
 }
 
-std::string SlurmScheduler::job_log_path(const JobSpec& job) {
-  if (job.attempt.empty()) return job.log_path;
-  const std::string::size_type dot = job.log_path.rfind(".log");
-  return dot == std::string::npos || dot + 4 != job.log_path.size()
-             ? job.log_path + "." + job.attempt
-             : job.log_path.substr(0, dot) + "." + job.attempt + ".log";
-}
-
 double SlurmScheduler::max_job_time_s() const {
   double most_s = kMaxTimeLimitS;
   if (options_.max_time_per_job_s > 0) most_s = std::min(most_s, options_.max_time_per_job_s);
@@ -225,7 +217,7 @@ JobScript SlurmScheduler::script_for(const Batch& batch, const std::vector<JobSp
     const double limit = point_limit_s(job);
     time_s = batch.mode == SlurmMode::kPack ? time_s + limit + kPackStepMarginS : limit + kJobMarginS;
     script.points.push_back({status_stem(job), job.threads_per_rank, ranks_on_node(job), limit,
-                             job.measurements_path, job_log_path(job), command_for(job)});
+                             job.measurements_path, attempt_log_path(job), command_for(job)});
   }
   // The job's name tags every job of the sweep (one query finds them all); the comment says which
   // points it runs, and in which attempt: a job whose sbatch gave no answer is found by it.

@@ -307,11 +307,6 @@ std::vector<JobResult> SlurmScheduler::collect(bool may_query) {
       ++it;
       continue;
     }
-    // The point's log is this job's own: an earlier job of the point writes elsewhere.
-    if (job_log_path(tracked.spec) != tracked.spec.log_path) {
-      std::error_code ignored;
-      fs::rename(job_log_path(tracked.spec), tracked.spec.log_path, ignored);
-    }
     JobResult result;
     result.id = it->first;
     result.end = verdict->end;

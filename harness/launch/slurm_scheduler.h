@@ -97,9 +97,6 @@ class SlurmScheduler final : public Scheduler {
   // What names a point's status file in its job script: "<point id>.<attempt>".
   static std::string status_stem(const JobSpec& job);
   std::string status_path(const JobSpec& job) const;
-  // Where the job writes the point's log: "<id>.<attempt>.log", its own as the status file is;
-  // moved to the point's log (JobSpec::log_path) when the job ends.
-  static std::string job_log_path(const JobSpec& job);
   double requested_node_hours(const Batch& batch, const std::vector<JobSpec>& jobs) const;
   // sbatch's --output: DIR/jobs/batch/<job id>.out, an array task's "<array id>_<task>.out", so
   // that a followed job's output is named by the id squeue gives it.

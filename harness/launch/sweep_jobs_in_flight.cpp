@@ -129,27 +129,32 @@ void SweepRunner::settle_measurements() {
       if (!in_use.count(file)) remove_if_present(file);
     }
   }
-  remove_stale_rank_slots(in_use);
+  remove_stale_rank_slots_and_logs(in_use);
   settled_.clear();
 }
 
-void SweepRunner::remove_stale_rank_slots(const std::set<std::string>& in_use) {
+void SweepRunner::remove_stale_rank_slots_and_logs(const std::set<std::string>& in_use) {
   // Earlier runs' rank slots, left by a harness that stopped before it read them; also those of a
   // run whose rank 0 never wrote measurements (a kill during setup), so not found through them.
-  // One listing of logs/ for all the settled points.
+  // Their jobs' own logs (<id>.<attempt>.log) too: the point's log is <id>.log. One listing of
+  // logs/ for all the settled points.
   if (settled_.empty()) return;
-  std::set<std::string> slots_in_use;
-  for (const std::string& measurements : in_use) slots_in_use.insert(rank_progress_directory(measurements));
+  std::set<std::string> in_use_paths;
+  for (const std::string& measurements : in_use) in_use_paths.insert(rank_progress_directory(measurements));
+  for (const auto& [id, job] : in_flight_) in_use_paths.insert(attempt_log_path(job.job));
   const std::string suffix = rank_progress_directory(".measurements.json");
   std::vector<fs::path> stale;
   std::error_code error;
   for (fs::directory_iterator it(directory_.logs_dir(), error), end; !error && it != end; it.increment(error)) {
     const std::string name = it->path().filename().string();
     const std::size_t dot = name.find('.');
-    if (dot != std::string::npos && name.size() > dot + suffix.size() && name.ends_with(suffix) &&
-        settled_.count(name.substr(0, dot)) && !slots_in_use.count(it->path().string())) {
-      stale.push_back(it->path());
+    if (dot == std::string::npos || !settled_.count(name.substr(0, dot)) ||
+        in_use_paths.count(it->path().string())) {
+      continue;
     }
+    const bool rank_slots = name.size() > dot + suffix.size() && name.ends_with(suffix);
+    const bool attempt_log = name.ends_with(".log") && name.size() > dot + 4;
+    if (rank_slots || attempt_log) stale.push_back(it->path());
   }
   for (const fs::path& folder : stale) {
     std::error_code ignored;

@@ -163,13 +163,17 @@ bool SweepRunner::record_ended(const JobResult& ended, Progress& progress) {
   std::error_code ignored;
   const auto remove_progress = [&] { fs::remove_all(rank_progress_directory(job.job.measurements_path), ignored); };
   if (ended.end == JobEnd::kInterrupted) {
-    // No new record (an earlier one, if any, stays): a later run decides on that as on any.
+    // No new record (an earlier one and its log, if any, stay): a later run decides on that as
+    // on any.
     remove_if_present(job.job.measurements_path);
+    remove_if_present(attempt_log_path(job.job));
     remove_progress();
     progress.finished(job.label, " interrupted (not recorded)", ended.outcome.wall_time_s);
     in_flight_.erase(found);
     return false;
   }
+  // This job's log becomes the point's (the record's reason quotes it).
+  if (attempt_log_path(job.job) != job.job.log_path) fs::rename(attempt_log_path(job.job), job.job.log_path, ignored);
   std::string remark;
   std::vector<std::string> details;
   const PointRecord record = record_of_ended_job(
@@ -228,6 +232,7 @@ SweepRunner::Triage SweepRunner::triage_points(Submit submit, SweepOutcome& resu
       if (status) {
         triage.kept[&point] = *status;
         ++result.kept;
+        if (*status != PointStatus::kOk) ++result.kept_not_ok[std::string(status_name(*status))];
         settled_.insert(point.id);  // measurements an interrupted run left of it
       } else {
         triage.without_record.push_back(&point);
@@ -289,9 +294,9 @@ void SweepRunner::submit_next_batch(const std::vector<const Point*>& to_run, std
     job.command = scheduler_.command_for(job.job);
     job.label = label(*job.point);
     job.build = options_.rank_programs.provenance_for(job.point->settings);
-    // An earlier run's record stays until this one's replaces it (a refused or interrupted
-    // submission must not lose it); its log would mix with this run's.
-    remove_if_present(job.job.log_path);
+    // An earlier run's record and log stay until this one's replace them (a refused or
+    // interrupted submission must not lose them): the job writes its own log.
+    remove_if_present(attempt_log_path(job.job));
     remove_if_present(job.job.measurements_path);
     specs.push_back(job.job);
     batch.push_back(std::move(job));

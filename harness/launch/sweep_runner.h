@@ -52,6 +52,9 @@ struct PointState {
 
 struct SweepOutcome {
   int kept = 0;
+  // Of those, records that did not complete (kept by --retry-failed: timed out, out of memory,
+  // cancelled), by status name.
+  std::map<std::string, int> kept_not_ok;
   int ran = 0;
   int failed = 0;
   int in_flight = 0;  // jobs still running when the runner returned (detached, or status)
@@ -128,9 +131,9 @@ class SweepRunner {
   // Removes the measurements files of the points in settled_ (their records are durable and the
   // saved ledger no longer names their jobs), except those of jobs in flight.
   void settle_measurements();
-  // Removes the rank slot folders of the points in settled_ from logs/, except those of jobs in
-  // flight (in_use: their measurements files).
-  void remove_stale_rank_slots(const std::set<std::string>& in_use);
+  // Removes the rank slot folders and job logs (<id>.<attempt>.log) of the points in settled_
+  // from logs/, except those of jobs in flight (in_use: their measurements files).
+  void remove_stale_rank_slots_and_logs(const std::set<std::string>& in_use);
   // Cancels every job in flight; those the scheduler could not stop go into not_cancelled_.
   void cancel_all_in_flight();
   // Records an ended job (or says it was interrupted); true when its point failed.

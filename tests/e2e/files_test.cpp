@@ -153,44 +153,39 @@ TEST(Files, CheckRefusesOutputsThatAreSpecialFilesLinksOrTheRunsOwn) {
   EXPECT_EQ(plot.outcome.exit_code, 0) << explained(plot);
 }
 
-// --fresh submits every point again; one whose submission is refused (its log cannot be opened:
-// a directory stands in its place) must keep its old record, which a resumed run then keeps.
-TEST(Files, FreshRunWhoseSubmissionIsRefusedKeepsTheOldRecord) {
-  const fs::path dir = scratch("files_fresh_refused");
+// A killed run's measurements of a point are left over; the record that holds the point settles
+// them when a later run keeps it. (A refused submission keeping the record and log:
+// SchedulerSeam.ARunAgainReplacesTheLogOnlyWhenItsJobEnds.)
+TEST(Files, AKeptRecordSettlesAKilledRunsMeasurements) {
+  const fs::path dir = scratch("files_leftover_measurements");
   const fs::path out = tiny_run(dir);
   const fs::path record = only_record(out);
   const std::string before = read_text(record);
   const std::string id = record.stem().string();
-  fs::remove(out / "logs" / (id + ".log"));
-  fs::create_directories(out / "logs" / (id + ".log") / "in the way");
-  const fs::path experiment = dir / "experiment.json";
-
-  HarnessRun run = run_harness({"run", experiment.string(), "--out", out.string(), "--fresh"}, dir / "fresh.log");
-  EXPECT_EQ(run.outcome.exit_code, 1) << joined(run.output);
-  EXPECT_NE(joined(run.output).find(" FAILED: " + (out / "logs" / id).string() + ".log: cannot open log file"),
-            std::string::npos)
-      << joined(run.output);
-  EXPECT_EQ(read_text(record), before) << "the old record went before a new one was written";
-
-  // A killed run's measurements of the point are left over; the record that holds the point
-  // settles them.
-  fs::remove_all(out / "logs" / (id + ".log"));
   const fs::path leftover = out / "logs" / (id + ".20000101T000000Z-1.measurements.json");
   std::ofstream(leftover) << "{}";
-  run = run_harness({"run", experiment.string(), "--out", out.string()}, dir / "resume.log");
+  const fs::path leftover_log = out / "logs" / (id + ".20000101T000000Z-1.log");
+  std::ofstream(leftover_log) << "a killed run's job\n";
+  const HarnessRun run =
+      run_harness({"run", (dir / "experiment.json").string(), "--out", out.string()}, dir / "resume.log");
   EXPECT_EQ(run.outcome.exit_code, 0) << explained(run);
   EXPECT_NE(joined(run.output).find("kept (completed in an earlier run)"), std::string::npos) << joined(run.output);
   EXPECT_EQ(read_text(record), before);
   EXPECT_FALSE(fs::exists(leftover)) << "a killed run's measurements accumulate";
+  EXPECT_FALSE(fs::exists(leftover_log)) << "a killed run's job log accumulates";
+  EXPECT_TRUE(fs::exists(out / "logs" / (id + ".log"))) << "the kept record's log went";
 }
 
 // Ctrl-C while --fresh runs a point again (its mpirun, a fake first on PATH, would never end):
-// the point's old record stays.
+// the point's old record and log stay.
 TEST(Files, FreshRunInterruptedKeepsTheOldRecord) {
   const fs::path dir = scratch("files_fresh_interrupted");
   const fs::path out = tiny_run(dir);
   const fs::path record = only_record(out);
   const std::string before = read_text(record);
+  const fs::path point_log = out / "logs" / (record.stem().string() + ".log");
+  const std::string log_before = read_text(point_log);
+  ASSERT_FALSE(log_before.empty());
   fs::create_directories(dir / "bin");
   std::ofstream(dir / "bin" / "mpirun") << "#!/bin/sh\nexec sleep 600\n";
   fs::permissions(dir / "bin" / "mpirun", fs::perms::owner_all);
@@ -207,6 +202,9 @@ TEST(Files, FreshRunInterruptedKeepsTheOldRecord) {
   ASSERT_TRUE(ended.has_value());
   EXPECT_EQ(ended->exit_code, 130) << read_text(log);
   EXPECT_EQ(read_text(record), before) << "the old record went before a new one was written";
+  EXPECT_EQ(read_text(point_log), log_before) << "the old record's log went with the interrupted run";
+  EXPECT_EQ(std::distance(fs::directory_iterator(out / "logs"), fs::directory_iterator()), 1)
+      << "the interrupted job's log was left";
 }
 
 TEST(Files, OutThatLooksLikeAnOptionIsRefused) {

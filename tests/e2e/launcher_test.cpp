@@ -98,7 +98,11 @@ TEST(Launchers, RetryFailedRunsOnlyFailedLostRetryableAndMissingPoints) {
   // records[5] stays ok.
   const HarnessRun retry = run_harness({"run", experiment.string(), "--out", out.string(), "--retry-failed"},
                                        dir / "2.log");
-  ASSERT_EQ(retry.outcome.exit_code, 0) << explained(retry);
+  // The points it kept did not complete: the study is not whole, so the run fails.
+  ASSERT_EQ(retry.outcome.exit_code, 1) << explained(retry);
+  EXPECT_NE(joined(retry.output).find("harness: 2 of 6 point(s) failed (2 kept from an earlier run by "
+                                      "--retry-failed: 1 oom, 1 timeout)"),
+            std::string::npos) << joined(retry.output);
   EXPECT_NE(line_of(retry, "[1/6]").find("kept (timeout in an earlier run; --retry-failed keeps it)"),
             std::string::npos) << joined(retry.output);
   EXPECT_NE(line_of(retry, "[5/6]").find("kept (oom in an earlier run"), std::string::npos) << joined(retry.output);

@@ -2,6 +2,8 @@
 // "direct" starts the rank program itself, without mpirun: a one-rank MPI job (a singleton).
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <map>
 #include <sstream>
 
 #include "e2e_helpers.h"
@@ -42,9 +44,10 @@ class DirectScheduler final : public Scheduler {
   int threads_per_rank(const JobSpec& /*job*/) const override { return 1; }
   std::vector<std::string> command_for(const JobSpec& job) const override { return job.argv; }
   JobId submit(const JobSpec& job) override {
+    if (refuse) throw LaunchError("refused by the test");
     ProcessRequest request;
     request.argv = command_for(job);
-    request.log_path = job.log_path;
+    request.log_path = attempt_log_path(job);
     request.timeout_s = job.time_limit_s;
     request.environment = {{"HARNESS_THREADS_PER_RANK", "1"}, {"OMP_NUM_THREADS", "1"}};
     ++submitted;
@@ -56,6 +59,7 @@ class DirectScheduler final : public Scheduler {
   }
   void cancel(JobId job) override { jobs_.cancel(job); }
 
+  static inline bool refuse = false;
   static inline int submitted = 0;
   static inline int most_in_flight = 0;
 
@@ -81,19 +85,29 @@ const char* kExperiment = R"({"name": "seam", "launcher": {"name": "direct", "ma
   "settings": {"workload": "iris_mlp", "epochs": 2, "ranks": 1},
   "sweep": {"batch_size": [4, 8, 16]}})";
 
-TEST(SchedulerSeam, ASchedulerFromTheTableRunsASweepAndItsRecordsSayWhich) {
-  const fs::path dir = scratch("seam");
+// kExperiment's points through the direct scheduler into DIR/out, run as often as a test asks.
+struct SeamSweep {
+  explicit SeamSweep(const fs::path& dir) : directory((dir / "out").string()) {
+    validate_points(experiment, points, scheduler->limits());
+    directory.create();
+    options.rank_programs = RankPrograms(HARNESS_BINARY);
+    options.command_line = {"test"};
+  }
+  SweepOutcome run(std::ostringstream& out) {
+    return SweepRunner(experiment, points, *scheduler, directory, options, out).run();
+  }
+
   const Experiment experiment = parse_experiment(kExperiment, "seam.json");
-  const auto points = expand(experiment);
-  auto scheduler = make_scheduler(experiment.launcher, test_table());
-  validate_points(experiment, points, scheduler->limits());
-  const ResultsDirectory directory((dir / "out").string());
-  directory.create();
+  const std::vector<Point> points = expand(experiment);
+  const std::unique_ptr<Scheduler> scheduler = make_scheduler(experiment.launcher, test_table());
+  const ResultsDirectory directory;
   SweepOptions options;
-  options.rank_programs = RankPrograms(HARNESS_BINARY);
-  options.command_line = {"test"};
+};
+
+TEST(SchedulerSeam, ASchedulerFromTheTableRunsASweepAndItsRecordsSayWhich) {
+  SeamSweep sweep(scratch("seam"));
   std::ostringstream out;
-  const SweepOutcome outcome = SweepRunner(experiment, points, *scheduler, directory, options, out).run();
+  const SweepOutcome outcome = sweep.run(out);
   EXPECT_EQ(outcome.ran, 3) << out.str();
   EXPECT_EQ(outcome.failed, 0) << out.str();
   EXPECT_EQ(DirectScheduler::submitted, 3);
@@ -101,7 +115,7 @@ TEST(SchedulerSeam, ASchedulerFromTheTableRunsASweepAndItsRecordsSayWhich) {
   EXPECT_NE(out.str().find("p000-"), std::string::npos);
   EXPECT_NE(out.str().find(" started\n"), std::string::npos) << out.str();
 
-  const ResultSet set = ResultSet::load(directory, experiment, points, true);
+  const ResultSet set = ResultSet::load(sweep.directory, sweep.experiment, sweep.points, true);
   ASSERT_EQ(set.runs().size(), 3U);
   for (const auto& run : set.runs()) {
     EXPECT_TRUE(run.record.ok()) << run.record.reason;
@@ -113,7 +127,7 @@ TEST(SchedulerSeam, ASchedulerFromTheTableRunsASweepAndItsRecordsSayWhich) {
 
   // Run again: every point is kept, nothing is submitted.
   std::ostringstream again_out;
-  const SweepOutcome again = SweepRunner(experiment, points, *scheduler, directory, options, again_out).run();
+  const SweepOutcome again = sweep.run(again_out);
   EXPECT_EQ(again.kept, 3);
   EXPECT_EQ(again.ran, 0);
   EXPECT_EQ(DirectScheduler::submitted, 3);
@@ -138,6 +152,50 @@ TEST(SchedulerSeam, ItsLimitsAndOptionsAreCheckedLikeTheLocalOnes) {
   } catch (const ConfigError& error) {
     EXPECT_EQ(std::string(error.what()),
               "seam.json: launcher.max_paralel: unknown option \"max_paralel\" (did you mean \"max_parallel\"?)");
+  }
+}
+
+// A point run again keeps its earlier record and log until the new ones replace them: a refused
+// submission changes neither; a job that ends makes its own log (written apart while it runs)
+// the point's, and leaves no other.
+TEST(SchedulerSeam, ARunAgainReplacesTheLogOnlyWhenItsJobEnds) {
+  SeamSweep sweep(scratch("seam_logs"));
+  const ResultsDirectory& directory = sweep.directory;
+  const std::vector<Point>& points = sweep.points;
+  std::ostringstream first_out;
+  ASSERT_EQ(sweep.run(first_out).failed, 0) << first_out.str();
+  const auto logs_and_records = [&] {
+    std::map<std::string, std::string> files;
+    for (const auto& entry : fs::directory_iterator(directory.logs_dir())) {
+      files[entry.path().filename().string()] = read_text(entry.path());
+    }
+    for (const auto& point : points) files[point.id + ".record"] = read_text(directory.record_path(point.id));
+    return files;
+  };
+  const auto before = logs_and_records();
+  ASSERT_EQ(before.size(), 2 * points.size()) << "a log and a record per point";
+  for (const auto& point : points) {
+    ASSERT_FALSE(before.at(point.id + ".log").empty()) << point.id;
+    fs::last_write_time(directory.log_path(point.id), fs::file_time_type::clock::now() - std::chrono::hours(1));
+  }
+
+  sweep.options.fresh = true;
+  DirectScheduler::refuse = true;
+  std::ostringstream refused_out;
+  const SweepOutcome refused = sweep.run(refused_out);
+  DirectScheduler::refuse = false;
+  EXPECT_EQ(refused.failed, 3) << refused_out.str();
+  EXPECT_EQ(logs_and_records(), before) << "a refused submission changed a point's log or record";
+
+  std::ostringstream again_out;
+  const SweepOutcome again = sweep.run(again_out);
+  EXPECT_EQ(again.failed, 0) << again_out.str();
+  const auto after = logs_and_records();
+  EXPECT_EQ(after.size(), before.size()) << "a job's own log was left beside the point's";
+  for (const auto& point : points) {
+    EXPECT_GT(fs::last_write_time(directory.log_path(point.id)),
+              fs::file_time_type::clock::now() - std::chrono::minutes(30))
+        << point.id << ": the log is still the earlier run's";
   }
 }
 

@@ -10,7 +10,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -23,18 +22,12 @@
 #include "harness/launch/sweep_runner.h"
 #include "harness/study/settings.h"
 #include "tests/launch/launcher_option_error.h"
+#include "tests/common/read_text.h"
 
 namespace harness {
 namespace {
 namespace fs = std::filesystem;
 using testing::option_error;
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 fs::path scratch(const std::string& name) {
   const fs::path dir = fs::temp_directory_path() / ("harness_slurm_script_" + name);
@@ -303,8 +296,10 @@ TEST(SlurmScheduler, AJobReadsAndWritesOnlyItsOwnSubmissionsStatusFileAndLog) {
   EXPECT_TRUE(before.empty());
   ASSERT_EQ(after.size(), 1U);
   EXPECT_EQ(after[0].end, JobEnd::kCompleted);
-  // Ended, its log is the point's.
-  EXPECT_EQ(read_text(dir / "p000.log"), "this job's\n");
+  // Ended, its log stays its own; the sweep makes it the point's once the record is written
+  // (SchedulerSeam.ARunAgainReplacesTheLogOnlyWhenItsJobEnds).
+  EXPECT_EQ(read_text(attempt_log_path(job)), "this job's\n");
+  EXPECT_EQ(read_text(dir / "p000.log"), "the earlier job's\n");
 }
 
 // What an experiment may carry into a script: a data path with command substitution, backticks,

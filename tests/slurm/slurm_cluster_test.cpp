@@ -285,8 +285,10 @@ TEST(SlurmCluster, AScancelledPacksUnstartedPointsAreLostAndRunAgainWithRetryFai
   EXPECT_EQ(all[2]["status"], "lost") << all[2]["reason"];
   const HarnessRun retry = run_harness({"run", experiment.string(), "--out", out.string(), "--retry-failed"},
                                        dir / "retry.log");
-  EXPECT_EQ(retry.outcome.exit_code, 0) << explained(retry);
+  EXPECT_EQ(retry.outcome.exit_code, 1) << explained(retry);  // the cancelled point, kept
   EXPECT_NE(joined(retry.output).find("kept (cancelled in an earlier run"), std::string::npos) << joined(retry.output);
+  EXPECT_NE(joined(retry.output).find("1 of 3 point(s) failed (1 kept from an earlier run by --retry-failed: 1 cancelled)"),
+            std::string::npos) << joined(retry.output);
   const auto again = records(out);
   ASSERT_EQ(again.size(), 3U);
   EXPECT_EQ(again[1]["status"], "ok") << again[1]["reason"];
