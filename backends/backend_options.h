@@ -52,9 +52,10 @@ struct BackendSetting {
   // one-shot kernel): the comm report then also compares the backend's configurations that differ
   // only in this setting with each other, not only with MPI_Allreduce (comm_report.h).
   bool own_crossover = false;
-  // Read only where buffers on a GPU are staged through host memory (device "cuda"): on the CPU
-  // a point's value changes nothing, and a sweep over it measures the same thing twice.
-  bool staging_only = false;
+  // Read only for points where this holds (nullptr: every point of the backend), e.g. where
+  // buffers on a GPU are staged through host memory: elsewhere a point's value changes nothing,
+  // and a sweep over it would measure the same thing twice.
+  bool (*read_where)(const BackendOptions& options) = nullptr;
 };
 
 }  // namespace harness

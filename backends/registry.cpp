@@ -30,7 +30,9 @@ std::vector<BackendSetting> parameter_server_settings() {
            .help = "backend \"ps\": rank 0 trains too (false: it only serves, p ranks give p-1 workers)",
            .json_schema = R"({"type": "boolean"})",
            .fallback = false,
-           .normalise = [](const Json& value, const std::string& where) { return Json(read_boolean(value, where)); }}};
+           .normalise = [](const Json& value, const std::string& where) { return Json(read_boolean(value, where)); },
+           // The comm benchmark sums every rank's buffer: there is no training for rank 0 to skip.
+           .read_where = [](const BackendOptions& options) { return options.training; }}};
 }
 
 std::string parameter_server_problem(const BackendOptions& options) {
@@ -88,7 +90,7 @@ BackendSetting shm_copy_engine_gathers_setting() {
           .json_schema = R"({"type": "boolean"})",
           .fallback = false,
           .normalise = [](const Json& value, const std::string& where) { return Json(read_boolean(value, where)); },
-          .staging_only = true};
+          .read_where = [](const BackendOptions& options) { return options.device == "cuda"; }};
 }
 
 // The reduction threads run on the rank's own cores, which ranks x threads_per_rank counts (the
@@ -109,12 +111,14 @@ std::string reduce_threads_problem(const BackendOptions& options) {
 }
 
 std::vector<BackendSetting> hierarchical_settings() {
-  return {crossover_bytes_setting(kHierMpiBelowKey,
-                                  "backend \"hier\" across nodes: buffers smaller than this many bytes go through "
-                                  "MPI_Allreduce (0: never; the crossover of your network, measured as in "
-                                  "experiments/multinode.json)",
-                                  kHierMpiBelowBytes),
-          shm_reduce_threads_setting()};
+  BackendSetting crossover = crossover_bytes_setting(kHierMpiBelowKey,
+                                                     "backend \"hier\" across nodes: buffers smaller than this many "
+                                                     "bytes go through MPI_Allreduce (0: never; the crossover of your "
+                                                     "network, measured as in experiments/multinode.json)",
+                                                     kHierMpiBelowBytes);
+  // On one node hier is shm, whatever the size.
+  crossover.read_where = [](const BackendOptions& options) { return options.nodes > 1; };
+  return {crossover, shm_reduce_threads_setting()};
 }
 
 std::size_t hierarchical_hands_to_mpi_below_bytes(const BackendOptions& options) {
@@ -201,8 +205,8 @@ double ring_traffic(int ranks) { return 9.0 * (ranks - 1) / ranks; }
 // sum out.
 double parameter_server_traffic(int ranks) { return 6.0 * (ranks - 1); }
 // shm: each rank reads its slice of all p segments (n) and writes the sum into the lines it has
-// just read (n): no copy, no write-allocate.
-double shared_memory_traffic(int /*ranks*/) { return 2.0; }
+// just read (n): no copy, no write-allocate. One rank has nothing to add.
+double shared_memory_traffic(int ranks) { return ranks > 1 ? 2.0 : 0.0; }
 
 }  // namespace
 

@@ -66,10 +66,11 @@ std::vector<std::string> settings_not_read(const PointSettings& settings) {
   const auto own = [&read_by_owner](std::string_view key, bool owner_is_ours) {
     read_by_owner[std::string(key)] |= owner_is_ours;
   };
+  const BackendOptions options = backend_options(settings);
   for (const auto& backend : backend_table()) {
     if (backend.settings == nullptr) continue;
     for (const BackendSetting& setting : backend.settings()) {
-      own(setting.key, backend.name == settings.backend && (!setting.staging_only || settings.device == "cuda"));
+      own(setting.key, backend.name == settings.backend && (setting.read_where == nullptr || setting.read_where(options)));
     }
   }
   for (const auto& workload : workload_table()) {
@@ -83,7 +84,11 @@ std::vector<std::string> settings_not_read(const PointSettings& settings) {
   for (const auto& [key, read] : read_by_owner) {
     if (!read) unread.push_back(key);
   }
-  if (settings.inject_compute_delay_ms == 0) unread.emplace_back("inject_compute_delay_rank");
+  // The comm benchmark computes nothing to delay.
+  if (settings.kind == Kind::kComm) unread.emplace_back("inject_compute_delay_ms");
+  if (settings.inject_compute_delay_ms == 0 || settings.kind == Kind::kComm) {
+    unread.emplace_back("inject_compute_delay_rank");
+  }
   if (settings.device != "cuda") unread.emplace_back("staging_chunk_bytes");  // nothing is staged
   // Iris holds out a fixed share of each species, K-means evaluates on what it clusters, a comm
   // benchmark trains nothing.

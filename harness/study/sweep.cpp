@@ -12,6 +12,11 @@ namespace harness {
 
 namespace {
 
+// Why a point may not read a setting it holds (settings_not_read), for the messages that say so.
+constexpr std::string_view kWhySettingsGoUnread =
+    "owned by another workload, backend or kind, or unused where they are: a delay's rank without a delay, GPU "
+    "staging's on the CPU, hier's crossover on one node, ps_server_trains or a compute delay in a comm benchmark";
+
 // A dimension of the product: a plain axis alone, or all the axes of one zip group (indices into
 // experiment.sweep).
 using Dimension = std::vector<std::size_t>;
@@ -149,10 +154,8 @@ void check_settings_distinct(const Experiment& experiment, const std::vector<Poi
     }
     throw ConfigError(fmt::format(
         "{}: sweep: combinations {} and {} measure the same thing: they differ only in {}, which their points do "
-        "not read (owned by another workload, backend or kind, a delay's rank without a delay, or GPU staging's "
-        "on the CPU); zip the "
-        "settings that go together, or exclude one",
-        experiment.source_path, where->second, i, fmt::join(differing, ", ")));
+        "not read ({}); zip the settings that go together, or exclude one",
+        experiment.source_path, where->second, i, fmt::join(differing, ", "), kWhySettingsGoUnread));
   }
 }
 
@@ -227,9 +230,8 @@ std::string unread_settings_warning(const Experiment& experiment, const std::vec
     });
   }
   if (unread.empty()) return "";
-  return fmt::format("{}: settings {}: no point reads {} (owned by another workload, backend or kind, a delay's "
-                     "rank without a delay, or GPU staging's on the CPU), so {} nothing",
-                     experiment.source_path, fmt::join(unread, ", "), unread.size() == 1 ? "it" : "them",
+  return fmt::format("{}: settings {}: no point reads {} ({}), so {} nothing", experiment.source_path,
+                     fmt::join(unread, ", "), unread.size() == 1 ? "it" : "them", kWhySettingsGoUnread,
                      unread.size() == 1 ? "it changes" : "they change");
 }
 

@@ -101,6 +101,27 @@ TEST(Settings, WhatNoPointReadsIsNamedBeforeTheRun) {
   staged.backend = "hier";
   const std::vector<std::string> hier_unread = settings_not_read(staged);
   EXPECT_NE(std::find(hier_unread.begin(), hier_unread.end(), "shm_copy_engine_gathers"), hier_unread.end());
+  // hier's crossover decides between its ring and MPI across nodes only (on one node it is shm);
+  // ps's rank 0 has no training to skip in the comm benchmark.
+  const auto unread_by = [](const PointSettings& settings, const char* key) {
+    const std::vector<std::string> unread = settings_not_read(settings);
+    return std::find(unread.begin(), unread.end(), key) != unread.end();
+  };
+  PointSettings hier = iris;
+  hier.backend = "hier";
+  hier.ranks = 4;
+  EXPECT_TRUE(unread_by(hier, "hier_allreduce_below_bytes")) << "on one node";
+  hier.nodes = 2;
+  EXPECT_FALSE(unread_by(hier, "hier_allreduce_below_bytes")) << "on two nodes";
+  PointSettings ps = iris;
+  ps.backend = "ps";
+  EXPECT_FALSE(unread_by(ps, "ps_server_trains")) << "training";
+  ps.kind = Kind::kComm;
+  EXPECT_TRUE(unread_by(ps, "ps_server_trains")) << "comm benchmark";
+  // The comm benchmark computes nothing to delay.
+  ps.inject_compute_delay_ms = 10;
+  EXPECT_TRUE(unread_by(ps, "inject_compute_delay_ms"));
+  EXPECT_TRUE(unread_by(ps, "inject_compute_delay_rank"));
   PointSettings cnn;
   cnn.workload = "mnist_cnn";
   const std::vector<std::string> cnn_unread = settings_not_read(cnn);
@@ -110,7 +131,9 @@ TEST(Settings, WhatNoPointReadsIsNamedBeforeTheRun) {
                                             "exp.json");
   EXPECT_EQ(unread_settings_warning(fixed, expand(fixed)),
             "exp.json: settings resnet_depth, comm_iterations: no point reads them (owned by another workload, "
-            "backend or kind, a delay's rank without a delay, or GPU staging's on the CPU), so they change nothing");
+            "backend or kind, or unused where they are: a delay's rank without a delay, GPU staging's on the CPU, "
+            "hier's crossover on one node, ps_server_trains or a compute delay in a comm benchmark), so they change "
+            "nothing");
   const Experiment read = parse_experiment(R"({"name": "x", "settings": {"ranks": 2, "ps_server_trains": true},
       "sweep": {"backend": ["allreduce", "ps"]}})",
                                            "exp.json");

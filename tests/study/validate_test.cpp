@@ -263,6 +263,19 @@ TEST(Validate, ServingOnlyParameterServerNeedsTwoRanks) {
             "");
 }
 
+// The delayed rank must be one of the point's ranks where there is a delay; without one the
+// rank is not read, so a ranks sweep from 1 with the delay off there is not refused for it.
+TEST(Validate, ADelayedRankIsOneOfThePointsRanksWhereThereIsADelay) {
+  const std::string message = validation_error(
+      R"({"name": "x", "settings": {"ranks": 2, "inject_compute_delay_ms": 5, "inject_compute_delay_rank": 2}})");
+  EXPECT_NE(message.find("inject_compute_delay_rank: expected a rank below ranks (2), got 2"), std::string::npos)
+      << message;
+  EXPECT_EQ(validation_error(R"({"name": "x", "settings": {"inject_compute_delay_rank": 1},
+      "sweep": {"ranks": [1, 2, 4], "inject_compute_delay_ms": [0, 10]},
+      "exclude": [{"ranks": 1, "inject_compute_delay_ms": 10}]})"),
+            "");
+}
+
 TEST(Validate, SharedMemoryNeedsOneNodeAndNamesHier) {
   // Training and the comm benchmark alike; the validation runs before any launcher's limits.
   for (const char* kind : {"train", "comm"}) {
