@@ -43,10 +43,10 @@ auto of_size(std::string format, double MessageSizeMetrics::*field, std::string 
 }
 
 // A probe's time or a link's bandwidth: 0 where it was not measured (one node; the CPU), which is
-// left empty rather than read as a measured 0.
-auto measured_of_size(double MessageSizeMetrics::*field) {
-  return [field](const SizeRow& row) {
-    return row.size && row.size->*field > 0 ? fmt::format("{:.6g}", row.size->*field) : std::string();
+// shown as `otherwise` (empty in a table, "-" on the console) rather than read as a measured 0.
+auto measured_of_size(double MessageSizeMetrics::*field, std::string format = "{:.6g}", std::string otherwise = "") {
+  return [field, format, otherwise](const SizeRow& row) {
+    return row.size && row.size->*field > 0 ? fmt::format(fmt::runtime(format), row.size->*field) : otherwise;
   };
 }
 
@@ -216,8 +216,8 @@ std::string CommReport::console_table(const ResultSet& set) const {
   }
   if (any_run_on_several_nodes(set)) {
     // What the transport gives between two ranks, beside what the backend made of it.
-    columns.push_back({"intra", "GB/s", 7, false, of_size("{:.2f}", &MessageSizeMetrics::intra_node_gbps, "-")});
-    columns.push_back({"inter", "GB/s", 7, false, of_size("{:.2f}", &MessageSizeMetrics::inter_node_gbps, "-")});
+    columns.push_back({"intra", "GB/s", 7, false, measured_of_size(&MessageSizeMetrics::intra_node_gbps, "{:.2f}", "-")});
+    columns.push_back({"inter", "GB/s", 7, false, measured_of_size(&MessageSizeMetrics::inter_node_gbps, "{:.2f}", "-")});
   }
   const std::vector<SizeRow> rows = size_rows(set);
   std::string table = format_console_table(columns, rows);

@@ -48,10 +48,15 @@ std::string record_notes(const ResultSet& set) {
     if (found == oversubscribed.end()) found = oversubscribed.insert(oversubscribed.end(), {layout, {}});
     found->second.push_back(run.record.id);
   }
+  // What the wait for a core shows as: a training study splits its efficiency; the comm benchmark
+  // has only the reductions' times.
+  const bool comm = set.kind() == Kind::kComm;
   for (const auto& [layout, ids] : oversubscribed) {
-    add(fmt::format("oversubscribed: {} ({}{}): ranks wait for a core, which the efficiency split shows as "
-                    "compute inflation and waiting for the slowest rank, not as communication",
-                    layout, ids.front(), ids.size() > 1 ? fmt::format(" and {} more", ids.size() - 1) : ""));
+    add(fmt::format("oversubscribed: {} ({}{}): ranks wait for a core, {}", layout, ids.front(),
+                    ids.size() > 1 ? fmt::format(" and {} more", ids.size() - 1) : "",
+                    comm ? "which lengthens the reductions' times (a rank's turn may wait a scheduler tick)"
+                         : "which the efficiency split shows as compute inflation and waiting for the slowest rank, "
+                           "not as communication"));
   }
   for (const Run& run : set.runs()) {
     const std::string path = run_exchange_path(run);

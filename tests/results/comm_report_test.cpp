@@ -10,8 +10,10 @@
 #include <filesystem>
 #include <sstream>
 #include <map>
+#include <optional>
 
 #include "harness/common/files.h"
+#include "harness/results/report.h"
 #include "harness/results/result_set.h"
 #include "point_record_of.h"
 
@@ -74,6 +76,13 @@ TEST(CommReport, SaysFromWhichSizeEachConfigurationBeatsAllreduceOnMediansOverRe
   // The console table ends with it.
   const std::string table = CommReport().console_table(set);
   EXPECT_NE(table.find("faster from 16384 B up"), std::string::npos) << table;
+  // Two nodes: the transport's own bandwidth in and between nodes beside the backend's; these
+  // records measured none, which shows as "-", not as 0.00.
+  EXPECT_NE(table.find("intra"), std::string::npos) << table;
+  for (std::size_t at = table.find("\np0"); at != std::string::npos; at = table.find("\np0", at + 1)) {
+    const std::string row = table.substr(at + 1, table.find('\n', at + 1) - at - 1);
+    EXPECT_TRUE(row.ends_with("-       -")) << row;
+  }
   // The plots: one curve per configuration, its median over the repeats (the slow one left out).
   const std::string latency = CommReport().plot_data(set).at("latency");
   EXPECT_EQ(latency,
@@ -175,6 +184,26 @@ TEST(CommReport, TheMemoryLimitOfARankThatWorksAloneIsOneCoresRate) {
       << "both within their limits: nothing to explain";
 }
 
+// A comm record of `point` on one host whose reductions of 16 MiB take 1000 us, with the copy
+// probe at `copy_probe_us`; returns its id.
+std::string write_16_mib_record(const ResultsDirectory& directory, const Point& point, double copy_probe_us,
+                                std::optional<Oversubscription> oversubscribed = std::nullopt) {
+  PointRecord record = ok_record_of(point);
+  Measurements measurements;
+  measurements.oversubscribed = oversubscribed;
+  measurements.kind = Kind::kComm;
+  measurements.world_size = point.settings.ranks;
+  measurements.hosts.assign(static_cast<std::size_t>(point.settings.ranks), "a");
+  MessageSizeMetrics size;
+  size.bytes = 1 << 24;
+  size.time_us_median = size.time_us_min = size.time_us_max = 1000;
+  size.copy_probe_us = copy_probe_us;
+  measurements.comm = CommMeasurements{{size}};
+  record.measurements = measurements;
+  write_file_atomically(directory.record_path(record.id), to_json(record).dump(1));
+  return record.id;
+}
+
 // A fraction above 100% is not hidden or capped: the console says which rows, and what the limit is.
 TEST(CommReport, AMemoryFractionAboveItsLimitIsNamedAndExplained) {
   const auto path = std::filesystem::temp_directory_path() / "harness_comm_above_limit_test";
@@ -184,24 +213,57 @@ TEST(CommReport, AMemoryFractionAboveItsLimitIsNamedAndExplained) {
   const Experiment experiment = parse_experiment(
       R"({"name": "exp", "settings": {"kind": "comm", "ranks": 2, "backend": "shm"}})", "exp.json");
   const std::vector<Point> points = expand(experiment);
-  PointRecord record = ok_record_of(points[0]);
-  Measurements measurements;
-  measurements.kind = Kind::kComm;
-  measurements.world_size = 2;
-  measurements.hosts = {"a", "a"};
-  MessageSizeMetrics size;
-  size.bytes = 1 << 24;
-  size.time_us_median = size.time_us_min = size.time_us_max = 1000;
-  size.copy_probe_us = 1530;  // shm moves 2 bytes per byte against the probe's 3: 1020 us, 102%
-  measurements.comm = CommMeasurements{{size}};
-  record.measurements = measurements;
-  write_file_atomically(directory.record_path(record.id), to_json(record).dump(1));
+  // shm moves 2 bytes per byte against the probe's 3: 1020 us, 102%.
+  const std::string id = write_16_mib_record(directory, points[0], 1530);
   const ResultSet set = ResultSet::load(directory, experiment, points, true);
   const std::string table = CommReport().console_table(set);
-  EXPECT_NE(table.find("memory above 100% of its limit: " + record.id + " shm at 16777216 B (102%). The limit is the "
+  EXPECT_NE(table.find("memory above 100% of its limit: " + id + " shm at 16777216 B (102%). The limit is the "
                        "backend's modelled memory traffic at the rate of this run's copy and a[i] += b[i] probes"),
             std::string::npos)
       << table;
+}
+
+// Ranks waiting for a core lengthen a comm run's reductions; it has no efficiency split to blame.
+TEST(CommReport, AnOversubscribedRunSaysWhatTheWaitForACoreDoesToItsTimes) {
+  const auto path = std::filesystem::temp_directory_path() / "harness_comm_oversubscribed_test";
+  std::filesystem::remove_all(path);
+  ResultsDirectory directory(path.string());
+  directory.create();
+  const Experiment experiment = parse_experiment(
+      R"({"name": "exp", "settings": {"kind": "comm", "ranks": 4, "backend": "shm"}})", "exp.json");
+  const std::vector<Point> points = expand(experiment);
+  const std::string id = write_16_mib_record(directory, points[0], 1530, Oversubscription{"a", 4, 1, 2});
+  const std::string text = console_text(ResultSet::load(directory, experiment, points, true));
+  EXPECT_NE(text.find("oversubscribed: 4 ranks × 1 thread on 2 cores (" + id +
+                      "): ranks wait for a core, which lengthens the reductions' times"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("efficiency split"), std::string::npos) << text;
+}
+
+// One rank moves nothing, whatever the backend: no memory figure, so none above its limit (shm's
+// and hier's read 109% of a limit of nothing).
+TEST(CommReport, OneRankHasNoMemoryLimit) {
+  const auto path = std::filesystem::temp_directory_path() / "harness_comm_one_rank_test";
+  std::filesystem::remove_all(path);
+  ResultsDirectory directory(path.string());
+  directory.create();
+  const Experiment experiment = parse_experiment(
+      R"({"name": "exp", "settings": {"kind": "comm", "ranks": 1}, "sweep": {"backend": ["shm", "hier", "ring"]}})",
+      "exp.json");
+  const std::vector<Point> points = expand(experiment);
+  for (const Point& point : points) write_16_mib_record(directory, point, 1530);
+  const ResultSet set = ResultSet::load(directory, experiment, points, true);
+  const std::string table = CommReport().console_table(set);
+  EXPECT_EQ(table.find("memory above"), std::string::npos) << table;
+  const std::string csv = CommReport().tables(set).at("summary.csv");
+  const auto header = csv.substr(0, csv.find('\n'));
+  const auto column = std::count(header.begin(), header.begin() + header.find("memory_limit_fraction"), ',');
+  for (std::size_t at = csv.find('\n') + 1; at < csv.size(); at = csv.find('\n', at) + 1) {
+    std::string line = csv.substr(at, csv.find('\n', at) - at);
+    for (int i = 0; i < column; ++i) line = line.substr(line.find(',') + 1);
+    EXPECT_EQ(line.substr(0, line.find(',')), "") << csv;
+  }
 }
 
 }  // namespace
