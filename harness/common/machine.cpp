@@ -70,7 +70,9 @@ std::optional<Oversubscription> oversubscription(const std::vector<RankCpus>& ra
   std::map<std::string, int> rank_count;
   for (const RankCpus& rank : ranks) {
     auto& [threads, cpus] = machines[rank.host];
-    threads += std::min(std::max(1, threads_per_rank), static_cast<int>(std::max<std::size_t>(1, rank.cpus.size())));
+    // Every thread the rank starts, even beyond the CPUs it may use: they then take turns on
+    // those (the pre-launch warning counts them so too).
+    threads += std::max(1, threads_per_rank);
     cpus.insert(rank.cpus.begin(), rank.cpus.end());
     ++rank_count[rank.host];
   }

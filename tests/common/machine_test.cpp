@@ -16,8 +16,9 @@ TEST(Oversubscription, RanksWhoseThreadsOutnumberTheirMachinesCoresAreFound) {
   // Two ranks bound to one core are oversubscribed although the machine has two.
   EXPECT_EQ(oversubscription({{"vm", {0}}, {"vm", {0}}}, 1), (Oversubscription{"vm", 2, 1, 1}));
   EXPECT_EQ(oversubscription({{"vm", {0}}, {"vm", {1}}}, 1), std::nullopt);
-  // A rank bound to one core runs one thread at a time, whatever it asks for.
-  EXPECT_EQ(oversubscription({{"vm", {0}}, {"vm", {1}}}, 4), std::nullopt);
+  // A rank bound to one core that starts 4 threads runs them in turns on it.
+  EXPECT_EQ(oversubscription({{"vm", {0}}, {"vm", {1}}}, 4), (Oversubscription{"vm", 2, 4, 2}));
+  EXPECT_EQ(oversubscription({{"vm", {0}}}, 2), (Oversubscription{"vm", 1, 2, 1}));
   // Machines apart: the most oversubscribed one is named.
   EXPECT_EQ(oversubscription({{"a", both}, {"a", both}, {"b", both}, {"b", both}, {"b", both}, {"b", both},
                               {"b", both}},
