@@ -27,6 +27,12 @@ std::string incomparable(const PointRecord& a, const PointRecord& b) {
       std::min(a.schema_version, b.schema_version) < kTimingsComparableSince) {
     return fmt::format("record schema {} against {}", a.schema_version, b.schema_version);
   }
+  if (a.settings.kind == Kind::kTrain &&
+      (a.schema_version < kStepMeansSince) != (b.schema_version < kStepMeansSince)) {
+    return fmt::format("record schema {} against {} (a training step's times became the training ranks' means in "
+                       "{})",
+                       a.schema_version, b.schema_version, kStepMeansSince);
+  }
   if (hosts(a) != hosts(b)) return fmt::format("{} host(s) against {}", hosts(a), hosts(b));
   const std::string library_a = mpi_release(a.measurements->mpi_library);
   const std::string library_b = mpi_release(b.measurements->mpi_library);

@@ -30,34 +30,44 @@ StepSeries gather_step_series(const StepTimes& local, const std::vector<bool>& t
   return gather_step_series(local, 0, training, communicator);
 }
 
-StepSeries slowest_training_rank_steps(const StepTimes& all, std::size_t steps, const std::vector<bool>& training) {
+StepSeries mean_training_rank_steps(const StepTimes& all, std::size_t steps, const std::vector<bool>& training) {
   if (all.step_s.size() != steps * training.size() || all.compute_s.size() != all.step_s.size() ||
       all.comm_s.size() != all.step_s.size() || all.exposed_s.size() != all.step_s.size()) {
     throw Error(fmt::format("step records: {} times for {} steps of {} ranks", all.step_s.size(), steps,
                             training.size()));
   }
   // A rank that only serves (ps's rank 0) computes nothing, and its step is the training ranks'
-  // compute spent waiting: it never stands for the step (unless no rank trains).
+  // compute spent waiting: it never counts in the step (unless no rank trains).
   const bool any_training = std::find(training.begin(), training.end(), true) != training.end();
-  const auto stands = [&](std::size_t r) { return training[r] || !any_training; };
+  std::vector<std::size_t> standing;
+  for (std::size_t r = 0; r < training.size(); ++r) {
+    if (training[r] || !any_training) standing.push_back(r);
+  }
   StepSeries series;
   std::vector<double> wait_s;
+  if (standing.empty()) {
+    series.wait_s = std::move(wait_s);
+    return series;
+  }
+  const auto count = static_cast<double>(standing.size());
   for (std::size_t step = 0; step < steps; ++step) {
-    std::optional<std::size_t> worst;
     double slowest_compute = 0;
-    for (std::size_t r = 0; r < training.size(); ++r) {
-      const std::size_t candidate = r * steps + step;
-      if (!stands(r)) continue;
-      if (!worst || all.step_s[candidate] > all.step_s[*worst]) worst = candidate;
-      slowest_compute = std::max(slowest_compute, all.compute_s[candidate]);
+    for (const std::size_t r : standing) slowest_compute = std::max(slowest_compute, all.compute_s[r * steps + step]);
+    double step_sum = 0, compute_sum = 0, comm_sum = 0, exposed_sum = 0, wait_sum = 0;
+    for (const std::size_t r : standing) {
+      const std::size_t at = r * steps + step;
+      step_sum += all.step_s[at];
+      compute_sum += all.compute_s[at];
+      comm_sum += all.comm_s[at];
+      exposed_sum += all.exposed_s[at];
+      // The exchange cannot finish before the slowest training rank joins it.
+      wait_sum += std::clamp(slowest_compute - all.compute_s[at], 0.0, all.exposed_s[at]);
     }
-    if (!worst) break;  // no rank at all
-    series.step_s.push_back(all.step_s[*worst]);
-    series.compute_s.push_back(all.compute_s[*worst]);
-    series.comm_s.push_back(all.comm_s[*worst]);
-    series.exposed_comm_s.push_back(all.exposed_s[*worst]);
-    // The exchange cannot finish before the slowest training rank joins it.
-    wait_s.push_back(std::clamp(slowest_compute - all.compute_s[*worst], 0.0, all.exposed_s[*worst]));
+    series.step_s.push_back(step_sum / count);
+    series.compute_s.push_back(compute_sum / count);
+    series.comm_s.push_back(comm_sum / count);
+    series.exposed_comm_s.push_back(exposed_sum / count);
+    wait_s.push_back(wait_sum / count);
   }
   series.wait_s = std::move(wait_s);
   return series;
@@ -78,7 +88,7 @@ StepSeries gather_step_series(const StepTimes& local, std::size_t first_step,
   const auto exposed_s = gather_to_root(from(local.exposed_s), communicator);
   if (communicator.rank() != 0) return {};
   const std::size_t steps = local.step_s.size() - first_step;
-  StepSeries series = slowest_training_rank_steps(
+  StepSeries series = mean_training_rank_steps(
       StepTimes{.compute_s = compute_s, .comm_s = comm_s, .exposed_s = exposed_s, .step_s = step_s}, steps, training);
   series.imbalance_s = load_imbalance_per_step(compute_s, steps, training);
   SlowestRanks slowest = slowest_rank_per_step(compute_s, steps, training);
@@ -165,10 +175,15 @@ SlowestRanks slowest_rank_per_step(const std::vector<double>& compute_s, std::si
     }
     if (rank < 0) throw Error("slowest rank: no rank trains");
     std::sort(computes.begin(), computes.end());
+    // Against the others only: with 2 ranks a median that counts the slowest would halve its lead.
+    const double slowest_compute = computes.back();
+    computes.pop_back();
     const std::size_t middle = computes.size() / 2;
-    const double median = computes.size() % 2 == 1 ? computes[middle] : (computes[middle - 1] + computes[middle]) / 2;
+    const double median = computes.empty()                ? slowest_compute
+                          : computes.size() % 2 == 1 ? computes[middle]
+                                                     : (computes[middle - 1] + computes[middle]) / 2;
     slowest.rank.push_back(rank);
-    slowest.lead_s.push_back(computes.back() - median);
+    slowest.lead_s.push_back(slowest_compute - median);
   }
   return slowest;
 }

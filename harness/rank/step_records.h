@@ -9,10 +9,10 @@
 
 namespace harness {
 
-// Collective. On rank 0: for every step, the times of the training rank whose step took longest (compute
-// and communication from that same rank, so they add up to at most its step time), how much of
-// that rank's exposed time was waiting for the slowest training rank's compute, and the step's
-// load imbalance. `training[r]`: whether rank r computes gradients (all but a parameter server
+// Collective. On rank 0: for every step, the means over the training ranks of their step,
+// compute, communication and exposed times (a rank's compute and exposed time add up to at most
+// its step, and so do the means), how much of the exposed time was waiting for the slowest
+// training rank's compute (the mean of each rank's wait), and the step's load imbalance. `training[r]`: whether rank r computes gradients (all but a parameter server
 // that only serves). Also, per step, the slowest training rank and its lead over the median one
 // (slowest_rank_per_step), and every rank's compute time at a bounded sample of the steps
 // (sample_rank_compute): what the records keep of each rank is bounded whatever the run's length.
@@ -25,11 +25,13 @@ StepSeries gather_step_series(const StepTimes& local, const std::vector<bool>& t
 StepSeries gather_step_series(const StepTimes& local, std::size_t first_step,
                               const std::vector<bool>& training, const Communicator& communicator);
 
-// The part of gather_step_series that picks, per step, the training rank whose step took longest
-// from every rank's times (`all`, rank r's step s at index r × steps + s) and how long it waited for
-// the slowest training rank's compute: step, compute, comm, exposed and wait series. A rank that
-// only serves never stands for a step. Throws Error when the sizes disagree.
-StepSeries slowest_training_rank_steps(const StepTimes& all, std::size_t steps, const std::vector<bool>& training);
+// The part of gather_step_series that averages, per step, the training ranks' times (`all`, rank
+// r's step s at index r × steps + s) and their waits for the slowest training rank's compute:
+// step, compute, comm, exposed and wait series. Means rather than one rank's times: in a
+// synchronous step every rank's step lasts about as long, and which one took longest is chance,
+// while one rank's split of it between compute and waiting is not (a straggler computes, the
+// others wait). A rank that only serves is left out. Throws Error when the sizes disagree.
+StepSeries mean_training_rank_steps(const StepTimes& all, std::size_t steps, const std::vector<bool>& training);
 
 // Appends `more`'s steps to `series` (a series gathered in slices is the series gathered at once).
 void append_steps(StepSeries& series, const StepSeries& more);
@@ -44,7 +46,8 @@ std::vector<double> load_imbalance_per_step(const std::vector<double>& compute_s
 
 // Per step, from every rank's compute time (laid out as for load_imbalance_per_step): the
 // training rank whose compute took longest (the lowest on a tie) and its lead, its compute minus
-// the median training rank's (the mean of the two middle ones for an even count; 0 with one).
+// the median of the other training ranks' (the mean of the two middle ones for an even count; 0
+// with no other).
 struct SlowestRanks {
   std::vector<int> rank;
   std::vector<double> lead_s;

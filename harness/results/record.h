@@ -31,7 +31,7 @@
 //      versions, MPS), and `oversubscribed` (where ranks × threads outnumbered the cores they
 //      could use). Measurements only: timings mean what they meant in version 7.
 //      Also adds the steps' `slowest_rank` and `slowest_lead_s` (per step, the training rank
-//      whose compute took longest and its lead over the median training rank) and
+//      whose compute took longest and its lead over the other training ranks) and
 //      `rank_compute` (every rank's compute time at a bounded sample of the steps), and the
 //      settings `inject_compute_delay_ms` and `inject_compute_delay_rank`; absent before.
 //   9  backend "ring" hands buffers whose chunk (bytes / ranks) is below the new setting
@@ -49,6 +49,13 @@
 //  12  adds the setting `shm_copy_engine_gathers` (backend shm on device cuda: the GPU's copy
 //      engine gathers the sums from their owners' segments); records before 12 wrote every sum
 //      into every segment, and read with false. Timings mean what they meant in version 11.
+//  13  a training step's times (`steps`: step, compute, comm, exposed, wait) are the means over
+//      the training ranks, where before 13 they were the times of the training rank whose step
+//      took longest (which one was chance, and with a straggler its split of the step between
+//      compute and waiting went with it); `slowest_lead_s` is the lead over the median of the
+//      other training ranks, where before it counted the slowest one too (half the lead with 2
+//      ranks). `harness check` compares training records only on one side of 13
+//      (kStepMeansSince).
 #pragma once
 
 #include <cstddef>
@@ -64,10 +71,13 @@
 
 namespace harness {
 
-inline constexpr int kRecordSchemaVersion = 12;
+inline constexpr int kRecordSchemaVersion = 13;
 // Records of this version and later time the same things in the same way: `harness check`
 // compares their timings, while a record older than this is compared only with its own version.
 inline constexpr int kTimingsComparableSince = 4;
+// Training records of this version and later keep the training ranks' mean step times; older
+// ones one rank's (version 13 above): their step metrics are not compared across it.
+inline constexpr int kStepMeansSince = 13;
 // Records of this version and later ran backend "ring"'s crossover to MPI_Allreduce; older ones
 // read with its default, but ran the ring at every size.
 inline constexpr int kRingCrossoverSince = 9;
@@ -114,19 +124,21 @@ struct RankComputeSample {
 // most rank_sample_limit(ranks) steps.
 void thin_rank_sample(RankComputeSample& sample);
 
-// Per timed step, the times of the rank whose step took longest (seconds).
+// Per timed step, the means over the training ranks of their times (seconds; before version 13,
+// the times of the training rank whose step took longest).
 struct StepSeries {
   std::vector<double> step_s;
-  std::vector<double> compute_s;       // that rank's forward, backward and update
-  std::vector<double> comm_s;          // that rank's gradient communication
-  std::vector<double> exposed_comm_s;  // what that rank waited for communication after backward
+  std::vector<double> compute_s;       // forward, backward and update
+  std::vector<double> comm_s;          // gradient communication
+  std::vector<double> exposed_comm_s;  // what a rank waited for communication after backward
   // The part of the exposed time spent waiting for the slowest training rank's compute, and the
   // step's load imbalance (slowest training rank's compute minus the mean's). Absent in version
   // 1 records written before they were measured.
   std::optional<std::vector<double>> wait_s;
   std::optional<std::vector<double>> imbalance_s;
   // Version 8: per step, the training rank whose compute took longest (the lowest on a tie), and
-  // its lead: its compute minus the median training rank's (results/stragglers.h). Absent before.
+  // its lead: its compute minus the median of the other training ranks' (results/stragglers.h).
+  // Absent before.
   std::optional<std::vector<int>> slowest_rank;
   std::optional<std::vector<double>> slowest_lead_s;
   // Version 8: every rank's compute time at a bounded sample of the steps. Absent before.

@@ -226,7 +226,7 @@ std::string describe_straggling(const Straggling& entry) {
                               ? fmt::format("rank {}{}", entry.rank, entry.host.empty() ? "" : " (" + entry.host + ")")
                               : fmt::format("host {} ({} rank(s))", entry.host, entry.ranks);
   return fmt::format(
-      "{} was the slowest in {:.0f}% of the steps, leading the median rank by {:.3g} ms (p95 {:.3g} ms), a wait "
+      "{} was the slowest in {:.0f}% of the steps, leading the others' median by {:.3g} ms (p95 {:.3g} ms), a wait "
       "of {:.3g} ms per step",
       who, 100 * entry.share, 1e3 * entry.lead_median_s, 1e3 * entry.lead_p95_s, 1e3 * entry.wait_per_step_s);
 }

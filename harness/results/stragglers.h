@@ -1,6 +1,6 @@
 // Stragglers: which training rank, and which host, holds the others up. Each step of a record
 // (version 8) names the training rank whose compute took longest and its lead, its compute minus
-// the median training rank's (rank/step_records.h); over a configuration's successful runs, their
+// the median of the other training ranks' (rank/step_records.h); over a configuration's successful runs, their
 // steps pooled, each training rank has
 //
 //   share  the fraction of the steps in which it was the slowest
@@ -85,7 +85,7 @@ Stragglers find_stragglers(const std::vector<const Measurements*>& runs);
 bool beyond_chance(int64_t count, int64_t steps, double chance);
 
 // One line for the console and the report: "rank 2 (nodeb) was the slowest in 97% of the steps,
-// leading the median rank by 20.1 ms (p95 21.3 ms), a wait of 15.2 ms per step".
+// leading the others' median by 20.1 ms (p95 21.3 ms), a wait of 15.2 ms per step".
 std::string describe_straggling(const Straggling& entry);
 
 }  // namespace harness

@@ -50,10 +50,13 @@ std::string straggler_table(const ResultSet& set) {
       {"lead p95", "ms", 8, false, of([](const Stragglers& s) { return fmt::format("{:.3f}", 1e3 * s.straggler.lead_p95_s); })},
       {"wait", "ms/step", 8, false,
        of([](const Stragglers& s) { return fmt::format("{:.3f}", 1e3 * s.straggler.wait_per_step_s); })},
-      {"flag", "", 9, false, of([](const Stragglers& s) { return s.flagged.empty() ? std::string("-") : "STRAGGLER"; })},
+      // A flagged host need not be the slowest rank's (the line below names it).
+      {"flag", "", 9, false, of([](const Stragglers& s) {
+         return s.flagged.empty() ? std::string("-") : s.flagged == "host" ? "HOST" : "STRAGGLER";
+       })},
   });
-  return "\nthe slowest rank (most often the slowest in compute; lead: its compute minus the median rank's when it "
-         "was; wait: what the others waited for it per step):\n" +
+  return "\nthe slowest rank (most often the slowest in compute; lead: its compute minus the others' median when it "
+         "was; wait: the training ranks' mean wait for it per step):\n" +
          format_console_table(columns, rows) + straggler_lines(set);
 }
 

@@ -243,6 +243,12 @@ void add_straggler_columns(std::vector<ConfigurationColumn>& list) {
   list.push_back(
       {"straggler_wait_ms", straggler([](const Stragglers& s) { return csv_number(1e3 * s.straggler.wait_per_step_s); })});
   list.push_back({"straggler_flag", straggler([](const Stragglers& s) { return s.flagged; })});
+  // The flagged rank's host, or the flagged host: with a host flagged, the rank most often the
+  // slowest (straggler_rank, straggler_host) may be on another.
+  list.push_back({"straggler_flagged_host", straggler([](const Stragglers& s) {
+                    const Straggling* flagged = s.flagged_entry();
+                    return flagged == nullptr ? std::string() : flagged->host;
+                  })});
 }
 
 const std::vector<ConfigurationColumn>& stats_columns() {

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 namespace harness {
 namespace {
 
@@ -35,6 +37,19 @@ TEST(Comparability, HostsLibraryReleaseDeviceAndOldSchemasKeepTimingsApart) {
   old.schema_version = kTimingsComparableSince - 1;
   EXPECT_EQ(incomparable(old, debian),
             "record schema " + std::to_string(old.schema_version) + " against " + std::to_string(kRecordSchemaVersion));
+  // A training step's times are one rank's before kStepMeansSince, the ranks' means from it; a
+  // comm record's timings did not change.
+  PointRecord one_rank_steps = debian;
+  one_rank_steps.schema_version = kStepMeansSince - 1;
+  ASSERT_EQ(debian.settings.kind, Kind::kTrain);
+  EXPECT_EQ(incomparable(one_rank_steps, debian),
+            fmt::format("record schema {} against {} (a training step's times became the training ranks' means in {})",
+                        kStepMeansSince - 1, kRecordSchemaVersion, kStepMeansSince));
+  PointRecord comm = debian;
+  comm.settings.kind = Kind::kComm;
+  PointRecord older_comm = one_rank_steps;
+  older_comm.settings.kind = Kind::kComm;
+  EXPECT_EQ(incomparable(older_comm, comm), "");
 }
 
 }  // namespace

@@ -25,7 +25,7 @@ TEST(StepRecords, LoadImbalanceIsTheSlowestTrainingRanksComputeMinusTheMean) {
   EXPECT_THROW(load_imbalance_per_step({0.01, 0.02, 0.03}, 2, {true, true}), Error);
 }
 
-TEST(StepRecords, AServingRankNeverStandsForTheStep) {
+TEST(StepRecords, AServingRankNeverCountsInTheStep) {
   // Two steps; rank 0 serves (ps): it computes nothing and its step, longest, is the worker's
   // compute spent waiting. Rank 1 trains: 2.5 ms compute, 0.1 ms exposed.
   StepTimes all;
@@ -33,16 +33,36 @@ TEST(StepRecords, AServingRankNeverStandsForTheStep) {
   all.compute_s = {0.0, 0.0, /* rank 1 */ 0.0025, 0.0025};
   all.comm_s = {0.0030, 0.0030, /* rank 1 */ 0.0001, 0.0001};
   all.exposed_s = {0.0030, 0.0030, /* rank 1 */ 0.0001, 0.0001};
-  const StepSeries series = slowest_training_rank_steps(all, 2, {false, true});
+  const StepSeries series = mean_training_rank_steps(all, 2, {false, true});
   EXPECT_EQ(series.compute_s, std::vector<double>({0.0025, 0.0025}));
   EXPECT_EQ(series.exposed_comm_s, std::vector<double>({0.0001, 0.0001}));
   EXPECT_EQ(series.step_s, std::vector<double>({0.0026, 0.0026}));
   EXPECT_EQ(*series.wait_s, std::vector<double>({0.0, 0.0}));
-  // Among training ranks, the longest step stands, with its wait for the slowest compute.
-  const StepSeries both = slowest_training_rank_steps(all, 2, {true, true});
-  EXPECT_EQ(both.compute_s, std::vector<double>({0.0, 0.0}));
-  EXPECT_EQ(*both.wait_s, std::vector<double>({0.0025, 0.0025}));
-  EXPECT_THROW(slowest_training_rank_steps(all, 3, {false, true}), Error);
+  EXPECT_THROW(mean_training_rank_steps(all, 3, {false, true}), Error);
+}
+
+// A straggler computes while the others wait: every rank's step is about as long, so which one
+// took longest is chance, and one rank's times would put the delay in compute or in waiting by
+// that chance. The means over the training ranks split it the same way every time.
+TEST(StepRecords, TheStepIsTheMeanOfTheTrainingRanksWhoeverTookLongest) {
+  // One step of four ranks: rank 2 computes 10 ms longer; the others wait for it in their exposed
+  // time. Rank 0's step is the longest by jitter.
+  StepTimes all;
+  all.compute_s = {0.005, 0.005, 0.015, 0.005};
+  all.exposed_s = {0.0111, 0.011, 0.001, 0.011};
+  all.comm_s = {0.0111, 0.011, 0.001, 0.011};
+  all.step_s = {0.0161, 0.016, 0.016, 0.016};
+  const StepSeries series = mean_training_rank_steps(all, 1, {true, true, true, true});
+  ASSERT_EQ(series.step_s.size(), 1U);
+  EXPECT_NEAR(series.step_s[0], 0.016025, 1e-12);
+  EXPECT_NEAR(series.compute_s[0], 0.0075, 1e-12);        // (3 × 5 + 15) / 4
+  EXPECT_NEAR(series.exposed_comm_s[0], 0.008525, 1e-12);
+  EXPECT_NEAR((*series.wait_s)[0], 0.0075, 1e-12);        // three ranks wait 10 ms, one none
+  // The wait is the load imbalance: the slowest compute less the mean.
+  EXPECT_NEAR(load_imbalance_per_step(all.compute_s, 1, {true, true, true, true})[0], 0.0075, 1e-12);
+  // A rank waits no longer than its exposed time.
+  all.exposed_s = {0.002, 0.011, 0.001, 0.011};
+  EXPECT_NEAR((*mean_training_rank_steps(all, 1, {true, true, true, true}).wait_s)[0], 0.0055, 1e-12);  // (2 + 10 + 10) / 4
 }
 
 TEST(StepRecords, AppendingSlicesKeepsEverySeriesInStepOrder) {
@@ -70,7 +90,7 @@ TEST(StepRecords, AppendingSlicesKeepsEverySeriesInStepOrder) {
 }
 
 
-TEST(StepRecords, TheSlowestTrainingRankLeadsTheMedianOne) {
+TEST(StepRecords, TheSlowestTrainingRankLeadsTheMedianOfTheOthers) {
   // Three steps of four ranks, rank r's step s at r × 3 + s; rank 3 only serves in the second call.
   const std::vector<double> compute_s = {0.010, 0.020, 0.010,   // rank 0
                                          0.012, 0.020, 0.011,   // rank 1
@@ -79,13 +99,17 @@ TEST(StepRecords, TheSlowestTrainingRankLeadsTheMedianOne) {
   const SlowestRanks all = slowest_rank_per_step(compute_s, 3, {true, true, true, true});
   EXPECT_EQ(all.rank, std::vector<int>({2, 3, 3}));
   ASSERT_EQ(all.lead_s.size(), 3U);
-  EXPECT_NEAR(all.lead_s[0], 0.030 - 0.0115, 1e-12);  // four ranks: the median is mean(0.011, 0.012)
+  EXPECT_NEAR(all.lead_s[0], 0.030 - 0.011, 1e-12);  // the other three's median: 0.011
   EXPECT_NEAR(all.lead_s[1], 0.050 - 0.020, 1e-12);
-  EXPECT_NEAR(all.lead_s[2], 0.012 - 0.0105, 1e-12);
+  EXPECT_NEAR(all.lead_s[2], 0.012 - 0.010, 1e-12);
   const SlowestRanks served = slowest_rank_per_step(compute_s, 3, {true, true, true, false});
   EXPECT_EQ(served.rank, std::vector<int>({2, 0, 1}));  // a tie goes to the lowest rank
-  EXPECT_NEAR(served.lead_s[0], 0.030 - 0.012, 1e-12);  // three ranks: the middle one
-  EXPECT_NEAR(served.lead_s[1], 0.0, 1e-12);
+  EXPECT_NEAR(served.lead_s[0], 0.030 - 0.011, 1e-12);  // two others: the mean of 0.010 and 0.012
+  EXPECT_NEAR(served.lead_s[1], 0.005, 1e-12);  // tied with rank 1, ahead of the others' median (0.015)
+  // Two ranks: the whole of the slower one's lead, not half of it against their mean.
+  const SlowestRanks two = slowest_rank_per_step({0.005, 0.015}, 1, {true, true});
+  EXPECT_EQ(two.rank, std::vector<int>({1}));
+  EXPECT_NEAR(two.lead_s[0], 0.010, 1e-12);
   // One training rank is the slowest by nothing.
   const SlowestRanks alone = slowest_rank_per_step({0.01, 0.02}, 2, {true});
   EXPECT_EQ(alone.rank, std::vector<int>({0, 0}));

@@ -2,6 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
+
+#include "harness/common/files.h"
+#include "harness/results/result_set.h"
+#include "harness/results/train_report.h"
+#include "point_record_of.h"
+
 namespace harness {
 namespace {
 
@@ -71,7 +79,7 @@ TEST(Stragglers, ShareLeadAndWaitOfEachRank) {
   ASSERT_NE(s.flagged_entry(), nullptr);
   EXPECT_EQ(s.flagged_entry()->rank, 2);
   EXPECT_EQ(describe_straggling(s.straggler),
-            "rank 2 (b) was the slowest in 80% of the steps, leading the median rank by 4.5 ms (p95 7.65 ms), a wait "
+            "rank 2 (b) was the slowest in 80% of the steps, leading the others' median by 4.5 ms (p95 7.65 ms), a wait "
             "of 1.8 ms per step");
 }
 
@@ -138,11 +146,57 @@ TEST(Stragglers, AHostIsFlaggedWhenItsRanksTakeTurns) {
   ASSERT_NE(s.flagged_entry(), nullptr);
   EXPECT_EQ(s.flagged_entry()->host, "b");
   EXPECT_EQ(describe_straggling(*s.flagged_entry()),
-            "host b (2 rank(s)) was the slowest in 100% of the steps, leading the median rank by 3 ms (p95 3 ms), a "
+            "host b (2 rank(s)) was the slowest in 100% of the steps, leading the others' median by 3 ms (p95 3 ms), a "
             "wait of 1.5 ms per step");
   // On one host, that host is always the slowest: never a flag of its own.
   const Measurements one_host = run_of({"a", "a", "a", "a"}, slowest, std::vector<double>(100, 3e-3));
   EXPECT_EQ(find_stragglers({&one_host}).flagged, "");
+}
+
+// With a host flagged, the rank most often the slowest may be on another host: stats.csv names
+// the flagged one apart, and the console's flag says HOST, not STRAGGLER.
+TEST(Stragglers, AFlaggedHostIsNamedAsItselfInStatsAndOnTheConsole) {
+  const auto path = std::filesystem::temp_directory_path() / "harness_straggler_host_test";
+  std::filesystem::remove_all(path);
+  const ResultsDirectory directory(path.string());
+  directory.create();
+  const Experiment experiment =
+      parse_experiment(R"({"name": "exp", "settings": {"ranks": 8, "nodes": 2}})", "exp.json");
+  const std::vector<Point> points = expand(experiment);
+  // Rank 0 of host "a" is the slowest in 30% of the steps, more than any other rank; the four
+  // ranks of host "b" take turns in the other 70%, which makes "b" the slowest host, beyond
+  // chance for two hosts.
+  std::vector<int> slowest;
+  for (int s = 0; s < 100; ++s) slowest.push_back(s % 10 < 3 ? 0 : 4 + s % 4);
+  PointRecord record = ok_record_of(points[0]);
+  record.measurements = run_of({"a", "a", "a", "a", "b", "b", "b", "b"}, slowest, std::vector<double>(100, 3e-3));
+  record.measurements->kind = Kind::kTrain;
+  StepSeries& steps = record.measurements->train->steps;
+  for (auto* series : {&steps.step_s, &steps.compute_s, &steps.comm_s, &steps.exposed_comm_s}) {
+    series->assign(100, 0.010);
+  }
+  steps.wait_s = std::vector<double>(100, 0.0);
+  record.measurements->train->sgd = SgdFacts{100, 4, 32, 0.01, 1};
+  write_file_atomically(directory.record_path(record.id), to_json(record).dump(1));
+  const ResultSet set = ResultSet::load(directory, experiment, points, true);
+  ASSERT_EQ(set.stragglers().at(0).flagged, "host");
+  const std::string stats = TrainReport().tables(set).at("stats.csv");
+  const std::string header = stats.substr(0, stats.find('\n'));
+  const std::string row = stats.substr(stats.find('\n') + 1);
+  const auto cell = [&](const std::string& column) {
+    const auto index = std::count(header.begin(), header.begin() + header.find(column), ',');
+    std::string rest = row;
+    for (int i = 0; i < index; ++i) rest = rest.substr(rest.find(',') + 1);
+    return rest.substr(0, rest.find_first_of(",\n"));
+  };
+  EXPECT_EQ(cell("straggler_rank"), "0") << stats;
+  EXPECT_EQ(cell("straggler_host"), "a") << stats;
+  EXPECT_EQ(cell("straggler_flag"), "host") << stats;
+  EXPECT_EQ(cell("straggler_flagged_host"), "b") << stats;
+  const std::string console = straggler_table(set);
+  EXPECT_NE(console.find(" HOST\n"), std::string::npos) << console;
+  EXPECT_EQ(console.find("STRAGGLER"), std::string::npos) << console;
+  EXPECT_NE(console.find(": host b (4 rank(s)) was the slowest in 70% of the steps"), std::string::npos) << console;
 }
 
 TEST(Stragglers, RepeatsArePooledAndOlderRecordsLeftOut) {
