@@ -51,10 +51,7 @@ void write_comm_record(const ResultsDirectory& directory, const Point& point, co
 }
 
 TEST(CommReport, SaysFromWhichSizeEachConfigurationBeatsAllreduceOnMediansOverRepeats) {
-  const auto path = fs::temp_directory_path() / "harness_comm_report_test";
-  fs::remove_all(path);
-  ResultsDirectory directory(path.string());
-  directory.create();
+  const ResultsDirectory directory = fresh_results_directory("comm_report_test");
   const Experiment experiment = crossover_experiment();
   const std::vector<Point> points = expand(experiment);
   ASSERT_EQ(points.size(), 9U);  // allreduce, hier, hier below 0; 3 repeats
@@ -94,10 +91,7 @@ TEST(CommReport, SaysFromWhichSizeEachConfigurationBeatsAllreduceOnMediansOverRe
 // cuda_ipc_one_shot_below_bytes marks a crossover between cuda_ipc's own kernels: its
 // configurations are also compared with each other, against the one-shot one (the largest value).
 TEST(CommReport, SaysFromWhichSizeABackendsOtherAlgorithmWinsForItsOwnCrossover) {
-  const auto path = fs::temp_directory_path() / "harness_comm_report_test_own";
-  fs::remove_all(path);
-  ResultsDirectory directory(path.string());
-  directory.create();
+  const ResultsDirectory directory = fresh_results_directory("comm_report_test_own");
   const Experiment experiment = parse_experiment(
       R"({"name": "exp", "settings": {"kind": "comm", "ranks": 4},
           "sweep": {"backend": ["allreduce", "cuda_ipc"], "cuda_ipc_one_shot_below_bytes": [1073741824, 0]},
@@ -125,10 +119,7 @@ TEST(CommReport, SaysFromWhichSizeABackendsOtherAlgorithmWinsForItsOwnCrossover)
 }
 
 TEST(CommReport, SaysNothingWithoutAllreducePointsToCompareWith) {
-  const auto path = fs::temp_directory_path() / "harness_comm_report_test_alone";
-  fs::remove_all(path);
-  ResultsDirectory directory(path.string());
-  directory.create();
+  const ResultsDirectory directory = fresh_results_directory("comm_report_test_alone");
   const Experiment experiment = parse_experiment(
       R"({"name": "exp", "settings": {"kind": "comm", "ranks": 2}, "sweep": {"backend": ["ring", "shm"]}})", "exp.json");
   const std::vector<Point> points = expand(experiment);
@@ -146,10 +137,7 @@ namespace {
 // core's share at once for the ring (all ranks copy together), one core's alone for the parameter
 // server (rank 0 works while the others wait: against every core's share it read 122% at 16 ranks).
 TEST(CommReport, TheMemoryLimitOfARankThatWorksAloneIsOneCoresRate) {
-  const auto path = std::filesystem::temp_directory_path() / "harness_comm_limit_test";
-  std::filesystem::remove_all(path);
-  ResultsDirectory directory(path.string());
-  directory.create();
+  const ResultsDirectory directory = fresh_results_directory("comm_limit_test");
   const Experiment experiment = parse_experiment(
       R"({"name": "exp", "settings": {"kind": "comm", "ranks": 4, "ps_server_trains": true},
           "sweep": {"backend": ["ring", "ps"]}})", "exp.json");
@@ -206,10 +194,7 @@ std::string write_16_mib_record(const ResultsDirectory& directory, const Point& 
 
 // A fraction above 100% is not hidden or capped: the console says which rows, and what the limit is.
 TEST(CommReport, AMemoryFractionAboveItsLimitIsNamedAndExplained) {
-  const auto path = std::filesystem::temp_directory_path() / "harness_comm_above_limit_test";
-  std::filesystem::remove_all(path);
-  ResultsDirectory directory(path.string());
-  directory.create();
+  const ResultsDirectory directory = fresh_results_directory("comm_above_limit_test");
   const Experiment experiment = parse_experiment(
       R"({"name": "exp", "settings": {"kind": "comm", "ranks": 2, "backend": "shm"}})", "exp.json");
   const std::vector<Point> points = expand(experiment);
@@ -225,10 +210,7 @@ TEST(CommReport, AMemoryFractionAboveItsLimitIsNamedAndExplained) {
 
 // Ranks waiting for a core lengthen a comm run's reductions; it has no efficiency split to blame.
 TEST(CommReport, AnOversubscribedRunSaysWhatTheWaitForACoreDoesToItsTimes) {
-  const auto path = std::filesystem::temp_directory_path() / "harness_comm_oversubscribed_test";
-  std::filesystem::remove_all(path);
-  ResultsDirectory directory(path.string());
-  directory.create();
+  const ResultsDirectory directory = fresh_results_directory("comm_oversubscribed_test");
   const Experiment experiment = parse_experiment(
       R"({"name": "exp", "settings": {"kind": "comm", "ranks": 4, "backend": "shm"}})", "exp.json");
   const std::vector<Point> points = expand(experiment);
@@ -244,10 +226,7 @@ TEST(CommReport, AnOversubscribedRunSaysWhatTheWaitForACoreDoesToItsTimes) {
 // One rank moves nothing, whatever the backend: no memory figure, so none above its limit (shm's
 // and hier's read 109% of a limit of nothing).
 TEST(CommReport, OneRankHasNoMemoryLimit) {
-  const auto path = std::filesystem::temp_directory_path() / "harness_comm_one_rank_test";
-  std::filesystem::remove_all(path);
-  ResultsDirectory directory(path.string());
-  directory.create();
+  const ResultsDirectory directory = fresh_results_directory("comm_one_rank_test");
   const Experiment experiment = parse_experiment(
       R"({"name": "exp", "settings": {"kind": "comm", "ranks": 1}, "sweep": {"backend": ["shm", "hier", "ring"]}})",
       "exp.json");
@@ -277,10 +256,7 @@ namespace {
 // to a CUDA-aware MPI): its device memory traffic at the device copy's rate, and then no host
 // "memory" figure, since its buffers never touch host memory.
 TEST(CommReport, OnAGpuEachBackendIsShownAgainstTheLimitOfItsPath) {
-  const auto path = std::filesystem::temp_directory_path() / "harness_comm_gpu_limit_test";
-  std::filesystem::remove_all(path);
-  ResultsDirectory directory(path.string());
-  directory.create();
+  const ResultsDirectory directory = fresh_results_directory("comm_gpu_limit_test");
   const Experiment experiment = parse_experiment(
       R"({"name": "exp", "settings": {"kind": "comm", "ranks": 2, "device": "cuda"},
           "sweep": {"backend": ["ring", "allreduce"]}})", "exp.json");
@@ -343,10 +319,7 @@ TEST(CommReport, OnAGpuEachBackendIsShownAgainstTheLimitOfItsPath) {
 
 // On the CPU there is no "gpu" column, and no GPU figure in summary.csv.
 TEST(CommReport, OnTheCpuThereIsNoGpuColumn) {
-  const auto path = std::filesystem::temp_directory_path() / "harness_comm_cpu_limit_test";
-  std::filesystem::remove_all(path);
-  ResultsDirectory directory(path.string());
-  directory.create();
+  const ResultsDirectory directory = fresh_results_directory("comm_cpu_limit_test");
   const Experiment experiment =
       parse_experiment(R"({"name": "exp", "settings": {"kind": "comm", "ranks": 2}, "sweep": {"backend": ["ring"]}})", "exp.json");
   const std::vector<Point> points = expand(experiment);

@@ -2,8 +2,12 @@
 // record's identity, settings and provenance, status ok, no measurements yet.
 #pragma once
 
+#include <filesystem>
+#include <string>
+
 #include "harness/results/provenance.h"
 #include "harness/results/record.h"
+#include "harness/results/results_directory.h"
 #include "harness/study/sweep.h"
 
 namespace harness {
@@ -19,6 +23,15 @@ inline PointRecord ok_record_of(const Point& point) {
   record.provenance = current_provenance({"harness", "run", "exp.json"});
   record.status = PointStatus::kOk;
   return record;
+}
+
+// An empty results directory, harness_<name> under the temporary directory.
+inline ResultsDirectory fresh_results_directory(const std::string& name) {
+  const auto path = std::filesystem::temp_directory_path() / ("harness_" + name);
+  std::filesystem::remove_all(path);
+  ResultsDirectory directory(path.string());
+  directory.create();
+  return directory;
 }
 
 }  // namespace harness

@@ -20,13 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-ResultsDirectory fresh_directory(const std::string& name) {
-  const auto path = fs::temp_directory_path() / ("harness_result_set_test_" + name);
-  fs::remove_all(path);
-  ResultsDirectory directory(path.string());
-  directory.create();
-  return directory;
-}
+ResultsDirectory fresh_directory(const std::string& name) { return fresh_results_directory("result_set_test_" + name); }
 
 Experiment ranks_experiment(const std::string& ranks) {
   return parse_experiment(R"({"name": "exp", "settings": {"workload": "iris_mlp"},
