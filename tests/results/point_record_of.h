@@ -1,5 +1,6 @@
 // Tests that write records of an experiment's points by hand ("exp.json", experiment "exp"): the
-// record's identity, settings and provenance, status ok, no measurements yet.
+// record's identity, settings and provenance, status ok, no measurements yet; and an empty
+// results directory to write them into.
 #pragma once
 
 #include <filesystem>
