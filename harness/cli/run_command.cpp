@@ -60,6 +60,23 @@ void say_records_not_written(const SweepOutcome& outcome, std::size_t missing, s
                            std::max(missing, static_cast<std::size_t>(outcome.records_not_written)), points, directory.points_dir(), directory.logs_dir());
 }
 
+// Says how many points failed, new ones and those --retry-failed kept (which leave the study as
+// incomplete: a pipeline must not take it for done); kExitFailure when any did.
+int failures_exit(const SweepOutcome& outcome, std::size_t points) {
+  int kept_not_ok = 0;
+  std::vector<std::string> kept_ends;
+  for (const auto& [status, count] : outcome.kept_not_ok) {
+    kept_not_ok += count;
+    kept_ends.push_back(fmt::format("{} {}", count, status));
+  }
+  if (outcome.failed == 0 && kept_not_ok == 0) return kExitOk;
+  std::cerr << fmt::format("harness: {} of {} point(s) failed{}\n", outcome.failed + kept_not_ok, points,
+                           kept_not_ok == 0 ? ""
+                                            : fmt::format(" ({} kept from an earlier run by --retry-failed: {})",
+                                                          kept_not_ok, fmt::join(kept_ends, ", ")));
+  return kExitFailure;
+}
+
 int run_command(const RunOptions& options) {
   if (options.dry_run) {
     return plan_command(options.experiment_path, options.out_dir, options.changes, options.detach);
@@ -112,7 +129,7 @@ int run_command(const RunOptions& options) {
     if (options.detach && outcome.in_flight > 0) {
       std::cout << fmt::format("harness: {} point(s) submitted; follow them with: harness status {}\n",
                                outcome.in_flight, directory->path());
-      return outcome.failed > 0 ? kExitFailure : kExitOk;
+      return failures_exit(outcome, study.points.size());
     }
     // Unreadable records were set aside by the runner; none is left to refuse.
     const ResultSet set = ResultSet::load(*directory, experiment, study.points, false);
@@ -128,22 +145,7 @@ int run_command(const RunOptions& options) {
                              outcome.kept);
   }
   if (outcome.interrupted) return kExitInterrupted;
-  // Kept failures leave the study as incomplete as new ones: a pipeline must not take it for done.
-  int kept_not_ok = 0;
-  std::vector<std::string> kept_ends;
-  for (const auto& [status, count] : outcome.kept_not_ok) {
-    kept_not_ok += count;
-    kept_ends.push_back(fmt::format("{} {}", count, status));
-  }
-  if (outcome.failed > 0 || kept_not_ok > 0) {
-    std::cerr << fmt::format("harness: {} of {} point(s) failed{}\n", outcome.failed + kept_not_ok,
-                             study.points.size(),
-                             kept_not_ok == 0 ? ""
-                                              : fmt::format(" ({} kept from an earlier run by --retry-failed: {})",
-                                                            kept_not_ok, fmt::join(kept_ends, ", ")));
-    return kExitFailure;
-  }
-  return kExitOk;
+  return failures_exit(outcome, study.points.size());
 }
 
 }  // namespace harness

@@ -141,7 +141,10 @@ void SweepRunner::remove_stale_rank_slots_and_logs(const std::set<std::string>& 
   if (settled_.empty()) return;
   std::set<std::string> in_use_paths;
   for (const std::string& measurements : in_use) in_use_paths.insert(rank_progress_directory(measurements));
-  for (const auto& [id, job] : in_flight_) in_use_paths.insert(attempt_log_path(job.job));
+  for (const auto& [id, job] : in_flight_) {
+    in_use_paths.insert(attempt_log_path(job.job));
+    in_use_paths.insert(trace_written_by(job.command));
+  }
   const std::string suffix = rank_progress_directory(".measurements.json");
   std::vector<fs::path> stale;
   std::error_code error;
@@ -154,7 +157,8 @@ void SweepRunner::remove_stale_rank_slots_and_logs(const std::set<std::string>& 
     }
     const bool rank_slots = name.size() > dot + suffix.size() && name.ends_with(suffix);
     const bool attempt_log = name.ends_with(".log") && name.size() > dot + 4;
-    if (rank_slots || attempt_log) stale.push_back(it->path());
+    const bool run_trace = name.ends_with(".trace.json") && name.size() > dot + 11;
+    if (rank_slots || attempt_log || run_trace) stale.push_back(it->path());
   }
   for (const fs::path& folder : stale) {
     std::error_code ignored;

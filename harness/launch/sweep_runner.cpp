@@ -39,7 +39,19 @@ bool same_build(const std::optional<BuildProvenance>& recorded, const std::optio
          !now->fingerprint.empty() && recorded->fingerprint == now->fingerprint;
 }
 
+// A record whose timings mean what this version's do, so that a resumed study does not report
+// two meanings side by side: training records from kStepMeansSince on (before, a step was one
+// rank's times), the others from kTimingsComparableSince.
+bool timed_as_now(const PointRecord& record) {
+  return record.schema_version >= (record.settings.kind == Kind::kTrain ? kStepMeansSince : kTimingsComparableSince);
+}
+
 }  // namespace
+
+std::string trace_written_by(const std::vector<std::string>& command) {
+  const auto flag = std::find(command.begin(), command.end(), "--timeline");
+  return flag == command.end() || std::next(flag) == command.end() ? std::string() : *std::next(flag);
+}
 
 SweepRunner::SweepRunner(const Experiment& experiment, const std::vector<Point>& points,
                          Scheduler& scheduler, const ResultsDirectory& directory,
@@ -82,7 +94,7 @@ JobSpec SweepRunner::job_for(const Point& point, const ResultsDirectory& directo
   job.attempt = run_id;
   if (point.settings.timeline) {
     job.argv.push_back("--timeline");
-    job.argv.push_back(directory.timeline_path(point.id));
+    job.argv.push_back(directory.timeline_path(point.id, run_id));
   }
   return job;
 }
@@ -130,7 +142,7 @@ std::optional<PointStatus> SweepRunner::adopt_earlier_record(const Point& point,
     const StoredRecord& file = *it->second;
     // Only records of this harness version (and of the same build binary): another version may
     // measure differently.
-    if (!keeps(*file.record) || file.record->provenance.harness_version != kHarnessVersion ||
+    if (!keeps(*file.record) || !timed_as_now(*file.record) || file.record->provenance.harness_version != kHarnessVersion ||
         !same_build(file.record->build, options_.rank_programs.provenance_for(point.settings))) {
       continue;
     }
@@ -154,6 +166,17 @@ std::optional<PointStatus> SweepRunner::adopt_earlier_record(const Point& point,
   return record.status;
 }
 
+void SweepRunner::take_up_job_files(const InFlight& job) const {
+  const auto take = [](const std::string& own, const std::string& point_file) {
+    if (own.empty() || own == point_file) return;
+    std::error_code moved;
+    fs::rename(own, point_file, moved);
+    if (moved == std::errc::no_such_file_or_directory) remove_if_present(point_file);
+  };
+  take(attempt_log_path(job.job), job.job.log_path);  // the record's reason quotes it
+  take(trace_written_by(job.command), directory_.timeline_path(job.point->id));
+}
+
 bool SweepRunner::record_ended(const JobResult& ended, Progress& progress) {
   const auto found = in_flight_.find(ended.id);
   if (found == in_flight_.end()) return false;
@@ -167,13 +190,15 @@ bool SweepRunner::record_ended(const JobResult& ended, Progress& progress) {
     // on any.
     remove_if_present(job.job.measurements_path);
     remove_if_present(attempt_log_path(job.job));
+    if (const std::string trace = trace_written_by(job.command); trace != directory_.timeline_path(job.point->id)) {
+      remove_if_present(trace);
+    }
     remove_progress();
     progress.finished(job.label, " interrupted (not recorded)", ended.outcome.wall_time_s);
     in_flight_.erase(found);
     return false;
   }
-  // This job's log becomes the point's (the record's reason quotes it).
-  if (attempt_log_path(job.job) != job.job.log_path) fs::rename(attempt_log_path(job.job), job.job.log_path, ignored);
+  take_up_job_files(job);
   std::string remark;
   std::vector<std::string> details;
   const PointRecord record = record_of_ended_job(

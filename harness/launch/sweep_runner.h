@@ -65,6 +65,9 @@ struct SweepOutcome {
   std::vector<PointState> states;  // by `collect`
 };
 
+// The trace file a job's command writes (the argument after --timeline), or "".
+std::string trace_written_by(const std::vector<std::string>& command);
+
 class SweepRunner {
  public:
   SweepRunner(const Experiment& experiment, const std::vector<Point>& points, Scheduler& scheduler,
@@ -131,11 +134,15 @@ class SweepRunner {
   // Removes the measurements files of the points in settled_ (their records are durable and the
   // saved ledger no longer names their jobs), except those of jobs in flight.
   void settle_measurements();
-  // Removes the rank slot folders and job logs (<id>.<attempt>.log) of the points in settled_
+  // Removes the rank slot folders, job logs (<id>.<attempt>.log) and traces of the points in settled_
   // from logs/, except those of jobs in flight (in_use: their measurements files).
   void remove_stale_rank_slots_and_logs(const std::set<std::string>& in_use);
   // Cancels every job in flight; those the scheduler could not stop go into not_cancelled_.
   void cancel_all_in_flight();
+  // The files an ended job wrote apart from the point's, its log (<id>.<attempt>.log) and trace
+  // (<id>.<run>.trace.json), become the point's. A job that wrote none (cancelled while queued,
+  // failed before its trace) leaves no earlier run's to be taken for its own.
+  void take_up_job_files(const InFlight& job) const;
   // Records an ended job (or says it was interrupted); true when its point failed.
   bool record_ended(const JobResult& ended, class Progress& progress);
   std::string label(const Point& point) const;

@@ -149,7 +149,11 @@ std::map<std::string, std::string> CommReport::tables(const ResultSet& set) cons
       {"algbw_gbps", of_size("{:.6g}", &MessageSizeMetrics::algbw_gbps, "")},
       {"busbw_gbps", of_size("{:.6g}", &MessageSizeMetrics::busbw_gbps, "")},
       {"wrong", [](const SizeRow& row) { return row.size ? std::to_string(row.size->wrong) : ""; }},
-      {"nodes", [](const SizeRow& row) { return std::to_string(node_count(*row.run)); }},
+      // A point that ended without measurements says nothing of its nodes.
+      {"nodes", [](const SizeRow& row) {
+         const int nodes = node_count(*row.run);
+         return nodes > 0 ? std::to_string(nodes) : std::string();
+       }},
       {"reduce_probe_us", measured_of_size(&MessageSizeMetrics::reduce_probe_us)},
       {"copy_probe_us", measured_of_size(&MessageSizeMetrics::copy_probe_us)},
       {"reduce_probe_one_us", measured_of_size(&MessageSizeMetrics::reduce_probe_one_us)},

@@ -14,14 +14,14 @@ struct PointMetrics {
   double samples_trained = 0;           // by all ranks
   double samples_per_step = 0;          // the global batch (SGD workloads; 0 otherwise)
   double throughput_samples_per_s = 0;  // over all ranks
-  // Means over steps of the slowest rank's step time and of that same rank's compute and
-  // communication time.
+  // Means over steps of the training ranks' mean step, compute and communication time (record
+  // schema 13; before, the times of the rank whose step took longest).
   double step_time_s = 0;
   double compute_time_s = 0;
   double comm_time_s = 0;          // in the backend (with packing, unless overlapped)
   double exposed_comm_time_s = 0;  // the step waited for communication after backward
-  // The part of exposed_comm_time_s that same rank spent waiting for the slowest training
-  // rank's compute rather than for the exchange itself.
+  // The part of exposed_comm_time_s spent waiting for the slowest training rank's compute
+  // rather than for the exchange itself (the training ranks' mean).
   std::optional<double> wait_time_s;
   // Mean over steps of the load imbalance: what a training rank waits for a slower one on
   // average. Both absent in records written before they were measured.

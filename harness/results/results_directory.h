@@ -43,8 +43,12 @@ class ResultsDirectory {
   }
   // Every run's measurements file of point `id` in logs/ (measurements_path), in name order.
   std::vector<std::string> measurements_files(const std::string& id) const;
-  // The point's timeline (setting "timeline"), from its latest run.
+  // The point's timeline (setting "timeline"), from the run of its record.
   std::string timeline_path(const std::string& id) const { return logs_dir() + "/" + id + ".trace.json"; }
+  // Where run `run_id`'s job of the point writes it; it becomes timeline_path(id) with the record.
+  std::string timeline_path(const std::string& id, const std::string& run_id) const {
+    return logs_dir() + "/" + id + "." + run_id + ".trace.json";
+  }
 
   // Whether `relative` (a path inside a results directory, as "points/p000-ab.json") names a file
   // the harness writes there: the experiment copy, the tables and reports, the lock, or anything

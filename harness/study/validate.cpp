@@ -172,7 +172,7 @@ void validate_points(const Experiment& experiment, const std::vector<Point>& poi
                                     limits.nodes_why, s.nodes)});
     }
     // Only a delay reads its rank: a ranks sweep from 1 with the delay off elsewhere is fine.
-    if (s.inject_compute_delay_ms > 0 && s.inject_compute_delay_rank >= s.ranks) {
+    if (s.kind == Kind::kTrain && s.inject_compute_delay_ms > 0 && s.inject_compute_delay_rank >= s.ranks) {
       fail_at(experiment, point,
               {"inject_compute_delay_rank",
                fmt::format("expected a rank below ranks ({}), got {}", s.ranks, s.inject_compute_delay_rank)});

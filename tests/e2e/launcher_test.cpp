@@ -5,11 +5,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <ctime>
 #include <fstream>
 
 #include "e2e_helpers.h"
 #include "harness/common/files.h"
+#include "harness/results/record.h"
 #include "harness/results/results_directory.h"
 
 namespace harness::e2e {
@@ -78,6 +80,29 @@ TEST(Launchers, SimulatedHostsRunPointsAcrossNodesAndRecordsListThem) {
   const HarnessRun model = run_harness({"model", out.string()}, dir / "model.log");
   EXPECT_EQ(model.outcome.exit_code, 2) << joined(model.output);
   EXPECT_NE(joined(model.output).find("backend \"hier\" ran on 2 nodes"), std::string::npos) << joined(model.output);
+}
+
+// A training record of a schema whose step times meant something else (one rank's, before
+// kStepMeansSince) is not kept: the study would report both meanings side by side.
+TEST(Launchers, AResumedRunMeasuresAgainWhatAnOlderSchemaTimedOtherwise) {
+  const fs::path dir = scratch("older_schema");
+  const fs::path experiment =
+      write_experiment(dir, R"({"name": "older", "settings": {"workload": "iris_mlp"}, "sweep": {"epochs": [1, 2]}})");
+  const fs::path out = dir / "out";
+  ASSERT_EQ(run_harness({"run", experiment.string(), "--out", out.string()}, dir / "1.log").outcome.exit_code, 0);
+  std::vector<fs::path> records;
+  for (const auto& entry : fs::directory_iterator(out / "points")) records.push_back(entry.path());
+  std::sort(records.begin(), records.end());
+  ASSERT_EQ(records.size(), 2U);
+  Json json = read_json_file(records[0].string());
+  json["schema_version"] = kStepMeansSince - 1;
+  std::ofstream(records[0]) << json.dump();
+  const HarnessRun again = run_harness({"run", experiment.string(), "--out", out.string()}, dir / "2.log");
+  ASSERT_EQ(again.outcome.exit_code, 0) << explained(again);
+  EXPECT_NE(line_of(again, "[1/2]").find(" ok ("), std::string::npos) << joined(again.output);
+  EXPECT_NE(line_of(again, "[2/2]").find("kept (completed in an earlier run)"), std::string::npos)
+      << joined(again.output);
+  EXPECT_EQ(read_json_file(records[0].string())["schema_version"], kRecordSchemaVersion);
 }
 
 TEST(Launchers, RetryFailedRunsOnlyFailedLostRetryableAndMissingPoints) {

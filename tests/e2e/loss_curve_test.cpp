@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "e2e_helpers.h"
 #include "harness/common/files.h"
@@ -126,6 +127,19 @@ TEST(LossCurve, TimelineWritesATraceOfEveryRankPerPoint) {
   EXPECT_EQ(processes, 2);
   EXPECT_EQ(steps, 2 * 2 * 15);  // 2 ranks × 2 epochs × 15 steps: all of them, fewer than the bound
   EXPECT_EQ(trace["otherData"]["settings"]["timeline"], true);
+  // A re-run whose job fails before it writes one (its mpirun, a fake first on PATH, exits at
+  // once) leaves no earlier run's trace to be taken for its own, and no trace of its own behind.
+  fs::create_directories(dir / "bin");
+  std::ofstream(dir / "bin" / "mpirun") << "#!/bin/sh\nexit 1\n";
+  fs::permissions(dir / "bin" / "mpirun", fs::perms::owner_all);
+  const HarnessRun failing =
+      run_harness({"run", train.string(), "--out", out.string(), "--timeline", "--fresh"}, dir / "failing.log",
+                  {{"PATH", (dir / "bin").string() + ":" + std::getenv("PATH")}});
+  EXPECT_EQ(failing.outcome.exit_code, 1) << joined(failing.output);
+  for (const auto& entry : fs::directory_iterator(out / "logs")) {
+    EXPECT_FALSE(entry.path().string().ends_with(".trace.json")) << entry.path() << " outlived its run";
+  }
+  EXPECT_EQ(read_text(out / "report.html").find(".trace.json"), std::string::npos);
 
   const fs::path comm = dir / "comm";
   fs::create_directories(comm);

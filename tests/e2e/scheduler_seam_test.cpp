@@ -47,7 +47,8 @@ class DirectScheduler final : public Scheduler {
     if (refuse) throw LaunchError("refused by the test");
     ProcessRequest request;
     request.argv = command_for(job);
-    request.log_path = attempt_log_path(job);
+    // A job that leaves no log of its own, as a cluster job cancelled while queued.
+    request.log_path = leave_no_log ? "/dev/null" : attempt_log_path(job);
     request.timeout_s = job.time_limit_s;
     request.environment = {{"HARNESS_THREADS_PER_RANK", "1"}, {"OMP_NUM_THREADS", "1"}};
     ++submitted;
@@ -60,6 +61,7 @@ class DirectScheduler final : public Scheduler {
   void cancel(JobId job) override { jobs_.cancel(job); }
 
   static inline bool refuse = false;
+  static inline bool leave_no_log = false;
   static inline int submitted = 0;
   static inline int most_in_flight = 0;
 
@@ -196,6 +198,16 @@ TEST(SchedulerSeam, ARunAgainReplacesTheLogOnlyWhenItsJobEnds) {
     EXPECT_GT(fs::last_write_time(directory.log_path(point.id)),
               fs::file_time_type::clock::now() - std::chrono::minutes(30))
         << point.id << ": the log is still the earlier run's";
+  }
+
+  // A job that left no log: the earlier run's does not speak for it.
+  DirectScheduler::leave_no_log = true;
+  std::ostringstream silent_out;
+  const SweepOutcome silent = sweep.run(silent_out);
+  DirectScheduler::leave_no_log = false;
+  EXPECT_EQ(silent.failed, 0) << silent_out.str();
+  for (const auto& point : points) {
+    EXPECT_FALSE(fs::exists(directory.log_path(point.id))) << point.id << ": an earlier run's log stayed";
   }
 }
 

@@ -215,6 +215,11 @@ TEST(SlurmOwnership, ACancelledPacksUnstartedPointsAreLostAndRunAgainWithRetryFa
       {"run", cluster.experiment.string(), "--out", cluster.out.string(), "--retry-failed", "--detach"}, "3.log");
   EXPECT_NE(joined(retry.output).find("kept (cancelled in an earlier run"), std::string::npos)
       << joined(retry.output);
+  // Detached too, the point it kept did not complete: exit 1, saying so.
+  EXPECT_EQ(retry.outcome.exit_code, 1) << joined(retry.output);
+  EXPECT_NE(joined(retry.output).find("(1 kept from an earlier run by --retry-failed: 1 cancelled)"),
+            std::string::npos)
+      << joined(retry.output);
   EXPECT_EQ(cluster.sbatch_calls(), 2);
   EXPECT_EQ(cluster.ledger_jobs(), (std::vector<std::string>{"pack:1002", "pack:1002"})) << cluster.ledger().dump(1);
 }
