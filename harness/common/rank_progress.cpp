@@ -46,8 +46,11 @@ RankStage stage_of(uint64_t place) { return static_cast<RankStage>(place & 0xff)
 int64_t calls_of(uint64_t place) { return static_cast<int64_t>(place >> 8); }
 
 bool is_stage(uint32_t stage) {
-  return stage >= static_cast<uint32_t>(RankStage::kSettingUp) && stage <= static_cast<uint32_t>(RankStage::kDone);
+  return stage >= static_cast<uint32_t>(RankStage::kSettingUp) &&
+         stage <= static_cast<uint32_t>(RankStage::kInHarnessCollective);
 }
+
+RankProgressWriter* this_process_writer = nullptr;
 
 std::string_view stage_text(RankStage stage) {
   switch (stage) {
@@ -58,6 +61,7 @@ std::string_view stage_text(RankStage stage) {
     case RankStage::kInBackend: return "inside the backend";
     case RankStage::kFinishing: return "writing the measurements";
     case RankStage::kDone: return "done";
+    case RankStage::kInHarnessCollective: return "in a collective of the harness's own";
   }
   return "?";
 }
@@ -130,10 +134,28 @@ RankProgressWriter::RankProgressWriter(const std::string& directory, int rank, s
   // Last: a slot with the magic is whole. Then written through, as every stage but the calls'.
   std::atomic_ref<uint64_t>(slot_->magic).store(kSlotMagic, std::memory_order_release);
   ::msync(slot_, sizeof(RankProgressSlot), MS_SYNC);
+  this_process_writer = this;
 }
 
 RankProgressWriter::~RankProgressWriter() {
+  if (this_process_writer == this) this_process_writer = nullptr;
   if (slot_ != nullptr) ::munmap(slot_, sizeof(RankProgressSlot));
+}
+
+RankProgressWriter* RankProgressWriter::of_this_process() { return this_process_writer; }
+
+uint64_t RankProgressWriter::place() const {
+  return std::atomic_ref<uint64_t>(slot_->place).load(std::memory_order_relaxed);
+}
+
+InHarnessCollective::InHarnessCollective() : writer_(RankProgressWriter::of_this_process()) {
+  if (writer_ == nullptr) return;
+  previous_ = writer_->place();
+  writer_->mark(RankStage::kInHarnessCollective, calls_of(previous_));
+}
+
+InHarnessCollective::~InHarnessCollective() {
+  if (writer_ != nullptr) writer_->mark(stage_of(previous_), calls_of(previous_));
 }
 
 void RankProgressWriter::store(RankStage stage, int64_t calls) {
@@ -148,14 +170,16 @@ void RankProgressWriter::mark(RankStage stage, int64_t calls) {
   store(stage, calls);
   // The stages around the backend's calls are few: each is written through to the file at once,
   // so that a harness on another host, reading over a network file system, sees it (this host's
-  // page cache writes the per-call marks back only every half minute or so). Not the calls.
-  const bool per_call = stage == RankStage::kInBackend || (stage == RankStage::kOutsideBackend && calls > 0);
+  // page cache writes the per-call marks back only every half minute or so). Not the calls, nor
+  // the harness's collectives between them (an epoch's end is inside its timed time).
+  const bool per_call = stage == RankStage::kInBackend || stage == RankStage::kInHarnessCollective ||
+                        (stage == RankStage::kOutsideBackend && calls > 0);
   if (!per_call) ::msync(slot_, sizeof(RankProgressSlot), MS_SYNC);
 }
 
 void RankProgressWriter::mark(RankStage stage) {
   if (slot_ == nullptr) return;
-  mark(stage, calls_of(std::atomic_ref<uint64_t>(slot_->place).load(std::memory_order_relaxed)));
+  mark(stage, calls_of(place()));
 }
 
 namespace {
@@ -230,7 +254,7 @@ std::string describe_rank_progress(const std::vector<RankProgress>& progress, in
     const auto rank_stage = static_cast<RankStage>(stage);
     std::string place(stage_text(rank_stage));
     if (rank_stage == RankStage::kInBackend) place += fmt::format(" (call {})", calls + 1);
-    if (rank_stage == RankStage::kOutsideBackend) {
+    if (rank_stage == RankStage::kOutsideBackend || rank_stage == RankStage::kInHarnessCollective) {
       place += calls == 0 ? std::string(" (before its first call)") : fmt::format(" (after call {})", calls);
     }
     const double seconds = std::max(0.0, (static_cast<double>(now_ns) - static_cast<double>(group.earliest_ns)) / 1e9);

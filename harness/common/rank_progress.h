@@ -30,6 +30,9 @@ enum class RankStage : uint32_t {
   kInBackend = 5,      // inside a backend call (a collective: it returns once every rank is in)
   kFinishing = 6,      // after the loop: gathering and writing the measurements
   kDone = 7,           // about to leave MPI
+  // Inside one of the harness's own collectives between backend calls (an epoch's barriers and
+  // loss sum, a partial write's gather): it returns once every rank is in, as a backend call does.
+  kInHarnessCollective = 8,
 };
 
 // The folder of a run's slots, from the path rank 0 writes its measurements to.
@@ -51,10 +54,31 @@ class RankProgressWriter {
   void mark(RankStage stage, int64_t calls);
   void mark(RankStage stage);
 
+  // The rank's writer (the last one made in this process and still alive), or null: code far
+  // from the worker's main (the trainer's collectives) marks through it.
+  static RankProgressWriter* of_this_process();
+
  private:
+  friend class InHarnessCollective;
   void store(RankStage stage, int64_t calls);  // into the mapping, not written through
+  uint64_t place() const;                      // the stage and calls last marked
 
   RankProgressSlot* slot_ = nullptr;
+};
+
+// For its scope, the rank is inside one of the harness's own collectives; then back where it
+// stood. Without a writer in the process (unit tests), nothing. Not from two threads at once: the
+// trainer's collectives run between steps, when no backend call is in flight.
+class InHarnessCollective {
+ public:
+  InHarnessCollective();
+  ~InHarnessCollective();
+  InHarnessCollective(const InHarnessCollective&) = delete;
+  InHarnessCollective& operator=(const InHarnessCollective&) = delete;
+
+ private:
+  RankProgressWriter* writer_;
+  uint64_t previous_ = 0;
 };
 
 // What one rank's slot said.

@@ -8,6 +8,7 @@
 #include <numeric>
 #include <utility>
 
+#include "harness/common/rank_progress.h"
 #include "harness/rank/step_records.h"
 
 namespace harness {
@@ -36,6 +37,8 @@ PartialFlush::PartialFlush(const Communicator& communicator, std::vector<bool> t
       cadence_(cadence) {}
 
 double PartialFlush::flush(const LoopResult& so_far) {
+  // Its gather, broadcast and barrier wait for every rank: one that hangs is named apart.
+  const InHarnessCollective marked;
   const double started = MPI_Wtime();
   append_steps(steps_, gather_step_series(so_far.steps, gathered_, training_, communicator_));
   gathered_ = so_far.steps.step_s.size();

@@ -10,6 +10,7 @@
 #include "backends/injected_delay.h"
 #include "harness/common/clock.h"
 #include "harness/common/errors.h"
+#include "harness/common/rank_progress.h"
 #include "harness/common/shuffle.h"
 
 namespace harness {
@@ -169,6 +170,11 @@ void DataParallelTrainer::start_training(LoopFlush* flush, TrainingRun& run) {
   run.last_progress_line = Clock::now();
 }
 
+void DataParallelTrainer::epoch_barrier() const {
+  const InHarnessCollective marked;
+  check_mpi(MPI_Barrier(communicator_.handle()), "MPI_Barrier");
+}
+
 void DataParallelTrainer::train_epoch(int epoch, TrainingRun& run) {
   LoopResult& result = run.result;
   std::iota(run.permutation.begin(), run.permutation.end(), 0);
@@ -177,7 +183,7 @@ void DataParallelTrainer::train_epoch(int epoch, TrainingRun& run) {
   double loss_sum = 0;
 
   const int64_t untimed = epoch == 1 ? run.warmup_steps : 0;
-  check_mpi(MPI_Barrier(communicator_.handle()), "MPI_Barrier");
+  epoch_barrier();
   double epoch_start = MPI_Wtime();
   // The ranks leave the barrier together: the timeline's clocks start aligned.
   if (epoch == 1 && timeline_ != nullptr) timeline_->start_clock();
@@ -185,7 +191,7 @@ void DataParallelTrainer::train_epoch(int epoch, TrainingRun& run) {
   for (int64_t step = 0; step < result.steps_per_epoch; ++step) {
     if (step == untimed && untimed > 0) {
       // Between steps no reduction is in flight, so the barrier is safe with overlap too.
-      check_mpi(MPI_Barrier(communicator_.handle()), "MPI_Barrier");
+      epoch_barrier();
       epoch_start = MPI_Wtime();
       flushed_s = 0;
     }
@@ -198,7 +204,7 @@ void DataParallelTrainer::train_epoch(int epoch, TrainingRun& run) {
     }
     train_step(epoch, step, untimed, loss_sum, run);
   }
-  check_mpi(MPI_Barrier(communicator_.handle()), "MPI_Barrier");
+  epoch_barrier();
   const double epoch_time = MPI_Wtime() - epoch_start - flushed_s;
   result.train_time_s += epoch_time;
   result.samples_trained += (result.steps_per_epoch - untimed) * run.samples_per_step;
@@ -263,9 +269,12 @@ void DataParallelTrainer::train_step(int epoch, int64_t step, int64_t untimed, d
 // curve on rank 0. Collective.
 double DataParallelTrainer::sum_epoch_losses(double loss_sum, TrainingRun& run) {
   run.closed_losses.push_back(loss_sum);
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, run.closed_losses.data(), static_cast<int>(run.closed_losses.size()),
-                          MPI_DOUBLE, MPI_SUM, communicator_.handle()),
-            "MPI_Allreduce(loss)");
+  {
+    const InHarnessCollective marked;  // a rank that hangs is named apart from those waiting here
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, run.closed_losses.data(), static_cast<int>(run.closed_losses.size()),
+                            MPI_DOUBLE, MPI_SUM, communicator_.handle()),
+              "MPI_Allreduce(loss)");
+  }
   const double total_loss = run.closed_losses.back();
   run.closed_losses.pop_back();
   if (communicator_.rank() == 0) {

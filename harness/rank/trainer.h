@@ -67,6 +67,8 @@ class DataParallelTrainer {
   struct TrainingRun;
   void start_training(LoopFlush* flush, TrainingRun& run);
   void train_epoch(int epoch, TrainingRun& run);
+  // MPI_Barrier, marked as the harness's own collective in the rank's progress slot.
+  void epoch_barrier() const;
   void train_step(int epoch, int64_t step, int64_t untimed, double& loss_sum, TrainingRun& run);
   double sum_epoch_losses(double loss_sum, TrainingRun& run);
   void record_epoch(int epoch, double loss_sum, double epoch_time, TrainingRun& run);

@@ -42,6 +42,28 @@ TEST(RankProgress, WhatEachRankMarksIsReadBackByRank) {
   EXPECT_LE(read[1].since_ns, wall_clock_ns());
 }
 
+// The harness's own collectives (an epoch's barrier, a partial write's gather) are marked for
+// their scope through the process's writer, then the rank is back where it stood; with no writer
+// (a unit test of the trainer), nothing is marked.
+TEST(RankProgress, AHarnessCollectiveIsMarkedForItsScopeThroughTheProcesssWriter) {
+  { const InHarnessCollective nothing_to_mark; }
+  const fs::path dir = scratch("collective");
+  RankProgressWriter writer(dir.string(), 0, "nodea");
+  EXPECT_EQ(RankProgressWriter::of_this_process(), &writer);
+  writer.mark(RankStage::kOutsideBackend, 7);
+  {
+    const InHarnessCollective marked;
+    const std::vector<RankProgress> inside = read_rank_progress(dir.string());
+    ASSERT_EQ(inside.size(), 1U);
+    EXPECT_EQ(inside[0].stage, RankStage::kInHarnessCollective);
+    EXPECT_EQ(inside[0].calls, 7);
+  }
+  const std::vector<RankProgress> after = read_rank_progress(dir.string());
+  ASSERT_EQ(after.size(), 1U);
+  EXPECT_EQ(after[0].stage, RankStage::kOutsideBackend);
+  EXPECT_EQ(after[0].calls, 7);
+}
+
 TEST(RankProgress, DamagedOrForeignFilesAndMissingFoldersReadAsNothing) {
   EXPECT_TRUE(read_rank_progress(scratch("none").string()).empty());
   const fs::path dir = scratch("damaged");
@@ -115,6 +137,12 @@ TEST(RankProgress, TheReasonNamesTheRanksFurthestBehindFirstWithTheirHostsAndThe
   EXPECT_EQ(describe_rank_progress({{0, "nodea", RankStage::kOutsideBackend, 0, at(1)}}, 1, now),
             "rank 0 on nodea: outside the backend (before its first call) for 1.0 s");
   EXPECT_EQ(describe_rank_progress({}, 4, now), "");
+  // Ranks waiting in the harness's own collectives come after one that has not joined them.
+  EXPECT_EQ(describe_rank_progress({{0, "nodea", RankStage::kInHarnessCollective, 5, at(2)},
+                                    {1, "nodea", RankStage::kOutsideBackend, 5, at(2.5)}},
+                                   2, now),
+            "rank 1 on nodea: outside the backend (after call 5) for 2.5 s; rank 0 on nodea: in a collective of the "
+            "harness's own (after call 5) for 2.0 s");
   // A slot of a rank beyond the point's is not one of its ranks.
   EXPECT_EQ(describe_rank_progress({{7, "nodea", RankStage::kInBackend, 0, at(1)}}, 2, now), "");
 }
