@@ -27,6 +27,25 @@ bool Timeline::traces_step(int64_t index) const {
   return index < kFirstTracedSteps || (index - kFirstTracedSteps) % stride_ == 0;
 }
 
+void Timeline::begin_step(int64_t step) {
+  step_ = step;
+  active_ = enabled_;
+  for (int track = 0; track < 2; ++track) {
+    step_start_[track] = tracks_[track].size();
+    if (static_cast<int64_t>(tracks_[track].size() + most_per_step_[track]) > max_events_ / 2) active_ = false;
+  }
+  if (enabled_ && !active_) ++steps_left_out_;
+}
+
+void Timeline::end_step() {
+  if (active_) {
+    for (int track = 0; track < 2; ++track) {
+      most_per_step_[track] = std::max(most_per_step_[track], tracks_[track].size() - step_start_[track]);
+    }
+  }
+  active_ = false;
+}
+
 void Timeline::add(Track track, std::string_view name, Clock::time_point begin, Clock::time_point end,
                    int64_t bytes, int64_t bucket) {
   if (!active_) return;
@@ -86,7 +105,11 @@ void Timeline::write(const Communicator& communicator, const std::string& path, 
   }
   Json other = about;
   other["dropped_events"] = dropped;
-  other["traced_steps"] = fmt::format("the first {} timed steps, then one in {}", kFirstTracedSteps, stride_);
+  other["traced_steps"] = fmt::format("the first {} timed steps, then one in {}{}", kFirstTracedSteps, stride_,
+                                      steps_left_out_ == 0
+                                          ? ""
+                                          : fmt::format(" ({} of them left out on rank 0: the events' bound)",
+                                                        steps_left_out_));
   const Json trace = {{"traceEvents", std::move(trace_events)}, {"displayTimeUnit", "ms"}, {"otherData", other}};
   write_file_atomically(path, trace.dump());
 }

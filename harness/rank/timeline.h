@@ -8,7 +8,8 @@
 //
 // Bounded whatever the run's length: the first kFirstTracedSteps timed steps and about
 // kSpreadTracedSteps more spread evenly over the rest, and at most max_events_per_rank() events
-// per rank (the rest are counted as dropped). Times are microseconds since each rank's clock was
+// per rank: a sampled step that might not fit is left out whole (counted), and an event beyond the
+// bound is dropped (counted). Times are microseconds since each rank's clock was
 // started right after a barrier that all ranks leave together, which aligns the ranks' clocks
 // (within the barrier's skew, microseconds on one node) even across hosts.
 //
@@ -47,9 +48,11 @@ class Timeline {
   void start_clock() { origin_ = Clock::now(); }
   // Whether the timed step `index` (counted from 0) is one of the traced ones.
   bool traces_step(int64_t index) const;
-  // Events are kept while a traced step runs (between these two calls); `step` labels them.
-  void begin_step(int64_t step) { active_ = enabled_; step_ = step; }
-  void end_step() { active_ = false; }
+  // Events are kept while a traced step runs (between these two calls); `step` labels them. A
+  // step is kept whole or not at all: one that might not fit under the bound (as many events as
+  // the largest step so far) is left out and counted, rather than cut off from its parents.
+  void begin_step(int64_t step);
+  void end_step();
   bool active() const { return active_; }
 
   // A complete event ("ph": "X") on `track`; `bytes` and `bucket` go into its args when >= 0.
@@ -80,6 +83,10 @@ class Timeline {
   int64_t max_events_ = 0;
   int64_t step_ = -1;
   int64_t dropped_[2] = {0, 0};  // per track: each written by its own thread
+  // Both read on the training thread between steps, when the communication thread is idle.
+  std::size_t step_start_[2] = {0, 0};  // each track's events when the step began
+  std::size_t most_per_step_[2] = {0, 0};
+  int64_t steps_left_out_ = 0;
   Clock::time_point origin_ = Clock::now();
   std::vector<Event> tracks_[2];
 };

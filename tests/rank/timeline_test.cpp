@@ -179,6 +179,21 @@ TEST(Timeline, TheCommBenchmarksReductionsAreTraced) {
                                                {4096, kTracedIterationsPerSize}}));
 }
 
+// Without MPI: a step is traced whole or left out, never cut off at the bound (a step of
+// hundreds of bucket reductions lost its parents, which are added when it ends).
+TEST(Timeline, AStepIsKeptWholeOrLeftOut) {
+  Timeline timeline;
+  timeline.trace(64, 1000);  // 1,000 events per rank: 500 per track
+  ASSERT_EQ(Timeline::max_events_per_rank(64), 1000);
+  const auto now = Clock::now();
+  for (int64_t step = 0; step < 100; ++step) {
+    timeline.begin_step(step);
+    for (int event = 0; event < 30; ++event) timeline.add(Track::kTraining, "reduce bucket", now, now);
+    timeline.end_step();
+  }
+  EXPECT_EQ(timeline.events(), 16U * 30U);  // 16 whole steps fit in 500; the 17th would not
+}
+
 // Without MPI: which steps a run of 1,000 timed steps traces.
 TEST(Timeline, TheSampleIsTheFirstStepsAndASpread) {
   Timeline timeline;
