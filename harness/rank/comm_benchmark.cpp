@@ -12,6 +12,8 @@
 #include <span>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "backends/device_probes.h"
 #include "backends/device_staging.h"
 #include "backends/reduction_threads.h"
@@ -335,6 +337,9 @@ std::vector<MessageSizeMetrics> run_comm_benchmark(GradientSync& backend,
   const std::vector<int64_t> sizes = comm_message_sizes(benchmark.options());
   if (timeline != nullptr) {
     timeline->trace(communicator.size(), static_cast<int64_t>(sizes.size()) * benchmark.traced_per_size());
+    timeline->describe_sample(fmt::format("the first {} timed reductions of each message size (args.step counts "
+                                          "them within the size, args.bytes is the size)",
+                                          benchmark.traced_per_size()));
   }
   std::vector<MessageSizeMetrics> results;
   for (const int64_t bytes : sizes) {

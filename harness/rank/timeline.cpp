@@ -105,7 +105,10 @@ void Timeline::write(const Communicator& communicator, const std::string& path, 
   }
   Json other = about;
   other["dropped_events"] = dropped;
-  other["traced_steps"] = fmt::format("the first {} timed steps, then one in {}{}", kFirstTracedSteps, stride_,
+  const std::string sample =
+      sample_text_.empty() ? fmt::format("the first {} timed steps, then one in {}", kFirstTracedSteps, stride_)
+                           : sample_text_;
+  other["traced_steps"] = fmt::format("{}{}", sample,
                                       steps_left_out_ == 0
                                           ? ""
                                           : fmt::format(" ({} of them left out on rank 0: the events' bound)",

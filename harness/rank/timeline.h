@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "backends/communicator.h"
@@ -41,6 +42,9 @@ class Timeline {
   void trace(int world_size, int64_t timed_steps);
 
   bool enabled() const { return enabled_; }
+  // What the trace's otherData.traced_steps says was sampled, where it is not trace()'s steps
+  // (the comm benchmark's reductions per size).
+  void describe_sample(std::string text) { sample_text_ = std::move(text); }
   // The per-rank bound: about 40,000 events in the file, at least 1,000 per rank.
   static int64_t max_events_per_rank(int world_size);
 
@@ -87,6 +91,7 @@ class Timeline {
   std::size_t step_start_[2] = {0, 0};  // each track's events when the step began
   std::size_t most_per_step_[2] = {0, 0};
   int64_t steps_left_out_ = 0;
+  std::string sample_text_;
   Clock::time_point origin_ = Clock::now();
   std::vector<Event> tracks_[2];
 };

@@ -34,6 +34,7 @@ struct Event {
   double begin_us = 0;
   double end_us = 0;
   int64_t step = 0;
+  int64_t bytes = -1;  // a comm benchmark's reduction: its message size
 };
 
 std::optional<std::vector<Event>> read_trace(const std::string& path) {
@@ -55,6 +56,7 @@ std::optional<std::vector<Event>> read_trace(const std::string& path) {
       event.begin_us = e["ts"].get<double>();
       event.end_us = event.begin_us + e["dur"].get<double>();
       event.step = e["args"].value("step", int64_t{0});
+      event.bytes = e["args"].value("bytes", int64_t{-1});
       events.push_back(std::move(event));
     }
   } catch (const Json::exception&) {
@@ -73,8 +75,17 @@ std::optional<TimelinePlot> timeline_plot(const ResultSet& set, const ResultsDir
     if (chosen == nullptr || run.record.settings.ranks > chosen->record.settings.ranks) chosen = &run;
   }
   if (chosen == nullptr) return std::nullopt;
-  const auto events = read_trace(directory.timeline_path(chosen->record.id));
+  auto events = read_trace(directory.timeline_path(chosen->record.id));
   if (!events || events->empty()) return std::nullopt;
+  // The comm benchmark numbers its reductions within each message size: one size's (the largest,
+  // whose reductions are long enough to see) make the plot, not the same numbers of every size.
+  std::string what = "step";
+  if (chosen->record.settings.kind == Kind::kComm) {
+    int64_t largest = -1;
+    for (const Event& e : *events) largest = std::max(largest, e.bytes);
+    std::erase_if(*events, [largest](const Event& e) { return e.bytes != largest; });
+    what = fmt::format("reductions of {} B,", largest);
+  }
 
   std::set<int64_t> steps;
   for (const Event& e : *events) steps.insert(e.step);
@@ -111,8 +122,8 @@ std::optional<TimelinePlot> timeline_plot(const ResultSet& set, const ResultsDir
     plot.data += (plot.data.empty() ? "" : "\n\n") + block_title(style.name) + block;
   }
   if (plot.data.empty()) return std::nullopt;
-  plot.description = fmt::format("{} ({} ranks), step{} {}", chosen->record.id, chosen->record.settings.ranks,
-                                 drawn.size() > 1 ? "s" : "",
+  plot.description = fmt::format("{} ({} ranks), {}{} {}", chosen->record.id, chosen->record.settings.ranks, what,
+                                 drawn.size() > 1 && what == "step" ? "s" : "",
                                  drawn.size() > 1 ? fmt::format("{} to {}", *drawn.begin(), *drawn.rbegin())
                                                   : std::to_string(*drawn.begin()));
   return plot;

@@ -154,9 +154,15 @@ TEST(LossCurve, TimelineWritesATraceOfEveryRankPerPoint) {
       for (const auto& event : trace_of_point["traceEvents"]) {
         reductions += event["name"] == "reduce" ? 1 : 0;
       }
+      EXPECT_NE(trace_of_point["otherData"]["traced_steps"].get<std::string>().find(
+                    "timed reductions of each message size"),
+                std::string::npos)
+          << trace_of_point["otherData"];
     }
   }
   EXPECT_GT(reductions, 0);
+  // The plot draws one size's reductions (the largest), not the same numbers of every size.
+  EXPECT_NE(read_text(comm / "out" / "plots" / "timeline.svg").find("reductions of 1024 B, 1 to 3"), std::string::npos);
   // A workload whose loop is not traced says so before anything runs.
   fs::create_directories(dir / "kmeans");
   const fs::path kmeans = write_experiment(dir / "kmeans", R"({
