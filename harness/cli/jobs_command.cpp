@@ -62,14 +62,16 @@ std::unique_ptr<DirectoryLock> try_lock(const ResultsDirectory& directory, const
 }
 
 // Each point's record so far, or its job in flight, without collecting anything: what `status`
-// shows of a directory another run is writing (a local run has no jobs, only records).
-void show_records_so_far(const DirectoryStudy& study) {
+// shows of a directory another run is writing (a local run has no jobs, only records), or of one
+// it cannot write. Returns status's exit code for what it showed.
+int show_records_so_far(const DirectoryStudy& study) {
   std::map<std::string, const StoredRecord*> recorded;
   const std::vector<StoredRecord> stored = read_stored_records(*study.directory);
   for (const StoredRecord& file : stored) recorded[file.path] = &file;
   std::map<std::string, std::string> in_flight;
   for (const auto& entry : study.ledger.entries) in_flight[entry.point_id] = entry.external_id;
   int with_record = 0;
+  int ok = 0;
   for (const Point& point : study.points) {
     std::string state = "no record yet";
     if (const auto job = in_flight.find(point.id); job != in_flight.end()) {
@@ -78,12 +80,15 @@ void show_records_so_far(const DirectoryStudy& study) {
       const StoredRecord& found = *file->second;
       state = found.record ? std::string(status_name(found.record->status)) : "unreadable record: " + found.problem;
       ++with_record;
+      ok += found.record && found.record->ok() ? 1 : 0;
     }
     std::cout << fmt::format("  [{}/{}] {} {}: {}\n", point.index + 1, study.points.size(), point.id,
                              describe_point(study.experiment, point), state);
   }
   std::cout << fmt::format("{} of {} point(s) recorded so far, {} in flight\n", with_record, study.points.size(),
                            in_flight.size());
+  const int total = static_cast<int>(study.points.size());
+  return with_record < total || !in_flight.empty() ? kExitInProgress : ok < total ? kExitFailure : kExitOk;
 }
 
 }  // namespace
@@ -102,6 +107,10 @@ int status_command(const std::string& results_dir, const std::vector<std::string
   std::unique_ptr<DirectoryLock> lock;
   try {
     lock = try_lock(directory, command_line, held_by);
+  } catch (const DirectoryNotWritable& error) {
+    // A read-only copy of the results (an archive, another machine's mount): show what it holds.
+    std::cout << "harness: " << error.what() << "\nharness: showing the records as they are; nothing is collected\n";
+    return show_records_so_far(study);
   } catch (const Error& error) {
     return report_error(error);  // not in use, but not lockable either (a link, no locks)
   }

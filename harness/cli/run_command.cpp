@@ -55,7 +55,7 @@ void say_records_not_written(const SweepOutcome& outcome, std::size_t missing, s
   if (outcome.records_not_written == 0) return;
   std::cout.flush();
   std::cerr << fmt::format("harness: {} point record(s) could not be written ({} of {} point(s) have none in {}); "
-                           "their measurements stay in {}\n",
+                           "what their ranks measured stays in {}\n",
                            outcome.records_not_written,
                            std::max(missing, static_cast<std::size_t>(outcome.records_not_written)), points, directory.points_dir(), directory.logs_dir());
 }

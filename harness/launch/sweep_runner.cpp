@@ -223,8 +223,16 @@ bool SweepRunner::record_ended(const JobResult& ended, Progress& progress) {
     if (::rename(earlier.c_str(), (earlier + ".superseded").c_str()) != 0 && errno != ENOENT) {
       remove_if_present(earlier);
     }
-    outcome_text = fmt::format(" FAILED: its record cannot be written ({}); rank 0's measurements stay in {}",
-                               error.what(), job.job.measurements_path);
+    // Where rank 0 could not write its measurements either (the same full or read-only disk),
+    // there are none to point to.
+    std::error_code missing;
+    outcome_text =
+        fs::exists(job.job.measurements_path, missing)
+            ? fmt::format(" FAILED: its record cannot be written ({}); rank 0's measurements stay in {}", error.what(),
+                          job.job.measurements_path)
+            : fmt::format(" FAILED: its record cannot be written ({}), and rank 0 wrote no measurements (its log "
+                          "says why: {})",
+                          error.what(), job.job.log_path);
   }
   if (written && record.ok()) {
     outcome_text = fmt::format(" ok ({}{})", format_duration(ended.outcome.wall_time_s),

@@ -6,8 +6,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <set>
 
 #include <fmt/format.h>
@@ -115,6 +117,10 @@ std::vector<std::string> draw_plot(const std::string& name, const std::string& c
     if (std::filesystem::file_size(drawn, error) == 0 || error) {
       throw Error(fmt::format("gnuplot {}.gp wrote no {}; see {}", name, image, gnuplot.log_path));
     }
+    if (!whole_image(drawn)) {
+      throw Error(fmt::format("gnuplot {}.gp wrote {} only in part (a full disk?); see {}", name, image,
+                              gnuplot.log_path));
+    }
     replace_file(drawn, image);
     images.push_back(image);
   }
@@ -122,6 +128,36 @@ std::vector<std::string> draw_plot(const std::string& name, const std::string& c
 }
 
 }  // namespace
+
+bool whole_image(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  const std::streamoff size = in.tellg();
+  constexpr std::streamoff kTail = 64;
+  if (!in || size <= 0) return false;
+  in.seekg(std::max<std::streamoff>(0, size - kTail));
+  std::string tail(static_cast<std::size_t>(std::min(size, kTail)), '\0');
+  if (!in.read(tail.data(), static_cast<std::streamsize>(tail.size()))) return false;
+  if (path.ends_with(".png")) return tail.size() >= 12 && tail.compare(tail.size() - 8, 4, "IEND") == 0;
+  const std::size_t end = tail.find_last_not_of(" \n\r\t");
+  return end != std::string::npos && end + 1 >= 6 && tail.compare(end + 1 - 6, 6, "</svg>") == 0;
+}
+
+void remove_stale_drawings(const std::string& plots_dir, std::chrono::seconds older_than) {
+  const auto now = std::filesystem::file_time_type::clock::now();
+  std::error_code error;
+  std::vector<std::filesystem::path> stale;
+  for (std::filesystem::directory_iterator it(plots_dir, error), end; !error && it != end; it.increment(error)) {
+    std::error_code ignored;
+    if (it->path().filename().string().starts_with(".drawing-") && it->is_directory(ignored) &&
+        !it->is_symlink(ignored) && now - it->last_write_time(ignored) > older_than) {
+      stale.push_back(it->path());
+    }
+  }
+  for (const auto& folder : stale) {
+    std::error_code ignored;
+    std::filesystem::remove_all(folder, ignored);
+  }
+}
 
 const std::string& plot_template(const std::string& name) {
   for (const auto& [template_name, text] : kPlotTemplates) {
@@ -151,6 +187,7 @@ std::vector<std::string> draw_plots(const std::map<std::string, std::string>& da
     throw Error("gnuplot not found on PATH; install gnuplot-nox (bash .ci/install-deps), then "
                 "run the experiment again to draw the plots");
   }
+  remove_stale_drawings(plots_dir);
   // Variables every template may use: the title and the values to put tics at.
   std::set<int> measured_ranks;
   std::set<int> batch_sizes;

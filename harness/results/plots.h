@@ -3,6 +3,7 @@
 // The templates are plots/*.gp, compiled into the binary.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <string>
 #include <vector>
@@ -29,5 +30,15 @@ std::vector<std::string> draw_plots(const std::map<std::string, std::string>& da
 
 // Removes plots_dir/<name>.{svg,png,dat,gp} (regular files only): a plot that this run does not draw.
 void remove_plot(const std::string& plots_dir, const std::string& name);
+
+// Whether gnuplot wrote the whole image at `path` (.png or .svg): it exits 0 when a full disk cut
+// the file short. An SVG ends with its closing tag, a PNG with its IEND chunk and that chunk's CRC.
+bool whole_image(const std::string& path);
+
+// Removes the drawing folders (plots_dir/.drawing-*) that a harness killed while it drew left
+// behind. Only those older than `older_than`: another harness may be drawing in this folder now
+// (`harness plot` during a run), and one plot takes at most gnuplot's minute.
+void remove_stale_drawings(const std::string& plots_dir,
+                           std::chrono::seconds older_than = std::chrono::minutes(10));
 
 }  // namespace harness

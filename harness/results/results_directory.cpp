@@ -89,13 +89,20 @@ std::vector<std::string> ResultsDirectory::measurements_files(const std::string&
 void ResultsDirectory::check_reusable_for(const std::string& experiment_name) const {
   std::error_code error;
   if (!fs::is_directory(path_, error)) return;
-  const bool only_a_lock = [&] {
+  // What a run that stopped before it wrote experiment.json leaves (a full disk, a second run
+  // started in the same instant): the lock and empty folders of its own. Nothing to lose there.
+  const bool only_an_empty_skeleton = [&] {
     for (const auto& entry : fs::directory_iterator(path_, error)) {
-      if (entry.path().filename() != ".lock") return false;
+      const std::string name = entry.path().filename().string();
+      std::error_code ignored;
+      const bool empty_folder_of_ours = (name == "points" || name == "logs" || name == "plots" || name == "jobs") &&
+                                        !entry.is_symlink(ignored) && entry.is_directory(ignored) &&
+                                        fs::is_empty(entry.path(), ignored);
+      if (name != ".lock" && !empty_folder_of_ours) return false;
     }
     return true;
   }();
-  if (only_a_lock) return;
+  if (only_an_empty_skeleton) return;
   if (!fs::exists(experiment_copy())) {
     throw ConfigError(fmt::format("--out {}: not empty and not a results directory (no "
                                   "experiment.json); choose a new or empty directory",
@@ -141,8 +148,11 @@ DirectoryLock::DirectoryLock(const ResultsDirectory& directory,
                                   directory.path(), path));
   }
   if (fd_ < 0) {
-    throw ConfigError(fmt::format("--out {}: cannot create its lock file: {}", directory.path(),
-                                  std::strerror(errno)));
+    const int error = errno;
+    const std::string message =
+        fmt::format("--out {}: cannot create its lock file: {}", directory.path(), std::strerror(error));
+    if (error == EROFS || error == EACCES || error == EPERM) throw DirectoryNotWritable(message);
+    throw ConfigError(message);
   }
   struct stat info {};
   if (::fstat(fd_, &info) != 0 || !S_ISREG(info.st_mode)) {

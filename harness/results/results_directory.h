@@ -57,8 +57,9 @@ class ResultsDirectory {
 
   // Creates the directories. Throws ConfigError naming the directory when it cannot.
   void create() const;
-  // For `harness run --out`: a new or empty directory, or one holding results of the experiment
-  // named `experiment_name`; anything else is refused (ConfigError), so that no other study's
+  // For `harness run --out`: a new or empty directory (or one holding only the lock and empty
+  // folders a run left when it stopped before writing experiment.json), or one holding results of
+  // the experiment named `experiment_name`; anything else is refused (ConfigError), so that no other study's
   // summary is overwritten and no results land among unrelated files.
   void check_reusable_for(const std::string& experiment_name) const;
   // What create() would refuse, found without creating anything (plan, run --dry-run): the
@@ -86,13 +87,21 @@ class DirectoryInUse : public ConfigError {
   std::string holder_;
 };
 
+// The directory cannot be written (a read-only file system, no permission): it cannot be locked,
+// nor can anything be recorded in it; what it holds can still be read.
+class DirectoryNotWritable : public ConfigError {
+ public:
+  using ConfigError::ConfigError;
+};
+
 // The lock of a results directory, held for as long as this object lives (flock(2): released
 // when the process ends, however it ends). Read-only commands (plot) do not take it.
 class DirectoryLock {
  public:
   // Throws DirectoryInUse "--out DIR: in use by another harness run (pid P on HOST since TIME:
-  // COMMAND); ..." when another process holds it; ConfigError when `.lock` is a link or not a
-  // file, or cannot be locked (lock_failure_message).
+  // COMMAND); ..." when another process holds it; DirectoryNotWritable when the directory cannot
+  // be written; ConfigError when `.lock` is a link or not a file, or cannot be locked
+  // (lock_failure_message).
   DirectoryLock(const ResultsDirectory& directory, const std::vector<std::string>& command_line);
   ~DirectoryLock();
   DirectoryLock(const DirectoryLock&) = delete;

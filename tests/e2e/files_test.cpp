@@ -66,7 +66,7 @@ TEST(Files, PointWhoseRecordCannotBeWrittenFailsAndKeepsItsMeasurements) {
   EXPECT_NE(output.find(" FAILED: its record cannot be written ("), std::string::npos) << output;
   EXPECT_EQ(output.find(" ok ("), std::string::npos) << "a lost record reported as success: " << output;
   EXPECT_NE(output.find("harness: 1 point record(s) could not be written (1 of 1 point(s) have none in " +
-                        (out / "points").string() + "); their measurements stay in " + (out / "logs").string()),
+                        (out / "points").string() + "); what their ranks measured stays in " + (out / "logs").string()),
             std::string::npos)
       << output;
   std::vector<fs::path> measurements;

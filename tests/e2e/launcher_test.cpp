@@ -11,6 +11,7 @@
 
 #include "e2e_helpers.h"
 #include "harness/common/files.h"
+#include "harness/common/process.h"
 #include "harness/results/record.h"
 #include "harness/results/results_directory.h"
 
@@ -192,6 +193,30 @@ TEST(Launchers, ADefaultDirectoryTakenInTheSameSecondGetsANameOfItsOwn) {
     if (fs::exists(entry.path() / "points")) ++with_records;
   }
   EXPECT_EQ(with_records, 1U);
+}
+
+// A results directory that cannot be written (a read-only copy; here its lock file made
+// immutable, which stops root too) is shown as it is, not refused: status collects nothing there.
+TEST(Launchers, StatusShowsADirectoryItCannotWrite) {
+  const fs::path dir = scratch("status_read_only");
+  const fs::path experiment = write_experiment(dir, R"({"name": "readonly", "settings": {"epochs": 1}})");
+  const fs::path out = dir / "out";
+  ASSERT_EQ(run_harness({"run", experiment.string(), "--out", out.string()}, dir / "1.log").outcome.exit_code, 0);
+  const auto chattr = [&](const char* flag) {
+    ProcessRequest request;
+    request.argv = {"chattr", flag, (out / ".lock").string()};
+    request.log_path = (dir / "chattr.log").string();
+    return run_process(request).ok();
+  };
+  if (!chattr("+i")) GTEST_SKIP() << "chattr +i is not supported here: " << read_text(dir / "chattr.log");
+  const HarnessRun status = run_harness({"status", out.string()}, dir / "2.log");
+  ASSERT_TRUE(chattr("-i"));
+  EXPECT_EQ(status.outcome.exit_code, 0) << joined(status.output);
+  EXPECT_NE(joined(status.output).find("cannot create its lock file: Operation not permitted"), std::string::npos)
+      << joined(status.output);
+  EXPECT_NE(joined(status.output).find("showing the records as they are; nothing is collected"), std::string::npos);
+  EXPECT_NE(joined(status.output).find("1 of 1 point(s) recorded so far, 0 in flight"), std::string::npos)
+      << joined(status.output);
 }
 
 TEST(Launchers, DetachAndCancelSayWhereTheyDoNotApplyAndStatusShowsARunsRecords) {

@@ -63,6 +63,22 @@ TEST(ResultsDirectory, KnowsTheFilesTheHarnessWrites) {
   }
 }
 
+// What a run that stopped before writing experiment.json left (the lock and its empty folders)
+// is taken again; a folder with anything else in it is not.
+TEST(ResultsDirectory, ARunsEmptySkeletonIsReusableAndAnythingMoreIsNot) {
+  const fs::path dir = fresh_directory("skeleton");
+  const ResultsDirectory directory(dir.string());
+  directory.create();
+  std::ofstream(directory.lock_file()) << "pid 1 on vm since then: harness run x.json\n";
+  fs::create_directories(directory.jobs_dir());
+  EXPECT_NO_THROW(directory.check_reusable_for("x"));
+  std::ofstream(directory.logs_dir() + "/p000-ab.log") << "a run's output\n";
+  EXPECT_THROW(directory.check_reusable_for("x"), ConfigError);
+  fs::remove(directory.logs_dir() + "/p000-ab.log");
+  std::ofstream(dir / "notes.txt") << "mine\n";
+  EXPECT_THROW(directory.check_reusable_for("x"), ConfigError);
+}
+
 TEST(ResultsDirectory, ListsEveryRunsMeasurementsOfAPoint) {
   const fs::path dir = fresh_directory("measurements");
   const ResultsDirectory directory(dir.string());
