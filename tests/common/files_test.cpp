@@ -8,18 +8,14 @@
 #include <sstream>
 
 #include "harness/common/errors.h"
+#include "tests/common/scratch_dir.h"
 
 namespace harness {
 namespace {
 
 namespace fs = std::filesystem;
 
-fs::path fresh_directory(const std::string& name) {
-  const fs::path path = fs::temp_directory_path() / ("harness_files_test_" + name);
-  fs::remove_all(path);
-  fs::create_directories(path);
-  return path;
-}
+fs::path fresh_directory(const std::string& name) { return empty_scratch_dir("files_test_" + name); }
 
 std::string contents(const fs::path& path) {
   std::ifstream in(path);

@@ -19,6 +19,14 @@ namespace harness::e2e {
 namespace {
 
 // Rewrites a record's status, as a run that ended that way would have written it.
+// The point records of run directory `out`, in point order.
+std::vector<fs::path> record_files(const fs::path& out) {
+  std::vector<fs::path> records;
+  for (const auto& entry : fs::directory_iterator(out / "points")) records.push_back(entry.path());
+  std::sort(records.begin(), records.end());
+  return records;
+}
+
 void set_status(const fs::path& record, const std::string& status) {
   Json json = read_json_file(record.string());
   json["status"] = status;
@@ -91,9 +99,7 @@ TEST(Launchers, AResumedRunMeasuresAgainWhatAnOlderSchemaTimedOtherwise) {
       write_experiment(dir, R"({"name": "older", "settings": {"workload": "iris_mlp"}, "sweep": {"epochs": [1, 2]}})");
   const fs::path out = dir / "out";
   ASSERT_EQ(run_harness({"run", experiment.string(), "--out", out.string()}, dir / "1.log").outcome.exit_code, 0);
-  std::vector<fs::path> records;
-  for (const auto& entry : fs::directory_iterator(out / "points")) records.push_back(entry.path());
-  std::sort(records.begin(), records.end());
+  const std::vector<fs::path> records = record_files(out);
   ASSERT_EQ(records.size(), 2U);
   Json json = read_json_file(records[0].string());
   json["schema_version"] = kStepMeansSince - 1;
@@ -112,9 +118,7 @@ TEST(Launchers, RetryFailedRunsOnlyFailedLostRetryableAndMissingPoints) {
       dir, R"({"name": "retry", "settings": {"workload": "iris_mlp"}, "sweep": {"epochs": [2, 3, 4, 5, 6, 7]}})");
   const fs::path out = dir / "out";
   ASSERT_EQ(run_harness({"run", experiment.string(), "--out", out.string()}, dir / "1.log").outcome.exit_code, 0);
-  std::vector<fs::path> records;
-  for (const auto& entry : fs::directory_iterator(out / "points")) records.push_back(entry.path());
-  std::sort(records.begin(), records.end());
+  const std::vector<fs::path> records = record_files(out);
   ASSERT_EQ(records.size(), 6U);
   set_status(records[0], "timeout");
   set_status(records[1], "node_failure");

@@ -8,17 +8,14 @@
 #include <fstream>
 #include <string>
 
+#include "tests/common/scratch_dir.h"
+
 namespace harness {
 namespace {
 
 namespace fs = std::filesystem;
 
-fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("harness_plots_test_" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path scratch(const std::string& name) { return empty_scratch_dir("plots_test_" + name); }
 
 void write_bytes(const fs::path& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
 

@@ -9,18 +9,14 @@
 #include <sstream>
 
 #include "harness/common/errors.h"
+#include "tests/common/scratch_dir.h"
 
 namespace harness {
 namespace {
 
 namespace fs = std::filesystem;
 
-fs::path fresh_directory(const std::string& name) {
-  const fs::path path = fs::temp_directory_path() / ("harness_results_directory_test_" + name);
-  fs::remove_all(path);
-  fs::create_directories(path);
-  return path;
-}
+fs::path fresh_directory(const std::string& name) { return empty_scratch_dir("results_directory_test_" + name); }
 
 TEST(DirectoryLock, AFileSystemWithoutLocksIsNotCalledInUse) {
   for (const int error : {ENOLCK, ENOSYS}) {
