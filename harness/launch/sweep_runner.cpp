@@ -142,7 +142,8 @@ std::optional<PointStatus> SweepRunner::adopt_earlier_record(const Point& point,
     const StoredRecord& file = *it->second;
     // Only records of this harness version (and of the same build binary): another version may
     // measure differently.
-    if (!keeps(*file.record) || !timed_as_now(*file.record) || file.record->provenance.harness_version != kHarnessVersion ||
+    if (!keeps(*file.record) || !timed_as_now(*file.record) ||
+        file.record->provenance.harness_version != kHarnessVersion ||
         !same_build(file.record->build, options_.rank_programs.provenance_for(point.settings))) {
       continue;
     }
@@ -177,6 +178,14 @@ void SweepRunner::take_up_job_files(const InFlight& job) const {
   take(trace_written_by(job.command), directory_.timeline_path(job.point->id));
 }
 
+void SweepRunner::drop_job_files(const InFlight& job) const {
+  for (const std::string& own : {attempt_log_path(job.job), trace_written_by(job.command)}) {
+    if (!own.empty() && own != job.job.log_path && own != directory_.timeline_path(job.point->id)) {
+      remove_if_present(own);
+    }
+  }
+}
+
 bool SweepRunner::record_ended(const JobResult& ended, Progress& progress) {
   const auto found = in_flight_.find(ended.id);
   if (found == in_flight_.end()) return false;
@@ -189,10 +198,7 @@ bool SweepRunner::record_ended(const JobResult& ended, Progress& progress) {
     // No new record (an earlier one and its log, if any, stay): a later run decides on that as
     // on any.
     remove_if_present(job.job.measurements_path);
-    remove_if_present(attempt_log_path(job.job));
-    if (const std::string trace = trace_written_by(job.command); trace != directory_.timeline_path(job.point->id)) {
-      remove_if_present(trace);
-    }
+    drop_job_files(job);
     remove_progress();
     progress.finished(job.label, " interrupted (not recorded)", ended.outcome.wall_time_s);
     in_flight_.erase(found);

@@ -143,6 +143,9 @@ class SweepRunner {
   // (<id>.<run>.trace.json), become the point's. A job that wrote none (cancelled while queued,
   // failed before its trace) leaves no earlier run's to be taken for its own.
   void take_up_job_files(const InFlight& job) const;
+  // What an interrupted job wrote apart from the point's files goes; an earlier record keeps its
+  // own.
+  void drop_job_files(const InFlight& job) const;
   // Records an ended job (or says it was interrupted); true when its point failed.
   bool record_ended(const JobResult& ended, class Progress& progress);
   std::string label(const Point& point) const;
