@@ -1,5 +1,6 @@
 // SweepRunner's jobs in flight: the ledger that remembers them for a later run, adopting the jobs
-// an earlier run left, collecting them for `harness status`, and cancelling them.
+// an earlier run left, collecting them for `harness status`, cancelling them, and the files each
+// writes in logs/ beside the point's (taken up, dropped, or removed once stale).
 #include <algorithm>
 #include <filesystem>
 #include <iterator>
@@ -163,6 +164,30 @@ void SweepRunner::remove_stale_rank_slots_and_logs(const std::set<std::string>& 
   for (const fs::path& folder : stale) {
     std::error_code ignored;
     fs::remove_all(folder, ignored);
+  }
+}
+
+std::string trace_written_by(const std::vector<std::string>& command) {
+  const auto flag = std::find(command.begin(), command.end(), "--timeline");
+  return flag == command.end() || std::next(flag) == command.end() ? std::string() : *std::next(flag);
+}
+
+void SweepRunner::take_up_job_files(const InFlight& job) const {
+  const auto take = [](const std::string& own, const std::string& point_file) {
+    if (own.empty() || own == point_file) return;
+    std::error_code moved;
+    fs::rename(own, point_file, moved);
+    if (moved == std::errc::no_such_file_or_directory) remove_if_present(point_file);
+  };
+  take(attempt_log_path(job.job), job.job.log_path);  // the record's reason quotes it
+  take(trace_written_by(job.command), directory_.timeline_path(job.point->id));
+}
+
+void SweepRunner::drop_job_files(const InFlight& job) const {
+  for (const std::string& own : {attempt_log_path(job.job), trace_written_by(job.command)}) {
+    if (!own.empty() && own != job.job.log_path && own != directory_.timeline_path(job.point->id)) {
+      remove_if_present(own);
+    }
   }
 }
 

@@ -48,11 +48,6 @@ bool timed_as_now(const PointRecord& record) {
 
 }  // namespace
 
-std::string trace_written_by(const std::vector<std::string>& command) {
-  const auto flag = std::find(command.begin(), command.end(), "--timeline");
-  return flag == command.end() || std::next(flag) == command.end() ? std::string() : *std::next(flag);
-}
-
 SweepRunner::SweepRunner(const Experiment& experiment, const std::vector<Point>& points,
                          Scheduler& scheduler, const ResultsDirectory& directory,
                          SweepOptions options, std::ostream& out)
@@ -165,25 +160,6 @@ std::optional<PointStatus> SweepRunner::adopt_earlier_record(const Point& point,
   std::error_code ignored;
   fs::rename(directory_.log_path(old_id), directory_.log_path(point.id), ignored);
   return record.status;
-}
-
-void SweepRunner::take_up_job_files(const InFlight& job) const {
-  const auto take = [](const std::string& own, const std::string& point_file) {
-    if (own.empty() || own == point_file) return;
-    std::error_code moved;
-    fs::rename(own, point_file, moved);
-    if (moved == std::errc::no_such_file_or_directory) remove_if_present(point_file);
-  };
-  take(attempt_log_path(job.job), job.job.log_path);  // the record's reason quotes it
-  take(trace_written_by(job.command), directory_.timeline_path(job.point->id));
-}
-
-void SweepRunner::drop_job_files(const InFlight& job) const {
-  for (const std::string& own : {attempt_log_path(job.job), trace_written_by(job.command)}) {
-    if (!own.empty() && own != job.job.log_path && own != directory_.timeline_path(job.point->id)) {
-      remove_if_present(own);
-    }
-  }
 }
 
 bool SweepRunner::record_ended(const JobResult& ended, Progress& progress) {
