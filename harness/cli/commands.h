@@ -80,7 +80,8 @@ struct ModelCommandOptions {
 };
 int model_command(const ModelCommandOptions& options);
 
-// Prints a results directory's console table and where its tables and plots are (run and plot).
+// Prints a results directory's console table and where its tables and plots are (run and plot);
+// then throws the Error that kept report.html from being written, if one did.
 struct WrittenReports;
 class ResultsDirectory;
 void print_reports(const WrittenReports& written, const ResultsDirectory& directory);

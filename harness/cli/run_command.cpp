@@ -46,6 +46,7 @@ void print_reports(const WrittenReports& written, const ResultsDirectory& direct
     std::cout.flush();
     std::cerr << "harness: warning: plot not drawn: " << failure << "\n";
   }
+  if (written.html_failure) std::rethrow_exception(written.html_failure);
 }
 
 // A point whose record could not be written is lost from every report: say so last, with where

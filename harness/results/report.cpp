@@ -1,6 +1,7 @@
 #include "harness/results/report.h"
 
 #include <algorithm>
+#include <exception>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -8,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "backends/registry.h"  // kNoExchangePath
+#include "harness/common/errors.h"
 #include "harness/common/files.h"
 #include "harness/common/process.h"
 #include "harness/results/comm_report.h"
@@ -113,7 +115,11 @@ WrittenReports write_reports(const ResultSet& set, const ResultsDirectory& direc
   }
   std::string plots_note = written.plots_not_drawn;
   for (const std::string& failure : written.plots_failed) plots_note += (plots_note.empty() ? "" : "; ") + failure;
-  written.html = write_html_report(set, directory, plots_note);
+  try {
+    written.html = write_html_report(set, directory, plots_note);
+  } catch (const Error&) {
+    written.html_failure = std::current_exception();
+  }
   return written;
 }
 

@@ -3,6 +3,7 @@
 // their tables and plots differ, the rest (loading, writing, drawing) is shared.
 #pragma once
 
+#include <exception>
 #include <map>
 #include <string>
 #include <vector>
@@ -39,6 +40,9 @@ struct WrittenReports {
   // The plots gnuplot failed on ("loss: gnuplot loss.gp failed ..."): the others are drawn, and the
   // failed ones' earlier images removed.
   std::vector<std::string> plots_failed;
+  // Why report.html could not be written (an Error), kept so that what was written and the plots
+  // that failed are still said before it: print_reports throws it last.
+  std::exception_ptr html_failure;
 };
 
 // The console table with the notes under it (the explanations of oversubscription, one rank, GPUs),
@@ -48,7 +52,8 @@ std::string console_text(const ResultSet& set);
 // Writes the tables, draws the plots (with the timeline of a traced point) and writes report.html
 // of `set` into `directory`; without gnuplot on PATH, all but the plots (plots_not_drawn says so).
 // Plots this run does not draw (a point's records gone, the timeline not asked for) are removed,
-// so that none passes for this run's. Throws Error when a file cannot be written.
+// so that none passes for this run's. Throws Error when a table or plot cannot be written; one for
+// report.html is kept in html_failure.
 WrittenReports write_reports(const ResultSet& set, const ResultsDirectory& directory);
 
 }  // namespace harness

@@ -72,6 +72,19 @@ TEST(Report, PlotsAreThisRunsOnlyAndAPlotGnuplotFailsOnIsSaidWhileTheOthersAreDr
   EXPECT_EQ(page.find("id=\"plot-loss\""), std::string::npos);
   EXPECT_NE(page.find("id=\"plot-accuracy\""), std::string::npos);
   EXPECT_NE(page.find("Not drawn: loss: gnuplot loss.gp failed"), std::string::npos);
+
+  // report.html cannot be written (a folder is in its place): the failed plot is still said, then why.
+  fs::remove(out / "report.html");
+  fs::create_directories(out / "report.html" / "in_the_way");
+  const HarnessRun blocked = run_harness({"plot", out.string()}, dir / "blocked.log",
+                                         {{"PATH", fake_bin.string() + ":" + std::getenv("PATH")}});
+  EXPECT_NE(blocked.outcome.exit_code, 0) << joined(blocked.output);
+  const std::string said = joined(blocked.output);
+  const auto plot_warning = said.find("harness: warning: plot not drawn: loss: gnuplot loss.gp failed");
+  const auto page_error = said.rfind("report.html");
+  EXPECT_NE(plot_warning, std::string::npos) << said;
+  EXPECT_NE(page_error, std::string::npos) << said;
+  EXPECT_LT(plot_warning, page_error) << said;
 }
 
 TEST(Report, OneRanksCommBenchmarkHasNoShareOfAMemoryLimit) {  // nothing moves: no limit to be a share of
