@@ -96,6 +96,11 @@ void SweepRunner::cancel_jobs_that_left_the_sweep(const std::vector<const Ledger
   if (ids.empty()) return;
   const CancelOutcome outcome = scheduler_.cancel_all(ids);
   for (const JobId id : outcome.not_cancelled) unfollowed_entries_.push_back(*entry_of.at(id));
+  for (const auto& [id, entry] : entry_of) {
+    if (std::find(outcome.not_cancelled.begin(), outcome.not_cancelled.end(), id) == outcome.not_cancelled.end()) {
+      remove_files_of_cancelled(*entry);
+    }
+  }
   out_ << fmt::format("harness: {} job(s) of point(s) no longer in the experiment ({}{}) {}\n", ids.size(),
                       fmt::join(points.begin(), points.begin() + std::min<std::ptrdiff_t>(points.size(), 5), ", "),
                       points.size() > 5 ? ", ..." : "",
@@ -188,6 +193,24 @@ void SweepRunner::drop_job_files(const InFlight& job) const {
     if (!own.empty() && own != job.job.log_path && own != directory_.timeline_path(job.point->id)) {
       remove_if_present(own);
     }
+  }
+}
+
+void SweepRunner::remove_files_of_cancelled(const LedgerEntry& entry) const {
+  // A ledger of an older harness names no attempt: its job wrote the point's own log, which an
+  // earlier record may quote.
+  if (!entry.attempt.empty()) {
+    JobSpec job;
+    job.log_path = directory_.log_path(entry.point_id);
+    job.attempt = entry.attempt;
+    remove_if_present(attempt_log_path(job));
+  }
+  const std::string trace = trace_written_by(entry.command);
+  if (!trace.empty() && trace != directory_.timeline_path(entry.point_id)) remove_if_present(trace);
+  if (!entry.measurements_path.empty()) {
+    remove_if_present(entry.measurements_path);
+    std::error_code ignored;
+    fs::remove_all(rank_progress_directory(entry.measurements_path), ignored);
   }
 }
 

@@ -130,6 +130,9 @@ class SweepRunner {
   // since they were submitted), but for jobs that also run followed points (`followed_ids`).
   void cancel_jobs_that_left_the_sweep(const std::vector<const LedgerEntry*>& entries,
                                        const std::set<std::string>& followed_ids);
+  // What the job of a ledger entry cancelled by cancel_jobs_that_left_the_sweep wrote: its log,
+  // trace, measurements and rank slots (a run of a point that is no longer in the sweep).
+  void remove_files_of_cancelled(const LedgerEntry& entry) const;
   void save_ledger();
   // Removes the measurements files of the points in settled_ (their records are durable and the
   // saved ledger no longer names their jobs), except those of jobs in flight.

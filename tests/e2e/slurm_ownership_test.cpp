@@ -229,6 +229,21 @@ TEST(SlurmOwnership, JobsOfPointsThatLeftTheExperimentAreCancelledNotOrphaned) {
   ASSERT_TRUE(cluster.harness({"run", cluster.experiment.string(), "--out", cluster.out.string(), "--detach"}, "1.log")
                   .outcome.exited);
   ASSERT_EQ(cluster.ledger_jobs().size(), 3U);
+  // What job 1003 would have written by now: its log, measurements and rank slots.
+  std::vector<fs::path> written_by_1003;
+  const Json ledger = cluster.ledger();
+  for (const Json& entry : ledger["jobs"]) {
+    if (entry["job"].get<std::string>().find("1003") == std::string::npos) continue;
+    const std::string point = entry["point"];
+    const std::string measurements = entry["measurements"];
+    written_by_1003 = {cluster.out / "logs" / (point + "." + entry["attempt"].get<std::string>() + ".log"),
+                       measurements, measurements + ".where"};
+  }
+  ASSERT_EQ(written_by_1003.size(), 3U) << cluster.ledger().dump(1);
+  std::ofstream(written_by_1003[0]) << "rank 0: epoch 1\n";
+  std::ofstream(written_by_1003[1]) << "{}";
+  fs::create_directories(written_by_1003[2]);
+  std::ofstream(written_by_1003[2] / "0") << "slot";
   // The third point's batch size changes: its job (1003) would run on with no one following it.
   write_experiment(cluster.dir, own_experiment(kPerPoint, "4, 8, 32"));
   const HarnessRun edited = cluster.harness(
@@ -239,6 +254,8 @@ TEST(SlurmOwnership, JobsOfPointsThatLeftTheExperimentAreCancelledNotOrphaned) {
   EXPECT_EQ(cluster.text("scancel_calls"), "1003\n");
   EXPECT_EQ(cluster.ledger_jobs(), (std::vector<std::string>{"per-point:1001", "per-point:1002", "per-point:1004"}))
       << cluster.ledger().dump(1);
+  // Its files went with it: no point of the sweep will take them up.
+  for (const fs::path& file : written_by_1003) EXPECT_FALSE(fs::exists(file)) << file;
 }
 
 TEST(SlurmOwnership, AJobWhoseLedgerCannotBeWrittenIsCancelledNotLeftUntracked) {
