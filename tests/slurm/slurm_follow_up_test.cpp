@@ -65,8 +65,9 @@ TEST(SlurmFollowUp, QueriesAreOnePerPollForTheWholeSweep) {
   const fs::path dir = scratch("slurm_queries");
   const fs::path log = dir / "calls.log";
   const fs::path bin = command_wrappers(dir, log);
-  // Points of several seconds each, so that the harness polls many times.
-  const fs::path experiment = write_experiment(dir, four_points("per-point", "3000"));
+  // Points of several seconds each, so that the harness polls more than once (a harness that polled
+  // without backing off would query dozens of times).
+  const fs::path experiment = write_experiment(dir, four_points("per-point", "800"));
   const auto start = Clock::now();
   const HarnessRun run = run_harness({"run", experiment.string(), "--out", (dir / "out").string()}, dir / "run.log",
                                      with_path(bin));
@@ -116,7 +117,7 @@ TEST(SlurmFollowUp, AfterAKilledHarnessStatusCollectsAndAResumedRunSubmitsOnlyWh
   const fs::path dir = scratch("slurm_kill9");
   const fs::path log = dir / "calls.log";
   const fs::path bin = command_wrappers(dir, log);
-  const fs::path experiment = write_experiment(dir, four_points("array", "3000"));
+  const fs::path experiment = write_experiment(dir, four_points("array", "600"));
   const fs::path out = dir / "out";
   {
     ChildProcess harness(harness_request({"run", experiment.string(), "--out", out.string()}, dir / "run.log",
@@ -156,7 +157,7 @@ TEST(SlurmFollowUp, AfterAKilledHarnessStatusCollectsAndAResumedRunSubmitsOnlyWh
 
 TEST(SlurmFollowUp, DetachReturnsAtOnceAndStatusFollowsToTheEnd) {
   const fs::path dir = scratch("slurm_detach");
-  const fs::path experiment = write_experiment(dir, four_points("pack", "2000"));
+  const fs::path experiment = write_experiment(dir, four_points("pack", "300"));
   const fs::path out = dir / "out";
   const auto start = Clock::now();
   const HarnessRun detached = run_harness({"run", experiment.string(), "--out", out.string(), "--detach"},
