@@ -288,7 +288,13 @@ class CudaIpcAllreduce final : public GradientSync {
     for (std::size_t rank = 0; works && rank < bases_.size(); ++rank) {
       works = operations_.wait_value(stream_, device_address(bases_[rank]), 0, CU_STREAM_WAIT_VALUE_GEQ) == CUDA_SUCCESS;
     }
-    works = cudaStreamSynchronize(stream_) == cudaSuccess && works;
+    const cudaError_t synchronized = cudaStreamSynchronize(stream_);
+    // A refusal to queue them is the driver's answer; a fault while they ran sticks to the context,
+    // and every later call would fail with it: say what faulted rather than fall back.
+    if (works && synchronized != cudaSuccess) {
+      throw CommError(fmt::format("cuda_ipc: the GPU failed while its stream waited on the peers' flags "
+                                  "(cuStreamWaitValue32): {}", cudaGetErrorString(synchronized)));
+    }
     if (!works) {
       cudaGetLastError();
       if (communicator_.rank() == 0) {

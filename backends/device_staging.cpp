@@ -121,6 +121,9 @@ void DeviceBuffer::copy_from_host(std::span<const float> host) {
   if (count_ == 0) return;
   check_cuda_call(cudaMemcpy(data_, host.data(), count_ * sizeof(float), cudaMemcpyHostToDevice),
              "cudaMemcpy(host to device)");
+  // From pageable memory cudaMemcpy may return before the DMA has landed: wait, so that the copy
+  // is done when this returns (the comm benchmark starts its timer right after a reset).
+  check_cuda_call(cudaStreamSynchronize(cudaStreamLegacy), "cudaStreamSynchronize(host to device)");
 }
 
 void DeviceBuffer::copy_to_host(std::span<float> host) const {

@@ -73,7 +73,7 @@ class DeviceBuffer {
 
   float* data() { return data_; }
   std::size_t size() const { return count_; }
-  void copy_from_host(std::span<const float> host);  // host.size() == size()
+  void copy_from_host(std::span<const float> host);  // host.size() == size(); done when it returns
   void copy_to_host(std::span<float> host) const;
 
  private:

@@ -74,7 +74,9 @@ TEST_P(CudaIpcArrivals, EqualsMpiAllreduceAtEverySizeTwiceInARowOnBothSidesOfThe
     // The trainer's buckets and the comm benchmark reach the backend through the device path.
     DeviceStagedSync device_path(*backend);
     EXPECT_EQ(device_path.path(), world.size > 1 ? "cuda_ipc" : kNoExchangePath);
-    for (const int code : {0, 1, -3, -2, -1, 1000003, -1}) {
+    // 4097: the one-kernel path in several blocks; 131072 and 131073: its last size and the copy
+    // path's first (cuda_ipc::kOneShotWithArrivalMaxCount).
+    for (const int code : {0, 1, -3, -2, -1, 4097, 131072, 131073, 1000003, -1}) {
       const std::size_t count = element_count(code, world.size);
       for (int round = 0; round < 2; ++round) {
         const std::vector<float> local = random_buffer(count, 4321, world.rank, round);
