@@ -234,7 +234,8 @@ TEST(Check, BadInputIsOneLineAndExitsTwo) {
   expect_refused({results, "--against", R"({"backend": "nccl"})"},
                  "--against.backend: no configuration of " + results + " has \"nccl\" (it has \"allreduce\"");
   expect_refused({results}, "nothing to compare with: give --baseline DIR, --against VALUES");
-  expect_refused({results, "--baseline", results, "--json", (dir / "no" / "such" / "dir.json").string()}, "--json");
+  expect_refused({results, "--baseline", results, "--json", (dir / "no" / "such" / "dir.json").string()},
+                 "--json " + (dir / "no" / "such" / "dir.json").string() + ": no directory ");
   // Two outputs into one file, and a directory nobody may write in: refused before any verdict.
   const std::string same = (dir / "same.out").string();
   expect_refused({results, "--baseline", results, "--json", same, "--junit", same},
@@ -242,9 +243,22 @@ TEST(Check, BadInputIsOneLineAndExitsTwo) {
   const fs::path locked = dir / "locked";
   fs::create_directories(locked);
   fs::permissions(locked, fs::perms::owner_read | fs::perms::owner_exec);
-  if (::geteuid() != 0) {  // root writes anywhere
+  // Root writes anywhere but in an immutable directory (chattr +i, which stops root too).
+  const auto chattr = [&](const char* flag) {
+    ProcessRequest request;
+    request.argv = {"chattr", flag, locked.string()};
+    request.log_path = (dir / "chattr.log").string();
+    return run_process(request).ok();
+  };
+  const bool immutable = ::geteuid() == 0 && chattr("+i");
+  if (::geteuid() != 0 || immutable) {
     expect_refused({results, "--baseline", results, "--markdown", (locked / "check.md").string()},
                    "--markdown " + (locked / "check.md").string() + ": cannot write in " + locked.string());
+  } else {
+    ADD_FAILURE() << "cannot make " << locked << " immutable for root: " << read_text(dir / "chattr.log");
+  }
+  if (immutable) {
+    EXPECT_TRUE(chattr("-i"));
   }
   fs::permissions(locked, fs::perms::owner_all);
 }

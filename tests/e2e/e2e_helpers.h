@@ -42,7 +42,8 @@ fs::path write_experiment(const fs::path& directory, const std::string& text);
 // One CSV line split into fields, with RFC 4180 quoting ("a,b" and "say ""hi""").
 std::vector<std::string> csv_fields(const std::string& line);
 
-// summary.csv as rows of column name -> value.
+// The rows of a CSV file (summary.csv, stats.csv), as column name -> value; a test failure when the
+// file cannot be read.
 std::vector<std::map<std::string, std::string>> read_csv(const fs::path& path);
 
 std::string joined(const std::vector<std::string>& lines);

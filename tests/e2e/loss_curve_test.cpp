@@ -103,6 +103,15 @@ TEST(LossCurve, TheLostEfficiencyIsSplitIntoPartsThatAddUp) {
   }
   EXPECT_NEAR(parts, std::stod(two.at("efficiency_lost")), 1e-4);
   EXPECT_NEAR(std::stod(two.at("efficiency_lost")), 1 - std::stod(two.at("efficiency_median")), 1e-4);
+  // Those two hold by construction; each part is its own column: the compute part is the growth of
+  // the compute time per step over the baseline's (one run each; the same samples per rank, so the
+  // baseline's step counts once), a share of the 2-rank step.
+  const auto summary = read_csv(out / "summary.csv");
+  ASSERT_EQ(summary.size(), 2U);
+  const double compute_growth =
+      (std::stod(summary[1].at("compute_time_s")) - std::stod(summary[0].at("compute_time_s"))) /
+      std::stod(summary[1].at("step_time_s"));
+  EXPECT_NEAR(std::stod(two.at("lost_compute")), compute_growth, 1e-3) << two.at("lost_waiting");
   EXPECT_GT(fs::file_size(out / "plots" / "efficiency_loss.png"), 1000U);
 }
 

@@ -203,8 +203,9 @@ TEST(EndToEnd, AHarnessWithoutItsRankProgramFailsThePointSayingWhy) {
       << rows[0].at("reason");
 }
 
-// mpirun refusing to start the ranks (here: two ranks on one slot) is a failed point whose reason
-// quotes mpirun's own message, not only its exit code.
+// mpirun refusing to start the ranks (here: two ranks on one slot; tests/CMakeLists.txt gives these
+// tests no OMPI_MCA_rmaps_base_oversubscribe) is a failed point whose reason quotes mpirun's own
+// message, not only its exit code.
 TEST(EndToEnd, AFailingMpirunGivesItsOwnMessageAsTheReason) {
   const fs::path dir = scratch("mpirun_refuses");
   const fs::path experiment = write_experiment(dir, R"({
@@ -332,6 +333,9 @@ TEST(EndToEnd, DivergedTrainingIsKeptAndSaid) {
     EXPECT_EQ(row.at("final_loss"), "");  // not a number: no value to compute with; the console says why
     EXPECT_GT(std::stod(row.at("throughput_samples_per_s")), 0.0);
   }
+  // The loss by samples seen is drawn (a plot gnuplot failed on would only be warned about).
+  EXPECT_EQ(joined(run.output).find("plot not drawn"), std::string::npos) << joined(run.output);
+  EXPECT_TRUE(fs::exists(out / "plots" / "loss_samples.png"));
   for (const auto& entry : fs::directory_iterator(out / "plots")) {
     if (entry.path().extension() == ".png") {
       EXPECT_GT(entry.file_size(), 1000U) << entry.path();

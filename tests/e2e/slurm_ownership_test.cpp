@@ -126,6 +126,8 @@ TEST(SlurmOwnership, ARunRefusedForAnotherLaunchersJobsLeavesTheDirectoryAsItWas
       << joined(refused.output);
   EXPECT_EQ(read_text(cluster.out / "experiment.json"), before);
   const HarnessRun status = cluster.harness({"status", cluster.out.string()}, "3.log");
+  EXPECT_EQ(status.outcome.exit_code, 3) << joined(status.output);  // the two jobs still in flight
+  EXPECT_NE(joined(status.output).find("2 in flight"), std::string::npos) << joined(status.output);
   EXPECT_EQ(joined(status.output).find("no longer in the experiment"), std::string::npos) << joined(status.output);
   EXPECT_EQ(cluster.ledger_jobs().size(), 2U);
   EXPECT_TRUE(cluster.text("scancel_calls").empty()) << cluster.text("scancel_calls");
@@ -153,6 +155,9 @@ TEST(SlurmOwnership, AJobScancelCouldNotStopStaysInTheLedger) {
 }
 
 TEST(SlurmOwnership, AHangUpCancelsTheJobsInFlightLikeCtrlC) {
+  // As in a terminal: a harness started with hang-ups ignored (these tests under nohup) keeps going
+  // on purpose, so the harness here inherits the default.
+  ::signal(SIGHUP, SIG_DFL);
   FakeCluster cluster = fake_cluster("hangup", kPerPoint, 2);
   ChildProcess harness(harness_request({"run", cluster.experiment.string(), "--out", cluster.out.string()},
                                        cluster.dir / "run.log", cluster.environment));

@@ -31,6 +31,7 @@ TEST(Statistics, BootstrapMedianIntervalHoldsTheMedianWithinTheData) {
   EXPECT_LE(interval.high, 9);
   EXPECT_LE(interval.low, interval.median);
   EXPECT_GE(interval.high, interval.median);
+  EXPECT_LT(interval.low, interval.high);  // six different values: an interval, not a point
   // Deterministic: summaries rebuilt from records give the same numbers.
   EXPECT_EQ(bootstrap_median(values).low, interval.low);
   EXPECT_EQ(bootstrap_median(values).high, interval.high);

@@ -76,6 +76,7 @@ TEST(SlurmFollowUp, QueriesAreOnePerPollForTheWholeSweep) {
   EXPECT_EQ(calls(log, "sbatch").size(), 4U) << read_text(log);
   const std::string name = "--name=harness-" + read_ledger(ResultsDirectory((dir / "out").string())).sweep_id;
   const auto queries = calls(log, "squeue");
+  EXPECT_FALSE(queries.empty()) << read_text(log);  // the sweep was followed through squeue
   for (const auto& query : queries) {
     // The whole sweep by its name, never a job at a time.
     EXPECT_NE(query.find(name), std::string::npos) << query;
