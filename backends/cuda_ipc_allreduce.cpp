@@ -276,24 +276,35 @@ class CudaIpcAllreduce final : public GradientSync {
     }
     epoch_ = 0;
     kernel_epoch_ = 0;
-    if (device_arrivals_) device_arrivals_ = cuda_ipc::on_every_rank(stream_waits_work(), communicator_);
+    if (device_arrivals_) {
+      std::string fault;
+      const bool works = stream_waits_work(fault);
+      // Every rank throws, or none: a rank left waiting in the next collective would hang.
+      if (!cuda_ipc::on_every_rank(fault.empty(), communicator_)) {
+        throw CommError(fault.empty() ? "cuda_ipc: another rank's GPU failed while its stream waited on the peers' "
+                                        "flags (see its log)"
+                                      : fault);
+      }
+      device_arrivals_ = cuda_ipc::on_every_rank(works, communicator_);
+    }
   }
 
   // Whether this rank's stream can write its flag and wait on its peers' (a driver may refuse
   // stream memory operations, or refuse them on another process's memory): tried once per
-  // registration, on epoch 0, which every flag holds already.
-  bool stream_waits_work() {
+  // registration, on epoch 0, which every flag holds already. A refusal to queue them is the
+  // driver's answer; a fault while they ran sticks to the context, and every later call would fail
+  // with it: `fault` says what faulted, rather than fall back.
+  bool stream_waits_work(std::string& fault) {
     bool works = operations_.usable() &&
                  operations_.write_value(stream_, device_address(own_), 0, CU_STREAM_WRITE_VALUE_DEFAULT) == CUDA_SUCCESS;
     for (std::size_t rank = 0; works && rank < bases_.size(); ++rank) {
       works = operations_.wait_value(stream_, device_address(bases_[rank]), 0, CU_STREAM_WAIT_VALUE_GEQ) == CUDA_SUCCESS;
     }
     const cudaError_t synchronized = cudaStreamSynchronize(stream_);
-    // A refusal to queue them is the driver's answer; a fault while they ran sticks to the context,
-    // and every later call would fail with it: say what faulted rather than fall back.
     if (works && synchronized != cudaSuccess) {
-      throw CommError(fmt::format("cuda_ipc: the GPU failed while its stream waited on the peers' flags "
-                                  "(cuStreamWaitValue32): {}", cudaGetErrorString(synchronized)));
+      fault = fmt::format("cuda_ipc: the GPU failed while its stream waited on the peers' flags (cuStreamWaitValue32): {}",
+                          cudaGetErrorString(synchronized));
+      return false;
     }
     if (!works) {
       cudaGetLastError();

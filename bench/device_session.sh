@@ -78,8 +78,10 @@ stage_gpu_tests() {
   local status=$?
   if ((status == 124 || status == 137)); then
     echo "cuda_ipc's tests hung: skipping everything else that runs cuda_ipc" | tee "$out/cuda_ipc_hangs"
-    # Killing ctest need not kill the mpirun under it: hung ranks would hold the GPU for the rest.
-    pkill -9 -f 'harness_cuda_ipc_tests' ; pkill -9 -x mpirun ; sleep 1
+    # Killing ctest need not kill the mpiexec under it: hung ranks would hold the GPU for the rest.
+    # (The brackets keep the pattern from matching this stage's own shell, whose command line
+    # holds it.)
+    pkill -9 -f '[h]arness_cuda_ipc_tests'; sleep 1
     ctest --test-dir /tmp/b -L gpu -E 'cuda_ipc|GpuExperiments|gpu_training|GpuRobustness' -j6 --output-on-failure
     return 1
   fi
@@ -297,7 +299,8 @@ build_what_compiles() {
   . .device/env-on-device.sh
   cmake --build /tmp/b -j16 -- -k 0 > /tmp/b-build-k.log 2>&1
   grep -E -B2 -A6 'error|Error' /tmp/b-build-k.log | head -400 > "$out/build_errors.txt"
-  cp /tmp/b-build.log "$out/build_log.txt" 2> /dev/null
+  # A fresh build's own log (build-on-device.sh); an update's output is build.txt already.
+  [[ $1 == fresh ]] && cp /tmp/b-build.log "$out/build_log.txt" 2> /dev/null
   if [[ ! -x /tmp/b/harness || ! -x /tmp/b/harness-worker ]]; then
     log "no harness or harness-worker: nothing to run"
     pack
@@ -311,11 +314,11 @@ if $on_device && [[ -z ${HARNESS:-} && -x /tmp/b/harness && -x /tmp/b/harness-wo
   if cmake --build /tmp/b -j16 > "$out/build.txt" 2>&1; then
     log "build: the call before's, updated in $((SECONDS - started)) s (/tmp/b)"
   else
-    build_what_compiles
+    build_what_compiles update
   fi
 elif [[ -z ${HARNESS:-} ]]; then
   if ! bash .device/build-on-device.sh > "$out/build.txt" 2>&1; then
-    build_what_compiles
+    build_what_compiles fresh
   else
     log "build: $((SECONDS - started)) s"
     . .device/env-on-device.sh

@@ -197,18 +197,24 @@ void SweepRunner::drop_job_files(const InFlight& job) const {
 }
 
 void SweepRunner::remove_files_of_cancelled(const LedgerEntry& entry) const {
+  // Only in this directory's logs/: the ledger's paths are absolute, and a copied results
+  // directory's ledger names the original's files.
+  const std::string logs = directory_.logs_dir() + "/";
+  const auto remove = [&](const std::string& path) {
+    if (path.starts_with(logs)) remove_if_present(path);
+  };
   // A ledger of an older harness names no attempt: its job wrote the point's own log, which an
   // earlier record may quote.
   if (!entry.attempt.empty()) {
     JobSpec job;
     job.log_path = directory_.log_path(entry.point_id);
     job.attempt = entry.attempt;
-    remove_if_present(attempt_log_path(job));
+    remove(attempt_log_path(job));
   }
   const std::string trace = trace_written_by(entry.command);
-  if (!trace.empty() && trace != directory_.timeline_path(entry.point_id)) remove_if_present(trace);
-  if (!entry.measurements_path.empty()) {
-    remove_if_present(entry.measurements_path);
+  if (trace != directory_.timeline_path(entry.point_id)) remove(trace);
+  if (entry.measurements_path.starts_with(logs)) {
+    remove(entry.measurements_path);
     std::error_code ignored;
     fs::remove_all(rank_progress_directory(entry.measurements_path), ignored);
   }

@@ -130,8 +130,9 @@ class SweepRunner {
   // since they were submitted), but for jobs that also run followed points (`followed_ids`).
   void cancel_jobs_that_left_the_sweep(const std::vector<const LedgerEntry*>& entries,
                                        const std::set<std::string>& followed_ids);
-  // What the job of a ledger entry cancelled by cancel_jobs_that_left_the_sweep wrote: its log,
-  // trace, measurements and rank slots (a run of a point that is no longer in the sweep).
+  // What the job of a ledger entry cancelled by cancel_jobs_that_left_the_sweep wrote in logs/: its
+  // log, trace, measurements and rank slots (a run of a point that is no longer in the sweep). A
+  // file the dying job writes after this can remain.
   void remove_files_of_cancelled(const LedgerEntry& entry) const;
   void save_ledger();
   // Removes the measurements files of the points in settled_ (their records are durable and the

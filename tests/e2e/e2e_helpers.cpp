@@ -7,7 +7,15 @@ namespace harness::e2e {
 
 fs::path scratch(const std::string& name) {
   const fs::path path = fs::temp_directory_path() / ("harness_e2e_" + name);
-  fs::remove_all(path);
+  std::error_code error;
+  fs::remove_all(path, error);
+  if (error) {
+    // A test killed while a file of its was immutable (chattr +i, which some tests set) left it so.
+    ProcessRequest request;
+    request.argv = {"chattr", "-R", "-i", path.string()};
+    run_process(request);
+    fs::remove_all(path);
+  }
   fs::create_directories(path);
   return path;
 }

@@ -2,6 +2,7 @@
 // valid or refused in one line naming the file, with exit 2: never a crash, a hang or another exit.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -87,10 +88,14 @@ Json mutated(Json document, std::mt19937& random) {
 
 TEST(Input, MutatedExperimentsAreValidOrRefusedInOneLine) {
   const fs::path dir = scratch("fuzz");
-  std::vector<Json> shipped;
+  std::vector<fs::path> files;  // sorted: the same cases on every machine
   for (const auto& entry : fs::directory_iterator(fs::path(HARNESS_SOURCE_DIR) / "experiments")) {
-    if (entry.path().extension() != ".json" || entry.path().filename() == "schema.json") continue;
-    std::ifstream in(entry.path());
+    if (entry.path().extension() == ".json" && entry.path().filename() != "schema.json") files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  std::vector<Json> shipped;
+  for (const fs::path& file : files) {
+    std::ifstream in(file);
     shipped.push_back(Json::parse(in));
   }
   ASSERT_GE(shipped.size(), 10U);

@@ -118,7 +118,7 @@ bool ranks_writing_into(const fs::path& out) {
 TEST(EndToEnd, KilledSweepResumesRunningOnlyWhatIsMissing) {
   const fs::path dir = scratch("resume");
   const fs::path experiment =
-      write_experiment(dir, R"({"name": "resume", "sweep": {"epochs": [2, 150]}})");
+      write_experiment(dir, R"({"name": "resume", "sweep": {"epochs": [2, 300]}})");
   const fs::path out = dir / "out";
   const fs::path log = dir / "log1";
   ProcessRequest request;
@@ -161,7 +161,7 @@ TEST(EndToEnd, KilledSweepResumesRunningOnlyWhatIsMissing) {
   }
 
   // The completed points move to their new positions in a changed sweep.
-  std::ofstream(experiment) << R"({"name": "resume", "sweep": {"epochs": [1, 2, 150]}})";
+  std::ofstream(experiment) << R"({"name": "resume", "sweep": {"epochs": [1, 2, 300]}})";
   run = run_harness({"run", experiment.string(), "--out", out.string()}, dir / "log3");
   ASSERT_TRUE(run.outcome.ok()) << joined(run.output);
   const auto kept_line = std::find_if(run.output.begin(), run.output.end(), [](const std::string& line) {
