@@ -7,15 +7,14 @@
 #ifdef HARNESS_WITH_CUDA
 #include <cuda_runtime_api.h>
 
-#include "backends/cuda_check.h"
-#include "backends/cuda_stream_memory.h"
-
 #include <cstdint>
 #include <exception>
 #include <vector>
 
+#include "backends/cuda_check.h"
 #include "backends/cuda_ipc_kernels.h"
 #include "backends/cuda_ipc_placement.h"
+#include "backends/cuda_stream_memory.h"
 #endif
 
 namespace harness {
@@ -277,13 +276,10 @@ class CudaIpcAllreduce final : public GradientSync {
     epoch_ = 0;
     kernel_epoch_ = 0;
     if (device_arrivals_) {
-      std::string fault;
+      std::string fault;  // every rank throws, or none: one left in the next collective would hang
       const bool works = stream_waits_work(fault);
-      // Every rank throws, or none: a rank left waiting in the next collective would hang.
       if (!cuda_ipc::on_every_rank(fault.empty(), communicator_)) {
-        throw CommError(fault.empty() ? "cuda_ipc: another rank's GPU failed while its stream waited on the peers' "
-                                        "flags (see its log)"
-                                      : fault);
+        throw CommError(fault.empty() ? "cuda_ipc: another rank's GPU failed in its stream's waits (see its log)" : fault);
       }
       device_arrivals_ = cuda_ipc::on_every_rank(works, communicator_);
     }
@@ -291,9 +287,8 @@ class CudaIpcAllreduce final : public GradientSync {
 
   // Whether this rank's stream can write its flag and wait on its peers' (a driver may refuse
   // stream memory operations, or refuse them on another process's memory): tried once per
-  // registration, on epoch 0, which every flag holds already. A refusal to queue them is the
-  // driver's answer; a fault while they ran sticks to the context, and every later call would fail
-  // with it: `fault` says what faulted, rather than fall back.
+  // registration, on epoch 0, which every flag holds already. A fault while they ran sticks to the
+  // context, and every later call would fail with it: `fault` says so, rather than fall back.
   bool stream_waits_work(std::string& fault) {
     bool works = operations_.usable() &&
                  operations_.write_value(stream_, device_address(own_), 0, CU_STREAM_WRITE_VALUE_DEFAULT) == CUDA_SUCCESS;
