@@ -251,11 +251,15 @@ TEST(SlurmCluster, FailedTimedOutAndCancelledPointsAreRecordedAsSuchWhileTheOthe
   EXPECT_EQ(all[0]["status"], "ok");
   EXPECT_EQ(all[1]["status"], "failed") << all[1]["reason"];
   EXPECT_EQ(all[2]["status"], "timeout") << all[2]["reason"];
-  // Where its two ranks stood when SLURM stopped it (both on one node, training or exchanging).
+  // Where its two ranks stood when SLURM stopped it (both on one node): training (outside the
+  // backend), exchanging (in it), or at an epoch's end (the barrier and the loss sum, collectives
+  // of the harness's own, which the Iris MLP's short epochs reach often).
   const std::string reason = all[2]["reason"].get<std::string>();
   EXPECT_EQ(reason.rfind("timed out after the 6 s limit; where the ranks stood: ", 0), 0U) << reason;
   EXPECT_NE(reason.find(" on hnode"), std::string::npos) << reason;
-  EXPECT_NE(reason.find(" the backend "), std::string::npos) << reason;
+  EXPECT_TRUE(reason.find(" the backend ") != std::string::npos ||
+              reason.find(" a collective of the harness's own ") != std::string::npos)
+      << reason;
   EXPECT_EQ(reason.find("no slot"), std::string::npos) << reason;
   // What it measured before its limit: the steps so far.
   EXPECT_EQ(all[2]["partial_measurements"]["complete"], false);
