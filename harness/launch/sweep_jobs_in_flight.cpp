@@ -214,7 +214,7 @@ void SweepRunner::remove_files_of_cancelled(const LedgerEntry& entry) const {
   const std::string trace = trace_written_by(entry.command);
   if (trace != directory_.timeline_path(entry.point_id)) remove(trace);
   if (entry.measurements_path.starts_with(logs)) {
-    remove(entry.measurements_path);
+    remove_if_present(entry.measurements_path);
     std::error_code ignored;
     fs::remove_all(rank_progress_directory(entry.measurements_path), ignored);
   }
