@@ -28,7 +28,7 @@ std::size_t element_count(int code, int ranks) {
   return code >= 0 ? static_cast<std::size_t>(code) : static_cast<std::size_t>(ranks + code + 2);
 }
 
-std::vector<float> random_buffer(std::size_t count, int rank) {
+std::vector<float> sync_buffer(std::size_t count, int rank) {
   std::vector<float> buffer(count);
   std::mt19937 engine(1234 + rank);
   std::uniform_real_distribution<float> uniform(-1.0F, 1.0F);
@@ -46,7 +46,7 @@ TEST_P(EveryBackend, MatchesMpiAllreduceAndAgreesOnEveryRank) {
   if (backend_name == "gloo" && !gloo_available()) GTEST_SKIP() << "built without libgloo-dev";
   if (refuses_across_nodes(backend_name)) return;
   const std::size_t count = element_count(size_code, world.size);
-  const std::vector<float> local = random_buffer(count, world.rank);
+  const std::vector<float> local = sync_buffer(count, world.rank);
 
   // Two references: MPI_Allreduce itself, and every rank's buffer gathered and summed in double
   // (the one the `allreduce` backend cannot trivially agree with).
@@ -126,7 +126,7 @@ TEST(EveryBackendOnOneRank, ExchangesNothingAndLeavesTheBufferAsItIs) {
     EXPECT_EQ(backend->exchanges(), world.size > 1) << name;
     EXPECT_EQ(backend->name(), name);
     if (world.size > 1) continue;
-    std::vector<float> buffer = random_buffer(1000, world.rank);
+    std::vector<float> buffer = sync_buffer(1000, world.rank);
     const std::vector<float> before = buffer;
     backend->allreduce_sum(buffer);
     EXPECT_EQ(buffer, before) << name;

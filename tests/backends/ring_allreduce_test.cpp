@@ -20,7 +20,7 @@ namespace {
 // Multiples of 1/1024 in [-1, 1]: sums of up to 2^13 of them are exact in float, whatever the
 // order of the additions, so that 16 ranks' sums compare within 1e-6 to MPI_Allreduce's (with
 // arbitrary floats, a different order of 16 additions near a cancellation differs by more).
-std::vector<float> random_buffer(std::size_t count, int rank, int call) {
+std::vector<float> ring_buffer(std::size_t count, int rank, int call) {
   std::vector<float> buffer(count);
   std::mt19937 engine(static_cast<unsigned>(77 + 1000 * call + rank));
   std::uniform_int_distribution<int> steps(-1024, 1024);
@@ -40,7 +40,7 @@ std::vector<std::size_t> counts_around(std::size_t chunk_bytes, int ranks) {
 
 void expect_equal_to_mpi_allreduce(GradientSync& ring, std::size_t count, int call) {
   const World world;
-  const std::vector<float> local = random_buffer(count, world.rank, call);
+  const std::vector<float> local = ring_buffer(count, world.rank, call);
   std::vector<float> mpi_sum = local;
   ASSERT_EQ(MPI_Allreduce(MPI_IN_PLACE, mpi_sum.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM,
                           MPI_COMM_WORLD),

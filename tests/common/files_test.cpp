@@ -15,7 +15,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path fresh_directory(const std::string& name) { return empty_scratch_dir("files_test_" + name); }
+fs::path files_scratch(const std::string& name) { return empty_scratch_dir("files_test_" + name); }
 
 std::string contents(const fs::path& path) {
   std::ifstream in(path);
@@ -29,7 +29,7 @@ std::size_t entries(const fs::path& directory) {
 }
 
 TEST(Files, WriteReplacesARegularFileAndLeavesNoTemporary) {
-  const fs::path dir = fresh_directory("replace");
+  const fs::path dir = files_scratch("replace");
   const fs::path file = dir / "record.json";
   std::ofstream(file) << "old";
   write_file_atomically(file.string(), "new");
@@ -42,7 +42,7 @@ TEST(Files, WriteReplacesARegularFileAndLeavesNoTemporary) {
 
 // Someone who prepared the directory must not be able to make the harness write elsewhere.
 TEST(Files, WriteRefusesALinkAndLeavesItsTargetUntouched) {
-  const fs::path dir = fresh_directory("link");
+  const fs::path dir = files_scratch("link");
   const fs::path target = dir / "precious.txt";
   std::ofstream(target) << "precious";
   fs::create_symlink(target, dir / "record.json");
@@ -59,7 +59,7 @@ TEST(Files, WriteRefusesALinkAndLeavesItsTargetUntouched) {
 }
 
 TEST(Files, WriteRefusesADirectoryAndADeviceInOneLine) {
-  const fs::path dir = fresh_directory("special");
+  const fs::path dir = files_scratch("special");
   fs::create_directories(dir / "record.json");
   EXPECT_THROW(write_file_atomically((dir / "record.json").string(), "x"), Error);
   try {
@@ -74,7 +74,7 @@ TEST(Files, WriteRefusesADirectoryAndADeviceInOneLine) {
 }
 
 TEST(Files, WriteIntoAMissingDirectoryNamesThePathAndWhy) {
-  const fs::path dir = fresh_directory("missing");
+  const fs::path dir = files_scratch("missing");
   const std::string path = (dir / "points" / "p000.json").string();
   try {
     write_file_atomically(path, "x");
@@ -88,7 +88,7 @@ TEST(Files, WriteIntoAMissingDirectoryNamesThePathAndWhy) {
 }
 
 TEST(Files, ReplaceRenamesATemporaryIntoPlaceButNotOverALink) {
-  const fs::path dir = fresh_directory("replace_file");
+  const fs::path dir = files_scratch("replace_file");
   std::ofstream(dir / "drawn.svg") << "new plot";
   replace_file((dir / "drawn.svg").string(), (dir / "plot.svg").string());
   EXPECT_EQ(contents(dir / "plot.svg"), "new plot");

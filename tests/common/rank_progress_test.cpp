@@ -13,14 +13,14 @@ namespace harness {
 namespace {
 namespace fs = std::filesystem;
 
-fs::path scratch(const std::string& name) {
+fs::path progress_scratch(const std::string& name) {
   const fs::path dir = fs::temp_directory_path() / ("harness_rank_progress_" + name);
   fs::remove_all(dir);
   return dir;
 }
 
 TEST(RankProgress, WhatEachRankMarksIsReadBackByRank) {
-  const fs::path dir = scratch("marks");
+  const fs::path dir = progress_scratch("marks");
   const int64_t before = wall_clock_ns();
   {
     RankProgressWriter rank1(dir.string(), 1, "nodeb");
@@ -47,7 +47,7 @@ TEST(RankProgress, WhatEachRankMarksIsReadBackByRank) {
 // (a unit test of the trainer), nothing is marked.
 TEST(RankProgress, AHarnessCollectiveIsMarkedForItsScopeThroughTheProcesssWriter) {
   { const InHarnessCollective nothing_to_mark; }
-  const fs::path dir = scratch("collective");
+  const fs::path dir = progress_scratch("collective");
   RankProgressWriter writer(dir.string(), 0, "nodea");
   EXPECT_EQ(RankProgressWriter::of_this_process(), &writer);
   writer.mark(RankStage::kOutsideBackend, 7);
@@ -65,8 +65,8 @@ TEST(RankProgress, AHarnessCollectiveIsMarkedForItsScopeThroughTheProcesssWriter
 }
 
 TEST(RankProgress, DamagedOrForeignFilesAndMissingFoldersReadAsNothing) {
-  EXPECT_TRUE(read_rank_progress(scratch("none").string()).empty());
-  const fs::path dir = scratch("damaged");
+  EXPECT_TRUE(read_rank_progress(progress_scratch("none").string()).empty());
+  const fs::path dir = progress_scratch("damaged");
   { RankProgressWriter rank0(dir.string(), 0, "nodea"); }
   fs::copy_file(dir / "0", dir / "5");  // rank 0's slot under another rank's name
   std::ofstream(dir / "1") << "short";
@@ -79,11 +79,11 @@ TEST(RankProgress, DamagedOrForeignFilesAndMissingFoldersReadAsNothing) {
 // Files planted where the slots go: a FIFO does not stop the reader (nor the writer), a hard link
 // to a file elsewhere is not emptied, a linked folder is not read.
 TEST(RankProgress, PlantedFifosHardLinksAndLinkedFoldersAreNeitherFollowedNorEmptied) {
-  const fs::path dir = scratch("planted");
+  const fs::path dir = progress_scratch("planted");
   fs::create_directories(dir);
   ASSERT_EQ(::mkfifo((dir / "0").c_str(), 0600), 0);
   { RankProgressWriter rank0(dir.string(), 0, "nodea"); }  // returns: no slot on a FIFO
-  const fs::path elsewhere = scratch("planted_target");
+  const fs::path elsewhere = progress_scratch("planted_target");
   std::ofstream(elsewhere.string()) << "precious";
   fs::create_hard_link(elsewhere, dir / "1");
   { RankProgressWriter rank1(dir.string(), 1, "nodea"); }
@@ -92,7 +92,7 @@ TEST(RankProgress, PlantedFifosHardLinksAndLinkedFoldersAreNeitherFollowedNorEmp
   const std::vector<RankProgress> read = read_rank_progress(dir.string());  // returns despite the FIFO
   ASSERT_EQ(read.size(), 1U);
   EXPECT_EQ(read[0].rank, 2);
-  const fs::path linked = scratch("planted_link");
+  const fs::path linked = progress_scratch("planted_link");
   fs::create_directory_symlink(dir, linked);
   EXPECT_TRUE(read_rank_progress(linked.string()).empty());
   fs::remove(linked);
@@ -101,7 +101,7 @@ TEST(RankProgress, PlantedFifosHardLinksAndLinkedFoldersAreNeitherFollowedNorEmp
 }
 
 TEST(RankProgress, AWriterThatCannotMakeItsSlotMarksNothingAndDoesNotThrow) {
-  const fs::path file = scratch("blocked");
+  const fs::path file = progress_scratch("blocked");
   std::ofstream(file.string()) << "a file where the folder should be";
   RankProgressWriter writer((file / "where").string(), 0, "nodea");
   writer.mark(RankStage::kInBackend, 3);
@@ -110,8 +110,8 @@ TEST(RankProgress, AWriterThatCannotMakeItsSlotMarksNothingAndDoesNotThrow) {
 }
 
 TEST(RankProgress, ASlotIsNeverWrittenThroughALinkedFolder) {
-  const fs::path dir = scratch("linked");
-  const fs::path elsewhere = scratch("linked_target");
+  const fs::path dir = progress_scratch("linked");
+  const fs::path elsewhere = progress_scratch("linked_target");
   fs::create_directories(elsewhere);
   fs::create_directory_symlink(elsewhere, dir);
   { RankProgressWriter rank0(dir.string(), 0, "nodea"); }
@@ -148,7 +148,7 @@ TEST(RankProgress, TheReasonNamesTheRanksFurthestBehindFirstWithTheirHostsAndThe
 }
 
 TEST(RankProgress, AHostNameStaysOnOneLine) {
-  const fs::path dir = scratch("host");
+  const fs::path dir = progress_scratch("host");
   { RankProgressWriter rank0(dir.string(), 0, "node\na"); }
   const std::vector<RankProgress> read = read_rank_progress(dir.string());
   ASSERT_EQ(read.size(), 1U);

@@ -43,7 +43,7 @@ ProcessOutcome run_script(const fs::path& dir, const std::string& text) {
   return run_process(request);
 }
 
-fs::path scratch(const std::string& name) {
+fs::path template_scratch(const std::string& name) {
   const fs::path dir = fs::temp_directory_path() / ("harness_slurm_job_template_" + name);
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -53,7 +53,7 @@ fs::path scratch(const std::string& name) {
 // Site scripts sourced by setup (module load) read variables nobody set; under the script's
 // set -u that ended the job before its point, without a word in the point's files.
 TEST(SlurmJobTemplate, SetupLinesMayReadUnsetVariables) {
-  const fs::path dir = scratch("setup");
+  const fs::path dir = template_scratch("setup");
   const ProcessOutcome outcome = run_script(
       dir, one_point_script(dir, {"true"}, {"echo \"site: ${HARNESS_TEST_SURELY_UNSET_VARIABLE}\""}));
   EXPECT_TRUE(outcome.ok()) << read_text(dir / "job.out");
@@ -65,7 +65,7 @@ TEST(SlurmJobTemplate, SetupLinesMayReadUnsetVariables) {
 // A TERM (scancel, the time limit) that comes after the ranks ended but before their finished
 // line: the line says how they ended, not that the signal stopped them.
 TEST(SlurmJobTemplate, ATermAfterTheRanksEndedKeepsTheirExitStatus) {
-  const fs::path dir = scratch("late_term");
+  const fs::path dir = template_scratch("late_term");
   for (const int ranks_exit : {0, 3}) {
     std::string text = one_point_script(dir, {"bash", "-c", "exit " + std::to_string(ranks_exit)});
     // The signal comes right as the wait for the ranks returns.

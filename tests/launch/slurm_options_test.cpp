@@ -16,7 +16,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::option_error;
 
-fs::path scratch(const std::string& name) {
+fs::path options_scratch(const std::string& name) {
   const fs::path dir = fs::temp_directory_path() / ("harness_slurm_options_" + name);
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -115,7 +115,7 @@ TEST(SlurmOptions, WaitHoldAndTestOnlyAreRefusedEachWithItsReason) {
 }
 
 TEST(SlurmOptions, ATemplateMustHoldEveryPlaceholderOnce) {
-  const fs::path dir = scratch("template");
+  const fs::path dir = options_scratch("template");
   std::ofstream(dir / "t.sh") << "#!/bin/bash\n{{sbatch}}\n{{setup}}\n{{points}}\n{{run}}\n";
   const std::string error = option_error(R"({"name": "slurm", "template": ")" + (dir / "t.sh").string() + "\"}");
   EXPECT_NE(error.find("expected the placeholder {{status_dir}} once, found it 0 time(s)"), std::string::npos) << error;
@@ -135,7 +135,7 @@ std::string template_error(const fs::path& dir, const std::string& text) {
 // sbatch reads #SBATCH lines only up to the first command; a placeholder with spaces would stay
 // in the script as it is.
 TEST(SlurmOptions, ATemplatesDirectivesComeBeforeAnyCommandAndItsPlaceholdersHaveNoSpaces) {
-  const fs::path dir = scratch("template_order");
+  const fs::path dir = options_scratch("template_order");
   const std::string rest = "{{setup}}\n{{status_dir}}\n{{points}}\n{{run}}\n";
   EXPECT_EQ(template_error(dir, "#!/bin/bash\n\n  # mine\n{{sbatch}}\nset -u\n" + rest), "");
   // The harness's own, copied to start one's own, passes.

@@ -29,7 +29,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::option_error;
 
-fs::path scratch(const std::string& name) {
+fs::path script_scratch(const std::string& name) {
   const fs::path dir = fs::temp_directory_path() / ("harness_slurm_script_" + name);
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -269,7 +269,7 @@ TEST(SlurmScript, TimeLimitsAreBoundedAndNeverWrapAround) {
 }
 
 TEST(SlurmScheduler, AJobReadsAndWritesOnlyItsOwnSubmissionsStatusFileAndLog) {
-  const fs::path dir = scratch("attempts");
+  const fs::path dir = script_scratch("attempts");
   // No SLURM command on PATH: the scheduler's queries fail, and the files alone speak.
   const std::string path = std::getenv("PATH") != nullptr ? std::getenv("PATH") : "";
   ::setenv("PATH", dir.c_str(), 1);
@@ -307,7 +307,7 @@ TEST(SlurmScheduler, AJobReadsAndWritesOnlyItsOwnSubmissionsStatusFileAndLog) {
 const std::string kHostile = "/data/x$(touch MARKER1)`touch MARKER2`;touch MARKER3;'\"$HOME";
 
 TEST(SlurmScript, RenderedScriptGivesEveryValueBackAndExecutesNone) {
-  const fs::path dir = scratch("hostile");
+  const fs::path dir = script_scratch("hostile");
   JobScript script;
   script.mode = SlurmMode::kPack;
   script.status_dir = (dir / "status with 'quote").string();
@@ -341,7 +341,7 @@ TEST(SlurmScript, RenderedScriptGivesEveryValueBackAndExecutesNone) {
 }
 
 TEST(SlurmScript, ATerminatedJobLeavesAFinishedLineEvenWhenKilledWhileWaitingAndAPointOverItsLimitSays124) {
-  const fs::path dir = scratch("signals");
+  const fs::path dir = script_scratch("signals");
   JobScript script;
   script.mode = SlurmMode::kPack;
   script.status_dir = dir.string();

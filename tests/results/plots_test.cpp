@@ -15,12 +15,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path scratch(const std::string& name) { return empty_scratch_dir("plots_test_" + name); }
+fs::path plots_scratch(const std::string& name) { return empty_scratch_dir("plots_test_" + name); }
 
 void write_bytes(const fs::path& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
 
 TEST(Plots, AnImageCutShortIsNotWhole) {
-  const fs::path dir = scratch("whole");
+  const fs::path dir = plots_scratch("whole");
   const std::string svg = "<?xml version=\"1.0\"?>\n<svg width=\"600\">\n<g>\n</g>\n</svg>\n\n";
   write_bytes(dir / "whole.svg", svg);
   EXPECT_TRUE(whole_image((dir / "whole.svg").string()));
@@ -39,7 +39,7 @@ TEST(Plots, AnImageCutShortIsNotWhole) {
 }
 
 TEST(Plots, OnlyOldDrawingFoldersAreRemoved) {
-  const fs::path dir = scratch("stale");
+  const fs::path dir = plots_scratch("stale");
   fs::create_directories(dir / ".drawing-old" / "inside");
   write_bytes(dir / ".drawing-old" / "inside" / "half.png", "x");
   fs::create_directories(dir / ".drawing-now");

@@ -16,7 +16,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path fresh_directory(const std::string& name) { return empty_scratch_dir("results_directory_test_" + name); }
+fs::path results_scratch(const std::string& name) { return empty_scratch_dir("results_directory_test_" + name); }
 
 TEST(DirectoryLock, AFileSystemWithoutLocksIsNotCalledInUse) {
   for (const int error : {ENOLCK, ENOSYS}) {
@@ -36,7 +36,7 @@ TEST(DirectoryLock, ADirectoryInUseNamesItsHolder) {
 }
 
 TEST(DirectoryLock, ALockFileThatIsALinkIsRefusedAndItsTargetKept) {
-  const fs::path dir = fresh_directory("lock_link");
+  const fs::path dir = results_scratch("lock_link");
   const fs::path target = dir / "precious.txt";
   std::ofstream(target) << "precious\n";
   fs::create_directories(dir / "out");
@@ -62,7 +62,7 @@ TEST(ResultsDirectory, KnowsTheFilesTheHarnessWrites) {
 // What a run that stopped before writing experiment.json left (the lock and its empty folders)
 // is taken again; a folder with anything else in it is not.
 TEST(ResultsDirectory, ARunsEmptySkeletonIsReusableAndAnythingMoreIsNot) {
-  const fs::path dir = fresh_directory("skeleton");
+  const fs::path dir = results_scratch("skeleton");
   const ResultsDirectory directory(dir.string());
   directory.create();
   std::ofstream(directory.lock_file()) << "pid 1 on vm since then: harness run x.json\n";
@@ -76,7 +76,7 @@ TEST(ResultsDirectory, ARunsEmptySkeletonIsReusableAndAnythingMoreIsNot) {
 }
 
 TEST(ResultsDirectory, ListsEveryRunsMeasurementsOfAPoint) {
-  const fs::path dir = fresh_directory("measurements");
+  const fs::path dir = results_scratch("measurements");
   const ResultsDirectory directory(dir.string());
   fs::create_directories(directory.logs_dir());
   for (const std::string_view name : {"p000-ab.1-1.measurements.json", "p000-ab.2-2.measurements.json", "p000-ab.log",
