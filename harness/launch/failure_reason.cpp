@@ -1,6 +1,8 @@
 #include "harness/launch/failure_reason.h"
 
+#include <filesystem>
 #include <regex>
+#include <system_error>
 
 #include <fmt/format.h>
 
@@ -117,6 +119,21 @@ std::string job_failure_reason(const ProcessOutcome& outcome, const std::vector<
   std::string said = launcher_message(log_head);
   if (said.empty()) said = launcher_message(log_tail);
   return launcher + " " + outcome.describe() + (said.empty() ? "" : ": " + said);
+}
+
+std::string full_disk_remark(const std::string& directory, std::uintmax_t available_bytes) {
+  // Below a page or two a write of any log or record fails; 1 MiB leaves room for neither a
+  // training point's measurements nor its log, and is too little to be a coincidence beside a failure.
+  constexpr std::uintmax_t kNearlyFullBytes = 1024 * 1024;
+  if (available_bytes >= kNearlyFullBytes) return "";
+  return fmt::format("; the file system of {} has {} KiB free: what the job wrote there may be cut short",
+                     directory, available_bytes / 1024);
+}
+
+std::string full_disk_remark(const std::string& directory) {
+  std::error_code error;
+  const std::filesystem::space_info space = std::filesystem::space(directory, error);
+  return error ? "" : full_disk_remark(directory, space.available);
 }
 
 }  // namespace harness

@@ -3,6 +3,7 @@
 // status when the log says nothing.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -28,5 +29,13 @@ std::string job_failure_reason(const ProcessOutcome& outcome, const std::vector<
 // that is not about a task. "" when there is none, or only messages that a rank's exit already
 // explains ("Primary job terminated normally, but 1 process returned ...").
 std::string launcher_message(const std::vector<std::string>& log);
+
+// A full disk fails a job in a way whose own message is lost with it (the rank's error cannot be
+// written to the log it would go to: "mpirun exit code 1" is all that is left). When the file
+// system of `directory` (where the job's log and measurements go) has under 1 MiB free, what to
+// add to the reason: "; the file system of DIR has 4 KiB free: what the job wrote there may be cut
+// short"; "" otherwise, or when the file system cannot be asked.
+std::string full_disk_remark(const std::string& directory);
+std::string full_disk_remark(const std::string& directory, std::uintmax_t available_bytes);
 
 }  // namespace harness

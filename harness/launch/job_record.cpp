@@ -1,5 +1,7 @@
 #include "harness/launch/job_record.h"
 
+#include <filesystem>
+
 #include <fmt/format.h>
 
 #include "harness/common/errors.h"
@@ -89,7 +91,7 @@ PointRecord record_of_ended_job(const std::string& experiment_name, const EndedJ
     if (failure.empty()) record.status = PointStatus::kOk;
   }
   if (!record.ok()) {
-    record.reason = failure;
+    record.reason = failure + full_disk_remark(std::filesystem::path(job.log_path).parent_path().string());
     if (record.measurements && !record.partial_measurements) {
       record.partial_measurements = std::move(record.measurements);
     }

@@ -1,15 +1,18 @@
 // End to end: the files of a results directory under hostile conditions: a record that cannot be
 // written, links planted where the harness writes, outputs of `harness check` that are special
-// files or the run's own, a refused submission under --fresh, leftovers of killed runs.
+// files or the run's own, a refused submission under --fresh, leftovers of killed runs, a full disk.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <optional>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "e2e_helpers.h"
 #include "harness/common/files.h"
@@ -205,6 +208,80 @@ TEST(Files, FreshRunInterruptedKeepsTheOldRecord) {
   EXPECT_EQ(read_text(point_log), log_before) << "the old record's log went with the interrupted run";
   EXPECT_EQ(std::distance(fs::directory_iterator(out / "logs"), fs::directory_iterator()), 1)
       << "the interrupted job's log was left";
+}
+
+// A results directory on a nearly full disk (a 1 MiB tmpfs in a mount namespace of its own, filled
+// to leave 0 to 16 pages), run again with --fresh: the point's rank cannot write its measurements,
+// nor its error to the log, so mpirun's exit code was the whole reason. A failed point must say
+// that the disk is full; an ok one stays ok, and a run that cannot write says why.
+TEST(Files, APointThatFailsOnAFullDiskSaysSo) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root, to mount a small file system in a namespace of its own";
+  const fs::path dir = scratch("files_full_disk");
+  const fs::path experiment = write_experiment(
+      dir, R"({"name": "full", "settings": {"kind": "comm", "ranks": 1, "comm_min_bytes": 4096, "comm_max_bytes": 4096}})");
+  ProcessRequest probe;
+  probe.argv = {"unshare", "--mount", "true"};
+  probe.log_path = (dir / "probe.log").string();
+  if (!run_process(probe).ok()) GTEST_SKIP() << "no mount namespace here: " << read_text(dir / "probe.log");
+  const std::vector<int> free_pages = {0, 1, 2, 3, 4, 6, 8, 12, 16};
+  std::ofstream(dir / "fill.sh") << R"(set -u
+harness=$1 experiment=$2 copies=$3
+mkdir -p "$copies/disk"
+mount -t tmpfs -o size=1m tmpfs "$copies/disk" || exit 77
+"$harness" run "$experiment" --out "$copies/disk/r" > "$copies/first.log" 2>&1 || { cat "$copies/first.log"; exit 1; }
+for pages in )" << [&] {
+    std::string list;
+    for (const int pages : free_pages) list += std::to_string(pages) + " ";
+    return list;
+  }() << R"(; do
+  rm -f "$copies/disk/filler"
+  available_kib=$(df -k --output=avail "$copies/disk" | tail -n 1)
+  count=$((available_kib / 4 - pages))
+  if ((count > 0)); then dd if=/dev/zero of="$copies/disk/filler" bs=4k count=$count 2> /dev/null; fi
+  status=0
+  "$harness" run "$experiment" --out "$copies/disk/r" --fresh > "$copies/$pages.log" 2>&1 || status=$?
+  echo "$status" > "$copies/$pages.status"
+  mkdir -p "$copies/$pages/points"
+  cp "$copies/disk/r/points/"*.json "$copies/$pages/points/" 2> /dev/null || true
+done
+)";
+  ProcessRequest request;
+  request.argv = {"unshare", "--mount", "--", "bash", (dir / "fill.sh").string(), HARNESS_BINARY,
+                  experiment.string(), dir.string()};
+  request.log_path = (dir / "fill.log").string();
+  request.timeout_s = 300;
+  const ProcessOutcome outcome = run_process(request);
+  if (outcome.exit_code == 77) GTEST_SKIP() << "cannot mount a tmpfs here: " << read_text(dir / "fill.log");
+  ASSERT_TRUE(outcome.ok()) << outcome.describe() << "\n" << read_text(dir / "fill.log");
+
+  int failed_records = 0;
+  for (const int pages : free_pages) {
+    const std::string output = read_text(dir / (std::to_string(pages) + ".log"));
+    const std::string status = read_text(dir / (std::to_string(pages) + ".status"));
+    SCOPED_TRACE(std::to_string(pages) + " page(s) free, exit " + status + ":\n" + output);
+    // Every failure the console reports says why: the full disk, or the write that failed.
+    for (std::size_t at = output.find("FAILED"); at != std::string::npos; at = output.find("FAILED", at + 1)) {
+      const std::string line = output.substr(at, output.find('\n', at) - at);
+      EXPECT_TRUE(line.find("KiB free: what the job wrote there may be cut short") != std::string::npos ||
+                  line.find("No space left on device") != std::string::npos)
+          << line;
+    }
+    if (status == "0\n") {
+      EXPECT_EQ(read_json_file(only_record(dir / std::to_string(pages)).string())["status"], "ok");
+    } else {  // the write that failed, or the failed point's reason
+      EXPECT_TRUE(output.find("No space left on device") != std::string::npos ||
+                  output.find("KiB free: what the job wrote there may be cut short") != std::string::npos);
+    }
+    for (const auto& entry : fs::directory_iterator(dir / std::to_string(pages) / "points")) {
+      const Json record = read_json_file(entry.path().string());
+      if (record["status"] == "ok") continue;
+      ++failed_records;
+      EXPECT_NE(record["reason"].get<std::string>().find(" KiB free: what the job wrote there may be cut short"),
+                std::string::npos)
+          << record["reason"];
+    }
+  }
+  EXPECT_GE(failed_records, 1) << "no fill level left room for a failed record: this test checked nothing";
 }
 
 TEST(Files, OutThatLooksLikeAnOptionIsRefused) {

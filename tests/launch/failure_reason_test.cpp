@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 namespace harness {
 namespace {
 
@@ -89,6 +91,19 @@ TEST(FailureReason, OtherwiseTheLauncherAndHowItEnded) {
   timed_out.timed_out = true;
   timed_out.timeout_s = 5;
   EXPECT_EQ(job_failure_reason(timed_out, {"harness worker (rank 0): x"}, "mpirun"), timed_out.describe());
+}
+
+TEST(FailureReason, ANearlyFullFileSystemIsSaid) {
+  EXPECT_EQ(full_disk_remark("/r/logs", 4096),
+            "; the file system of /r/logs has 4 KiB free: what the job wrote there may be cut short");
+  EXPECT_EQ(full_disk_remark("/r/logs", 0),
+            "; the file system of /r/logs has 0 KiB free: what the job wrote there may be cut short");
+  EXPECT_NE(full_disk_remark("/r/logs", 1024 * 1024 - 1), "");
+  EXPECT_EQ(full_disk_remark("/r/logs", 1024 * 1024), "");
+  // A directory that cannot be asked adds nothing; this test's own has room (a full one would
+  // fail far more than this test).
+  EXPECT_EQ(full_disk_remark("/no/such/directory"), "");
+  EXPECT_EQ(full_disk_remark(std::filesystem::temp_directory_path().string()), "");
 }
 
 }  // namespace
