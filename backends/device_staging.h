@@ -41,6 +41,8 @@ namespace harness {
 // Collective over `communicator`. Returns the device index, which the rank passes on to its
 // workload (there is no global "current device" in the harness).
 int select_cuda_device(const Communicator& communicator);
+// The device index that means no GPU (device cpu): make_workload's and PointContext's `cuda_device`.
+inline constexpr int kNoCudaDevice = -1;
 
 // What CUDA says of device `device` and of this process's CUDA, for the records (`gpus`).
 struct CudaDeviceFacts {

@@ -163,7 +163,7 @@ stage_hier_hosts_probe() {
   "$harness" run /tmp/hier_hosts_stacks.json --out "$results/hier_hosts_stacks" > "$out/hier_hosts_stacks_run.txt" 2>&1 &
   sleep 12
   local pid
-  for pid in $(pgrep -x harness-worker); do
+  for pid in $(pgrep -x 'harness-worker|harness-comm-wo'); do  # the kernel's 15-character names
     echo "== $pid $(cat "/proc/$pid/wchan" 2> /dev/null) state $(awk '{print $3}' "/proc/$pid/stat" 2> /dev/null) cpu $(ps -o pcpu= -p "$pid")"
     if command -v gdb > /dev/null; then
       timeout 10 gdb -p "$pid" -batch -ex 'thread apply all bt' 2> /dev/null | grep -E '^#' | head -20
@@ -301,13 +301,13 @@ build_what_compiles() {
   grep -E -B2 -A6 'error|Error' /tmp/b-build-k.log | head -400 > "$out/build_errors.txt"
   # A fresh build's own log (build-on-device.sh); an update's output is build.txt already.
   [[ $1 == fresh ]] && cp /tmp/b-build.log "$out/build_log.txt" 2> /dev/null
-  if [[ ! -x /tmp/b/harness || ! -x /tmp/b/harness-worker ]]; then
-    log "no harness or harness-worker: nothing to run"
+  if [[ ! -x /tmp/b/harness || ! -x /tmp/b/harness-worker || ! -x /tmp/b/harness-comm-worker ]]; then
+    log "no harness, harness-worker or harness-comm-worker: nothing to run"
     pack
     exit 1
   fi
 }
-if $on_device && [[ -z ${HARNESS:-} && -x /tmp/b/harness && -x /tmp/b/harness-worker ]]; then
+if $on_device && [[ -z ${HARNESS:-} && -x /tmp/b/harness && -x /tmp/b/harness-worker && -x /tmp/b/harness-comm-worker ]]; then
   # A warm machine keeps /tmp: the build of the call before, brought up to the tree carried now
   # (ninja compiles only what changed).
   . .device/env-on-device.sh

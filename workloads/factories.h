@@ -7,14 +7,12 @@
 #include <string_view>
 #include <vector>
 
+#include "backends/device_staging.h"  // kNoCudaDevice
 #include "harness/study/settings.h"
 
 namespace harness {
 
 class Workload;
-
-// What make_workload takes as `cuda_device` on the cpu.
-inline constexpr int kNoCudaDevice = -1;
 
 struct WorkloadFactory {
   std::string_view name;  // as in workload_table()

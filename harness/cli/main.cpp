@@ -1,6 +1,6 @@
 // `harness`: command-line entry point. `harness worker ...` is the rank program that launchers
-// start under mpirun (it execs harness-worker, beside this binary); every other subcommand is for
-// people.
+// start under mpirun (it execs a rank program beside this binary: harness-worker, or
+// harness-comm-worker for comm points but gloo's); every other subcommand is for people.
 #include <CLI/CLI.hpp>
 #include <unistd.h>
 
@@ -24,6 +24,7 @@
 #include "harness/launch/simulated_node.h"
 #include "harness/study/schema.h"
 #include "harness/study/settings.h"
+#include "harness/common/json.h"
 #include "harness/common/text.h"
 #include "harness/common/resources.h"
 #include "harness/common/version.h"
@@ -86,15 +87,34 @@ struct Subcommands {
   CLI::App* model = nullptr;
 };
 
-// `harness worker ARGS` runs `<this binary's folder>/harness-worker` with the same arguments: the
-// rank program, an executable of its own so that no other command loads LibTorch
+// The rank program for `harness worker ARGS`: harness-comm-worker, which does not load LibTorch,
+// for a comm point of any backend but gloo (LibTorch's start-up costs each rank 0.3 s of such a
+// point's 1.2 s); harness-worker for every other point, and for arguments it cannot read (which
+// harness-worker then refuses in the rank's own words). The first --settings decides: the rank
+// program reads the last, and harness-comm-worker refuses a point that is not its own.
+const char* rank_program_for(char** argv) {
+  for (int i = 2; argv[i] != nullptr && argv[i + 1] != nullptr; ++i) {
+    if (std::strcmp(argv[i], "--settings") != 0) continue;
+    const harness::Json settings = harness::Json::parse(argv[i + 1], nullptr, /*allow_exceptions=*/false);
+    const auto text = [&](const char* key) {
+      if (!settings.is_object()) return std::string();
+      const auto found = settings.find(key);
+      return found != settings.end() && found->is_string() ? found->get<std::string>() : std::string();
+    };
+    return text("kind") == "comm" && text("backend") != "gloo" ? "harness-comm-worker" : "harness-worker";
+  }
+  return "harness-worker";
+}
+
+// `harness worker ARGS` runs the rank program (rank_program_for) from this binary's folder with the
+// same arguments: an executable of its own, so that no other command loads LibTorch
 // (harness/rank/worker_program.cpp). argv[0] stays, so that ps and /proc still show the ranks as
 // `harness worker ...`. Returns only when it cannot be started.
 int exec_rank_program(char** argv) {
   std::error_code error;
   const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
-  const std::string worker = (error ? std::filesystem::path("harness-worker")
-                                    : self.parent_path() / "harness-worker").string();
+  const char* program = rank_program_for(argv);
+  const std::string worker = (error ? std::filesystem::path(program) : self.parent_path() / program).string();
   execv(worker.c_str(), argv);
   const std::string why = fmt::format("cannot start the rank program {}: {} (it is built and installed beside harness)",
                                       worker, std::strerror(errno));

@@ -60,12 +60,15 @@ bool hash_file(const fs::path& path, uint64_t& hash) {
 }
 
 // 16 hex digits of 64-bit FNV-1a over the build's bytes ("" when the binary cannot be read): the
-// harness binary, then the rank program beside it (harness-worker, which `harness worker` execs;
-// builds before it had none), so that rebuilding either is a new build.
+// harness binary, then the rank programs beside it (harness-worker and harness-comm-worker, which
+// `harness worker` execs; older builds lack one or both, which are skipped), so that rebuilding
+// any of them is a new build.
 std::string file_fingerprint(const std::string& path) {
   uint64_t hash = 14695981039346656037ULL;
   if (!hash_file(path, hash)) return "";
-  hash_file(fs::path(path).parent_path() / "harness-worker", hash);
+  for (const char* program : {"harness-worker", "harness-comm-worker"}) {
+    hash_file(fs::path(path).parent_path() / program, hash);
+  }
   return fmt::format("{:016x}", hash);
 }
 

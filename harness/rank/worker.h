@@ -6,6 +6,8 @@
 // benchmarks, rank 0 also writes the measurements so far to FILE from time to time (complete:
 // false; partial_flush.h), which the final write replaces.
 // On any error a rank prints one line to stderr and calls MPI_Abort, so no rank is left waiting.
+// This is harness-worker's, with LibTorch; comm points of backends but gloo run in
+// harness-comm-worker, without it (worker_core.h holds what the two share).
 #pragma once
 
 namespace harness {

@@ -44,7 +44,9 @@ fs::path copy_harness_build(const fs::path& directory) {
   fs::create_directories(directory);
   const fs::path harness = fs::path(HARNESS_BINARY);
   fs::copy_file(harness, directory / "harness");
-  fs::copy_file(harness.parent_path() / "harness-worker", directory / "harness-worker");
+  for (const char* program : {"harness-worker", "harness-comm-worker"}) {
+    fs::copy_file(harness.parent_path() / program, directory / program);
+  }
   return directory / "harness";
 }
 

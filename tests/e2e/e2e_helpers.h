@@ -33,7 +33,8 @@ HarnessRun run_harness(const std::vector<std::string>& arguments, const fs::path
                        const std::vector<std::pair<std::string, std::string>>& environment = {});
 
 // A copy of the harness under test as DIRECTORY/harness, with its rank program beside it
-// (DIRECTORY/harness-worker, which `harness worker` runs); returns the harness's path.
+// (DIRECTORY/harness-worker and harness-comm-worker, which `harness worker` runs); returns the
+// harness's path.
 fs::path copy_harness_build(const fs::path& directory);
 
 // `text` as DIRECTORY/experiment.json.

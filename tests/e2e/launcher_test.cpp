@@ -1,6 +1,6 @@
 // End to end, without a cluster: which points a resumed run runs again (--retry-failed), the
-// SLURM launcher's dry run, and the commands for jobs that outlive the harness used where they
-// do not apply.
+// SLURM launcher's dry run, the commands for jobs that outlive the harness used where they do not
+// apply, and which rank program a point runs.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -8,7 +8,10 @@
 #include <algorithm>
 #include <ctime>
 #include <fstream>
+#include <string>
+#include <vector>
 
+#include "backends/gloo_allreduce.h"
 #include "e2e_helpers.h"
 #include "harness/common/files.h"
 #include "harness/common/process.h"
@@ -258,6 +261,40 @@ TEST(Launchers, DetachAndCancelSayWhereTheyDoNotApplyAndStatusShowsARunsRecords)
   const HarnessRun idle = run_harness({"cancel", out.string()}, dir / "5.log");
   EXPECT_EQ(idle.outcome.exit_code, 0) << joined(idle.output);
   EXPECT_NE(joined(idle.output).find("no jobs in flight"), std::string::npos) << joined(idle.output);
+}
+
+// The harness binary copied without its rank programs (harness-worker and harness-comm-worker,
+// beside it): each point fails saying which program is missing and where it was looked for:
+// harness-comm-worker for comm points of backends but gloo, else harness-worker (cli/main.cpp).
+TEST(EndToEnd, AHarnessWithoutItsRankProgramFailsThePointSayingWhy) {
+  const fs::path dir = scratch("lone_harness");
+  fs::create_directories(dir / "alone");
+  fs::copy_file(HARNESS_BINARY, dir / "alone" / "harness");
+  const auto expect_missing = [&](const std::string& name, const std::string& experiment,
+                                  const std::vector<std::string>& programs) {
+    fs::create_directories(dir / name);
+    ProcessRequest request = harness_request(
+        {"run", write_experiment(dir / name, experiment).string(), "--out", (dir / name / "out").string()},
+        dir / name / "log");
+    request.argv[0] = (dir / "alone" / "harness").string();
+    EXPECT_EQ(run_process(request).exit_code, 1) << read_text(dir / name / "log");
+    const auto rows = read_csv(dir / name / "out" / "summary.csv");
+    ASSERT_EQ(rows.size(), programs.size());
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      EXPECT_EQ(rows[i].at("status"), "failed");
+      EXPECT_NE(rows[i].at("reason").find("rank 0: cannot start the rank program " +
+                                          (dir / "alone" / programs[i]).string() + ": No such file or directory"),
+                std::string::npos)
+          << rows[i].at("backend") << ": " << rows[i].at("reason");
+    }
+  };
+  expect_missing("train", R"({"name": "lone", "settings": {"epochs": 1}})", {"harness-worker"});
+  expect_missing("comm", R"({"name": "lone", "settings": {"kind": "comm", "comm_max_bytes": 4096}})",
+                 {"harness-comm-worker"});
+  if (gloo_available()) {  // LibTorch's, so in harness-worker
+    expect_missing("gloo", R"({"name": "lone", "settings": {"kind": "comm", "backend": "gloo", "comm_max_bytes": 4096}})",
+                   {"harness-worker"});
+  }
 }
 
 }  // namespace

@@ -181,28 +181,6 @@ TEST(EndToEnd, FailedPointIsRecordedAndTheSweepGoesOn) {
   EXPECT_TRUE(record["log_tail"].is_array());
 }
 
-// The harness binary copied without its rank program (harness-worker, beside it): the point fails
-// and its reason says what is missing and where it was looked for.
-TEST(EndToEnd, AHarnessWithoutItsRankProgramFailsThePointSayingWhy) {
-  const fs::path dir = scratch("lone_harness");
-  fs::create_directories(dir / "alone");
-  const fs::path lone = dir / "alone" / "harness";
-  fs::copy_file(HARNESS_BINARY, lone);
-  const fs::path experiment = write_experiment(dir, R"({"name": "lone", "settings": {"epochs": 1}})");
-  const fs::path out = dir / "out";
-  ProcessRequest request = harness_request({"run", experiment.string(), "--out", out.string()}, dir / "log");
-  request.argv[0] = lone.string();
-  const ProcessOutcome outcome = run_process(request);
-  EXPECT_EQ(outcome.exit_code, 1) << read_text(dir / "log");
-  const auto rows = read_csv(out / "summary.csv");
-  ASSERT_EQ(rows.size(), 1U);
-  EXPECT_EQ(rows[0].at("status"), "failed");
-  EXPECT_NE(rows[0].at("reason").find("rank 0: cannot start the rank program " +
-                                      (dir / "alone" / "harness-worker").string() + ": No such file or directory"),
-            std::string::npos)
-      << rows[0].at("reason");
-}
-
 // mpirun refusing to start the ranks (here: two ranks on one slot; tests/CMakeLists.txt gives these
 // tests no OMPI_MCA_rmaps_base_oversubscribe) is a failed point whose reason quotes mpirun's own
 // message, not only its exit code.

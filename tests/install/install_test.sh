@@ -24,7 +24,7 @@ prefix=$work/opt/harness
 cmake --install "$build" --prefix "$prefix" > "$work/install.log"
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
-for file in bin/harness bin/harness-worker share/harness/experiments/speedup.json share/harness/experiments/schema.json \
+for file in bin/harness bin/harness-worker bin/harness-comm-worker share/harness/experiments/speedup.json share/harness/experiments/schema.json \
             share/harness/data/iris.csv share/harness/slurm/job.sh.in share/doc/harness/README.md; do
   [[ -e $prefix/$file ]] || fail "cmake --install put no $file under $prefix"
 done
@@ -38,6 +38,10 @@ done < <(find "$prefix/share/doc/harness" -name '*.md')
 cat > "$work/small.json" <<'JSON'
 {"name": "installed", "settings": {"workload": "iris_mlp", "epochs": 3, "threads_per_rank": 1, "timeout_s": 120},
  "sweep": {"ranks": [1, 2]}}
+JSON
+# A comm point runs in the other installed rank program, harness-comm-worker.
+cat > "$work/comm.json" <<'JSON'
+{"name": "installed_comm", "settings": {"kind": "comm", "ranks": 2, "comm_max_bytes": 65536, "timeout_s": 120}}
 JSON
 
 # Everything below runs where the trees are empty folders.
@@ -63,6 +67,7 @@ unshare --mount --propagation private bash -euo pipefail -c '
     [[ -s $work/out/$file ]] || { cat run.log; fail "no $file"; }
   done
   grep -q "$harness" "$work/out/points/"*.json || fail "the records do not name the installed binary"
+  "$harness" run comm.json --out "$work/comm" > comm.log 2>&1 || { cat comm.log; fail "the comm point failed"; }
 
   "$harness" run "$prefix/share/harness/experiments/speedup.json" --launcher slurm --dry-run \
       > dry.log 2>&1 || { cat dry.log; fail "the SLURM dry run failed"; }
