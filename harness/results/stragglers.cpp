@@ -196,7 +196,10 @@ Stragglers find_stragglers(const std::vector<const Measurements*>& runs) {
   // and a steady lead of a fraction of it is how the ranks' jitter shows, not a straggler: in CI,
   // 4 ranks on 2 cores beside a compile, rank 0 was the slowest in 62% of 60 steps by 0.23 ms with
   // no delay. The ranks' typical jitter (the median over ranks, so that a straggler's own
-  // intermittent delays do not raise it) sets the floor too.
+  // intermittent delays do not raise it) sets the floor too. It does not catch a rank that waits
+  // for a core a little in every step: in CI, 4 ranks on 2 cores with nothing beside them, rank 3
+  // was the slowest in 57% of 60 steps by 0.105 ms with no delay (jitter under 0.05 ms), above the
+  // 0.1 ms kMinLeadS of then; kMinLeadS is now 0.25 ms, above both leads seen without a delay.
   // Only where each rank has enough samples for its p95 not to be its one slowest step, and
   // without the straggler's own (its delays may come and go).
   std::vector<double> jitters;
