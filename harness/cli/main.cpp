@@ -23,6 +23,7 @@
 #include "harness/launch/scheduler.h"
 #include "harness/launch/simulated_node.h"
 #include "harness/study/schema.h"
+#include "harness/study/kind.h"
 #include "harness/study/settings.h"
 #include "harness/common/json.h"
 #include "harness/common/text.h"
@@ -87,10 +88,9 @@ struct Subcommands {
   CLI::App* model = nullptr;
 };
 
-// The rank program for `harness worker ARGS`: harness-comm-worker, which does not load LibTorch,
-// for a comm point of any backend but gloo (LibTorch's start-up costs each rank 0.3 s of such a
-// point's 1.2 s); harness-worker for every other point, and for arguments it cannot read (which
-// harness-worker then refuses in the rank's own words). The first --settings decides: the rank
+// The rank program for `harness worker ARGS`: harness-comm-worker for the points that need no
+// LibTorch (runs_without_libtorch), harness-worker for every other point, and for arguments it
+// cannot read (which harness-worker then refuses in the rank's own words). The first --settings decides: the rank
 // program reads the last, and harness-comm-worker refuses a point that is not its own.
 const char* rank_program_for(char** argv) {
   for (int i = 2; argv[i] != nullptr && argv[i + 1] != nullptr; ++i) {
@@ -101,7 +101,7 @@ const char* rank_program_for(char** argv) {
       const auto found = settings.find(key);
       return found != settings.end() && found->is_string() ? found->get<std::string>() : std::string();
     };
-    return text("kind") == "comm" && text("backend") != "gloo" ? "harness-comm-worker" : "harness-worker";
+    return harness::runs_without_libtorch(text("kind"), text("backend")) ? "harness-comm-worker" : "harness-worker";
   }
   return "harness-worker";
 }

@@ -1,7 +1,6 @@
 // `harness-comm-worker worker --settings JSON --output FILE`: the rank program for comm points of
 // every backend but gloo (LibTorch's), without LibTorch. `harness worker ...` execs it for those
-// points (harness/cli/main.cpp) and harness-worker for every other: LibTorch's start-up costs each
-// rank 0.3 s, a quarter of a small comm point (a 2-rank point of 4 KiB to 4 MiB: 1.2 s).
+// points (runs_without_libtorch, harness/study/kind.h) and harness-worker for every other.
 #include <cstring>
 #include <iostream>
 
@@ -9,12 +8,13 @@
 
 #include "harness/common/errors.h"
 #include "harness/rank/worker_core.h"
+#include "harness/study/kind.h"
 
 namespace harness {
 namespace {
 
 Measurements run_comm_only(const PointContext& point) {
-  if (point.settings.kind != Kind::kComm || point.settings.backend == "gloo") {
+  if (!runs_without_libtorch(kind_name(point.settings.kind), point.settings.backend)) {
     throw ConfigError(fmt::format("harness-comm-worker runs comm points of backends other than gloo, not a {} "
                                   "point of backend {}: `harness worker` starts harness-worker for it",
                                   kind_name(point.settings.kind), point.settings.backend));

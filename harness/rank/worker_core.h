@@ -1,6 +1,6 @@
 // What both rank programs share: harness-worker (worker.h: training, K-means and every comm point)
 // and harness-comm-worker (comm_worker_program.cpp: comm points of every backend but gloo, without
-// LibTorch, whose start-up costs each rank 0.3 s of a comm point's 1.2 s). The arguments, where
+// LibTorch, whose start-up took 0.7 s of a 2-rank comm point's 1.2 s). The arguments, where
 // rank 0's time goes (PhaseClock), rank 0's output file, the facts of the run that every record
 // holds, and the communication benchmark. None of it needs LibTorch.
 #pragma once

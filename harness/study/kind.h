@@ -18,6 +18,13 @@ enum class Kind { kTrain, kComm };
 // "train" or "comm", as experiment files and records spell it.
 std::string_view kind_name(Kind kind);
 
+// Whether a point of `kind` ("train", "comm") and `backend` runs in harness-comm-worker, the rank
+// program without LibTorch, rather than harness-worker: comm points of every backend but gloo
+// (LibTorch's code). LibTorch's start-up took 0.7 s of a 2-rank comm point's 1.2 s.
+inline bool runs_without_libtorch(std::string_view kind, std::string_view backend) {
+  return kind == "comm" && backend != "gloo";
+}
+
 // Kind "comm": message sizes from min_bytes to max_bytes (× size_factor), the reductions per size.
 struct CommOptions {
   int64_t min_bytes = 4;
