@@ -14,12 +14,13 @@
 # Stages. The default runs what the open issues still need, in this order (2026-11-28: everything
 # else was measured, docs/gpus.md, docs/performance.md, docs/launchers-and-slurm.md); with the build
 # they need more than DEADLINE_S, so the last are cut short or skipped:
+#   simulated_hosts  2 simulated hosts x 8 ranks: mpirun's allocation, a comm point, the CNN
 #   staging_chunks   staged shm on the one GPU: chunks of 4 and 16 MiB (staging_chunk_bytes) x 1, 4, 8
 #                    threads per rank summing (shm_reduce_threads) x the copy engine gathering the
 #                    sums from their owners' segments or not (shm_copy_engine_gathers) (issue 30)
 #   hier_hosts_probe hier on 2 simulated hosts: 2 to 16 ranks, yielding or not, the stuck ranks'
-#                    stacks (issue 31)
-#   simulated_hosts  2 simulated hosts x 8 ranks: mpirun's allocation, a comm point, the CNN
+#                    stacks (issue 31); skipped when simulated_hosts ran before it and its hier
+#                    point passed
 #   comm_cuda        experiments/gpu/comm_cuda.json, 2 ranks on the one GPU, MPS started first
 #   staging_host     allreduce and shm (1, 4, 8 threads) on host memory, 2 ranks, 1-64 MiB: what
 #                    staging reduces through
@@ -45,7 +46,7 @@ out=/tmp/device-session
 rm -rf "$out"
 mkdir -p "$out" "$returned"
 deadline=$((SECONDS + ${DEADLINE_S:-540}))
-stages=${STAGES:-staging_chunks hier_hosts_probe simulated_hosts comm_cuda staging_host}
+stages=${STAGES:-simulated_hosts staging_chunks hier_hosts_probe comm_cuda staging_host}
 harness=${HARNESS:-/tmp/b/harness}
 results=/tmp/device-results
 
@@ -151,6 +152,11 @@ stage_simulated_hosts() {
 # ranks yield): which layouts finish, whether yielding does, and where the 16 ranks wait (a
 # timed-out point's reason, in summary.csv and the console, says where each rank stood).
 stage_hier_hosts_probe() {
+  # Nothing to diagnose when hier's comm point on 2 x 8 simulated hosts passed (simulated_hosts).
+  if grep -E '(^|,)hier(,|$)' "$out/hosts_2x8.summary.csv" 2> /dev/null | grep -qE '(^|,)ok(,|$)'; then
+    echo "hier on 2 x 8 simulated hosts passed in simulated_hosts: nothing to probe"
+    return 0
+  fi
   local launcher='"launcher": {"name": "local", "hosts": ["nodea", "nodeb"], "simulate_hosts": true'
   local settings='"kind": "comm", "backend": "hier", "nodes": 2, "threads_per_rank": 1, "comm_max_bytes": 65536, "comm_iterations": 5, "timeout_s": 25'
   printf '{"name": "hier_hosts", "settings": {%s}, "sweep": {"ranks": [2, 4, 8, 16]}, %s}}\n' "$settings" "$launcher" > /tmp/hier_hosts.json
