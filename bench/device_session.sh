@@ -11,9 +11,9 @@
 #   run: STAGES="gpu_tests comm_cuda" bash bench/device_session.sh
 #   HARNESS=./build/harness STAGES=simulated_hosts bash bench/device_session.sh   # here: no build
 #
-# Stages. The default runs what the open issues still need, in this order (2026-11-28: everything
-# else was measured, docs/gpus.md, docs/performance.md, docs/launchers-and-slurm.md); with the build
-# they need more than DEADLINE_S, so the last are cut short or skipped:
+# Stages. The default runs, in this order, what issues 30 and 31 last needed (all of it ran on an
+# H200 on 2026-11-28 in 211 s with the build: docs/gpus.md, docs/launchers-and-slurm.md); with a
+# slower build or a hang the last are cut short or skipped:
 #   simulated_hosts  2 simulated hosts x 8 ranks: mpirun's allocation, a comm point, the CNN
 #   staging_chunks   staged shm on the one GPU: chunks of 4 and 16 MiB (staging_chunk_bytes) x 1, 4, 8
 #                    threads per rank summing (shm_reduce_threads) x the copy engine gathering the
