@@ -45,7 +45,8 @@ std::vector<std::string> github_annotations(const CheckReport& report) {
     if (row.verdict == Verdict::kPass || row.verdict == Verdict::kImproved) continue;
     const char* level = row.verdict == Verdict::kRegression ? "error" : "warning";
     std::string message = row_title(row);
-    if (row.change) message += " " + format_change(*row.change);
+    // fmt, not `" " + string`: GCC 12 warns falsely (-Wrestrict) about that operator+ inlined here.
+    if (row.change) message += fmt::format(" {}", format_change(*row.change));
     if (row.change_low && row.change_high) {
       message += fmt::format(" (95% interval {} to {})", format_change(*row.change_low), format_change(*row.change_high));
     }
