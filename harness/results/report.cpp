@@ -13,6 +13,7 @@
 #include "harness/common/files.h"
 #include "harness/common/process.h"
 #include "harness/results/comm_report.h"
+#include "harness/results/gpu_limits.h"
 #include "harness/results/html_report.h"
 #include "harness/results/plots.h"
 #include "harness/results/timeline_plot.h"
@@ -33,6 +34,17 @@ const KindReport& report_for(Kind kind) {
 }
 
 namespace {
+
+// A run whose GPU buffers were staged through host memory to a backend that sums them there on
+// shm_reduce_threads threads a rank, left at its default of one: host-bound staging's main lever,
+// a setting (its default stays 1: the threads need cores that threads_per_rank gives each rank).
+bool staged_sums_on_one_thread(const Run& run) {
+  const PointSettings& settings = run.record.settings;
+  if (gpu_bound(run_exchange_path(run)) != GpuBound::kHostDeviceCopies) return false;
+  const std::vector<std::string> unread = settings_not_read(settings);
+  if (std::find(unread.begin(), unread.end(), "shm_reduce_threads") != unread.end()) return false;
+  return shm_reduce_threads(backend_options(settings)) == 1;
+}
 
 // Below the table: what the runs' records say of ranks outnumbering cores, of the path to the
 // backend where it is not plain host memory, and of their GPUs; one line per distinct value.
@@ -67,6 +79,13 @@ std::string record_notes(const ResultSet& set) {
     } else if (!path.empty() && path != "host memory") {
       add(fmt::format("{} on {}: the buffers reach it by {}", run.record.settings.backend,
                       run.record.settings.device, path));
+    }
+    if (staged_sums_on_one_thread(run)) {
+      add(fmt::format("{} on {}: each rank summed its slice of the staged buffers on one thread (shm_reduce_threads "
+                      "1), which bounds staging from a few MiB up; with shm_reduce_threads 4 (and threads_per_rank 4 "
+                      "or more) staged shm at 64 MiB went from 5-6 to 10-12 GB/s on an H200 "
+                      "(docs/gpus.md#staging-pipelined)",
+                      run.record.settings.backend, run.record.settings.device));
     }
     const std::string gpus = run_gpus(run);
     if (!gpus.empty()) add("GPUs: " + gpus);
