@@ -1,6 +1,7 @@
 #include "harness/results/report.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <exception>
 #include <filesystem>
 #include <map>
@@ -18,6 +19,7 @@
 #include "harness/results/plots.h"
 #include "harness/results/timeline_plot.h"
 #include "harness/results/train_report.h"
+#include "harness/study/settings.h"
 
 namespace harness {
 
@@ -35,12 +37,24 @@ const KindReport& report_for(Kind kind) {
 
 namespace {
 
-// A run whose GPU buffers were staged through host memory to a backend that sums them there on
-// shm_reduce_threads threads a rank, left at its default of one: host-bound staging's main lever,
-// a setting (its default stays 1: the threads need cores that threads_per_rank gives each rank).
+// The smallest buffer at which more reduction threads sped staging up where it was measured: on
+// an H200, 2 ranks, 4 threads a rank were faster at 16 and 64 MiB and slower at 4 MiB.
+constexpr int64_t kStagedThreadsPayFromBytes = int64_t{16} << 20;
+
+// A comm run that staged GPU buffers of 16 MiB or more through host memory to a backend that sums
+// them there on shm_reduce_threads threads a rank, left at its default of one: host-bound staging's
+// main lever is a setting (its default stays 1: the threads need cores that threads_per_rank gives
+// each rank). Training runs are left out: what the threads do to a step's buckets was not measured.
 bool staged_sums_on_one_thread(const Run& run) {
   const PointSettings& settings = run.record.settings;
+  const auto& measurements = run.record.measurements;
+  if (!measurements || !measurements->comm || measurements->comm->sizes.empty()) return false;
   if (gpu_bound(run_exchange_path(run)) != GpuBound::kHostDeviceCopies) return false;
+  const auto& sizes = measurements->comm->sizes;
+  const auto largest = std::max_element(sizes.begin(), sizes.end(),
+                                        [](const auto& a, const auto& b) { return a.bytes < b.bytes; });
+  if (largest->bytes < kStagedThreadsPayFromBytes) return false;
+  // Whether this point's backend reads the setting (shm and hier do), from the settings table.
   const std::vector<std::string> unread = settings_not_read(settings);
   if (std::find(unread.begin(), unread.end(), "shm_reduce_threads") != unread.end()) return false;
   return shm_reduce_threads(backend_options(settings)) == 1;
@@ -82,8 +96,8 @@ std::string record_notes(const ResultSet& set) {
     }
     if (staged_sums_on_one_thread(run)) {
       add(fmt::format("{} on {}: each rank summed its slice of the staged buffers on one thread (shm_reduce_threads "
-                      "1), which bounds staging from a few MiB up; with shm_reduce_threads 4 (and threads_per_rank 4 "
-                      "or more) staged shm at 64 MiB went from 5-6 to 10-12 GB/s on an H200 "
+                      "1), which bounds staging of tens of MiB; with shm_reduce_threads 4 (and threads_per_rank 4 or "
+                      "more) staged shm at 64 MiB went from 5-6 to 10-13 GB/s on an H200, and was slower at 4 MiB "
                       "(docs/gpus.md#staging-pipelined)",
                       run.record.settings.backend, run.record.settings.device));
     }
