@@ -113,6 +113,9 @@ int run_command(const RunOptions& options) {
   if (const std::string warning = unread_settings_warning(experiment, study.points); !warning.empty()) {
     std::cout << "harness: warning: " << warning << "\n";
   }
+  if (const std::string warning = build_order_warning(experiment); !warning.empty()) {
+    std::cout << "harness: warning: " << warning << "\n";
+  }
   install_interrupt_handlers();
 
   SweepOptions sweep;

@@ -227,7 +227,11 @@ Experiment with_changes(const Experiment& experiment, const StudyChanges& change
 
 LoadedStudy load_study(const std::string& experiment_path, const StudyChanges& changes) {
   LoadedStudy study;
-  study.experiment = with_changes(load_experiment(experiment_path), changes);
+  // A file may sweep builds that only the command line names: their names pass the file's first
+  // reading, and add_build checks each NAME=PATH before the reading with them.
+  std::set<std::string> command_line_builds;
+  for (const auto& build : changes.builds) command_line_builds.insert(build.substr(0, build.find('=')));
+  study.experiment = with_changes(load_experiment(experiment_path, command_line_builds), changes);
   const std::string& launcher = changes.launcher;
   if (!launcher.empty() && launcher != study.experiment.launcher.name) {
     LauncherSpec spec;

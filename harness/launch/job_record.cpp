@@ -40,6 +40,7 @@ PointRecord record_of_ended_job(const std::string& experiment_name, const EndedJ
   record.settings = point.settings;
   record.launch.scheduler = ended.scheduler;
   record.launch.job_id = result.job_id;
+  record.launch.host = result.host;
   record.launch.command = ended.command;
   record.launch.threads_per_rank = ended.threads_per_rank;
   record.launch.outcome = result.reason.empty() ? outcome.describe() : result.reason;
