@@ -287,6 +287,10 @@ CLI::App* add_check_command(CLI::App& app, harness::CheckCommandOptions& check_o
                     "METRIC=VALUE: absolute differences below VALUE (the metric's unit) pass (repeatable)")
       ->allow_extra_args(false);
   check->add_option("--metrics", check_options.metrics, "compare only these metrics, comma-separated");
+  check->add_option("--expect-commit", check_options.expect_commits,
+                    "BUILD=COMMIT: every record of build BUILD must name COMMIT (7-40 hex digits), else exit 2 "
+                    "(repeatable)")
+      ->allow_extra_args(false);
   check->add_option("--json", check_options.json_path, "write the verdicts as JSON to FILE");
   check->add_option("--junit", check_options.junit_path, "write JUnit XML to FILE (a test case per point and metric)");
   check->add_option("--markdown", check_options.markdown_path, "write a markdown summary to FILE (for a CI job page)");
