@@ -212,6 +212,7 @@ Json to_json(const BackendCostFit& fit) {
   }
   return {{"backend", fit.backend},
           {"across_nodes", fit.across_nodes},
+          {"build", fit.build},
           {"form", form_entry(fit.form).name},
           {"formula", cost_formula(fit.form)},
           {"alpha_us", 1e6 * fit.parameters.alpha_s},
