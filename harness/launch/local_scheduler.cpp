@@ -110,10 +110,13 @@ LocalScheduler::LocalScheduler(LocalOptions options)
     : LocalScheduler(std::move(options), available_cores(), ::geteuid() == 0, current_allocation()) {}
 
 void LocalScheduler::check_available() const {
-  // Otherwise every point's mpirun fails with exit code 2 and the reason is only in its log.
+  // Otherwise every point's mpirun fails with exit code 2 and the reason is only in its log. The
+  // experiment asks for what this user cannot have, as it might ask for too many ranks: bad input
+  // (exit 2), not a failure to launch.
   if (options_.simulate_hosts && !is_root_) {
-    throw LaunchError("launcher.simulate_hosts: simulated hosts need root (each is a UTS namespace, "
-                      "unshare(CLONE_NEWUTS)); run as root or list real hosts without \"simulate_hosts\"");
+    throw ConfigError(
+        "launcher.simulate_hosts: simulated hosts need root (each is a UTS namespace, "
+        "unshare(CLONE_NEWUTS)); run as root or list real hosts without \"simulate_hosts\"");
   }
   if (allocation_.inside()) return;  // srun, found when the allocation was read
   if (find_program("mpirun").empty()) {
@@ -251,9 +254,6 @@ std::vector<std::string> LocalScheduler::host_arguments(const JobSpec& job) cons
     const bool user_sets_yield = std::ranges::find(options_.mpirun_args, "mpi_yield_when_idle") !=
                                  options_.mpirun_args.end();
     if (job.ranks > cores_ && !user_sets_yield) argv.insert(argv.end(), {"--mca", "mpi_yield_when_idle", "1"});
-  }
-  return argv;
-}
   } else if (!user_configures_remote_shell(options_.mpirun_args) && !find_program("ssh").empty()) {
     // mpirun starts its daemon on each host through ssh, which waits as long as TCP does for a
     // host that does not answer (measured here: a silent address held mpirun for the 700 s it was
@@ -261,6 +261,9 @@ std::vector<std::string> LocalScheduler::host_arguments(const JobSpec& job) cons
     // with no rank started. No prompt could be answered either (the job has no terminal).
     argv.insert(argv.end(),
                 {"--mca", "plm_rsh_args", fmt::format("-o ConnectTimeout={} -o BatchMode=yes", kSshConnectTimeoutS)});
+  }
+  return argv;
+}
 
 std::vector<std::string> LocalScheduler::command_for(const JobSpec& job) const {
   const int threads = threads_per_rank(job);

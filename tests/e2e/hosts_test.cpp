@@ -1,5 +1,6 @@
 // End to end: the local launcher's "hosts" that cannot be used. A host that cannot be reached
-// fails its point early, with a reason that says no rank started, rather than at its timeout_s.
+// fails its point early, with a reason that says no rank started, rather than at its timeout_s;
+// simulated hosts without root are refused before anything is created.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -96,6 +97,24 @@ TEST(Hosts, APointWhoseRanksNeverStartSaysSoWhenItTimesOut) {
                              "MPI_Init): the launcher never started them"),
             std::string::npos)
       << host.reason;
+}
+
+// Simulated hosts are UTS namespaces, which only root may make: as another user, `harness run`
+// exits 2 (bad input, as too many ranks would be) with the reason, before anything is created.
+TEST(Hosts, SimulatedHostsWithoutRootExitTwoWithTheReason) {
+  if (::geteuid() != 0 || find_program("setpriv").empty()) GTEST_SKIP() << "needs root and setpriv to be another user";
+  const fs::path dir = scratch("simulated_not_root");
+  const fs::path experiment =
+      write_experiment(dir, R"({"name": "s", "settings": {"kind": "comm", "ranks": 2, "nodes": 2},
+               "launcher": {"name": "local", "hosts": ["nodea", "nodeb"], "simulate_hosts": true}})");
+  ProcessRequest request = harness_request({"run", experiment.string(), "--out", (dir / "out").string()}, dir / "log");
+  request.argv.insert(request.argv.begin(), {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"});
+  const ProcessOutcome outcome = run_process(request);
+  const auto output = tail_lines((dir / "log").string(), 100);
+  EXPECT_EQ(outcome.exit_code, 2) << joined(output);
+  ASSERT_EQ(output.size(), 1U) << joined(output);
+  EXPECT_NE(output[0].find("launcher.simulate_hosts: simulated hosts need root"), std::string::npos) << output[0];
+  EXPECT_FALSE(fs::exists(dir / "out"));
 }
 
 }  // namespace

@@ -280,7 +280,7 @@ TEST(LocalScheduler, SimulatedHostsWithoutRootAreRefusedBeforeLaunch) {
   std::string text;
   try {
     LocalScheduler(options, 2, /*is_root=*/false).check_available();
-  } catch (const LaunchError& error) {
+  } catch (const ConfigError& error) {  // bad input: `harness run` exits 2
     text = error.what();
   }
   EXPECT_NE(text.find("launcher.simulate_hosts: simulated hosts need root"), std::string::npos) << text;
