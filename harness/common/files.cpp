@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -146,22 +145,6 @@ std::string read_text_file(const std::string& path, const ExpectedFile& expected
                                   path, expected.with_article));
   }
   return text;
-}
-
-std::string excerpt_for_message(const std::string& path, std::string_view text) {
-  struct stat info {};
-  if (::stat(path.c_str(), &info) != 0 || (info.st_mode & S_IROTH) == 0) return "";
-  std::string name = path;
-  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-  // World-readable copies of secrets happen (a backup of /etc/shadow, a key under /tmp).
-  constexpr std::string_view kPrivateNames[] = {"shadow", "passwd", "password", "secret", "token",
-                                                "credential", ".ssh/", "id_rsa", "id_ed25519", ".pem",
-                                                ".key", ".netrc", "/proc/"};
-  for (const std::string_view part : kPrivateNames) {
-    if (name.find(part) != std::string::npos) return "";
-  }
-  constexpr std::size_t kMaxExcerptBytes = 40;
-  return describe_text(shortened(text, kMaxExcerptBytes));
 }
 
 void require_replaceable_file(const std::string& path, std::string_view with_article) {

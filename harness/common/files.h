@@ -31,12 +31,6 @@ std::string read_text_file(const std::string& path, const ExpectedFile& expected
 // passes (opening it says so).
 void require_regular_file(const std::string& path, std::string_view with_article);
 
-// Part of a user's file for an error message: `text` escaped (as describe_text) and cut to a short
-// prefix; or "" when the file may be private (not readable by everyone, or named like a password,
-// key or credentials file), whose contents must not reach a terminal or a CI log. Callers say
-// what kind of file they expected instead.
-std::string excerpt_for_message(const std::string& path, std::string_view text);
-
 // Writes `content` to `path` durably, the way databases do: a new temporary file beside it
 // (created exclusively, so no link planted under its name is followed), written in full, fsync'd
 // and closed (both checked), renamed over `path`, then the directory fsync'd. Until the rename

@@ -64,7 +64,15 @@ PointRecord record_of_ended_job(const std::string& experiment_name, const EndedJ
           describe_rank_progress(read_rank_progress(rank_progress_directory(job.measurements_path)), job.ranks,
                                  result.finished_at > 0 ? static_cast<int64_t>(result.finished_at * 1e9)
                                                         : wall_clock_ns());
-      if (!where.empty()) failure += "; where the ranks stood: " + where;
+      if (!where.empty()) {
+        failure += "; where the ranks stood: " + where;
+      } else if (job.ranks > 0) {
+        // Each rank marks its slot as soon as MPI_Init returns: none did.
+        failure += fmt::format(
+            "; no rank started (none of the {} reached the end of MPI_Init): the launcher never "
+            "started them, as when a host cannot be reached",
+            job.ranks);
+      }
     }
     // What rank 0 had written before the job stopped (a timeout's steps so far), if anything.
     try {

@@ -147,6 +147,8 @@ CostModel fit_comm_run(const ResultSet& comm, const std::string& comm_dir) {
       fit.across_nodes = group.across_nodes;
       fit.build = group.build;
       model.fits.push_back(std::move(fit));
+    } catch (const ConfigError& error) {  // the run's records cannot be fitted: exit 2
+      throw ConfigError(fmt::format("{}: {}{}", comm_dir, group.across_nodes ? "across nodes: " : "", error.what()));
     } catch (const Error& error) {
       throw Error(fmt::format("{}: {}{}{}", comm_dir, group.build.empty() ? "" : "build " + group.build + ": ",
                               group.across_nodes ? "across nodes: " : "", error.what()));
