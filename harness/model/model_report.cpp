@@ -147,11 +147,12 @@ CostModel fit_comm_run(const ResultSet& comm, const std::string& comm_dir) {
       fit.across_nodes = group.across_nodes;
       fit.build = group.build;
       model.fits.push_back(std::move(fit));
-    } catch (const ConfigError& error) {  // the run's records cannot be fitted: exit 2
-      throw ConfigError(fmt::format("{}: {}{}", comm_dir, group.across_nodes ? "across nodes: " : "", error.what()));
     } catch (const Error& error) {
-      throw Error(fmt::format("{}: {}{}{}", comm_dir, group.build.empty() ? "" : "build " + group.build + ": ",
-                              group.across_nodes ? "across nodes: " : "", error.what()));
+      const std::string text = fmt::format("{}: {}{}{}", comm_dir, group.build.empty() ? "" : "build " + group.build + ": ",
+                                           group.across_nodes ? "across nodes: " : "", error.what());
+      // The run's records cannot be fitted: bad input (exit 2), as the error it wraps says.
+      if (dynamic_cast<const ConfigError*>(&error) != nullptr) throw ConfigError(text);
+      throw Error(text);
     }
   }
   model.hosts = static_cast<int>(groups.hosts.size());
