@@ -13,6 +13,7 @@
 #include "harness/cli/study_loading.h"
 #include "harness/common/errors.h"
 #include "harness/common/files.h"
+#include "harness/common/process.h"
 #include "harness/launch/job_ledger.h"
 #include "harness/launch/sweep_runner.h"
 #include "harness/results/report.h"
@@ -59,6 +60,22 @@ void say_records_not_written(const SweepOutcome& outcome, std::size_t missing, s
                            "what their ranks measured stays in {}\n",
                            outcome.records_not_written,
                            std::max(missing, static_cast<std::size_t>(outcome.records_not_written)), points, directory.points_dir(), directory.logs_dir());
+}
+
+// A line that must reach the user: on stdout, and on stderr as well when stdout's reader has gone
+// (a `| tee` that Ctrl-C ended first).
+void say_where_seen(const std::string& line) {
+  std::cout << line << "\n";
+  if (standard_output_lost()) std::cerr << line << "\n";
+}
+
+// Once stdout's reader has gone (`| head`), the console table went nowhere: say where it is.
+void say_if_output_lost(const ResultsDirectory& directory) {
+  if (!standard_output_lost()) return;
+  std::cerr << fmt::format(
+      "harness: warning: standard output could not be written to the end (its reader went away, or its disk is "
+      "full); the run went on: its tables are in {} (summary.csv, report.html)\n",
+      directory.path());
 }
 
 // Says how many points failed, new ones and those --retry-failed kept (which leave the study as
@@ -126,7 +143,7 @@ int run_command(const RunOptions& options) {
   std::size_t missing = 0;
   try {
     outcome = SweepRunner(experiment, study.points, *study.scheduler, *directory, sweep, std::cout).run();
-    if (outcome.interrupted) std::cout << "harness: interrupted; keeping the points completed so far\n";
+    if (outcome.interrupted) say_where_seen("harness: interrupted; keeping the points completed so far");
     if (options.detach && outcome.in_flight > 0) {
       std::cout << fmt::format("harness: {} point(s) submitted; follow them with: harness status {}\n",
                                outcome.in_flight, directory->path());
@@ -145,6 +162,7 @@ int run_command(const RunOptions& options) {
     std::cout << fmt::format("{} point(s) kept from an earlier run (--fresh runs them again)\n",
                              outcome.kept);
   }
+  say_if_output_lost(*directory);
   if (outcome.interrupted) return kExitInterrupted;
   return failures_exit(outcome, study.points.size());
 }
