@@ -69,6 +69,16 @@ void say_where_seen(const std::string& line) {
   if (standard_output_lost()) std::cerr << line << "\n";
 }
 
+// Points that this run left without an ok record, whose earlier ok records wait aside.
+void say_records_waiting_aside(const SweepOutcome& outcome, const ResultsDirectory& directory) {
+  if (outcome.waiting_aside == 0) return;
+  say_where_seen(
+      fmt::format("harness: {} point(s) have no ok record from this run; their earlier ok records wait "
+                  "aside in {} as <id>.json.superseded, out of the reports (a run without --fresh takes "
+                  "back those of this harness version and build)",
+                  outcome.waiting_aside, directory.points_dir()));
+}
+
 // Once stdout's reader has gone (`| head`), the console table went nowhere: say where it is.
 void say_if_output_lost(const ResultsDirectory& directory) {
   if (!standard_output_lost()) return;
@@ -155,9 +165,11 @@ int run_command(const RunOptions& options) {
     print_reports(write_reports(set, *directory), *directory);
   } catch (const Error& error) {
     say_records_not_written(outcome, missing, study.points.size(), *directory);
+    say_records_waiting_aside(outcome, *directory);
     return report_error(error);
   }
   say_records_not_written(outcome, missing, study.points.size(), *directory);
+  say_records_waiting_aside(outcome, *directory);
   if (outcome.kept > 0) {
     std::cout << fmt::format("{} point(s) kept from an earlier run (--fresh runs them again)\n",
                              outcome.kept);
