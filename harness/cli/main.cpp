@@ -26,6 +26,7 @@
 #include "harness/study/kind.h"
 #include "harness/study/settings.h"
 #include "harness/common/json.h"
+#include "harness/common/process.h"
 #include "harness/common/text.h"
 #include "harness/common/resources.h"
 #include "harness/common/version.h"
@@ -143,6 +144,10 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "simulated-node") == 0) {
     return harness::simulated_node_main(argc - 2, argv + 2);
   }
+
+  // A reader that goes away (`| head`, a tee ended by Ctrl-C) is no reason to stop measuring, nor
+  // to die between an sbatch and the ledger line that remembers its job.
+  harness::keep_running_when_output_closes();
 
   // CLI11 would call an unknown command an unexpected argument; name it.
   const std::vector<std::string> commands = {"run", "plan", "plot", "status", "cancel", "check", "model", "schema"};

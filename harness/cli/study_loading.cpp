@@ -304,6 +304,7 @@ Experiment load_stored_experiment(const ResultsDirectory& directory, const std::
   if (!std::filesystem::exists(directory.experiment_copy())) {
     throw ConfigError(fmt::format("{}{}: not a results directory (no experiment.json)", prefix, directory.path()));
   }
+  directory.require_own_experiment_copy();
   return load_experiment(directory.experiment_copy());
 }
 

@@ -211,9 +211,28 @@ void write_file_atomically(const std::string& path, const std::string& content, 
   if (durable) sync_directory_of(path);
 }
 
+void rename_durably(const std::string& from, const std::string& to) {
+  require_replaceable_file(to, "a file the harness writes");
+  if (::rename(from.c_str(), to.c_str()) != 0) {
+    throw Error(fmt::format("{}: cannot rename it to {}: {}", from, to, std::strerror(errno)));
+  }
+  sync_directory_of(to);
+}
+
 Json read_json_file(const std::string& path, std::size_t max_bytes) {
+  // O_NOFOLLOW: a link planted in a results directory would have the harness read its target, and
+  // a syntax error quote its first bytes. O_NONBLOCK: opening a FIFO must not wait for a writer.
+  Descriptor file{::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)};
+  if (file.fd < 0 && errno == ELOOP) {
+    throw Error(
+        fmt::format("{}: is a symbolic link, expected a JSON file the harness writes (a link is never "
+                    "followed)",
+                    path));
+  }
+  if (file.fd < 0) throw Error(fmt::format("{}: cannot open", path));
   struct stat info {};
-  if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {
+  if (::fstat(file.fd, &info) != 0) throw Error(fmt::format("{}: cannot read: {}", path, std::strerror(errno)));
+  if (!S_ISREG(info.st_mode)) {
     throw Error(fmt::format("{}: is {}, expected a JSON file", path, file_type_name(info.st_mode)));
   }
   // Refused before a byte is read: reading is what would take the memory.
@@ -222,8 +241,6 @@ Json read_json_file(const std::string& path, std::size_t max_bytes) {
                              info.st_size));
   };
   if (static_cast<std::size_t>(info.st_size) > max_bytes) throw too_large();
-  Descriptor file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (file.fd < 0) throw Error(fmt::format("{}: cannot open", path));
   std::string text;
   text.reserve(static_cast<std::size_t>(info.st_size));
   char buffer[64 * 1024];

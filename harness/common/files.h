@@ -54,9 +54,16 @@ void require_replaceable_file(const std::string& path, std::string_view with_art
 // (which require_replaceable_file must accept), fsync the directory. Throws Error naming `path`.
 void replace_file(const std::string& temporary, const std::string& path);
 
+// Renames a file the harness wrote (`from`, kept as it is) to `to` in the same file system, then
+// fsyncs the directory, so that the new name survives a crash; `to` must be missing or a regular
+// file (require_replaceable_file). Needs no free space. Throws Error naming `from` when it cannot.
+void rename_durably(const std::string& from, const std::string& to);
+
 // A JSON file the harness wrote (a record, a rank's measurements, the job ledger), read within
-// the bounds of bounded_json.h: a file over `max_bytes` is refused before it is read. Throws Error
-// "<path>: ..." in one line naming the bound or the syntax error.
+// the bounds of bounded_json.h: a file over `max_bytes` is refused before it is read. Never
+// through a symbolic link (the harness writes none; one planted in its place is refused, and no
+// byte of its target is read). Throws Error "<path>: ..." in one line naming the bound, what was
+// found instead of a regular file, or the syntax error.
 Json read_json_file(const std::string& path, std::size_t max_bytes = kMaxRecordBytes);
 
 }  // namespace harness
