@@ -168,17 +168,17 @@ fs::path scripted_build(const fs::path& dir, const std::string& body) {
 }
 
 // Head changes a default: each build must run with its own, or the gate cannot see what the change
-// costs. Here base is the build whose default differs (its probe says inject_comm_delay_us 300 and
+// costs. Here base is the build whose default differs (its probe says inject_comm_delay_us 1000 and
 // its worker waits that long unless told otherwise): base is slower, and check says why. The file
 // sweeps builds that only the command line names.
 TEST(Builds, EachBuildRunsWithItsOwnDefaultsAndCheckNamesWhereTheyDiffer) {
   const fs::path dir = scratch("builds_defaults");
   const fs::path base = scripted_build(dir / "base", R"(if [[ $1 == schema ]]; then
-  "$REAL" schema | sed '/"inject_comm_delay_us": {/,/}/ s/"default": [0-9.e+-]*/"default": 300.0/'
+  "$REAL" schema | sed '/"inject_comm_delay_us": {/,/}/ s/"default": [0-9.e+-]*/"default": 1000.0/'
   exit
 fi
 if [[ $1 == worker && $2 == --settings && $3 != *inject_comm_delay_us* ]]; then
-  settings=${3/#\{/\{\"inject_comm_delay_us\":300,}
+  settings=${3/#\{/\{\"inject_comm_delay_us\":1000,}
   shift 3
   exec "$REAL" worker --settings "$settings" "$@"
 fi)");
@@ -194,7 +194,7 @@ fi)");
   ASSERT_EQ(run.outcome.exit_code, 0) << explained(run);
   for (const Json& record : records_of(results)) {
     const bool is_base = record["settings"]["build"] == "base";
-    EXPECT_EQ(record["build"]["settings"]["inject_comm_delay_us"], is_base ? 300.0 : 0.0) << record["build"].dump();
+    EXPECT_EQ(record["build"]["settings"]["inject_comm_delay_us"], is_base ? 1000.0 : 0.0) << record["build"].dump();
     EXPECT_EQ(record["settings"]["inject_comm_delay_us"], 0.0);  // the running harness's view: the point's identity
   }
   const HarnessRun check = run_harness({"check", results.string(), "--against", R"({"build": "head"})", "--json",
@@ -204,7 +204,7 @@ fi)");
   const Json verdicts = read_json_file((dir / "check.json").string());
   EXPECT_GE(verdicts["counts"]["REGRESSION"].get<int>(), 2) << verdicts.dump(1);
   ASSERT_FALSE(verdicts["notes"].empty()) << verdicts.dump(1);
-  EXPECT_NE(verdicts["notes"][0].get<std::string>().find("inject_comm_delay_us 300 against 0"), std::string::npos)
+  EXPECT_NE(verdicts["notes"][0].get<std::string>().find("inject_comm_delay_us 1000 against 0"), std::string::npos)
       << verdicts["notes"].dump(1);
 }
 
