@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <regex>
 #include <system_error>
@@ -143,7 +144,8 @@ std::string job_failure_reason(const ProcessOutcome& outcome, const std::vector<
   //   1. a crash report: a rank that crashed was not stopped by another's failure;
   //   2. a rank that died of a signal other than the SIGTERM that stops the others (mpirun's
   //      "process rank 1 ... exited on signal 9", srun's "task 1: Killed"): killed from outside
-  //      (the OOM killer), its peers' errors come after;
+  //      (the OOM killer), or aborting, its peers' errors come after; in its own words where it
+  //      left any (a library's error before its abort());
   //   3. the first error a rank program wrote, in the log's order;
   //   4. a rank that mpirun or srun stopped.
   // The log's rank lines in order: all of them when the caller read them (rank_error_lines), else
@@ -155,13 +157,19 @@ std::string job_failure_reason(const ProcessOutcome& outcome, const std::vector<
     ordered.insert(ordered.end(), log_tail.begin(), log_tail.end());
   }
   std::optional<std::string> first_error;
+  std::map<std::string, std::string> first_words;  // rank -> its first line
   for (const auto& line : ordered) {
     std::smatch match;
     if (!std::regex_search(line, match, rank_error_pattern())) continue;
     const std::string said = fmt::format("rank {}: {}", match[1].str(), match[2].str());
     if (is_crash_report(match[2].str())) return said;
     if (!first_error) first_error = said;
+    first_words.emplace(match[1].str(), said);
   }
+  const auto in_own_words = [&](const std::string& rank, const std::string& otherwise) {
+    const auto found = first_words.find(rank);
+    return found != first_words.end() ? found->second : otherwise;
+  };
   // Open MPI 4: "mpirun noticed that process rank 1 with PID 0 on node vm exited on signal 9
   // (Killed)."
   static const std::regex rank_signal(
@@ -172,7 +180,7 @@ std::string job_failure_reason(const ProcessOutcome& outcome, const std::vector<
     if (std::regex_search(line, match, rank_signal)) {
       const std::string said =
           fmt::format("rank {} killed by signal {}{}", match[1].str(), match[2].str(), match[3].str());
-      if (std::stoi(match[2].str()) != kStoppingSignal) return said;
+      if (std::stoi(match[2].str()) != kStoppingSignal) return in_own_words(match[1].str(), said);
       if (!stopped) stopped = said;
     }
   }
@@ -184,7 +192,7 @@ std::string job_failure_reason(const ProcessOutcome& outcome, const std::vector<
     std::smatch match;
     if (std::regex_search(line, match, srun_task)) {
       const std::string said = fmt::format("rank {} on {}: {}", match[2].str(), match[1].str(), match[3].str());
-      if (srun_names_a_signal(match[3].str())) return said;
+      if (srun_names_a_signal(match[3].str())) return in_own_words(match[2].str(), said);
       if (!srun_said) srun_said = said;
     }
   }

@@ -130,6 +130,11 @@ TEST(FailureReason, TheRankThatCrashedIsNamedNotAPeersFollowOnError) {
   const std::vector<std::string> srun_killed = {log[9], "srun: error: hnode2: task 1: Killed",
                                                 "srun: error: hnode1: task 0: Exited with exit code 1"};
   EXPECT_EQ(job_failure_reason(exited(1), srun_killed, "srun", {}, {log[9]}), "rank 1 on hnode2: Killed");
+  // A rank that said why before a signal ended it (a library's error, then abort()) is quoted.
+  const std::vector<std::string> aborted = {
+      log[9], "harness worker (rank 1): NCCL error: unhandled cuda error",
+      "mpirun noticed that process rank 1 with PID 0 on node vm exited on signal 6 (Aborted)."};
+  EXPECT_EQ(job_failure_reason(exited(1), aborted, "mpirun"), "rank 1: NCCL error: unhandled cuda error");
   // Without a crash or a killed rank, the first rank to say why, in the log's order.
   EXPECT_EQ(job_failure_reason(exited(1), {log[9], log[8]}, "mpirun"),
             "rank 0: gloo allreduce failed: [./gloo/transport/tcp/pair.cc:598] Connection closed by peer "
