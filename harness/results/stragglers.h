@@ -11,7 +11,8 @@
 //          (metrics.h imbalance_time_s), the "waiting for the slowest rank" of the breakdown
 //
 // and each host the same, a host being the slowest in a step when the slowest rank is one of its.
-// The straggler is the rank that was the slowest most often (the lowest on a tie).
+// The straggler named in the console's table is the flagged rank, else the rank that was the
+// slowest most often (the lowest on a tie); stats.csv names only what is flagged.
 //
 // The flag: against the noise of the same runs, not a constant. A configuration is flagged
 // "rank" when one training rank is consistently slower than the others, and by enough to matter:
