@@ -72,11 +72,14 @@ void check_size_against_file(gzFile file, const std::string& path,
 std::vector<int64_t> read_header(gzFile file, const std::string& path) {
   unsigned char magic[4] = {};
   read_exactly(file, magic, sizeof(magic), path, "the header");
-  if (magic[0] != 0 || magic[1] != 0 || magic[2] != 0x08 || magic[3] == 0 || magic[3] > 4) {
-    throw ConfigError(fmt::format(
-        "{}: not an IDX file of unsigned bytes: expected magic 00 00 08 0D with D in 1..4, got "
-        "{:02x} {:02x} {:02x} {:02x}",
-        path, magic[0], magic[1], magic[2], magic[3]));
+  // What is wrong, never the bytes themselves: a data_path may name a file its user did not mean
+  // to show (/etc/shadow's first four bytes are "root").
+  constexpr const char* kExpected =
+      "expected the magic number 00 00 08 0D of an IDX file of unsigned bytes, D its number of dimensions (1 to 4); "
+      "the file's bytes are not shown";
+  if (magic[0] != 0 || magic[1] != 0) throw ConfigError(fmt::format("{}: not an IDX file: {}", path, kExpected));
+  if (magic[2] != 0x08 || magic[3] == 0 || magic[3] > 4) {
+    throw ConfigError(fmt::format("{}: wrong magic number: {}", path, kExpected));
   }
   std::vector<int64_t> shape;
   for (int d = 0; d < magic[3]; ++d) {

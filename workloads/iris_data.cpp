@@ -32,12 +32,9 @@ IrisData load_iris_csv(const std::string& path) {
   // data_path (a device, a binary file) from filling memory or the terminal.
   constexpr ExpectedFile kIrisCsv{"Iris CSV file", "an Iris CSV file", 1 << 20, 1024};
   std::istringstream in(read_text_file(path, kIrisCsv));
-  // What was found, in a message: a short excerpt, never any of a file that may be private
-  // (`--set data_path=/etc/shadow` must not print a password hash into a CI log).
-  const auto found = [&](const std::string& text) {
-    const std::string excerpt = excerpt_for_message(path, text);
-    return excerpt.empty() ? std::string("something else (not shown: the file may be private)") : excerpt;
-  };
+  // Messages say where (line, field) and what was expected, never what was found: a data_path may
+  // name a file its user did not mean to show (`--set data_path=/etc/shadow` in a CI log), and
+  // whether it is private cannot be told from the file (a 0644 file in a 0700 directory is).
   IrisData data;
   std::string line;
   int line_number = 0;
@@ -48,8 +45,10 @@ IrisData load_iris_csv(const std::string& path) {
       // A spreadsheet's UTF-8 byte-order mark is no part of the header.
       if (line.starts_with("\xEF\xBB\xBF")) line.erase(0, 3);
       if (line != kHeader) {
-        throw ConfigError(fmt::format("{}:1: expected the header \"{}\" of an Iris CSV file, got {}", path,
-                                      kHeader, found(line)));
+        throw ConfigError(
+            fmt::format("{}:1: not an Iris CSV file: expected the header \"{}\" and then rows of 4 "
+                        "numbers and a species (the line is not shown: the file may be private)",
+                        path, kHeader));
       }
       continue;
     }
@@ -67,8 +66,8 @@ IrisData load_iris_csv(const std::string& path) {
       char* end = nullptr;
       const float value = std::strtof(fields[i].c_str(), &end);
       if (fields[i].empty() || *end != '\0' || !std::isfinite(value)) {
-        throw ConfigError(fmt::format("{}:{}: field {}: expected a number, got {}", path,
-                                      line_number, i + 1, found(fields[i])));
+        throw ConfigError(fmt::format("{}:{}: field {}: expected a number (a row is 4 numbers and a species)", path,
+                                      line_number, i + 1));
       }
       data.features.push_back(value);
     }
@@ -77,9 +76,8 @@ IrisData load_iris_csv(const std::string& path) {
       if (fields[4] == kSpecies[c]) label = c;
     }
     if (label < 0) {
-      throw ConfigError(fmt::format(
-          "{}:{}: field 5: expected setosa, versicolor or virginica, got {}", path,
-          line_number, found(fields[4])));
+      throw ConfigError(
+          fmt::format("{}:{}: field 5: expected the species setosa, versicolor or virginica", path, line_number));
     }
     data.labels.push_back(label);
   }

@@ -51,8 +51,8 @@ int64_t mnist_checked_count(const MnistFiles& split) {
   }
   const auto out_of_range = std::find_if(labels.data.begin(), labels.data.end(), [](uint8_t label) { return label > 9; });
   if (out_of_range != labels.data.end()) {
-    throw ConfigError(fmt::format("data_path: {}: label {} of item {} is not a class 0..9", split.labels,
-                                  *out_of_range, out_of_range - labels.data.begin()));
+    throw ConfigError(fmt::format("data_path: {}: the label of item {} is above 9, expected a class 0..9", split.labels,
+                                  out_of_range - labels.data.begin()));
   }
   return images[0];
 }

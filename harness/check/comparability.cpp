@@ -18,20 +18,25 @@ std::string mpi_release(std::string text) {
   return text;
 }
 
+int timings_schema(const PointRecord& record) {
+  return record.measurements ? std::min(record.schema_version, record.measurements->schema_version)
+                             : record.schema_version;
+}
+
 std::string incomparable(const PointRecord& a, const PointRecord& b) {
   const auto hosts = [](const PointRecord& record) {
     const auto& list = record.measurements->hosts;
     return std::set<std::string>(list.begin(), list.end()).size();
   };
-  if (a.schema_version != b.schema_version &&
-      std::min(a.schema_version, b.schema_version) < kTimingsComparableSince) {
-    return fmt::format("record schema {} against {}", a.schema_version, b.schema_version);
+  const int schema_a = timings_schema(a);
+  const int schema_b = timings_schema(b);
+  if (schema_a != schema_b && std::min(schema_a, schema_b) < kTimingsComparableSince) {
+    return fmt::format("record schema {} against {}", schema_a, schema_b);
   }
-  if (a.settings.kind == Kind::kTrain &&
-      (a.schema_version < kStepMeansSince) != (b.schema_version < kStepMeansSince)) {
+  if (a.settings.kind == Kind::kTrain && (schema_a < kStepMeansSince) != (schema_b < kStepMeansSince)) {
     return fmt::format("record schema {} against {} (a training step's times became the training ranks' means in "
                        "{})",
-                       a.schema_version, b.schema_version, kStepMeansSince);
+                       schema_a, schema_b, kStepMeansSince);
   }
   if (hosts(a) != hosts(b)) return fmt::format("{} host(s) against {}", hosts(a), hosts(b));
   const std::string library_a = mpi_release(a.measurements->mpi_library);

@@ -118,6 +118,7 @@ ResultsSide load_results_side(const std::string& dir) {
     throw ConfigError(fmt::format("{}: not a results directory (expected experiment.json and points/ in it)", dir));
   }
   side.canonical_dir = fs::canonical(dir, error).string();
+  directory.require_own_experiment_copy();
   side.experiment = load_experiment(directory.experiment_copy());
   const std::vector<Point> points = expand(side.experiment);
   const std::vector<StoredRecord> stored = read_stored_records(directory);

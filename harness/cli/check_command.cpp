@@ -14,6 +14,7 @@
 
 #include "harness/check/check_outputs.h"
 #include "harness/check/comparison.h"
+#include "harness/check/expected_commits.h"
 #include "harness/cli/commands.h"
 #include "harness/common/errors.h"
 #include "harness/common/files.h"
@@ -111,7 +112,10 @@ int check(const CheckCommandOptions& command) {
   check_output_path(command.junit_path, "--junit", compared);
   check_output_path(command.markdown_path, "--markdown", compared);
   check_outputs_distinct(command);
+  std::vector<ExpectedCommit> expected_commits;
+  for (const auto& argument : command.expect_commits) expected_commits.push_back(read_expected_commit(argument));
   const ResultsSide current = load_results_side(command.current_dir);
+  for (const auto& expected : expected_commits) check_expected_commit(current, expected);
   const CheckOptions options = options_for(current, command);
   std::optional<ResultsSide> baseline;
   if (!command.baseline_dir.empty()) baseline = load_results_side(command.baseline_dir);

@@ -69,6 +69,7 @@ struct CheckCommandOptions {
   std::vector<std::string> thresholds;  // METRIC=VALUE
   std::vector<std::string> floors;      // METRIC=VALUE
   std::string metrics;                  // "" = all
+  std::vector<std::string> expect_commits;  // BUILD=COMMIT (check/expected_commits.h)
 };
 int check_command(const CheckCommandOptions& options);
 

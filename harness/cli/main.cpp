@@ -26,6 +26,7 @@
 #include "harness/study/kind.h"
 #include "harness/study/settings.h"
 #include "harness/common/json.h"
+#include "harness/common/process.h"
 #include "harness/common/text.h"
 #include "harness/common/resources.h"
 #include "harness/common/version.h"
@@ -143,6 +144,10 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "simulated-node") == 0) {
     return harness::simulated_node_main(argc - 2, argv + 2);
   }
+
+  // A reader that goes away (`| head`, a tee ended by Ctrl-C) is no reason to stop measuring, nor
+  // to die between an sbatch and the ledger line that remembers its job.
+  harness::keep_running_when_output_closes();
 
   // CLI11 would call an unknown command an unexpected argument; name it.
   const std::vector<std::string> commands = {"run", "plan", "plot", "status", "cancel", "check", "model", "schema"};
@@ -287,6 +292,10 @@ CLI::App* add_check_command(CLI::App& app, harness::CheckCommandOptions& check_o
                     "METRIC=VALUE: absolute differences below VALUE (the metric's unit) pass (repeatable)")
       ->allow_extra_args(false);
   check->add_option("--metrics", check_options.metrics, "compare only these metrics, comma-separated");
+  check->add_option("--expect-commit", check_options.expect_commits,
+                    "BUILD=COMMIT: every record of build BUILD must name COMMIT (7-40 hex digits), else exit 2 "
+                    "(repeatable)")
+      ->allow_extra_args(false);
   check->add_option("--json", check_options.json_path, "write the verdicts as JSON to FILE");
   check->add_option("--junit", check_options.junit_path, "write JUnit XML to FILE (a test case per point and metric)");
   check->add_option("--markdown", check_options.markdown_path, "write a markdown summary to FILE (for a CI job page)");

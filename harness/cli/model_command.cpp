@@ -1,6 +1,7 @@
 #include <iostream>
 #include <limits>
 #include <optional>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -49,7 +50,9 @@ int model_command(const ModelCommandOptions& options) {
     if (!options.train_dir.empty()) {
       train = load_results(options.train_dir, "--predict ");
       std::vector<std::string> notes;
-      const auto fits = prediction_fits(model, notes);
+      std::set<std::string> train_builds;
+      for (const Run& run : train->runs()) train_builds.insert(run.record.settings.build);
+      const auto fits = prediction_fits(model, train_builds, notes);
       prediction = predict_training(*train, fits, ranks, model.hosts, model.max_ranks);
       prediction->assumptions.insert(prediction->assumptions.end(), notes.begin(), notes.end());
     }

@@ -13,6 +13,7 @@
 #include "harness/cli/study_loading.h"
 #include "harness/common/errors.h"
 #include "harness/common/files.h"
+#include "harness/common/process.h"
 #include "harness/launch/job_ledger.h"
 #include "harness/launch/sweep_runner.h"
 #include "harness/results/report.h"
@@ -59,6 +60,32 @@ void say_records_not_written(const SweepOutcome& outcome, std::size_t missing, s
                            "what their ranks measured stays in {}\n",
                            outcome.records_not_written,
                            std::max(missing, static_cast<std::size_t>(outcome.records_not_written)), points, directory.points_dir(), directory.logs_dir());
+}
+
+// A line that must reach the user: on stdout, and on stderr as well when stdout's reader has gone
+// (a `| tee` that Ctrl-C ended first).
+void say_where_seen(const std::string& line) {
+  std::cout << line << "\n";
+  if (standard_output_lost()) std::cerr << line << "\n";
+}
+
+// Points that this run left without an ok record, whose earlier ok records wait aside.
+void say_records_waiting_aside(const SweepOutcome& outcome, const ResultsDirectory& directory) {
+  if (outcome.waiting_aside == 0) return;
+  say_where_seen(
+      fmt::format("harness: {} point(s) have no ok record from this run; their earlier ok records wait "
+                  "aside in {} as <id>.json.superseded, out of the reports (a run without --fresh takes "
+                  "back those of this harness version and build)",
+                  outcome.waiting_aside, directory.points_dir()));
+}
+
+// Once stdout's reader has gone (`| head`), the console table went nowhere: say where it is.
+void say_if_output_lost(const ResultsDirectory& directory) {
+  if (!standard_output_lost()) return;
+  std::cerr << fmt::format(
+      "harness: warning: standard output could not be written to the end (its reader went away, or its disk is "
+      "full); the run went on: its tables are in {} (summary.csv, report.html)\n",
+      directory.path());
 }
 
 // Says how many points failed, new ones and those --retry-failed kept (which leave the study as
@@ -113,6 +140,9 @@ int run_command(const RunOptions& options) {
   if (const std::string warning = unread_settings_warning(experiment, study.points); !warning.empty()) {
     std::cout << "harness: warning: " << warning << "\n";
   }
+  if (const std::string warning = build_order_warning(experiment); !warning.empty()) {
+    std::cout << "harness: warning: " << warning << "\n";
+  }
   install_interrupt_handlers();
 
   SweepOptions sweep;
@@ -126,7 +156,7 @@ int run_command(const RunOptions& options) {
   std::size_t missing = 0;
   try {
     outcome = SweepRunner(experiment, study.points, *study.scheduler, *directory, sweep, std::cout).run();
-    if (outcome.interrupted) std::cout << "harness: interrupted; keeping the points completed so far\n";
+    if (outcome.interrupted) say_where_seen("harness: interrupted; keeping the points completed so far");
     if (options.detach && outcome.in_flight > 0) {
       std::cout << fmt::format("harness: {} point(s) submitted; follow them with: harness status {}\n",
                                outcome.in_flight, directory->path());
@@ -138,13 +168,16 @@ int run_command(const RunOptions& options) {
     print_reports(write_reports(set, *directory), *directory);
   } catch (const Error& error) {
     say_records_not_written(outcome, missing, study.points.size(), *directory);
+    say_records_waiting_aside(outcome, *directory);
     return report_error(error);
   }
   say_records_not_written(outcome, missing, study.points.size(), *directory);
+  say_records_waiting_aside(outcome, *directory);
   if (outcome.kept > 0) {
     std::cout << fmt::format("{} point(s) kept from an earlier run (--fresh runs them again)\n",
                              outcome.kept);
   }
+  say_if_output_lost(*directory);
   if (outcome.interrupted) return kExitInterrupted;
   return failures_exit(outcome, study.points.size());
 }

@@ -9,7 +9,9 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include "harness/check/check_metrics.h"
 #include "harness/check/check_options.h"
 #include "harness/cli/commands.h"
 #include "harness/common/errors.h"
@@ -212,6 +214,39 @@ void check_against_found(const CheckOptions& check, const std::vector<Point>& po
   }
 }
 
+// The "check" block against the experiment it belongs to, as the run will find it only after the
+// sweep: a reference key that every point shares leaves nothing to compare with the reference, and
+// a threshold on a metric of the other kind (busbw for training) would never apply.
+void check_block_fits(const Experiment& experiment, const std::string& where) {
+  const Json& block = experiment.check;
+  if (block.contains("against")) {
+    for (const auto& [key, value] : block["against"].items()) {
+      const bool swept = std::any_of(experiment.sweep.begin(), experiment.sweep.end(),
+                                     [&key](const SweepAxis& axis) { return axis.key == key; });
+      if (!swept) {
+        throw ConfigError(
+            fmt::format("{}.against.{}: not swept; expected a setting that the sweep varies (every "
+                        "point has the same {}, so no other point would be compared with it)",
+                        where, key, key));
+      }
+    }
+  }
+  if (!block.contains("metrics")) return;
+  const Kind kind = experiment.base.kind;
+  for (const auto& [name, limits] : block["metrics"].items()) {
+    const CheckMetric& metric = find_check_metric(name, where + ".metrics");
+    if (metric.kind == kind) continue;
+    std::vector<std::string_view> fitting;
+    for (const auto& candidate : check_metric_table()) {
+      if (candidate.kind == kind) fitting.push_back(candidate.name);
+    }
+    throw ConfigError(
+        fmt::format("{}.metrics.{}: a metric of kind \"{}\" points, and this experiment's are kind "
+                    "\"{}\"; expected one of: {}",
+                    where, name, kind_name(metric.kind), kind_name(kind), fmt::join(fitting, ", ")));
+  }
+}
+
 Experiment with_changes(const Experiment& experiment, const StudyChanges& changes) {
   if (changes.settings.empty() && changes.sweeps.empty() && changes.builds.empty() && experiment.builds.empty()) {
     return experiment;
@@ -227,7 +262,11 @@ Experiment with_changes(const Experiment& experiment, const StudyChanges& change
 
 LoadedStudy load_study(const std::string& experiment_path, const StudyChanges& changes) {
   LoadedStudy study;
-  study.experiment = with_changes(load_experiment(experiment_path), changes);
+  // A file may sweep builds that only the command line names: their names pass the file's first
+  // reading, and add_build checks each NAME=PATH before the reading with them.
+  std::set<std::string> command_line_builds;
+  for (const auto& build : changes.builds) command_line_builds.insert(build.substr(0, build.find('=')));
+  study.experiment = with_changes(load_experiment(experiment_path, command_line_builds), changes);
   const std::string& launcher = changes.launcher;
   if (!launcher.empty() && launcher != study.experiment.launcher.name) {
     LauncherSpec spec;
@@ -239,6 +278,7 @@ LoadedStudy load_study(const std::string& experiment_path, const StudyChanges& c
   CheckOptions check = default_check_options();
   if (!study.experiment.check.empty()) {
     apply_check_block(check, study.experiment.check, experiment_path + ": check");
+    check_block_fits(study.experiment, experiment_path + ": check");
   }
   study.points = expand(study.experiment);
   check_against_found(check, study.points);
@@ -264,6 +304,7 @@ Experiment load_stored_experiment(const ResultsDirectory& directory, const std::
   if (!std::filesystem::exists(directory.experiment_copy())) {
     throw ConfigError(fmt::format("{}{}: not a results directory (no experiment.json)", prefix, directory.path()));
   }
+  directory.require_own_experiment_copy();
   return load_experiment(directory.experiment_copy());
 }
 

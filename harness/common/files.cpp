@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -148,22 +147,6 @@ std::string read_text_file(const std::string& path, const ExpectedFile& expected
   return text;
 }
 
-std::string excerpt_for_message(const std::string& path, std::string_view text) {
-  struct stat info {};
-  if (::stat(path.c_str(), &info) != 0 || (info.st_mode & S_IROTH) == 0) return "";
-  std::string name = path;
-  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-  // World-readable copies of secrets happen (a backup of /etc/shadow, a key under /tmp).
-  constexpr std::string_view kPrivateNames[] = {"shadow", "passwd", "password", "secret", "token",
-                                                "credential", ".ssh/", "id_rsa", "id_ed25519", ".pem",
-                                                ".key", ".netrc", "/proc/"};
-  for (const std::string_view part : kPrivateNames) {
-    if (name.find(part) != std::string::npos) return "";
-  }
-  constexpr std::size_t kMaxExcerptBytes = 40;
-  return describe_text(shortened(text, kMaxExcerptBytes));
-}
-
 void require_replaceable_file(const std::string& path, std::string_view with_article) {
   struct stat info {};
   if (::lstat(path.c_str(), &info) != 0 || S_ISREG(info.st_mode)) return;
@@ -228,9 +211,28 @@ void write_file_atomically(const std::string& path, const std::string& content, 
   if (durable) sync_directory_of(path);
 }
 
+void rename_durably(const std::string& from, const std::string& to) {
+  require_replaceable_file(to, "a file the harness writes");
+  if (::rename(from.c_str(), to.c_str()) != 0) {
+    throw Error(fmt::format("{}: cannot rename it to {}: {}", from, to, std::strerror(errno)));
+  }
+  sync_directory_of(to);
+}
+
 Json read_json_file(const std::string& path, std::size_t max_bytes) {
+  // O_NOFOLLOW: a link planted in a results directory would have the harness read its target, and
+  // a syntax error quote its first bytes. O_NONBLOCK: opening a FIFO must not wait for a writer.
+  Descriptor file{::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)};
+  if (file.fd < 0 && errno == ELOOP) {
+    throw Error(
+        fmt::format("{}: is a symbolic link, expected a JSON file the harness writes (a link is never "
+                    "followed)",
+                    path));
+  }
+  if (file.fd < 0) throw Error(fmt::format("{}: cannot open", path));
   struct stat info {};
-  if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {
+  if (::fstat(file.fd, &info) != 0) throw Error(fmt::format("{}: cannot read: {}", path, std::strerror(errno)));
+  if (!S_ISREG(info.st_mode)) {
     throw Error(fmt::format("{}: is {}, expected a JSON file", path, file_type_name(info.st_mode)));
   }
   // Refused before a byte is read: reading is what would take the memory.
@@ -239,8 +241,6 @@ Json read_json_file(const std::string& path, std::size_t max_bytes) {
                              info.st_size));
   };
   if (static_cast<std::size_t>(info.st_size) > max_bytes) throw too_large();
-  Descriptor file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (file.fd < 0) throw Error(fmt::format("{}: cannot open", path));
   std::string text;
   text.reserve(static_cast<std::size_t>(info.st_size));
   char buffer[64 * 1024];

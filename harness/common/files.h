@@ -31,12 +31,6 @@ std::string read_text_file(const std::string& path, const ExpectedFile& expected
 // passes (opening it says so).
 void require_regular_file(const std::string& path, std::string_view with_article);
 
-// Part of a user's file for an error message: `text` escaped (as describe_text) and cut to a short
-// prefix; or "" when the file may be private (not readable by everyone, or named like a password,
-// key or credentials file), whose contents must not reach a terminal or a CI log. Callers say
-// what kind of file they expected instead.
-std::string excerpt_for_message(const std::string& path, std::string_view text);
-
 // Writes `content` to `path` durably, the way databases do: a new temporary file beside it
 // (created exclusively, so no link planted under its name is followed), written in full, fsync'd
 // and closed (both checked), renamed over `path`, then the directory fsync'd. Until the rename
@@ -60,9 +54,16 @@ void require_replaceable_file(const std::string& path, std::string_view with_art
 // (which require_replaceable_file must accept), fsync the directory. Throws Error naming `path`.
 void replace_file(const std::string& temporary, const std::string& path);
 
+// Renames a file the harness wrote (`from`, kept as it is) to `to` in the same file system, then
+// fsyncs the directory, so that the new name survives a crash; `to` must be missing or a regular
+// file (require_replaceable_file). Needs no free space. Throws Error naming `from` when it cannot.
+void rename_durably(const std::string& from, const std::string& to);
+
 // A JSON file the harness wrote (a record, a rank's measurements, the job ledger), read within
-// the bounds of bounded_json.h: a file over `max_bytes` is refused before it is read. Throws Error
-// "<path>: ..." in one line naming the bound or the syntax error.
+// the bounds of bounded_json.h: a file over `max_bytes` is refused before it is read. Never
+// through a symbolic link (the harness writes none; one planted in its place is refused, and no
+// byte of its target is read). Throws Error "<path>: ..." in one line naming the bound, what was
+// found instead of a regular file, or the syntax error.
 Json read_json_file(const std::string& path, std::size_t max_bytes = kMaxRecordBytes);
 
 }  // namespace harness

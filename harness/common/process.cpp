@@ -14,9 +14,11 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <iostream>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -34,6 +36,9 @@ namespace {
 volatile std::sig_atomic_t g_interrupted = 0;
 
 void on_interrupt(int /*signal*/) { g_interrupted = 1; }
+
+// SIGPIPE's handler: nothing to do; the write that raised it fails with EPIPE instead.
+void on_closed_output(int /*signal*/) {}
 
 // The children this process is watching: their leftovers may be reaped, they may not.
 std::set<pid_t>& live_children() {
@@ -320,6 +325,22 @@ void install_interrupt_handlers() {
 }
 
 bool interrupt_requested() { return g_interrupted != 0; }
+
+void keep_running_when_output_closes() {
+  struct sigaction current {};
+  // A caller that ignores SIGPIPE has its programs ignore it too; leave that as it is.
+  if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_IGN) return;
+  struct sigaction action {};
+  action.sa_handler = on_closed_output;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  ::sigaction(SIGPIPE, &action, nullptr);
+}
+
+bool standard_output_lost() {
+  std::cout.flush();
+  return !std::cout.good() || std::ferror(stdout) != 0;
+}
 
 std::string find_program(const std::string& name) {
   if (name.find('/') != std::string::npos) return ::access(name.c_str(), X_OK) == 0 ? name : "";

@@ -93,6 +93,16 @@ CapturedRun run_captured(ProcessRequest request, std::size_t max_bytes = std::si
 void install_interrupt_handlers();
 bool interrupt_requested();
 
+// Makes a write to a closed pipe or socket fail (EPIPE) instead of killing the harness with
+// SIGPIPE: `harness run X | head -2` runs every point, and a Ctrl-C that ended `| tee log` first
+// still leaves the harness to cancel its jobs and write its files. A handler, not SIG_IGN, so that
+// the programs the harness starts get the default back when they exec; a SIGPIPE the caller
+// ignores stays ignored.
+void keep_running_when_output_closes();
+// Flushes std::cout and says whether what was written to it may have been lost (its reader went
+// away, its disk filled).
+bool standard_output_lost();
+
 // Searches PATH like execvp; "" when not found.
 std::string find_program(const std::string& name);
 

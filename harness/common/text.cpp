@@ -91,8 +91,7 @@ bool is_host_name(std::string_view name) {
     const std::string_view label = name.substr(start, dot == std::string_view::npos ? dot : dot - start);
     const bool valid = !label.empty() && label.size() <= kMaxLabelLength && label.front() != '-' &&
                        label.back() != '-' && std::all_of(label.begin(), label.end(), [](char c) {
-                         return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-                                c == '_';
+                         return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
                        });
     if (!valid) return false;
     if (dot == std::string_view::npos) return true;

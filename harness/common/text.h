@@ -28,9 +28,9 @@ std::string shortened(std::string_view text, std::size_t max_bytes);
 bool is_plain_name(std::string_view name, std::size_t max_length = 100);
 
 // A host name as RFC 1123 has it: dot-separated labels of 1 to 63 letters, digits and '-', none
-// starting or ending with '-', at most 253 characters in all; and '_', which RFC 1123 does not
-// allow but clusters use in node names (node_01) and no shell or ssh gives a meaning. What mpirun and ssh are given as a
-// host must be one: anything else ("a;b", "-oProxyCommand=...") is a shell word or an option.
+// starting or ending with '-', at most 253 characters in all. What mpirun and ssh are given as a
+// host must be one: anything else ("a;b", "-oProxyCommand=...") is a shell word or an option, and
+// Open MPI refuses '_' ("node_01": "illegal character", exit code 205) once the results exist.
 bool is_host_name(std::string_view name);
 
 // The items of a comma-separated command-line value ("--metrics busbw,comm_time"). Throws

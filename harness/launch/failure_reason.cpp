@@ -45,6 +45,29 @@ bool about_a_rank(const std::string& text) {
   return false;
 }
 
+// Open MPI could not start its daemon on some host (ssh found no such host, no answer, no key),
+// so no rank started: "" otherwise. What the remote shell said is above Open MPI's message, outside
+// any other help message.
+std::string daemons_not_started(const std::vector<std::string>& log) {
+  static const std::regex daemons(R"((ORTE|PRTE|PRRTE) was unable to reliably start one or more daemons)");
+  for (std::size_t i = 0; i < log.size(); ++i) {
+    if (!std::regex_search(log[i], daemons)) continue;
+    std::vector<std::string> said;
+    bool inside_help = false;
+    for (std::size_t j = 0; j + 1 < i; ++j) {  // log[i - 1] opens the message
+      if (is_rule(log[j])) {
+        inside_help = !inside_help;
+      } else if (!inside_help && !trimmed(log[j]).empty()) {
+        said.push_back(log[j]);
+      }
+    }
+    if (said.size() > 3) said.erase(said.begin(), said.end() - 3);
+    return "no rank started: mpirun could not start its daemon on every host" +
+           (said.empty() ? std::string() : " (the remote shell said: " + one_line(said) + ")");
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string launcher_message(const std::vector<std::string>& log) {
@@ -199,7 +222,9 @@ std::string job_failure_reason(const ProcessOutcome& outcome, const std::vector<
   if (first_error) return *first_error;
   if (stopped) return *stopped;
   if (srun_said) return *srun_said;
-  std::string said = launcher_message(log_head);
+  std::string said = daemons_not_started(log_head);
+  if (said.empty()) said = daemons_not_started(log_tail);
+  if (said.empty()) said = launcher_message(log_head);
   if (said.empty()) said = launcher_message(log_tail);
   return launcher + " " + outcome.describe() + (said.empty() ? "" : ": " + said);
 }

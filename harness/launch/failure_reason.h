@@ -19,6 +19,9 @@ namespace harness {
 // "mpirun exit code 1: There are not enough slots available in the system to satisfy the 4
 //  slots that were requested by the application: harness"
 //                                              the launcher's own message (launcher_message)
+// "mpirun exit code 255: no rank started: mpirun could not start its daemon on every host (the
+//  remote shell said: ssh: Could not resolve hostname nodeb: Name or service not known)"
+//                                              a host mpirun could not reach
 // "mpirun exit code 3"                        otherwise: `launcher` and how it ended
 // The rank that failed first is named, not another that failed after it (failure_reason.cpp has
 // the order). `log_head`: the log's first lines, where a launcher that fails before starting the

@@ -70,6 +70,9 @@ struct JobResult {
   double started_at = 0;     // wall clock, seconds since the epoch
   double finished_at = 0;
   std::string job_id;        // the scheduler's own id of the job, for records ("" locally)
+  // The node the job's script ran on (a cluster's: its batch host, where rank 0 runs), as the job
+  // itself wrote it; "" locally (this machine, or the local launcher's hosts).
+  std::string host;
 };
 
 // The end of a local process: completed, failed, timed out or interrupted.

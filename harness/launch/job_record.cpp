@@ -40,6 +40,7 @@ PointRecord record_of_ended_job(const std::string& experiment_name, const EndedJ
   record.settings = point.settings;
   record.launch.scheduler = ended.scheduler;
   record.launch.job_id = result.job_id;
+  record.launch.host = result.host;
   record.launch.command = ended.command;
   record.launch.threads_per_rank = ended.threads_per_rank;
   record.launch.outcome = result.reason.empty() ? outcome.describe() : result.reason;
@@ -62,7 +63,15 @@ PointRecord record_of_ended_job(const std::string& experiment_name, const EndedJ
           describe_rank_progress(read_rank_progress(rank_progress_directory(job.measurements_path)), job.ranks,
                                  result.finished_at > 0 ? static_cast<int64_t>(result.finished_at * 1e9)
                                                         : wall_clock_ns());
-      if (!where.empty()) failure += "; where the ranks stood: " + where;
+      if (!where.empty()) {
+        failure += "; where the ranks stood: " + where;
+      } else if (job.ranks > 0) {
+        // Each rank marks its slot as soon as MPI_Init returns: none did.
+        failure += fmt::format(
+            "; no rank started (none of the {} reached the end of MPI_Init): the launcher never "
+            "started them, as when a host cannot be reached",
+            job.ranks);
+      }
     }
     // What rank 0 had written before the job stopped (a timeout's steps so far), if anything.
     try {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include <fmt/format.h>
 
@@ -18,6 +19,32 @@
 #include "harness/launch/slurm_commands.h"
 
 namespace harness {
+namespace {
+
+// Whether the user chose how mpirun reaches its hosts (another agent than ssh, or ssh's
+// arguments): on mpirun's command line, in the environment or in a parameter file. The harness
+// then leaves it as they chose.
+bool user_configures_remote_shell(const std::vector<std::string>& mpirun_args) {
+  const auto names_it = [](std::string_view text) {
+    return text.find("rsh_agent") != std::string_view::npos || text.find("rsh_args") != std::string_view::npos;
+  };
+  if (std::ranges::any_of(mpirun_args, names_it)) return true;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string_view variable(*entry);
+    if (variable.starts_with("OMPI_MCA_") && names_it(variable.substr(0, variable.find('=')))) return true;
+  }
+  const char* home = std::getenv("HOME");
+  for (const std::string& file : {std::string(home != nullptr ? home : "") + "/.openmpi/mca-params.conf",
+                                  std::string("/etc/openmpi/openmpi-mca-params.conf")}) {
+    std::ifstream in(file);
+    for (std::string line; std::getline(in, line);) {
+      if (!line.starts_with("#") && names_it(line)) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
 
 const std::vector<OptionRow<LocalOptions>>& local_option_rows() {
   static const std::vector<OptionRow<LocalOptions>> rows = {
@@ -102,10 +129,13 @@ LocalScheduler::LocalScheduler(LocalOptions options)
     : LocalScheduler(std::move(options), usable_cpus(), ::geteuid() == 0, current_allocation()) {}
 
 void LocalScheduler::check_available() const {
-  // Otherwise every point's mpirun fails with exit code 2 and the reason is only in its log.
+  // Otherwise every point's mpirun fails with exit code 2 and the reason is only in its log. The
+  // experiment asks for what this user cannot have, as it might ask for too many ranks: bad input
+  // (exit 2), not a failure to launch.
   if (options_.simulate_hosts && !is_root_) {
-    throw LaunchError("launcher.simulate_hosts: simulated hosts need root (each is a UTS namespace, "
-                      "unshare(CLONE_NEWUTS)); run as root or list real hosts without \"simulate_hosts\"");
+    throw ConfigError(
+        "launcher.simulate_hosts: simulated hosts need root (each is a UTS namespace, "
+        "unshare(CLONE_NEWUTS)); run as root or list real hosts without \"simulate_hosts\"");
   }
   if (allocation_.inside()) return;  // srun, found when the allocation was read
   if (find_program("mpirun").empty()) {
@@ -279,6 +309,13 @@ std::vector<std::string> LocalScheduler::host_arguments(const JobSpec& job) cons
     const bool user_sets_yield = std::ranges::find(options_.mpirun_args, "mpi_yield_when_idle") !=
                                  options_.mpirun_args.end();
     if (job.ranks > cores_ && !user_sets_yield) argv.insert(argv.end(), {"--mca", "mpi_yield_when_idle", "1"});
+  } else if (!user_configures_remote_shell(options_.mpirun_args) && !find_program("ssh").empty()) {
+    // mpirun starts its daemon on each host through ssh, which waits as long as TCP does for a
+    // host that does not answer (measured here: a silent address held mpirun for the 700 s it was
+    // given; with ConnectTimeout=5 it failed in 5.3 s): the point would wait out its timeout_s
+    // with no rank started. No prompt could be answered either (the job has no terminal).
+    argv.insert(argv.end(),
+                {"--mca", "plm_rsh_args", fmt::format("-o ConnectTimeout={} -o BatchMode=yes", kSshConnectTimeoutS)});
   }
   return argv;
 }

@@ -19,7 +19,9 @@ struct LocalOptions {
   int max_parallel = 1;
   std::vector<std::string> mpirun_args;  // before the rank program, e.g. ["--mca", "btl", "self,vader"]
   // Hosts that mpirun starts ranks on (through ssh, as mpirun --host does); a point with `nodes`
-  // N runs on the first N. Empty: this machine only.
+  // N runs on the first N. Empty: this machine only. Unless the user configures mpirun's remote
+  // shell (plm_rsh_agent, plm_rsh_args), ssh is given a connect timeout (kSshConnectTimeoutS), so
+  // that a host that does not answer fails the point then, not at its timeout_s.
   std::vector<std::string> hosts;
   // The hosts are simulated on this machine, each a UTS namespace of that name (harness
   // simulated-node), with TCP over the loopback between them: multi-node runs without a cluster.
@@ -27,6 +29,9 @@ struct LocalOptions {
 };
 
 const std::vector<OptionRow<LocalOptions>>& local_option_rows();
+
+// How long ssh may take to reach a host and exchange its banner before mpirun gives the host up.
+inline constexpr int kSshConnectTimeoutS = 20;
 
 // The SLURM allocation the harness runs in, from its environment.
 struct Allocation {

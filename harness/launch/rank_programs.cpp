@@ -90,6 +90,7 @@ BuildFacts probe_build(const NamedBuild& build, const std::string& path) {
 
 RankPrograms RankPrograms::probe(const Experiment& experiment, const std::string& self) {
   RankPrograms programs(self);
+  programs.set_keys_ = experiment.set_keys;
   for (const NamedBuild& build : experiment.builds) {
     const std::string path = absolute_path(build.path);
     programs.builds_[build.name] = Build{path, probe_build(build, path), file_fingerprint(path)};
@@ -99,6 +100,7 @@ RankPrograms RankPrograms::probe(const Experiment& experiment, const std::string
 
 RankPrograms RankPrograms::unprobed(const Experiment& experiment, const std::string& self) {
   RankPrograms programs(self);
+  programs.set_keys_ = experiment.set_keys;
   for (const NamedBuild& build : experiment.builds) programs.builds_[build.name] = Build{absolute_path(build.path), {}, ""};
   return programs;
 }
@@ -118,7 +120,7 @@ const std::string& RankPrograms::path_for(const PointSettings& settings) const {
 
 Json RankPrograms::worker_settings_for(const PointSettings& settings) const {
   const Build* build = build_of(settings);
-  return worker_settings(settings, build != nullptr && build->facts ? &*build->facts : nullptr);
+  return worker_settings(settings, build != nullptr && build->facts ? &*build->facts : nullptr, set_keys_);
 }
 
 std::optional<BuildProvenance> RankPrograms::provenance_for(const PointSettings& settings) const {
@@ -128,6 +130,7 @@ std::optional<BuildProvenance> RankPrograms::provenance_for(const PointSettings&
   if (build->facts) {
     provenance.version = build->facts->version;
     provenance.commit = build->facts->commit;
+    provenance.settings = settings_run_by(*build->facts, worker_settings_for(settings));
   }
   return provenance;
 }

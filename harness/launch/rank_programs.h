@@ -8,6 +8,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "harness/results/record.h"
@@ -28,9 +29,11 @@ class RankPrograms {
   static RankPrograms unprobed(const Experiment& experiment, const std::string& self);
 
   const std::string& path_for(const PointSettings& settings) const;
-  // The point worker's --settings (builds.h: worker_settings).
+  // The point worker's --settings (builds.h: worker_settings): for a named build, only what the
+  // experiment sets and the launch decides.
   Json worker_settings_for(const PointSettings& settings) const;
-  // What the point's record says of its build; nothing for the running harness.
+  // What the point's record says of its build, with the settings it ran with (its own defaults
+  // under what it was sent) when it was probed; nothing for the running harness.
   std::optional<BuildProvenance> provenance_for(const PointSettings& settings) const;
   // What every probed build said of itself, by name (for validate_builds).
   std::map<std::string, BuildFacts> facts() const;
@@ -45,6 +48,7 @@ class RankPrograms {
 
   std::string self_;
   std::map<std::string, Build> builds_;
+  std::set<std::string> set_keys_;  // the experiment's (Experiment::set_keys)
 };
 
 }  // namespace harness

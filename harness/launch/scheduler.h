@@ -50,8 +50,9 @@ class Scheduler {
  public:
   virtual ~Scheduler() = default;
   virtual std::string_view name() const = 0;
-  // Throws LaunchError when this scheduler cannot run here at all (mpirun missing, say), so that
-  // `harness run` stops before the first point.
+  // Throws LaunchError when this scheduler cannot run here at all (mpirun missing, say), or
+  // ConfigError when the experiment asks for what this user cannot have (simulated hosts without
+  // root), so that `harness run` stops before the first point.
   virtual void check_available() const = 0;
   // What one job may ask for; validation refuses more before anything runs.
   virtual ResourceLimits limits() const = 0;

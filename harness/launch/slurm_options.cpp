@@ -62,6 +62,9 @@ constexpr OwnedOption kRefusedOptions[] = {
      "the harness stops each point at its time limit itself (option \"time_limit_s\")"},
     {"wait", 'W', "sbatch would not return until the job ended, so the sweep would run one job at a time"},
     {"hold", 'H', "a held job's points would wait in the queue until someone released it"},
+    {"begin", 'b',
+     "the job's points would wait in the queue until that time (the harness submits a job when its points are to "
+     "run)"},
     {"test-only", 0, "sbatch would only say when the job could start and submit nothing"},
     // ALL (the default) and ALL,NAME=value pass; exports_all() lets them through.
     {"export", 0,

@@ -47,7 +47,7 @@ struct SlurmOptions {
   bool overcommit = false;
   // More "#SBATCH" options: "--mail-type=END"; none that the harness sets itself (--job-name,
   // --time, --array, ...) or that would leave a job it cannot follow (--requeue, --clusters,
-  // --signal, --export=NONE, --wait, --hold, --test-only), which are refused with the reason.
+  // --signal, --export=NONE, --wait, --hold, --begin, --test-only), which are refused with the reason.
   std::vector<std::string> sbatch;
   std::vector<std::string> setup;   // shell lines before the ranks start: "module load openmpi"
   SlurmMode mode = SlurmMode::kAuto;

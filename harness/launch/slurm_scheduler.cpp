@@ -312,6 +312,7 @@ std::vector<JobResult> SlurmScheduler::collect(bool may_query) {
     result.end = verdict->end;
     result.reason = verdict->reason;
     result.job_id = tracked.follow.slurm_id;
+    result.host = status.host;
     result.started_at = status.started ? status.started_at : tracked.follow.submitted_at;
     result.finished_at = point_ended_at(status, tracked.follow, now);
     result.outcome.exited = status.finished;

@@ -1,8 +1,6 @@
 #include "harness/launch/sweep_runner.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
 #include <filesystem>
 #include <iterator>
 #include <ostream>
@@ -22,31 +20,6 @@
 
 namespace harness {
 namespace fs = std::filesystem;
-
-namespace {
-
-// "<path>: <problem>" read errors name the file first; a message that names it already says so
-// once.
-std::string without_path(const std::string& problem, const std::string& path) {
-  return problem.rfind(path + ": ", 0) == 0 ? problem.substr(path.size() + 2) : problem;
-}
-
-// Whether a record's build is the build a point would run now: the same binary (its path and
-// bytes), of the same version and commit. A rebuilt base must be measured again.
-bool same_build(const std::optional<BuildProvenance>& recorded, const std::optional<BuildProvenance>& now) {
-  if (!recorded || !now) return !recorded && !now;
-  return recorded->path == now->path && recorded->version == now->version && recorded->commit == now->commit &&
-         !now->fingerprint.empty() && recorded->fingerprint == now->fingerprint;
-}
-
-// A record whose timings mean what this version's do, so that a resumed study does not report
-// two meanings side by side: training records from kStepMeansSince on (before, a step was one
-// rank's times), the others from kTimingsComparableSince.
-bool timed_as_now(const PointRecord& record) {
-  return record.schema_version >= (record.settings.kind == Kind::kTrain ? kStepMeansSince : kTimingsComparableSince);
-}
-
-}  // namespace
 
 SweepRunner::SweepRunner(const Experiment& experiment, const std::vector<Point>& points,
                          Scheduler& scheduler, const ResultsDirectory& directory,
@@ -99,69 +72,6 @@ std::string SweepRunner::label(const Point& point) const {
                      describe_point(experiment_, point));
 }
 
-void SweepRunner::set_aside_unreadable(const std::vector<StoredRecord>& stored) {
-  for (const auto& file : stored) {
-    if (file.record) continue;
-    const std::string aside = file.path + ".unreadable";
-    std::error_code error;
-    fs::rename(file.path, aside, error);
-    out_ << fmt::format("harness: warning: {} is not a complete record ({}); its point runs again{}\n",
-                        file.path, without_path(file.problem, file.path),
-                        error ? "" : fmt::format(" (the file is kept as {})", aside));
-  }
-}
-
-bool SweepRunner::keeps(const PointRecord& record) const {
-  if (record.ok()) return true;
-  // Ending the same way again is all an unchanged run of these would do.
-  return options_.retry_failed &&
-         (record.status == PointStatus::kTimeout || record.status == PointStatus::kOutOfMemory ||
-          record.status == PointStatus::kCancelled);
-}
-
-std::multimap<PointKey, const StoredRecord*> SweepRunner::by_point_key(const std::vector<StoredRecord>& stored) {
-  // Each key once: a resumed sweep of thousands of points looked every record's up per point.
-  std::multimap<PointKey, const StoredRecord*> keyed;
-  for (const auto& file : stored) {
-    if (file.record) keyed.emplace(PointKey(file.record->settings, file.record->repeat), &file);
-  }
-  return keyed;
-}
-
-std::optional<PointStatus> SweepRunner::adopt_earlier_record(const Point& point,
-                                                             const std::multimap<PointKey, const StoredRecord*>& stored) {
-  const std::string own_path = directory_.record_path(point.id);
-  const StoredRecord* found = nullptr;
-  const auto [first, last] = stored.equal_range(point.key);
-  for (auto it = first; it != last; ++it) {
-    const StoredRecord& file = *it->second;
-    // Only records of this harness version (and of the same build binary): another version may
-    // measure differently.
-    if (!keeps(*file.record) || !timed_as_now(*file.record) ||
-        file.record->provenance.harness_version != kHarnessVersion ||
-        !same_build(file.record->build, options_.rank_programs.provenance_for(point.settings))) {
-      continue;
-    }
-    if (found == nullptr || file.path == own_path) found = &file;
-  }
-  if (found == nullptr) return std::nullopt;
-  if (found->path == own_path) return found->record->status;
-  // The sweep changed and the point moved: its record and log follow it.
-  PointRecord record = *found->record;
-  const std::string old_id = record.id;
-  record.id = point.id;
-  record.index = point.index;
-  try {
-    write_file_atomically(own_path, to_json(record).dump(1));
-  } catch (const Error&) {
-    return std::nullopt;  // cannot move it: run the point again
-  }
-  remove_if_present(found->path);
-  std::error_code ignored;
-  fs::rename(directory_.log_path(old_id), directory_.log_path(point.id), ignored);
-  return record.status;
-}
-
 bool SweepRunner::record_ended(const JobResult& ended, Progress& progress) {
   const auto found = in_flight_.find(ended.id);
   if (found == in_flight_.end()) return false;
@@ -171,8 +81,8 @@ bool SweepRunner::record_ended(const JobResult& ended, Progress& progress) {
   std::error_code ignored;
   const auto remove_progress = [&] { fs::remove_all(rank_progress_directory(job.job.measurements_path), ignored); };
   if (ended.end == JobEnd::kInterrupted) {
-    // No new record (an earlier one and its log, if any, stay): a later run decides on that as
-    // on any.
+    // No new record (an earlier one, set aside with its log when the job was submitted, waits
+    // there): a later run decides on that as on any.
     remove_if_present(job.job.measurements_path);
     drop_job_files(job);
     remove_progress();
@@ -180,6 +90,9 @@ bool SweepRunner::record_ended(const JobResult& ended, Progress& progress) {
     in_flight_.erase(found);
     return false;
   }
+  // Only an ok record replaces an earlier one; anything less leaves it aside (a rename: it works
+  // on a full disk too).
+  set_aside_own_record(*job.point);
   take_up_job_files(job);
   std::string remark;
   std::vector<std::string> details;
@@ -193,18 +106,15 @@ bool SweepRunner::record_ended(const JobResult& ended, Progress& progress) {
   bool written = true;
   try {
     write_file_atomically(directory_.record_path(record.id), to_json(record).dump(1));
+    if (record.ok()) remove_superseded_of(*job.point);
     // Its measurements go once the ledger no longer names the job (settle_measurements).
     settled_.insert(job.point->id);
   } catch (const Error& error) {
-    // A point without a record is lost, whatever its job did: it fails, and its data stays. An
-    // earlier record of it goes aside (.superseded), so that neither this run's report nor a
-    // later run takes it for this run's result.
+    // A point without a record is lost, whatever its job did: it fails, and its data stays. Its
+    // earlier record waits aside, where neither this run's report nor a later run takes it for
+    // this run's result.
     written = false;
     ++records_not_written_;
-    const std::string earlier = directory_.record_path(record.id);
-    if (::rename(earlier.c_str(), (earlier + ".superseded").c_str()) != 0 && errno != ENOENT) {
-      remove_if_present(earlier);
-    }
     // Where rank 0 could not write its measurements either (the same full or read-only disk),
     // there are none to point to.
     std::error_code missing;
@@ -228,40 +138,6 @@ bool SweepRunner::record_ended(const JobResult& ended, Progress& progress) {
   progress.finished(job.label, outcome_text, ended.outcome.wall_time_s, details);
   in_flight_.erase(found);
   return !written || !record.ok();
-}
-
-SweepRunner::Triage SweepRunner::triage_points(Submit submit, SweepOutcome& result) {
-  Triage triage;
-  const std::vector<StoredRecord> stored = read_stored_records(directory_);
-  // A job in flight is followed even when an earlier record of its point is still there: records
-  // stay until their replacements are written.
-  std::set<std::pair<std::string, std::string>> submitted;
-  for (const auto& entry : read_ledger(directory_).entries) submitted.insert({entry.point_id, entry.key});
-  const auto in_ledger = [&](const Point& point) { return submitted.count({point.id, point.key.hash()}) > 0; };
-  if (submit == Submit::kAll) {
-    set_aside_unreadable(stored);
-    const std::multimap<PointKey, const StoredRecord*> keyed = by_point_key(stored);
-    for (const auto& point : points_) {
-      const auto status =
-          options_.fresh || in_ledger(point) ? std::nullopt : adopt_earlier_record(point, keyed);
-      if (status) {
-        triage.kept[&point] = *status;
-        ++result.kept;
-        if (*status != PointStatus::kOk) ++result.kept_not_ok[std::string(status_name(*status))];
-        settled_.insert(point.id);  // measurements an interrupted run left of it
-      } else {
-        triage.without_record.push_back(&point);
-      }
-    }
-  } else {
-    for (const auto& point : points_) {
-      std::error_code missing;
-      if (in_ledger(point) || !fs::exists(directory_.record_path(point.id), missing)) {
-        triage.without_record.push_back(&point);
-      }
-    }
-  }
-  return triage;
 }
 
 std::map<const Point*, double> SweepRunner::earlier_durations_s() const {
@@ -354,7 +230,12 @@ SweepOutcome SweepRunner::loop(Submit submit, bool follow) {
   // scheduler that groups short points (SLURM's auto mode).
   std::map<const Point*, double> earlier_s;
   if (submit == Submit::kAll && scheduler_.jobs_outlive_harness()) earlier_s = earlier_durations_s();
-  if (submit == Submit::kAll) to_run = points_to_submit(triage.without_record);
+  if (submit == Submit::kAll) {
+    to_run = points_to_submit(triage.without_record);
+    // Before any job: a refused or interrupted submission must not leave them to pass for this
+    // run's, nor a point that Ctrl-C kept from being submitted.
+    set_aside_records_of(to_run, triage.stored);
+  }
   if (!to_run.empty()) {
     std::vector<JobSpec> jobs;
     for (const Point* point : to_run) jobs.push_back(job_for(*point, directory_, options_.rank_programs, run_id_));
@@ -390,6 +271,7 @@ SweepOutcome SweepRunner::loop(Submit submit, bool follow) {
   }
   result.in_flight = static_cast<int>(in_flight_.size());
   result.records_not_written = records_not_written_;
+  result.waiting_aside = points_waiting_aside(triage);
   result.interrupted = interrupt_requested();
   return result;
 }

@@ -9,9 +9,12 @@
 // submitted again, even when an older record of its point is still there. On Ctrl-C every job in
 // flight is cancelled and the points finished so far are kept.
 //
-// Durability: a point's old record stays until its new one is written (so a refused submission or
-// Ctrl-C leaves it); rank 0's measurements files stay until the record is durable and the saved
-// ledger no longer names the job. A point whose record cannot be written fails.
+// Durability: a point that runs again has its earlier records set aside before its job is
+// submitted (superseded_records.h: renamed, not deleted), so that a refused submission, Ctrl-C or
+// a failure leaves them, and no report takes them for this run's; a new ok record removes them, a
+// later run without --fresh takes an ok one back. Rank 0's measurements files stay until the
+// record is durable and the saved ledger no longer names the job. A point whose record cannot be
+// written fails.
 //
 // The caller holds the directory's lock (results_directory.h) while a runner writes into it.
 #pragma once
@@ -61,6 +64,9 @@ struct SweepOutcome {
   // Points whose job ended but whose record could not be written (counted in failed too); their
   // measurements stay in logs/.
   int records_not_written = 0;
+  // Points this run left without an ok record whose earlier ok record waits aside
+  // (points/<id>.json.superseded): a run without --fresh takes it back.
+  int waiting_aside = 0;
   bool interrupted = false;
   std::vector<PointState> states;  // by `collect`
 };
@@ -104,6 +110,12 @@ class SweepRunner {
   struct Triage {
     std::vector<const Point*> without_record;  // no record kept (or a job in the ledger)
     std::map<const Point*, PointStatus> kept;  // earlier records this run keeps
+    std::vector<StoredRecord> stored;          // what points/ held
+  };
+  // A record set aside (superseded_records.h).
+  struct RecordAside {
+    std::string path;
+    bool ok = false;
   };
   Triage triage_points(Submit submit, SweepOutcome& result);
   // How long each point took before, by estimate_sweep.
@@ -115,9 +127,25 @@ class SweepRunner {
                          const std::map<const Point*, double>& earlier_s, class Progress& progress,
                          SweepOutcome& result);
   // The status of a record of `point` from an earlier run that this run keeps (moved to the
-  // point's own id), or nothing; `stored` by their points' keys (by_point_key).
+  // point's own id; one set aside is taken back), or nothing; `stored` (records in points/) and
+  // `aside` (records set aside) by their points' keys (by_point_key).
   std::optional<PointStatus> adopt_earlier_record(const Point& point,
-                                                  const std::multimap<PointKey, const StoredRecord*>& stored);
+                                                  const std::multimap<PointKey, const StoredRecord*>& stored,
+                                                  const std::multimap<PointKey, const StoredRecord*>& aside);
+  // Sets aside every record of `stored` whose key is that of a point in `to_run`, before their
+  // jobs are submitted.
+  void set_aside_records_of(const std::vector<const Point*>& to_run, const std::vector<StoredRecord>& stored);
+  // Sets one record of the point with `key` aside (a warning when it cannot be).
+  void set_aside(const PointKey& key, const StoredRecord& file);
+  // Sets aside a record at `point`'s own path when its job ends, before the job's log becomes the
+  // point's: a run sets its points' records aside when it submits their jobs, but a job followed
+  // from the ledger may find one there (left by an older harness, or put back by hand).
+  void set_aside_own_record(const Point& point);
+  void forget_aside(const PointKey& key, const std::string& path);
+  // Removes the records set aside of `point`: it has a new ok record.
+  void remove_superseded_of(const Point& point);
+  // How many points neither kept nor recorded ok by this run have an ok record waiting aside.
+  int points_waiting_aside(const Triage& triage) const;
   static std::multimap<PointKey, const StoredRecord*> by_point_key(const std::vector<StoredRecord>& stored);
   bool keeps(const PointRecord& record) const;
   // Moves files in points/ that are not complete records aside (warning once), so that their
@@ -164,6 +192,7 @@ class SweepRunner {
   JobLedger ledger_;
   std::map<JobId, InFlight> in_flight_;
   std::set<std::string> settled_;  // ids of points whose measurements files may go
+  std::multimap<PointKey, RecordAside> superseded_;  // records set aside, by their points' keys
   int records_not_written_ = 0;
   std::set<JobId> not_cancelled_;  // asked to cancel, still running: kept in the ledger
   std::optional<std::set<JobId>> saved_ledger_ids_;  // the jobs the ledger on disk names

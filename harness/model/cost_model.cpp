@@ -146,12 +146,17 @@ BackendCostFit fit_cost_model(const std::string& backend, const std::vector<Cost
     samples.push_back(s);
     sizes.insert(s.bytes);
   }
-  if (samples.empty()) throw Error(fmt::format("{}: no comm record with 2 or more ranks to fit", backend));
-  if (sizes.size() < 2) throw Error(fmt::format("{}: the fit needs two or more message sizes, the records have {}", backend, sizes.size()));
+  // Records that cannot be fitted are the input's fault, as a bad experiment file is: exit 2.
+  if (samples.empty()) throw ConfigError(fmt::format("{}: no comm record with 2 or more ranks to fit", backend));
+  if (sizes.size() < 2) {
+    throw ConfigError(
+        fmt::format("{}: the fit needs two or more message sizes, the records have {}", backend, sizes.size()));
+  }
   if (std::none_of(samples.begin(), samples.end(), [](const CostSample& s) { return s.reduce_probe_s > 0; })) {
-    throw Error(fmt::format("{}: the records have no reduction probe (written before record schema 5): run the comm "
-                            "benchmark again",
-                            backend));
+    throw ConfigError(
+        fmt::format("{}: the records have no reduction probe (written before record schema 5): run "
+                    "the comm benchmark again",
+                    backend));
   }
   fit.parameters.gamma_s_per_byte = fit_gamma(samples, fit.gamma_probe_rms_relative);
 
@@ -212,6 +217,7 @@ Json to_json(const BackendCostFit& fit) {
   }
   return {{"backend", fit.backend},
           {"across_nodes", fit.across_nodes},
+          {"build", fit.build},
           {"form", form_entry(fit.form).name},
           {"formula", cost_formula(fit.form)},
           {"alpha_us", 1e6 * fit.parameters.alpha_s},

@@ -56,6 +56,7 @@ struct CostResidual {
 struct BackendCostFit {
   std::string backend;
   bool across_nodes = false;  // fitted to records that ran on more than one host (sample_groups.h)
+  std::string build;          // the harness build whose records it fits ("" = the running harness)
   CostForm form = CostForm::kRing;
   CostParameters parameters;
   std::vector<CostResidual> residuals;  // by ranks, then size

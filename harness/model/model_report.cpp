@@ -41,7 +41,7 @@ std::size_t distinct_sizes(const BackendCostFit& fit) {
 std::string fit_table(const CostModel& model) {
   using Row = const BackendCostFit*;
   const std::vector<ConsoleColumn<Row>> columns = {
-      {"backend", "", 10, true, [](Row f) { return group_label(f->backend, f->across_nodes); }},
+      {"backend", "", 10, true, [](Row f) { return group_label(f->backend, f->across_nodes, f->build); }},
       {"alpha", "us", 8, false, [](Row f) { return fmt::format("{:.2f}", 1e6 * f->parameters.alpha_s); }},
       {"beta", "ns/B", 8, false, [](Row f) { return fmt::format("{:.4f}", 1e9 * f->parameters.beta_s_per_byte); }},
       {"1/beta", "GB/s", 7, false, [](Row f) { return rate(f->parameters.beta_s_per_byte); }},
@@ -64,7 +64,8 @@ std::string residual_table(const CostModel& model) {
   std::set<int64_t> sizes;
   for (const auto& fit : model.fits) {
     for (const auto& r : fit.residuals) {
-      const std::string name = fmt::format("{} p={}", group_label(fit.backend, fit.across_nodes), r.sample.ranks);
+      const std::string name =
+          fmt::format("{} p={}", group_label(fit.backend, fit.across_nodes, fit.build), r.sample.ranks);
       auto found = std::find_if(series.begin(), series.end(), [&](const auto& s) { return s.first == name; });
       if (found == series.end()) found = series.insert(series.end(), {name, {}});
       found->second[r.sample.bytes].push_back(r.relative);
@@ -95,7 +96,7 @@ std::string fit_plot_data(const CostModel& model) {
       if (r.sample.ranks != ranks) {
         if (ranks != -1) data += "\n\n";
         ranks = r.sample.ranks;
-        data += block_title(fmt::format("{} ranks={}", group_label(fit.backend, fit.across_nodes), ranks));
+        data += block_title(fmt::format("{} ranks={}", group_label(fit.backend, fit.across_nodes, fit.build), ranks));
       }
       data += fmt::format("{} {:.6g} {:.6g}\n", r.sample.bytes, 1e6 * r.sample.time_s, 1e6 * r.fitted_s);
     }
@@ -134,14 +135,6 @@ CostModel fit_comm_run(const ResultSet& comm, const std::string& comm_dir) {
                                   "first and the training run with --predict",
                                   comm_dir));
   }
-  // Two builds' times of one backend are two backends' to a fit: it would average them.
-  std::set<std::string> builds;
-  for (const Run& run : comm.runs()) builds.insert(run.record.settings.build);
-  if (builds.size() > 1) {
-    throw ConfigError(fmt::format("{}: measured {} builds ({}); the cost model fits one: run the comm benchmark with "
-                                  "one build (--set build=NAME)",
-                                  comm_dir, builds.size(), fmt::join(builds, ", ")));
-  }
   std::vector<const PointRecord*> records;
   for (const Run& run : comm.runs()) records.push_back(&run.record);
   const SampleGroups groups = group_cost_samples(records, comm_dir);
@@ -152,9 +145,14 @@ CostModel fit_comm_run(const ResultSet& comm, const std::string& comm_dir) {
     try {
       BackendCostFit fit = fit_cost_model(group.backend, group.samples);
       fit.across_nodes = group.across_nodes;
+      fit.build = group.build;
       model.fits.push_back(std::move(fit));
     } catch (const Error& error) {
-      throw Error(fmt::format("{}: {}{}", comm_dir, group.across_nodes ? "across nodes: " : "", error.what()));
+      const std::string text = fmt::format("{}: {}{}{}", comm_dir, group.build.empty() ? "" : "build " + group.build + ": ",
+                                           group.across_nodes ? "across nodes: " : "", error.what());
+      // The run's records cannot be fitted: bad input (exit 2), as the error it wraps says.
+      if (dynamic_cast<const ConfigError*>(&error) != nullptr) throw ConfigError(text);
+      throw Error(text);
     }
   }
   model.hosts = static_cast<int>(groups.hosts.size());
@@ -162,9 +160,21 @@ CostModel fit_comm_run(const ResultSet& comm, const std::string& comm_dir) {
   return model;
 }
 
-std::map<std::string, BackendCostFit> prediction_fits(const CostModel& model, std::vector<std::string>& notes) {
+std::map<std::string, BackendCostFit> prediction_fits(const CostModel& model, const std::set<std::string>& train_builds,
+                                                      std::vector<std::string>& notes) {
+  std::set<std::string> builds;
+  for (const auto& fit : model.fits) builds.insert(fit.build);
+  // Fits of several builds: the training run's one build picks whose.
+  const bool by_build = builds.size() > 1;
+  if (by_build && (train_builds.size() != 1 || builds.count(*train_builds.begin()) == 0)) {
+    throw ConfigError(fmt::format(
+        "--predict: {} fitted {} builds ({}): expected a training run of one of them, got a run of build(s) {}",
+        model.comm_dir, builds.size(), fmt::join(builds, ", "),
+        train_builds.empty() ? std::string("none") : fmt::format("{}", fmt::join(train_builds, ", "))));
+  }
   std::map<std::string, BackendCostFit> fits;
   for (const auto& fit : model.fits) {
+    if (by_build && fit.build != *train_builds.begin()) continue;
     const auto found = fits.find(fit.backend);
     if (found == fits.end()) {
       fits[fit.backend] = fit;
@@ -238,10 +248,11 @@ std::vector<std::string> write_cost_model(const CostModel& model, const ResultSe
                      {"backends", fits}};
   std::vector<std::string> written = {model.comm_dir + "/model.json", model.comm_dir + "/model.csv"};
   write_file_atomically(written[0], json.dump(2) + "\n");
-  std::string csv = "backend,across_nodes,ranks,bytes,measured_s,fitted_s,relative_residual\n";
+  std::string csv = "backend,across_nodes,build,ranks,bytes,measured_s,fitted_s,relative_residual\n";
   for (const auto& fit : model.fits) {
     for (const auto& r : fit.residuals) {
-      csv += fmt::format("{},{},{},{},{},{},{}\n", fit.backend, fit.across_nodes, r.sample.ranks, r.sample.bytes, csv_number(r.sample.time_s),
+      csv += fmt::format("{},{},{},{},{},{},{},{}\n", fit.backend, fit.across_nodes, fit.build, r.sample.ranks,
+                         r.sample.bytes, csv_number(r.sample.time_s),
                          csv_number(r.fitted_s), csv_number(r.relative));
     }
   }

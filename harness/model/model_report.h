@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -30,8 +31,11 @@ CostModel fit_comm_run(const ResultSet& comm, const std::string& comm_dir);
 
 // The fit each backend's training configurations are predicted with: its fit across nodes where
 // the comm run has one (predictions reach rank counts that clusters run across nodes), else its
-// one-node fit. A line in `notes` for each backend that had both.
-std::map<std::string, BackendCostFit> prediction_fits(const CostModel& model, std::vector<std::string>& notes);
+// one-node fit. A line in `notes` for each backend that had both. When the comm run fitted several
+// builds, those of the training run's one build (`train_builds`, the values of its setting
+// `build`); throws ConfigError when it has several, or one the comm run did not fit.
+std::map<std::string, BackendCostFit> prediction_fits(const CostModel& model, const std::set<std::string>& train_builds,
+                                                      std::vector<std::string>& notes);
 
 std::string cost_model_console(const CostModel& model);
 std::string prediction_console(const TrainingPrediction& prediction);

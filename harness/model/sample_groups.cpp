@@ -11,8 +11,9 @@
 
 namespace harness {
 
-std::string group_label(const std::string& backend, bool across_nodes) {
-  return across_nodes ? backend + " across nodes" : backend;
+std::string group_label(const std::string& backend, bool across_nodes, const std::string& build) {
+  const std::string label = across_nodes ? backend + " across nodes" : backend;
+  return build.empty() ? label : label + ", build " + build;
 }
 
 namespace {
@@ -27,7 +28,7 @@ void drop_groups_left_without_two_sizes(SampleGroups& out, const std::map<std::s
     if (sizes.size() >= 2) return false;
     out.left_out.push_back(fmt::format("{} not fitted: {} of the run's sizes lie above its crossover, and a fit needs "
                                        "two (run the comm benchmark to larger sizes, or with the crossover at 0)",
-                                       group_label(group.backend, group.across_nodes), sizes.size()));
+                                       group_label(group.backend, group.across_nodes, group.build), sizes.size()));
     return true;
   });
 }
@@ -63,10 +64,13 @@ SampleGroups group_cost_samples(const std::vector<const PointRecord*>& records, 
                                     "only (leave its multi-node points out of the comm run)",
                                     comm_dir, hosts.size()));
     }
+    const std::string& build = record->settings.build;
     auto group = std::find_if(out.groups.begin(), out.groups.end(), [&](const SampleGroup& g) {
-      return g.backend == backend && g.across_nodes == across_nodes;
+      return g.backend == backend && g.across_nodes == across_nodes && g.build == build;
     });
-    if (group == out.groups.end()) group = out.groups.insert(out.groups.end(), SampleGroup{backend, across_nodes, {}});
+    if (group == out.groups.end()) {
+      group = out.groups.insert(out.groups.end(), SampleGroup{backend, across_nodes, build, {}});
+    }
     // Sizes the backend handed to MPI_Allreduce (below its crossover setting) time MPI, not it.
     const BackendInfo* info = backend_or_null(backend);
     const bool ring_before_its_crossover = backend == "ring" && record->schema_version < kRingCrossoverSince;

@@ -5,7 +5,9 @@
 //   - one-node points move bytes through memory, multi-node points through the network: pooled,
 //     β would describe neither link, so a backend gets one fit per side of that line
 //     ("ring" and "ring across nodes"). hier runs two levels at once across nodes and has its
-//     form on one node only: its multi-node points are refused.
+//     form on one node only: its multi-node points are refused;
+//   - two harness builds in one run (study/builds.h: base and head) are two codes: each build's
+//     records get fits of their own ("ring, build base" and "ring, build head").
 #pragma once
 
 #include <set>
@@ -20,6 +22,7 @@ namespace harness {
 struct SampleGroup {
   std::string backend;
   bool across_nodes = false;  // its records ran on more than one host
+  std::string build;          // the setting `build` of its records ("" = the running harness)
   std::vector<CostSample> samples;
 };
 
@@ -30,8 +33,8 @@ struct SampleGroups {
   int max_ranks = 0;
 };
 
-// "ring", "ring across nodes": a fit's name in tables, files and plots.
-std::string group_label(const std::string& backend, bool across_nodes);
+// "ring", "ring across nodes", "ring, build base": a fit's name in tables, files and plots.
+std::string group_label(const std::string& backend, bool across_nodes, const std::string& build = "");
 
 // Groups the ok comm records on device cpu of `records`. Throws ConfigError naming `comm_dir`
 // for hier across nodes, and when no record is left to fit.

@@ -59,17 +59,24 @@ bool ended_by_the_scheduler(PointStatus status) {
 }
 
 Json to_json(const BuildProvenance& build) {
-  return {{"name", build.name},
-          {"path", build.path},
-          {"version", build.version},
-          {"commit", build.commit},
-          {"fingerprint", build.fingerprint}};
+  Json json = {{"name", build.name},
+               {"path", build.path},
+               {"version", build.version},
+               {"commit", build.commit},
+               {"fingerprint", build.fingerprint}};
+  if (!build.settings.empty()) json["settings"] = build.settings;
+  return json;
 }
 
 BuildProvenance build_provenance_from_json(const Json& json, const std::string& where) {
   const Fields fields(json, where);
-  return {fields.text("name"), fields.text("path"), fields.text("version"), fields.text("commit"),
-          fields.text("fingerprint")};
+  BuildProvenance build{fields.text("name"), fields.text("path"), fields.text("version"), fields.text("commit"),
+                        fields.text("fingerprint")};
+  if (fields.has("settings")) {
+    build.settings = fields.at("settings");
+    if (!build.settings.is_object()) fields.fail("settings", "an object of setting values");
+  }
+  return build;
 }
 
 Json to_json(const PointRecord& record) {
@@ -92,6 +99,7 @@ Json to_json(const PointRecord& record) {
                     {"threads_per_rank", record.launch.threads_per_rank},
                     {"outcome", record.launch.outcome},
                     {"wall_time_s", record.launch.wall_time_s}};
+  if (!record.launch.host.empty()) json["launch"]["host"] = record.launch.host;
   if (record.timing) json["timing"] = to_json(*record.timing);
   const Provenance& p = record.provenance;
   json["provenance"] = {{"harness_version", p.harness_version}, {"git_commit", p.git_commit},
@@ -144,6 +152,7 @@ PointRecord record_from_json(const Json& json, const std::string& where) {
   record.launch.threads_per_rank = static_cast<int>(launch.integer("threads_per_rank"));
   record.launch.outcome = launch.text("outcome");
   record.launch.wall_time_s = launch.number("wall_time_s");
+  if (launch.has("host")) record.launch.host = launch.text("host");
   if (fields.has("timing")) record.timing = timing_from(fields.object("timing"));
   const Fields provenance = fields.object("provenance");
   Provenance& p = record.provenance;

@@ -56,6 +56,11 @@
 //      other training ranks, where before it counted the slowest one too (half the lead with 2
 //      ranks). `harness check` compares training records only on one side of 13
 //      (kStepMeansSince).
+//  14  a named build's rank program is sent only the settings the experiment sets (and those the
+//      launch decides), so that it runs every other one at its own default, where before 14 it
+//      was sent the running harness's value of every setting it knew; the record's `build` adds
+//      `settings`, the values that build ran with; `launch.host` says which node a cluster job ran
+//      on. Timings mean what they meant in version 13.
 #pragma once
 
 #include <cstddef>
@@ -71,7 +76,7 @@
 
 namespace harness {
 
-inline constexpr int kRecordSchemaVersion = 13;
+inline constexpr int kRecordSchemaVersion = 14;
 // Records of this version and later time the same things in the same way: `harness check`
 // compares their timings, while a record older than this is compared only with its own version.
 inline constexpr int kTimingsComparableSince = 4;
@@ -302,6 +307,10 @@ std::vector<NodeRanks> node_layout(const std::vector<std::string>& hosts);
 struct LaunchInfo {
   std::string scheduler = "local";
   std::string job_id;                // the scheduler's id of the job (SLURM: "1234", "1234_5"); "" locally
+  // Version 14: the node the job's script ran on, as the job wrote it (SLURM: its batch host,
+  // rank 0's node), so that a failed point, which has no measurements, still says where it ran;
+  // "" locally and before 14.
+  std::string host;
   std::vector<std::string> command;  // exactly what was run
   int threads_per_rank = 0;
   std::string outcome;               // "exit code 0", "timed out after the 600 s limit", ...
@@ -338,6 +347,12 @@ struct BuildProvenance {
   // 16 hex digits of FNV-1a over the binary's bytes: tells two builds of one "-dirty" commit
   // apart (and a binary rebuilt at the same path). Empty when the build was not probed.
   std::string fingerprint;
+  // Version 14: every setting as that build's rank program ran the point: its own defaults, and
+  // over them the settings it was sent (those the experiment sets and the launch decides,
+  // study/builds.h). The record's `settings` are the running harness's view, which identifies
+  // the point; these can differ where the build's defaults differ. Empty when not known (before
+  // 14, or a build that was not probed).
+  Json settings = Json::object();
 };
 Json to_json(const BuildProvenance& build);
 // Throws Error "<where>: ..." for a malformed one.

@@ -41,6 +41,14 @@ void ResultsDirectory::create() const {
   }
 }
 
+void ResultsDirectory::require_own_experiment_copy() const {
+  try {
+    require_replaceable_file(experiment_copy(), "the experiment copy the harness writes (a link is never followed)");
+  } catch (const Error& error) {
+    throw ConfigError(error.what());
+  }
+}
+
 void ResultsDirectory::check_creatable() const {
   // The nearest existing folder on the way up must be a writable directory for create() to work.
   fs::path existing = fs::absolute(path_).lexically_normal();

@@ -62,6 +62,9 @@ class ResultsDirectory {
   // the experiment named `experiment_name`; anything else is refused (ConfigError), so that no other study's
   // summary is overwritten and no results land among unrelated files.
   void check_reusable_for(const std::string& experiment_name) const;
+  // Throws ConfigError when experiment.json is a symbolic link or anything but a regular file: a
+  // link's target is never read on the directory's behalf (a missing one passes).
+  void require_own_experiment_copy() const;
   // What create() would refuse, found without creating anything (plan, run --dry-run): the
   // nearest existing folder on the path is not a writable directory. Throws ConfigError.
   void check_creatable() const;

@@ -53,7 +53,8 @@ struct ScalingAnalysis {
 // fewest ranks among those whose settings are otherwise equal (timeout_s aside, and the settings
 // in `moves_with_ranks`: a weak-scaling sweep zips dataset_size with ranks, and its baseline is
 // the point of the same zip with the fewest ranks); otherwise the one equal on every key but
-// those `baseline` names, which must have its values. Times are compared per trained sample: an
+// those `baseline` names (and those in `moves_with_ranks` when it names ranks), which must have
+// its values. Times are compared per trained sample: an
 // epoch drops the last partial global batch, so with more ranks an epoch may train a few samples
 // fewer, and a plain time ratio would credit that to scaling.
 ScalingAnalysis analyse_scaling(const std::vector<ScalingInput>& runs, const Json& baseline = Json::object(),

@@ -17,29 +17,34 @@ namespace {
 constexpr std::size_t kMaxBuilds = 16;
 constexpr std::size_t kMaxPathBytes = 4096;
 
-std::vector<std::string> build_names(const Experiment& experiment) {
+std::vector<std::string> build_names(const Experiment& experiment, const std::set<std::string>& named_elsewhere) {
   std::vector<std::string> names;
   for (const auto& build : experiment.builds) names.push_back(build.name);
+  for (const auto& name : named_elsewhere) {
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  }
   return names;
 }
 
 // "one of the builds base, head" / "no builds (name them in ...)": what a value of `build` may be.
-std::string expected_builds(const Experiment& experiment) {
-  if (experiment.builds.empty()) {
+std::string expected_builds(const Experiment& experiment, const std::set<std::string>& named_elsewhere) {
+  if (experiment.builds.empty() && named_elsewhere.empty()) {
     return "no build name: the experiment names no builds (add \"builds\": {\"NAME\": \"PATH\"} or run "
            "with --build NAME=PATH)";
   }
-  return fmt::format("one of the experiment's builds ({}), or \"\" for the running harness",
-                     fmt::join(build_names(experiment), ", "));
+  return fmt::format("one of the builds named {}({}), or \"\" for the running harness",
+                     named_elsewhere.empty() ? "in the experiment " : "in the experiment or with --build ",
+                     fmt::join(build_names(experiment, named_elsewhere), ", "));
 }
 
-void check_build_value(const Experiment& experiment, const Json& value, const std::string& where) {
+void check_build_value(const Experiment& experiment, const Json& value, const std::string& where,
+                       const std::set<std::string>& named_elsewhere) {
   const std::string name = value.get<std::string>();
   if (name.empty()) return;
-  const auto names = build_names(experiment);
+  const auto names = build_names(experiment, named_elsewhere);
   if (std::find(names.begin(), names.end(), name) == names.end()) {
     throw ConfigError(fmt::format("{}: unknown build {}; expected {}", where, describe_text(name),
-                                  expected_builds(experiment)));
+                                  expected_builds(experiment, named_elsewhere)));
   }
 }
 
@@ -80,15 +85,15 @@ std::vector<NamedBuild> read_builds(const Json& block, const std::string& where)
   return builds;
 }
 
-void use_builds(Experiment& experiment, bool build_set) {
+void use_builds(Experiment& experiment, bool build_set, const std::set<std::string>& named_elsewhere) {
   const std::string& file = experiment.source_path;
-  check_build_value(experiment, Json(experiment.base.build), file + ": settings.build");
+  check_build_value(experiment, Json(experiment.base.build), file + ": settings.build", named_elsewhere);
   bool swept = false;
   for (const auto& axis : experiment.sweep) {
     if (axis.key != "build") continue;
     swept = true;
     for (std::size_t i = 0; i < axis.values.size(); ++i) {
-      check_build_value(experiment, axis.values[i], fmt::format("{}: {}[{}]", file, axis.path, i));
+      check_build_value(experiment, axis.values[i], fmt::format("{}: {}[{}]", file, axis.path, i), named_elsewhere);
     }
   }
   if (experiment.builds.empty() || swept || build_set) return;
@@ -135,21 +140,51 @@ BuildFacts parse_build_facts(const std::string& version_output, const std::strin
     throw ConfigError(fmt::format("{}: harness {} ({}): its schema lists no settings ($defs.settings)", where,
                                   facts.version, facts.commit));
   }
-  for (const auto& [key, property] : schema.at(settings).items()) facts.settings.insert(key);
+  for (const auto& [key, property] : schema.at(settings).items()) {
+    facts.settings.insert(key);
+    if (property.is_object() && property.contains("default")) facts.defaults[key] = property["default"];
+  }
   facts.backends = enum_at(schema, Json::json_pointer("/$defs/settings/properties/backend/enum"));
   facts.workloads = enum_at(schema, Json::json_pointer("/$defs/settings/properties/workload/enum"));
   return facts;
 }
 
-Json worker_settings(const PointSettings& settings, const BuildFacts* facts) {
+const std::set<std::string>& settings_the_launch_decides() {
+  static const std::set<std::string> keys = {"kind",   "ranks",     "nodes",   "ranks_per_node", "threads_per_rank",
+                                             "device", "timeout_s", "timeline"};
+  return keys;
+}
+
+Json worker_settings(const PointSettings& settings, const BuildFacts* facts, const std::set<std::string>& set_keys) {
   Json json = to_json(settings);
   json.erase("build");
   if (facts == nullptr) return json;
-  Json known = Json::object();
+  Json sent = Json::object();
   for (auto& [key, value] : json.items()) {
-    if (facts->settings.count(key) != 0) known[key] = std::move(value);
+    const bool given = set_keys.count(key) != 0 || settings_the_launch_decides().count(key) != 0;
+    if (given && facts->settings.count(key) != 0) sent[key] = std::move(value);
   }
-  return known;
+  return sent;
+}
+
+Json settings_run_by(const BuildFacts& facts, const Json& sent) {
+  Json settings = facts.defaults;
+  for (const auto& [key, value] : sent.items()) settings[key] = value;
+  return settings;
+}
+
+std::string build_order_warning(const Experiment& experiment) {
+  if (experiment.sweep.empty() || experiment.repeats < 2 || experiment.repeats % 2 == 0) return "";
+  const SweepAxis& last = experiment.sweep.back();
+  const auto paired = std::find_if(experiment.sweep.begin(), experiment.sweep.end(), [&last](const SweepAxis& axis) {
+    return axis.key == "build" && (&axis == &last || (axis.zip_group >= 0 && axis.zip_group == last.zip_group));
+  });
+  if (paired == experiment.sweep.end() || paired->values.size() < 2) return "";
+  return fmt::format("{}: repeats {} with the builds of each configuration run back to back: every second repeat "
+                     "runs them in the other order, so with an odd count {} runs second in {} of {} pairs, and the "
+                     "second point of a pair can run slower (docs/ci-gate.md); use an even number of repeats",
+                     experiment.source_path, experiment.repeats, paired->values.back().get<std::string>(),
+                     (experiment.repeats + 1) / 2, experiment.repeats);
 }
 
 void validate_builds(const Experiment& experiment, const std::vector<Point>& points,
@@ -174,7 +209,7 @@ void validate_builds(const Experiment& experiment, const std::vector<Point>& poi
                                     setting_field(experiment, point, "workload"), about(), point.settings.workload,
                                     list(build.workloads)));
     }
-    const Json values = worker_settings(point.settings, nullptr);
+    const Json values = worker_settings(point.settings, nullptr, {});
     for (const auto& [key, value] : values.items()) {
       if (build.settings.count(key) != 0 || (defaults.contains(key) && defaults[key] == value)) continue;
       throw ConfigError(fmt::format("{}: {} has no setting {}; its points must leave it at its default ({})",

@@ -27,10 +27,11 @@ namespace harness {
 std::vector<NamedBuild> read_builds(const Json& block, const std::string& where);
 
 // Checks that every value of `build` in the settings and the sweep names one of the experiment's
-// builds, and sweeps `build` over every build when the experiment names builds but does not set
-// or sweep it (`build_set`: "settings" has the key, even as "", which is the running harness).
-// Throws ConfigError naming the field.
-void use_builds(Experiment& experiment, bool build_set);
+// builds, or one of `named_elsewhere` (builds the command line adds before the experiment is read
+// again with them), and sweeps `build` over every build when the experiment names builds but does
+// not set or sweep it (`build_set`: "settings" has the key, even as "", which is the running
+// harness). Throws ConfigError naming the field.
+void use_builds(Experiment& experiment, bool build_set, const std::set<std::string>& named_elsewhere = {});
 
 // What a build of the harness says of itself: `PATH --version` and `PATH schema`.
 struct BuildFacts {
@@ -39,17 +40,39 @@ struct BuildFacts {
   std::set<std::string> settings;   // the setting keys its experiments (and its worker) take
   std::set<std::string> backends;   // the backend names it has
   std::set<std::string> workloads;  // the workload names it has
+  // Each setting's default in that build (its schema's "default"), by key: what its rank program
+  // uses for a setting it is not sent.
+  Json defaults = Json::object();
 };
+
+// The settings that the running harness itself acts on when it launches a point (how many ranks
+// on which nodes, threads, device, time limit, the trace it collects): every build's rank program
+// is sent them, so that the ranks run as they were started. Any other setting is sent to a named
+// build only when the experiment sets it.
+const std::set<std::string>& settings_the_launch_decides();
 
 // Parses what a build printed. Throws ConfigError "<where>: ..." when it is not what a harness
 // prints (so the path is not a harness binary).
 BuildFacts parse_build_facts(const std::string& version_output, const std::string& schema_output,
                              const std::string& where);
 
-// The settings a point's worker gets (its --settings): every setting but `build`; for a build
-// (`facts` not null), without the settings it does not know (validate_builds has checked that
-// those keep their default).
-Json worker_settings(const PointSettings& settings, const BuildFacts* facts);
+// The settings a point's worker gets (its --settings). For the running harness's own rank program
+// (`facts` null): every setting but `build`. For a named build: only those the experiment sets
+// (`set_keys`) and those the launch decides, and of them only the ones the build knows
+// (validate_builds has checked that the others keep their default): every other setting takes the
+// build's own default, so that a default changed between two builds is measured as the change it
+// is, not handed to both.
+Json worker_settings(const PointSettings& settings, const BuildFacts* facts, const std::set<std::string>& set_keys);
+
+// The settings a named build's rank program runs a point with: its own defaults (`facts`), with
+// what it was sent (`sent`, worker_settings' result) over them. Records keep it (BuildProvenance).
+Json settings_run_by(const BuildFacts& facts, const Json& sent);
+
+// Before a run: a warning when the builds of each configuration run back to back (`build` is the
+// last axis of the sweep, alone or zipped) an odd number of times. Every second repeat runs the
+// sweep backwards, so each build runs second in half the pairs only when the repeats are even,
+// and the second point of a pair can run slower (docs/ci-gate.md); "" otherwise.
+std::string build_order_warning(const Experiment& experiment);
 
 // Throws ConfigError, naming the field, for a point whose build lacks its backend or workload or
 // a setting it changes from the default. `facts` holds every build the points name.

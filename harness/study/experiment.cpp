@@ -344,14 +344,15 @@ void read_baseline(const Json& baseline, const std::string& source_path, Experim
 
 }  // namespace
 
-Experiment load_experiment(const std::string& path) {
-  return parse_experiment(read_text_file(path, kExperimentFile), path);
+Experiment load_experiment(const std::string& path, const std::set<std::string>& builds_named_elsewhere) {
+  return parse_experiment(read_text_file(path, kExperimentFile), path, builds_named_elsewhere);
 }
 
 // Order matters: "settings" before "sweep" (a key is fixed or swept, not both, and swept values
 // are checked against the fixed ones), and both before use_builds and the keys whose values are
 // normalised against the base.
-Experiment parse_experiment(const std::string& text, const std::string& source_path) {
+Experiment parse_experiment(const std::string& text, const std::string& source_path,
+                            const std::set<std::string>& builds_named_elsewhere) {
   Json root = parse_json_document(text, source_path);
   if (!root.is_object()) {
     throw ConfigError(fmt::format("{}: expected a JSON object at the top level, got {}",
@@ -377,7 +378,9 @@ Experiment parse_experiment(const std::string& text, const std::string& source_p
   if (root.contains("settings")) fixed_keys = read_settings(root["settings"], source_path, experiment.base);
   if (root.contains("sweep")) SweepReader(experiment, source_path, fixed_keys).read(root["sweep"]);
 
-  use_builds(experiment, fixed_keys.count("build") > 0);
+  experiment.set_keys = fixed_keys;
+  for (const auto& axis : experiment.sweep) experiment.set_keys.insert(axis.key);
+  use_builds(experiment, fixed_keys.count("build") > 0, builds_named_elsewhere);
 
   if (root.contains("repeats")) experiment.repeats = read_repeats(root["repeats"], source_path);
   if (root.contains("exclude")) read_exclude(root["exclude"], source_path, experiment);

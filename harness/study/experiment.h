@@ -23,6 +23,7 @@
 // every other key and having those values (default: the fewest ranks, otherwise equal).
 #pragma once
 
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -74,12 +75,18 @@ struct Experiment {
   Json convergence = Json::object();
   // "builds", in file order; empty: every point runs the running harness's rank program.
   std::vector<NamedBuild> builds;
+  // The setting keys that the experiment gives values to: those of "settings" and of the sweep
+  // (with what the command line set or swept). A named build's rank program gets only these, so
+  // that every other setting takes that build's own default (study/builds.h).
+  std::set<std::string> set_keys;
 };
 
 // Reads and validates an experiment file (bounded: see common/files.h). Throws ConfigError
-// ("file: field: expected ..., got ...").
-Experiment load_experiment(const std::string& path);
+// ("file: field: expected ..., got ..."). `builds_named_elsewhere`: the names of builds that the
+// command line adds (--build NAME=PATH), which values of `build` may name before they are added.
+Experiment load_experiment(const std::string& path, const std::set<std::string>& builds_named_elsewhere = {});
 // Same, from already-read text (tests use this; `source_path` only labels errors).
-Experiment parse_experiment(const std::string& text, const std::string& source_path);
+Experiment parse_experiment(const std::string& text, const std::string& source_path,
+                            const std::set<std::string>& builds_named_elsewhere = {});
 
 }  // namespace harness

@@ -52,5 +52,28 @@ TEST(Comparability, HostsLibraryReleaseDeviceAndOldSchemasKeepTimingsApart) {
   EXPECT_EQ(incomparable(older_comm, comm), "");
 }
 
+// In a two-build run the running harness writes both records (both carry its record schema),
+// while each build's rank program wrote its measurements: an older base's steps are one rank's.
+TEST(Comparability, TheSchemaThatCountsIsTheMeasurementsOwn) {
+  const PointRecord head = record_on({"a", "a"}, "Open MPI v4.1.4");
+  PointRecord base = head;
+  ASSERT_EQ(base.schema_version, kRecordSchemaVersion);
+  base.measurements->schema_version = kStepMeansSince - 1;
+  EXPECT_EQ(timings_schema(base), kStepMeansSince - 1);
+  EXPECT_EQ(incomparable(head, base),
+            fmt::format("record schema {} against {} (a training step's times became the training ranks' means in {})",
+                        kRecordSchemaVersion, kStepMeansSince - 1, kStepMeansSince));
+  base.measurements->schema_version = kTimingsComparableSince - 1;
+  base.settings.kind = Kind::kComm;
+  PointRecord comm_head = head;
+  comm_head.settings.kind = Kind::kComm;
+  EXPECT_EQ(incomparable(comm_head, base),
+            fmt::format("record schema {} against {}", kRecordSchemaVersion, kTimingsComparableSince - 1));
+  // A failed record has no measurements: its own schema.
+  PointRecord failed;
+  failed.schema_version = 9;
+  EXPECT_EQ(timings_schema(failed), 9);
+}
+
 }  // namespace
 }  // namespace harness

@@ -103,5 +103,45 @@ TEST(Files, ReplaceRenamesATemporaryIntoPlaceButNotOverALink) {
   EXPECT_FALSE(fs::exists(dir / "drawn.svg")) << "the refused temporary was left behind";
 }
 
+// A record replaced by a link (to a secret, say) is refused without a byte of the target read: a
+// syntax error would otherwise quote its first bytes. A FIFO is refused without waiting for a writer.
+TEST(Files, ReadJsonRefusesALinkAndAFifoWithoutReadingThem) {
+  const fs::path dir = files_scratch("read_link");
+  std::ofstream(dir / "secret") << "\"SECRET_TOKEN=abc\n";
+  fs::create_symlink(dir / "secret", dir / "record.json");
+  try {
+    read_json_file((dir / "record.json").string());
+    FAIL() << "read through a symbolic link";
+  } catch (const Error& error) {
+    EXPECT_EQ(std::string(error.what()), (dir / "record.json").string() +
+                                             ": is a symbolic link, expected a JSON file the harness writes (a link "
+                                             "is never followed)");
+  }
+  ASSERT_EQ(::mkfifo((dir / "fifo.json").c_str(), 0644), 0);
+  try {
+    read_json_file((dir / "fifo.json").string());
+    FAIL() << "read a FIFO";
+  } catch (const Error& error) {
+    EXPECT_EQ(std::string(error.what()),
+              (dir / "fifo.json").string() + ": is a FIFO (named pipe), expected a JSON file");
+  }
+  std::ofstream(dir / "plain.json") << R"({"a": 1})";
+  EXPECT_EQ(read_json_file((dir / "plain.json").string())["a"], 1);
+}
+
+TEST(Files, RenameDurablyMovesAFileButNotOverALink) {
+  const fs::path dir = files_scratch("rename_durably");
+  std::ofstream(dir / "p000.json") << "record";
+  rename_durably((dir / "p000.json").string(), (dir / "p000.json.superseded").string());
+  EXPECT_EQ(contents(dir / "p000.json.superseded"), "record");
+  EXPECT_FALSE(fs::exists(dir / "p000.json"));
+
+  std::ofstream(dir / "target") << "precious";
+  fs::create_symlink(dir / "target", dir / "p000.json");
+  EXPECT_THROW(rename_durably((dir / "p000.json.superseded").string(), (dir / "p000.json").string()), Error);
+  EXPECT_EQ(contents(dir / "target"), "precious");
+  EXPECT_EQ(contents(dir / "p000.json.superseded"), "record");
+}
+
 }  // namespace
 }  // namespace harness

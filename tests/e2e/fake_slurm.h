@@ -19,12 +19,17 @@ namespace harness::e2e {
 // Jobs live in STATE/jobs as "id|state|comment" lines; sbatch's N-th call does what STATE/mode_N
 // says (kill: kill the harness after queueing; hang: queue, then hang; hang-unqueued: hang without
 // queueing) and copies the ledger (path in STATE/ledger) to STATE/ledger_at_call_N.json first.
+// While STATE/refuse exists, every call is refused as SLURM refuses a job (exit 1, its reason).
 constexpr const char* kSbatch = R"sh(#!/bin/bash
 state=$FAKE_SLURM
 script="${@: -1}"
 n=$(( $(cat "$state/calls" 2>/dev/null || echo 0) + 1 )); echo $n > "$state/calls"
 cp "$(cat "$state/ledger")" "$state/ledger_at_call_$n.json" 2>/dev/null
 mode=$(cat "$state/mode_$n" 2>/dev/null)
+if [[ -f $state/refuse ]]; then
+  echo "sbatch: error: Batch job submission failed: Invalid account or account/partition combination specified" >&2
+  exit 1
+fi
 if [[ $mode == hang-unqueued ]]; then sleep 60; exit 1; fi
 id=$((1000 + n))
 echo "$id|PENDING|$(sed -n 's/^#SBATCH --comment=//p' "$script")" >> "$state/jobs"

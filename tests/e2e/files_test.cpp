@@ -1,6 +1,6 @@
 // End to end: the files of a results directory under hostile conditions: a record that cannot be
 // written, links planted where the harness writes, outputs of `harness check` that are special
-// files or the run's own, a refused submission under --fresh, leftovers of killed runs, a full disk.
+// files or the run's own, Ctrl-C under --fresh, leftovers of killed runs, a full disk.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -180,8 +180,9 @@ TEST(Files, AKeptRecordSettlesAKilledRunsMeasurements) {
 }
 
 // Ctrl-C while --fresh runs a point again (its mpirun, a fake first on PATH, would never end):
-// the point's old record and log stay.
-TEST(Files, FreshRunInterruptedKeepsTheOldRecord) {
+// the point's old record and log go aside, untouched, so that this run's report does not take them
+// for its own; a run without --fresh takes them back.
+TEST(Files, FreshRunInterruptedSetsTheOldRecordAside) {
   const fs::path dir = scratch("files_fresh_interrupted");
   const fs::path out = tiny_run(dir);
   const fs::path record = only_record(out);
@@ -204,10 +205,22 @@ TEST(Files, FreshRunInterruptedKeepsTheOldRecord) {
   for (int i = 0; i < 600 && !(ended = harness.poll()); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   ASSERT_TRUE(ended.has_value());
   EXPECT_EQ(ended->exit_code, 130) << read_text(log);
-  EXPECT_EQ(read_text(record), before) << "the old record went before a new one was written";
-  EXPECT_EQ(read_text(point_log), log_before) << "the old record's log went with the interrupted run";
+  EXPECT_FALSE(fs::exists(record)) << "the earlier record passes for this run's";
+  EXPECT_EQ(read_text(record.string() + ".superseded"), before) << "the old record went before a new one was written";
+  EXPECT_EQ(read_text(point_log.string() + ".superseded"), log_before) << "the old record's log went";
   EXPECT_EQ(std::distance(fs::directory_iterator(out / "logs"), fs::directory_iterator()), 1)
       << "the interrupted job's log was left";
+  EXPECT_EQ(read_csv(out / "summary.csv").size(), 0U) << "this run's summary shows the earlier run's point";
+
+  const HarnessRun resumed =
+      run_harness({"run", (dir / "experiment.json").string(), "--out", out.string()}, dir / "resume.log");
+  EXPECT_EQ(resumed.outcome.exit_code, 0) << explained(resumed);
+  EXPECT_NE(joined(resumed.output).find("kept (completed in an earlier run)"), std::string::npos)
+      << joined(resumed.output);
+  EXPECT_EQ(read_text(record), before);
+  EXPECT_EQ(read_text(point_log), log_before);
+  EXPECT_FALSE(fs::exists(record.string() + ".superseded"));
+  EXPECT_FALSE(fs::exists(point_log.string() + ".superseded"));
 }
 
 // A results directory on a nearly full disk (a 1 MiB tmpfs in a mount namespace of its own, filled

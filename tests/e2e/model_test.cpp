@@ -116,6 +116,23 @@ TEST(Model, TheWrongRunsAreRefusedWithAOneLineReason) {
   EXPECT_EQ(run.outcome.exit_code, 2);
 }
 
+// A comm run whose records give the fit nothing to fit (one rank, nothing to exchange) is the
+// input's fault, as a wrong directory is: exit 2 with the reason, not 1 as for a failure.
+TEST(Model, ARunItCannotFitIsRefusedWithExitTwo) {
+  const fs::path dir = runs().dir / "one_rank";
+  fs::create_directories(dir);
+  const fs::path experiment = write_experiment(dir, R"({
+      "name": "one_rank", "settings": {"kind": "comm", "ranks": 1, "backend": "allreduce", "comm_min_bytes": 4,
+      "comm_max_bytes": 64, "comm_size_factor": 16, "comm_iterations": 2, "comm_warmup_iterations": 1}})");
+  HarnessRun run = run_harness({"run", experiment.string(), "--out", (dir / "out").string()}, dir / "run.log");
+  ASSERT_TRUE(run.outcome.ok()) << explained(run);
+  run = run_harness({"model", (dir / "out").string()}, dir / "model.log");
+  EXPECT_EQ(run.outcome.exit_code, 2) << joined(run.output);
+  ASSERT_EQ(run.output.size(), 1U) << joined(run.output);
+  EXPECT_NE(run.output[0].find("allreduce: no comm record with 2 or more ranks to fit"), std::string::npos)
+      << run.output[0];
+}
+
 TEST(Model, ARefusedPredictionWritesNothing) {
   // A copy of the comm run without the model's files: a --predict of the wrong kind must leave it so.
   const fs::path comm = runs().dir / "predict_refused";

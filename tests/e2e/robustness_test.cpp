@@ -267,14 +267,22 @@ TEST(Robustness, CommaListWithAnEmptyItemIsRefusedInOneLine) {
 }
 
 // `--set data_path=/etc/shadow` once printed the file's first line, a password hash, into the
-// error and so into CI logs.
+// error and so into CI logs; later, a 0644 file inside a 0700 directory still was; and the IDX
+// reader printed any file's first 4 bytes ("72 6f 6f 74": "root").
 TEST(Robustness, PrivateDataFileIsNeverQuotedInTheError) {
   const fs::path dir = scratch("private_data");
   const fs::path secret = dir / "secret.csv";
-  std::ofstream(secret) << "root:$6$saltsalt$hashhashhash:20228:0:99999:7:::\n";
+  const std::string line = "root:$6$saltsalt$hashhashhash:20228:0:99999:7:::\n";
+  std::ofstream(secret) << line;
   fs::permissions(secret, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace);
+  fs::create_directories(dir / "closed");
+  std::ofstream(dir / "closed" / "readable.csv") << line;
+  fs::permissions(dir / "closed" / "readable.csv",
+                  fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read,
+                  fs::perm_options::replace);
+  fs::permissions(dir / "closed", fs::perms::owner_all, fs::perm_options::replace);
   const fs::path experiment = write_experiment(dir, R"({"name": "x", "settings": {"workload": "iris_mlp"}})");
-  std::vector<fs::path> files = {secret};
+  std::vector<fs::path> files = {secret, dir / "closed" / "readable.csv"};
   if (fs::exists("/etc/shadow")) files.emplace_back("/etc/shadow");
   for (const fs::path& file : files) {
     const HarnessRun run = run_harness(
@@ -282,10 +290,26 @@ TEST(Robustness, PrivateDataFileIsNeverQuotedInTheError) {
         dir / "run.log");
     EXPECT_EQ(run.outcome.exit_code, 2) << joined(run.output);
     ASSERT_EQ(run.output.size(), 1U) << joined(run.output);
-    EXPECT_NE(run.output[0].find(file.string() + ":1: expected the header"), std::string::npos) << run.output[0];
+    EXPECT_NE(run.output[0].find(file.string() + ":1: not an Iris CSV file: expected the header"), std::string::npos)
+        << run.output[0];
     EXPECT_EQ(run.output[0].find("root"), std::string::npos) << run.output[0];
     EXPECT_EQ(run.output[0].find("20228"), std::string::npos) << run.output[0];
     fs::remove(dir / "run.log");
+  }
+  // An MNIST data_path whose training images are that file.
+  fs::create_directories(dir / "mnist");
+  for (const char* name : {"train-images-idx3-ubyte", "train-labels-idx1-ubyte"}) {
+    fs::copy_file(secret, dir / "mnist" / name, fs::copy_options::overwrite_existing);
+  }
+  const fs::path mnist = write_experiment(dir, R"({"name": "m", "settings": {"workload": "mnist_cnn"}})");
+  const HarnessRun run = run_harness(
+      {"run", mnist.string(), "--set", "data_path=" + (dir / "mnist").string(), "--out", (dir / "out").string()},
+      dir / "mnist.log");
+  EXPECT_EQ(run.outcome.exit_code, 2) << joined(run.output);
+  ASSERT_EQ(run.output.size(), 1U) << joined(run.output);
+  EXPECT_NE(run.output[0].find("train-images-idx3-ubyte: not an IDX file"), std::string::npos) << run.output[0];
+  for (const char* shown : {"72 6f 6f 74", "root", "20228"}) {
+    EXPECT_EQ(run.output[0].find(shown), std::string::npos) << run.output[0];
   }
 }
 

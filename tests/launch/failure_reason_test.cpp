@@ -149,6 +149,37 @@ TEST(FailureReason, TheLauncherIsNamedPastEnv) {
   EXPECT_EQ(launcher_name({}), "job");
 }
 
+// mpirun could not start its daemon on a host (Open MPI 4.1.4's words after ssh's, verbatim; the
+// help message's list of usual causes cut): no rank started, and what ssh said is the reason, not
+// the list. An earlier help message (the '_' Open MPI refuses) is not ssh's.
+TEST(FailureReason, AHostMpirunCouldNotReachSaysNoRankStartedAndWhatSshSaid) {
+  const std::string rule(74, '-');
+  const std::vector<std::string> log = {
+      rule,
+      "While trying to create a regular expression of the node names",
+      "used in this application, the regex parser has detected the",
+      rule,
+      "ssh: Could not resolve hostname nodeb: Name or service not known",
+      rule,
+      "ORTE was unable to reliably start one or more daemons.",
+      "This usually is caused by:",
+      "",
+      "* not finding the required libraries and/or binaries on",
+      rule};
+  EXPECT_EQ(job_failure_reason(exited(255), {}, "mpirun", log),
+            "mpirun exit code 255: no rank started: mpirun could not start its daemon on every host (the remote "
+            "shell said: ssh: Could not resolve hostname nodeb: Name or service not known)");
+  const std::vector<std::string> silent = {"Connection timed out during banner exchange",
+                                           "Connection to 10.255.255.1 port 22 timed out", rule,
+                                           "ORTE was unable to reliably start one or more daemons.", rule};
+  EXPECT_EQ(job_failure_reason(exited(255), silent, "mpirun"),
+            "mpirun exit code 255: no rank started: mpirun could not start its daemon on every host (the remote "
+            "shell said: Connection timed out during banner exchange Connection to 10.255.255.1 port 22 timed out)");
+  EXPECT_EQ(job_failure_reason(exited(255), {rule, "ORTE was unable to reliably start one or more daemons.", rule},
+                               "mpirun"),
+            "mpirun exit code 255: no rank started: mpirun could not start its daemon on every host");
+}
+
 TEST(FailureReason, OtherwiseTheLauncherAndHowItEnded) {
   EXPECT_EQ(job_failure_reason(exited(3), {"Primary job terminated normally, but 1 process returned"},
                                "mpirun"),

@@ -3,8 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
+
+#include <fmt/format.h>
 
 #include "harness/common/errors.h"
+#include "harness/common/process.h"
 #include "harness/study/experiment.h"
 
 namespace harness {
@@ -200,6 +204,35 @@ TEST(LocalScheduler, HostsTakeTheRanksOfAPointsNodesInOrder) {
   EXPECT_THROW(LocalScheduler(options, 2, false).submit(too_many), LaunchError);
 }
 
+// A host that does not answer held mpirun (and the point) until its timeout_s, while ssh waited on
+// TCP: ssh gets a connect timeout, unless the user chose how mpirun reaches its hosts.
+TEST(LocalScheduler, SshToRealHostsGivesUpOnAHostThatDoesNotAnswer) {
+  if (find_program("ssh").empty()) GTEST_SKIP() << "no ssh: Open MPI would use rsh, which takes no -o";
+  if (std::getenv("OMPI_MCA_plm_rsh_agent") != nullptr || std::getenv("OMPI_MCA_plm_rsh_args") != nullptr) {
+    GTEST_SKIP() << "this environment configures mpirun's remote shell itself";
+  }
+  LocalOptions options;
+  options.hosts = {"a", "b"};
+  JobSpec spread = job(4);
+  spread.nodes = 2;
+  EXPECT_EQ(value_after(LocalScheduler(options, 2, false).command_for(spread), "plm_rsh_args"),
+            fmt::format("-o ConnectTimeout={} -o BatchMode=yes", kSshConnectTimeoutS));
+  for (const std::vector<std::string>& chosen : {std::vector<std::string>{"--mca", "plm_rsh_agent", "rsh"},
+                                                 std::vector<std::string>{"--mca", "plm_rsh_args", "-p 2222"}}) {
+    options.mpirun_args = chosen;
+    const auto argv = LocalScheduler(options, 2, false).command_for(spread);
+    EXPECT_EQ(std::count(argv.begin(), argv.end(), "plm_rsh_args"), chosen[1] == "plm_rsh_args" ? 1 : 0);
+  }
+  ::setenv("OMPI_MCA_plm_rsh_agent", "rsh", 1);
+  options.mpirun_args.clear();
+  EXPECT_FALSE(has(LocalScheduler(options, 2, false).command_for(spread), "plm_rsh_args"));
+  ::unsetenv("OMPI_MCA_plm_rsh_agent");
+  // This machine's own ranks and simulated hosts need no ssh.
+  EXPECT_FALSE(has(LocalScheduler({}, 2, false).command_for(spread), "plm_rsh_args"));
+  options.simulate_hosts = true;
+  EXPECT_FALSE(has(LocalScheduler(options, 2, true).command_for(spread), "plm_rsh_args"));
+}
+
 TEST(LocalScheduler, SimulatedHostsRunThroughTheHarnessAsRshAgentOverTheLoopback) {
   LocalOptions options;
   options.hosts = {"nodea", "nodeb"};
@@ -281,7 +314,7 @@ TEST(LocalScheduler, SimulatedHostsWithoutRootAreRefusedBeforeLaunch) {
   std::string text;
   try {
     LocalScheduler(options, 2, /*is_root=*/false).check_available();
-  } catch (const LaunchError& error) {
+  } catch (const ConfigError& error) {  // bad input: `harness run` exits 2
     text = error.what();
   }
   EXPECT_NE(text.find("launcher.simulate_hosts: simulated hosts need root"), std::string::npos) << text;

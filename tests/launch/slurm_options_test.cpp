@@ -104,14 +104,18 @@ TEST(SlurmOptions, AnExportOtherThanAllIsRefusedAsTheRanksWouldLoseTheirEnvironm
   EXPECT_EQ(option_error(R"({"name": "slurm", "sbatch": ["--export=ALL", "--export=ALL,DATA=/scratch"]})"), "");
 }
 
-TEST(SlurmOptions, WaitHoldAndTestOnlyAreRefusedEachWithItsReason) {
+TEST(SlurmOptions, WaitHoldBeginAndTestOnlyAreRefusedEachWithItsReason) {
   expect_refused("--wait", "sbatch would not return until the job ended");
   expect_refused("-W", "sbatch would not return until the job ended");
   expect_refused("--hold", "a held job's points would wait in the queue");
   expect_refused("-H", "a held job's points would wait in the queue");
+  for (const char* option : {"--begin=now+1hour", "--begin=16:00", "--beg=tomorrow", "-b now+60"}) {
+    expect_refused(option, "the job's points would wait in the queue until that time");
+  }
   expect_refused("--test-only", "sbatch would only say when the job could start");
   // Options of their own that start alike.
-  EXPECT_EQ(option_error(R"({"name": "slurm", "sbatch": ["--wait-all-nodes=1", "--hint=nomultithread"]})"), "");
+  EXPECT_EQ(option_error(R"({"name": "slurm", "sbatch": ["--wait-all-nodes=1", "--hint=nomultithread", "--bell"]})"),
+            "");
 }
 
 TEST(SlurmOptions, ATemplateMustHoldEveryPlaceholderOnce) {

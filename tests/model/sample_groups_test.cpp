@@ -58,6 +58,44 @@ TEST(SampleGroups, OneNodeAndMultiNodeRecordsOfABackendAreFittedApart) {
   EXPECT_EQ(groups.hosts.size(), 2U);
 }
 
+// Base and head of a two-build run are two codes: a fit each, never their times averaged.
+TEST(SampleGroups, EachBuildIsFittedApart) {
+  PointRecord base = comm_record("ring", {"a", "a"});
+  base.settings.build = "base";
+  PointRecord head = comm_record("ring", {"a", "a"});
+  head.settings.build = "head";
+  for (auto& size : head.measurements->comm->sizes) size.time_us_median *= 2;
+  const SampleGroups groups = group_cost_samples({&base, &head}, "comm");
+  ASSERT_EQ(groups.groups.size(), 2U);
+  EXPECT_EQ(groups.groups[0].build, "base");
+  EXPECT_EQ(groups.groups[1].build, "head");
+  EXPECT_DOUBLE_EQ(groups.groups[1].samples[0].time_s, 2 * groups.groups[0].samples[0].time_s);
+  EXPECT_EQ(group_label("ring", false, "head"), "ring, build head");
+
+  // A prediction takes the fits of the training run's build; a run of several, or of another, is
+  // refused in one line.
+  CostModel model;
+  model.comm_dir = "comm";
+  for (const char* build : {"base", "head"}) {
+    BackendCostFit fit;
+    fit.backend = "ring";
+    fit.build = build;
+    fit.parameters.alpha_s = build == std::string("head") ? 2e-6 : 1e-6;
+    model.fits.push_back(fit);
+  }
+  std::vector<std::string> notes;
+  EXPECT_DOUBLE_EQ(prediction_fits(model, {"head"}, notes).at("ring").parameters.alpha_s, 2e-6);
+  EXPECT_DOUBLE_EQ(prediction_fits(model, {"base"}, notes).at("ring").parameters.alpha_s, 1e-6);
+  try {
+    prediction_fits(model, {"base", "head"}, notes);
+    ADD_FAILURE() << "predicted a run of two builds";
+  } catch (const ConfigError& error) {
+    EXPECT_STREQ(error.what(), "--predict: comm fitted 2 builds (base, head): expected a training run of one of them, "
+                               "got a run of build(s) base, head");
+  }
+  EXPECT_THROW(prediction_fits(model, {""}, notes), ConfigError);
+}
+
 TEST(SampleGroups, RecordsWithAnInjectedDelayAreLeftOutAndSaidToBe) {
   const PointRecord plain = comm_record("ring", {"a", "a"});
   const PointRecord delayed = comm_record("ring", {"a", "a"}, 300);
@@ -157,7 +195,7 @@ TEST(SampleGroups, APredictionUsesABackendsFitAcrossNodesAndSaysSo) {
   other.backend = "allreduce";
   model.fits = {one_node, across, other};
   std::vector<std::string> notes;
-  const auto fits = prediction_fits(model, notes);
+  const auto fits = prediction_fits(model, {""}, notes);
   ASSERT_EQ(fits.size(), 2U);
   EXPECT_TRUE(fits.at("ring").across_nodes);
   EXPECT_DOUBLE_EQ(fits.at("ring").parameters.beta_s_per_byte, 1e-9);

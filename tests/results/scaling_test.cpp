@@ -167,6 +167,16 @@ TEST(Scaling, SettingsZippedWithRanksMoveWithItAndTheFewestRanksIsTheBaseline) {
   EXPECT_EQ(analysis.configurations[analysis.scaling[5]->baseline].settings.lr, 0.2);
   // Without knowing what moves with ranks, each point was its own baseline.
   EXPECT_DOUBLE_EQ(analyse_scaling(runs).scaling[2]->efficiency, 1.0);
+  // Naming that baseline, {"ranks": 1} as the docs do, moves the zipped keys as the default does
+  // (the 2- and 4-rank points once had no baseline: their speedup was empty).
+  const ScalingAnalysis named = analyse_scaling(runs, Json{{"ranks", 1}}, settings_zipped_with_ranks(experiment.sweep));
+  for (const std::size_t run : {1U, 2U, 4U, 5U}) {
+    ASSERT_TRUE(named.scaling[run]) << run;
+    EXPECT_EQ(named.scaling[run]->baseline, analysis.scaling[run]->baseline) << run;
+  }
+  EXPECT_DOUBLE_EQ(named.scaling[2]->efficiency, 0.8);
+  EXPECT_EQ(named.configurations[1].baseline, 0);
+  EXPECT_DOUBLE_EQ(named.configurations[1].speedup.median, (8.0 / 1024) / (9.0 / 2048));
 }
 
 TEST(Scaling, ASweepWhosePointsWouldAllBeTheirOwnBaselineSaysSoBeforeItRuns) {
@@ -179,6 +189,10 @@ TEST(Scaling, ASweepWhosePointsWouldAllBeTheirOwnBaselineSaysSoBeforeItRuns) {
   const Experiment weak = parse_experiment(
       R"({"name": "w", "sweep": {"zip": {"ranks": [1, 2], "dataset_size": [64, 128]}}})", "w.json");
   EXPECT_EQ(baseline_warning(weak, settings_of(weak)), "");
+  const Experiment weak_named = parse_experiment(
+      R"({"name": "w", "baseline": {"ranks": 1}, "sweep": {"zip": {"ranks": [1, 2], "dataset_size": [64, 128]}}})",
+      "w.json");
+  EXPECT_EQ(baseline_warning(weak_named, settings_of(weak_named)), "");
   // The same pairs made by excluding the others from a product: dataset_size is not zipped with
   // ranks, so every point differs from the others in more than ranks.
   const Experiment own = parse_experiment(

@@ -250,6 +250,9 @@ TEST(SlurmCluster, FailedTimedOutAndCancelledPointsAreRecordedAsSuchWhileTheOthe
   ASSERT_EQ(all.size(), 4U) << read_text(dir / "run.log");
   EXPECT_EQ(all[0]["status"], "ok");
   EXPECT_EQ(all[1]["status"], "failed") << all[1]["reason"];
+  // A failed point has no measurements, yet says which node its job ran on (harness check holds
+  // it to its pair's node).
+  EXPECT_EQ(all[1]["launch"]["host"].get<std::string>().rfind("hnode", 0), 0U) << all[1]["launch"].dump();
   EXPECT_EQ(all[2]["status"], "timeout") << all[2]["reason"];
   // Where its two ranks stood when SLURM stopped it (both on one node): training (outside the
   // backend), exchanging (in it), or at an epoch's end (the barrier and the loss sum, collectives

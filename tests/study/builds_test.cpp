@@ -81,11 +81,26 @@ TEST(Builds, PointsWithoutBuildsKeepTheIdsTheyHadBeforeBuildsExisted) {
 
 TEST(Builds, AnUnknownBuildOrABadBlockIsOneLineNamingTheField) {
   EXPECT_EQ(parse_error(R"({"name": "x", "builds": {"base": "b"}, "sweep": {"build": ["base", "hed"]}})"),
-            "exp.json: sweep.build[1]: unknown build \"hed\"; expected one of the experiment's builds (base), or \"\" "
+            "exp.json: sweep.build[1]: unknown build \"hed\"; expected one of the builds named in the experiment (base), or \"\" "
             "for the running harness");
   EXPECT_EQ(parse_error(R"({"name": "x", "settings": {"build": "base"}})"),
             "exp.json: settings.build: unknown build \"base\"; expected no build name: the experiment names no builds "
             "(add \"builds\": {\"NAME\": \"PATH\"} or run with --build NAME=PATH)");
+  // Builds that the command line names (--build base=... --build head=...) may be swept by a file
+  // that names none; names neither gives are still refused, listing both.
+  const Experiment swept = parse_experiment(R"({"name": "x", "sweep": {"build": ["base", "head"]}})", "exp.json",
+                                            {"base", "head"});
+  ASSERT_EQ(swept.sweep.size(), 1U);
+  EXPECT_EQ(swept.sweep[0].values.size(), 2U);
+  try {
+    parse_experiment(R"({"name": "x", "builds": {"base": "b"}, "sweep": {"build": ["base", "hed"]}})", "exp.json",
+                     {"head"});
+    ADD_FAILURE() << "a build named nowhere was accepted";
+  } catch (const ConfigError& error) {
+    EXPECT_STREQ(error.what(),
+                 "exp.json: sweep.build[1]: unknown build \"hed\"; expected one of the builds named in the experiment "
+                 "or with --build (base, head), or \"\" for the running harness");
+  }
   EXPECT_NE(parse_error(R"({"name": "x", "builds": ["build/harness"]})").find("exp.json: builds: expected an object"),
             std::string::npos);
   EXPECT_NE(parse_error(R"({"name": "x", "builds": {}})").find("exp.json: builds: expected an object of 1 to 16"),
@@ -101,8 +116,8 @@ TEST(Builds, AnUnknownBuildOrABadBlockIsOneLineNamingTheField) {
 
 // What `harness --version` and `harness schema` print, cut to what a probe reads.
 constexpr const char* kSchema = R"({"$defs": {"settings": {"properties": {
-    "kind": {}, "backend": {"enum": ["allreduce", "ring"]}, "workload": {"enum": ["iris_mlp"]}, "ranks": {},
-    "comm_min_bytes": {}}}}})";
+    "kind": {"default": "train"}, "backend": {"enum": ["allreduce", "ring"], "default": "allreduce"},
+    "workload": {"enum": ["iris_mlp"]}, "ranks": {"default": 1}, "comm_min_bytes": {"default": 8}}}}})";
 
 TEST(Builds, ABuildSaysWhatItIsAndWhatItTakes) {
   const BuildFacts facts = parse_build_facts("harness 0.3.0 (31f404aaadb3)\n", kSchema, "--build base");
@@ -110,6 +125,7 @@ TEST(Builds, ABuildSaysWhatItIsAndWhatItTakes) {
   EXPECT_EQ(facts.commit, "31f404aaadb3");
   EXPECT_EQ(facts.settings, (std::set<std::string>{"kind", "backend", "workload", "ranks", "comm_min_bytes"}));
   EXPECT_EQ(facts.backends, (std::set<std::string>{"allreduce", "ring"}));
+  EXPECT_EQ(facts.defaults, Json::parse(R"({"kind": "train", "backend": "allreduce", "ranks": 1, "comm_min_bytes": 8})"));
 
   const auto error_of = [](const std::string& version, const std::string& schema) {
     try {
@@ -126,18 +142,50 @@ TEST(Builds, ABuildSaysWhatItIsAndWhatItTakes) {
   EXPECT_NE(error_of("harness 0.3.0 (abc)\n", "{}").find("its schema lists no settings"), std::string::npos);
 }
 
-TEST(Builds, AWorkerGetsOnlyTheSettingsItsBuildKnows) {
-  PointSettings settings;
-  settings.kind = Kind::kComm;
-  settings.ranks = 2;
-  settings.build = "base";
-  const Json own = worker_settings(settings, nullptr);
+// A named build runs every setting the experiment leaves alone at its own default: were it sent
+// the running harness's defaults, a default changed in head would be applied to base too, and the
+// gate could not see what the change costs.
+TEST(Builds, ANamedBuildGetsOnlyWhatTheExperimentSetsAndTheLaunchDecides) {
+  const Experiment experiment = parse_experiment(R"({"name": "ab", "builds": {"base": "b"},
+      "settings": {"kind": "comm", "comm_min_bytes": 4096}, "sweep": {"backend": ["allreduce", "ring"]}})",
+                                                 "exp.json");
+  EXPECT_EQ(experiment.set_keys, (std::set<std::string>{"kind", "comm_min_bytes", "backend"}));
+  const std::vector<Point> points = expand(experiment);
+  const Point& point = points.at(1);
+  ASSERT_EQ(point.settings.build, "base");
+  const Json own = worker_settings(point.settings, nullptr, experiment.set_keys);
   EXPECT_FALSE(own.contains("build"));  // the worker is the build
   EXPECT_TRUE(own.contains("timeline"));
+  EXPECT_TRUE(own.contains("comm_iterations"));  // the running harness's own worker: every setting
   const BuildFacts facts = parse_build_facts("harness 0.3.0 (abc)", kSchema, "b");
-  const Json older = worker_settings(settings, &facts);
-  EXPECT_EQ(older, Json::parse(R"({"kind": "comm", "workload": "iris_mlp", "backend": "allreduce", "ranks": 2,
-                                   "comm_min_bytes": 4})"));
+  const Json sent = worker_settings(point.settings, &facts, experiment.set_keys);
+  // kind, comm_min_bytes and backend are set; ranks is the launch's; workload is neither (and
+  // comm_iterations and the rest are settings base does not know).
+  EXPECT_EQ(sent, Json::parse(R"({"kind": "comm", "backend": "ring", "ranks": 1, "comm_min_bytes": 4096})"));
+  EXPECT_EQ(settings_run_by(facts, sent),
+            Json::parse(R"({"kind": "comm", "backend": "ring", "ranks": 1, "comm_min_bytes": 4096})"));
+  // A default of base's own that the experiment leaves alone is what base runs with.
+  const Json unset = worker_settings(point.settings, &facts, {"kind", "backend"});
+  EXPECT_FALSE(unset.contains("comm_min_bytes"));
+  EXPECT_EQ(settings_run_by(facts, unset)["comm_min_bytes"], 8);
+}
+
+TEST(Builds, AnOddRepeatCountOfBuildsRunBackToBackIsWarnedOf) {
+  const auto warning = [](const std::string& repeats, const std::string& sweep) {
+    return build_order_warning(parse_experiment(
+        R"({"name": "ab", "builds": {"base": "b", "head": "h"}, "repeats": )" + repeats + sweep + "}", "exp.json"));
+  };
+  EXPECT_EQ(warning("5", ""),
+            "exp.json: repeats 5 with the builds of each configuration run back to back: every second repeat runs "
+            "them in the other order, so with an odd count head runs second in 3 of 5 pairs, and the second point of "
+            "a pair can run slower (docs/ci-gate.md); use an even number of repeats");
+  EXPECT_EQ(warning("6", ""), "");
+  EXPECT_EQ(warning("1", ""), "");
+  // Zipped with the delay, last: still pairs. Swept first: no pairs, no warning.
+  EXPECT_NE(warning("3", R"(, "sweep": {"zip": {"build": ["base", "head"], "inject_comm_delay_us": [0, 5]}})"), "");
+  EXPECT_EQ(warning("3", R"(, "settings": {"kind": "comm"},
+                             "sweep": {"build": ["base", "head"], "backend": ["allreduce", "ring"]})"),
+            "");
 }
 
 TEST(Builds, APointAskingForWhatItsBuildLacksIsRefusedBeforeLaunch) {

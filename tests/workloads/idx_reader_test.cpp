@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <fmt/format.h>
+
 #include "harness/common/errors.h"
 #include "workloads/mnist_cnn.h"
 
@@ -70,13 +72,50 @@ TEST(IdxReader, CorruptOrMissingFilesGiveClearErrors) {
             std::string::npos);
   const std::string bad_magic = (fs::temp_directory_path() / "harness_idx_bad_magic").string();
   std::ofstream(bad_magic, std::ios::binary) << "GIF89a, not an IDX file";
-  EXPECT_NE(error_of(bad_magic).find("not an IDX file of unsigned bytes: expected magic"),
-            std::string::npos)
+  EXPECT_NE(error_of(bad_magic).find("not an IDX file: expected the magic number 00 00 08 0D"), std::string::npos)
       << error_of(bad_magic);
   const std::string truncated = write_idx("truncated", {4, 28, 28}, true, 100);
   EXPECT_NE(error_of(truncated).find("corrupt or truncated IDX file: the data ends after"),
             std::string::npos)
       << error_of(truncated);
+}
+
+// A data_path naming a file its user did not mean to show (`train-images-idx3-ubyte` linked to
+// /etc/shadow once printed "72 6f 6f 74", that is "root"): what is wrong, none of its bytes.
+TEST(IdxReader, AFileThatIsNotIdxIsRefusedWithoutItsBytes) {
+  const auto bytes_in = [](const std::string& text, const std::string& content) {
+    for (std::size_t i = 0; i + 4 <= content.size() && i < 8; ++i) {
+      const std::string piece = content.substr(i, 4);
+      if (text.find(piece) != std::string::npos) return true;
+      const std::string hex = fmt::format("{:02x} {:02x} {:02x} {:02x}", static_cast<unsigned char>(piece[0]),
+                                          static_cast<unsigned char>(piece[1]), static_cast<unsigned char>(piece[2]),
+                                          static_cast<unsigned char>(piece[3]));
+      if (text.find(hex) != std::string::npos) return true;
+    }
+    return false;
+  };
+  const fs::path dir = fs::temp_directory_path() / "harness_idx_not_shown";
+  fs::create_directories(dir);
+  const std::string secret = "root:$6$saltsalt$hashhashhash:20228:0:99999:7:::\n";
+  std::ofstream(dir / "train-images-idx3-ubyte", std::ios::binary) << secret;
+  std::string text = error_of((dir / "train-images-idx3-ubyte").string(), true);
+  EXPECT_NE(text.find(": not an IDX file: expected the magic number 00 00 08 0D"), std::string::npos) << text;
+  EXPECT_FALSE(bytes_in(text, secret)) << text;
+  EXPECT_EQ(text.find("72 6f 6f 74"), std::string::npos) << text;
+  // Starting as an IDX file does but with another type (floats) or too many dimensions: the
+  // magic number is wrong, and still not shown.
+  for (const std::string& magic : {std::string("\0\0\x0d\x03", 4), std::string("\0\0\x08\x09", 4)}) {
+    std::ofstream(dir / "other", std::ios::binary) << magic << std::string(64, '\x01');
+    text = error_of((dir / "other").string(), true);
+    EXPECT_NE(text.find(": wrong magic number: expected the magic number 00 00 08 0D"), std::string::npos) << text;
+    EXPECT_FALSE(bytes_in(text, magic + std::string(4, '\x01'))) << text;
+  }
+  if (fs::exists("/etc/shadow")) {
+    text = error_of("/etc/shadow", true);
+    EXPECT_NE(text.find("/etc/shadow: not an IDX file"), std::string::npos) << text;
+    EXPECT_EQ(text.find("72 6f 6f 74"), std::string::npos) << text;
+    EXPECT_EQ(text.find("root"), std::string::npos) << text;
+  }
 }
 
 // Sizes that the file cannot hold are refused from the header alone (what validation reads
@@ -119,7 +158,8 @@ TEST(MnistCnn, ALabelOutOfRangeIsRefusedBeforeLaunch) {
     mnist_cnn_train_samples(settings);
     FAIL() << "accepted";
   } catch (const ConfigError& error) {
-    EXPECT_EQ(std::string(error.what()), "data_path: " + labels + ": label 10 of item 10 is not a class 0..9");
+    EXPECT_EQ(std::string(error.what()),
+              "data_path: " + labels + ": the label of item 10 is above 9, expected a class 0..9");
   }
 }
 

@@ -1,0 +1,86 @@
+#include "harness/check/record_places.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace harness {
+namespace {
+
+const Measurements* measured(const PointRecord& record) {
+  if (record.measurements) return &*record.measurements;
+  if (record.partial_measurements) return &*record.partial_measurements;
+  return nullptr;
+}
+
+std::string nodes_text(const std::set<std::string>& nodes) { return fmt::format("{}", fmt::join(nodes, ", ")); }
+
+// Whether two places say they ran on different nodes: every rank's nodes differ, or a job's node
+// is not among the other's ranks' (a failed cluster job says only where its script ran).
+bool different_nodes(const RecordPlace& a, const RecordPlace& b) {
+  if (a.nodes.empty() || b.nodes.empty()) return false;
+  if (a.every_rank && b.every_rank) return a.nodes != b.nodes;
+  const RecordPlace& one = a.every_rank ? b : a;
+  const RecordPlace& other = a.every_rank ? a : b;
+  return std::none_of(one.nodes.begin(), one.nodes.end(),
+                      [&other](const std::string& node) { return other.nodes.count(node) != 0; });
+}
+
+const PointRecord* record_of(const Configuration& configuration, int repeat) {
+  for (const auto* records : {&configuration.ok, &configuration.not_ok}) {
+    if (const auto found = records->find(repeat); found != records->end()) return found->second;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+RecordPlace place_of(const PointRecord& record) {
+  RecordPlace place;
+  if (const Measurements* measurements = measured(record)) {
+    place.machine = measurements->machine;
+    place.nodes.insert(measurements->hosts.begin(), measurements->hosts.end());
+    place.every_rank = !place.nodes.empty();
+  }
+  if (place.nodes.empty() && !record.launch.host.empty()) place.nodes.insert(record.launch.host);
+  return place;
+}
+
+std::string pair_place_difference(const Configuration& candidate, const Configuration& reference) {
+  std::set<int> repeats;
+  for (const auto* records : {&candidate.ok, &candidate.not_ok}) {
+    for (const auto& [repeat, record] : *records) repeats.insert(repeat);
+  }
+  for (const int repeat : repeats) {
+    const PointRecord* mine = record_of(candidate, repeat);
+    const PointRecord* theirs = record_of(reference, repeat);
+    if (mine == nullptr || theirs == nullptr) continue;
+    const RecordPlace a = place_of(*mine);
+    const RecordPlace b = place_of(*theirs);
+    if (different_nodes(a, b)) {
+      return fmt::format("repeat {} ran on {} ({}), its reference on {} ({})", repeat + 1, nodes_text(a.nodes),
+                         mine->id, nodes_text(b.nodes), theirs->id);
+    }
+  }
+  return "";
+}
+
+ConfigurationMachines machines_of(const Configuration& configuration) {
+  ConfigurationMachines out;
+  for (const auto* records : {&configuration.ok, &configuration.not_ok}) {
+    for (const auto& [repeat, record] : *records) {
+      const RecordPlace place = place_of(*record);
+      if (!place.machine) {
+        out.ok_record_without_machine |= record->ok();
+        continue;
+      }
+      const bool seen = std::any_of(out.machines.begin(), out.machines.end(),
+                                    [&place](const auto& entry) { return entry.second == *place.machine; });
+      if (!seen) out.machines.emplace_back(record->id, *place.machine);
+    }
+  }
+  return out;
+}
+
+}  // namespace harness
