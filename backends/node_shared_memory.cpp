@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "harness/common/errors.h"
+#include "harness/common/usable_cpus.h"
 
 namespace harness {
 
@@ -163,12 +164,13 @@ class SharedMapping {
 
 NodeSharedMemory::NodeSharedMemory(const Communicator& node, std::string_view backend, int reduce_threads)
     : communicator_(node), backend_(backend), rank_(node.rank()), size_(node.size()), threads_(reduce_threads) {
-  // More ranks than cores (each rank counting its reduction threads): a waiting rank gives its
-  // core away at once rather than spinning. So too when MPI was told to (mpirun --mca
+  // More ranks than cores (each rank counting its reduction threads; the cores its affinity mask
+  // and cgroup CPU quota leave it, usable_cpus.h): a waiting rank gives its core away at once
+  // rather than spinning. So too when MPI was told to (mpirun --mca
   // mpi_yield_when_idle 1, as the local launcher does for simulated hosts, whose ranks share this
   // machine's cores with other "nodes").
   const char* mpi_yields = std::getenv("OMPI_MCA_mpi_yield_when_idle");
-  oversubscribed_ = static_cast<long>(size_) * threads_.size() > ::sysconf(_SC_NPROCESSORS_ONLN) ||
+  oversubscribed_ = static_cast<long>(size_) * static_cast<long>(threads_.size()) > usable_cpus().cores() ||
                     (mpi_yields != nullptr && std::string_view(mpi_yields) == "1");
   const std::size_t flags_bytes =
       round_up(kFlagBytes * static_cast<std::size_t>(size_), kPageBytes);

@@ -68,6 +68,8 @@ std::vector<int> allowed_cpus() {
 std::optional<Oversubscription> oversubscription(const std::vector<RankCpus>& ranks, int threads_per_rank) {
   std::map<std::string, std::pair<int, std::set<int>>> machines;  // host -> threads wanted, CPUs allowed
   std::map<std::string, int> rank_count;
+  std::map<std::string, std::map<std::string, double>> quotas;  // host -> each cgroup's quota
+  std::set<std::string> unlimited;                              // hosts with a rank without a quota
   for (const RankCpus& rank : ranks) {
     auto& [threads, cpus] = machines[rank.host];
     // Every thread the rank starts, even beyond the CPUs it may use: they then take turns on
@@ -75,11 +77,21 @@ std::optional<Oversubscription> oversubscription(const std::vector<RankCpus>& ra
     threads += std::max(1, threads_per_rank);
     cpus.insert(rank.cpus.begin(), rank.cpus.end());
     ++rank_count[rank.host];
+    if (rank.quota_cpus > 0) {
+      quotas[rank.host][rank.cgroup] = rank.quota_cpus;
+    } else {
+      unlimited.insert(rank.host);
+    }
   }
   std::optional<Oversubscription> worst;
   double worst_ratio = 1;
   for (const auto& [host, wanted] : machines) {
-    const int cores = std::max<int>(1, static_cast<int>(wanted.second.size()));
+    int cores = std::max<int>(1, static_cast<int>(wanted.second.size()));
+    if (!unlimited.contains(host)) {
+      double quota = 0;
+      for (const auto& [cgroup, cpus] : quotas[host]) quota += cpus;
+      cores = std::min(cores, std::max(1, static_cast<int>(std::floor(quota + 1e-6))));
+    }
     const double ratio = static_cast<double>(wanted.first) / cores;
     if (ratio > worst_ratio) {
       worst_ratio = ratio;

@@ -42,15 +42,19 @@ struct Oversubscription {
 };
 
 // One rank: the machine it ran on (physical_host_name: simulated nodes of one machine share its
-// cores) and the CPUs it was allowed.
+// cores), the CPUs it was allowed, and its cgroup's CPU quota (usable_cpus.h; 0: none).
 struct RankCpus {
   std::string host;
   std::vector<int> cpus;
+  double quota_cpus = 0;
+  std::string cgroup;  // whose quota it is: ranks of one cgroup share it
 };
 
 // The most oversubscribed machine of a run, or nothing: where the ranks' threads (each rank at
 // most as many as the CPUs it may use) outnumber the CPUs the ranks of that machine may use
-// together. Two ranks bound to the same single core count as two threads on one core.
+// together. Two ranks bound to the same single core count as two threads on one core. Where every
+// rank of a machine has a CPU quota, its cores are at most the quotas of their cgroups together
+// (rounded down, at least 1).
 std::optional<Oversubscription> oversubscription(const std::vector<RankCpus>& ranks, int threads_per_rank);
 
 // "4 ranks × 1 thread on 2 cores" (of host, when `with_host`).

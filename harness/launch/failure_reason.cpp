@@ -1,6 +1,9 @@
 #include "harness/launch/failure_reason.h"
 
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
 #include <regex>
 #include <system_error>
 
@@ -102,43 +105,123 @@ std::string launcher_message(const std::vector<std::string>& log) {
   return "";
 }
 
-std::string job_failure_reason(const ProcessOutcome& outcome, const std::vector<std::string>& log_tail,
-                               const std::string& launcher, const std::vector<std::string>& log_head) {
-  if (outcome.timed_out || outcome.interrupted) return outcome.describe();
-  // Open MPI 4: "mpirun noticed that process rank 1 with PID 0 on node vm exited on signal 9
-  // (Killed)."
-  static const std::regex rank_signal(R"(process rank (\d+) with PID \d+ on node \S+ exited on signal (\d+)( \([^)]*\))?)");
-  // The rank program's last words: "harness worker (rank 0): <message>".
-  static const std::regex rank_error(R"(harness worker \(rank (\d+)\): (.*))");
-  // The rank program's own error is the cause; a signal line may follow it (mpirun stopping the
-  // others), so look for it first.
-  for (auto line = log_tail.rbegin(); line != log_tail.rend(); ++line) {
-    std::smatch match;
-    if (std::regex_search(*line, match, rank_error)) {
-      return fmt::format("rank {}: {}", match[1].str(), match[2].str());
+namespace {
+
+// The rank program's last words: "harness worker (rank 0): <message>".
+const std::regex& rank_error_pattern() {
+  static const std::regex pattern(R"(harness worker \(rank (\d+)\): (.*))");
+  return pattern;
+}
+
+// A rank's crash report (crash_report.h), which it writes before the signal ends it.
+bool is_crash_report(const std::string& message) {
+  for (const char* signal : {"SIGSEGV ", "SIGBUS ", "SIGILL ", "SIGFPE ", "a fatal signal "}) {
+    if (message.rfind(signal, 0) == 0) return true;
+  }
+  return false;
+}
+
+// The signal with which mpirun stops the other ranks once one has failed.
+constexpr int kStoppingSignal = 15;  // SIGTERM
+
+// srun's words for a task that a signal ended ("Killed", "Segmentation fault"), other than the
+// one with which it stops the others ("Terminated"); not its "Exited with exit code 3".
+bool srun_names_a_signal(const std::string& words) {
+  return words != "Terminated" && words.rfind("Exited with exit code", 0) != 0;
+}
+
+}  // namespace
+
+std::vector<std::string> rank_error_lines(const std::string& log_path) {
+  constexpr std::size_t kMaxLines = 64;
+  constexpr std::size_t kMaxLineBytes = 1000;
+  std::vector<std::string> found;
+  std::ifstream in(log_path);
+  std::string line;
+  while (found.size() < kMaxLines && std::getline(in, line)) {
+    if (line.find("harness worker (rank ") == std::string::npos) continue;
+    if (line.size() > kMaxLineBytes) line = line.substr(0, kMaxLineBytes) + "...";
+    if (std::regex_search(line, rank_error_pattern())) found.push_back(std::move(line));
+  }
+  return found;
+}
+
+std::string launcher_name(const std::vector<std::string>& command) {
+  // The local launcher's srun inside an allocation is started through `env NAME=VALUE ... srun`.
+  std::size_t at = 0;
+  if (at < command.size() && std::filesystem::path(command[at]).filename() == "env") {
+    for (++at; at < command.size() && command[at].find('=') != std::string::npos; ++at) {
     }
   }
-  // A crash report is written first and followed by mpirun's own lines, which may push it out of
-  // the tail: the first such line of the log's head.
-  for (const auto& line : log_head) {
-    std::smatch match;
-    if (std::regex_search(line, match, rank_error)) return fmt::format("rank {}: {}", match[1].str(), match[2].str());
+  if (at >= command.size()) return "job";
+  return std::filesystem::path(command[at]).filename().string();
+}
+
+std::string job_failure_reason(const ProcessOutcome& outcome, const std::vector<std::string>& log_tail,
+                               const std::string& launcher, const std::vector<std::string>& log_head,
+                               const std::vector<std::string>& rank_errors) {
+  if (outcome.timed_out || outcome.interrupted) return outcome.describe();
+  // Which rank failed first. Once one has, the others fail after it, and may say so in errors of
+  // their own (gloo's "Connection closed by peer", MPI's errors) further down the log, before or
+  // after mpirun's line on how the job ended:
+  //   1. a crash report: a rank that crashed was not stopped by another's failure;
+  //   2. a rank that died of a signal other than the SIGTERM that stops the others (mpirun's
+  //      "process rank 1 ... exited on signal 9", srun's "task 1: Killed"): killed from outside
+  //      (the OOM killer), or aborting, its peers' errors come after; in its own words where it
+  //      left any (a library's error before its abort());
+  //   3. the first error a rank program wrote, in the log's order;
+  //   4. a rank that mpirun or srun stopped.
+  // The log's rank lines in order: all of them when the caller read them (rank_error_lines), else
+  // those of its head and tail (a crash report's backtrace and mpirun's lines may push it out of
+  // the tail).
+  std::vector<std::string> ordered = rank_errors;
+  if (ordered.empty()) {
+    ordered = log_head;
+    ordered.insert(ordered.end(), log_tail.begin(), log_tail.end());
   }
-  for (auto line = log_tail.rbegin(); line != log_tail.rend(); ++line) {
+  std::optional<std::string> first_error;
+  std::map<std::string, std::string> first_words;  // rank -> its first line
+  for (const auto& line : ordered) {
     std::smatch match;
-    if (std::regex_search(*line, match, rank_signal)) {
-      return fmt::format("rank {} killed by signal {}{}", match[1].str(), match[2].str(), match[3].str());
+    if (!std::regex_search(line, match, rank_error_pattern())) continue;
+    const std::string said = fmt::format("rank {}: {}", match[1].str(), match[2].str());
+    if (is_crash_report(match[2].str())) return said;
+    if (!first_error) first_error = said;
+    first_words.emplace(match[1].str(), said);
+  }
+  const auto in_own_words = [&](const std::string& rank, const std::string& otherwise) {
+    const auto found = first_words.find(rank);
+    return found != first_words.end() ? found->second : otherwise;
+  };
+  // Open MPI 4: "mpirun noticed that process rank 1 with PID 0 on node vm exited on signal 9
+  // (Killed)."
+  static const std::regex rank_signal(
+      R"(process rank (\d+) with PID \d+ on node \S+ exited on signal (\d+)( \([^)]*\))?)");
+  std::optional<std::string> stopped;
+  for (const auto& line : log_tail) {
+    std::smatch match;
+    if (std::regex_search(line, match, rank_signal)) {
+      const std::string said =
+          fmt::format("rank {} killed by signal {}{}", match[1].str(), match[2].str(), match[3].str());
+      if (std::stoi(match[2].str()) != kStoppingSignal) return in_own_words(match[1].str(), said);
+      if (!stopped) stopped = said;
     }
   }
   // srun: "srun: error: hnode2: task 1: Killed", "...: tasks 0-1: Exited with exit code 3". The
   // first such line is the cause; srun then terminates the others ("Terminated").
   static const std::regex srun_task(R"(srun: error: (\S+): tasks? ([0-9,\-]+): (.*))");
+  std::optional<std::string> srun_said;
   for (const auto& line : log_tail) {
     std::smatch match;
     if (std::regex_search(line, match, srun_task)) {
-      return fmt::format("rank {} on {}: {}", match[2].str(), match[1].str(), match[3].str());
+      const std::string said = fmt::format("rank {} on {}: {}", match[2].str(), match[1].str(), match[3].str());
+      if (srun_names_a_signal(match[3].str())) return in_own_words(match[2].str(), said);
+      if (!srun_said) srun_said = said;
     }
   }
+  if (first_error) return *first_error;
+  if (stopped) return *stopped;
+  if (srun_said) return *srun_said;
   std::string said = daemons_not_started(log_head);
   if (said.empty()) said = daemons_not_started(log_tail);
   if (said.empty()) said = launcher_message(log_head);

@@ -11,6 +11,8 @@
 
 namespace harness {
 
+// "rank 1: SIGSEGV (segmentation fault) at address 0x0"
+//                                             a rank's crash report (rank/crash_report.h)
 // "rank 1 killed by signal 9 (Killed)"        Open MPI: "process rank 1 ... exited on signal 9"
 // "rank 0: cannot open data file x.csv"       the rank program: "harness worker (rank 0): ..."
 // "timed out after the 600 s limit"           the time limit (the log tail is kept for why)
@@ -21,10 +23,21 @@ namespace harness {
 //  remote shell said: ssh: Could not resolve hostname nodeb: Name or service not known)"
 //                                              a host mpirun could not reach
 // "mpirun exit code 3"                        otherwise: `launcher` and how it ended
-// `log_head`: the log's first lines, where a launcher that fails before starting the ranks
-// explains why (its message may be longer than the tail).
+// The rank that failed first is named, not another that failed after it (failure_reason.cpp has
+// the order). `log_head`: the log's first lines, where a launcher that fails before starting the
+// ranks explains why (its message may be longer than the tail). `rank_errors`: the rank program's
+// lines of the whole log, in order (rank_error_lines); when empty, those of the head and tail.
 std::string job_failure_reason(const ProcessOutcome& outcome, const std::vector<std::string>& log_tail,
-                               const std::string& launcher, const std::vector<std::string>& log_head = {});
+                               const std::string& launcher, const std::vector<std::string>& log_head = {},
+                               const std::vector<std::string>& rank_errors = {});
+
+// The lines of the log at `log_path` in which the rank program said why it stopped ("harness
+// worker (rank N): ..."), in order: the first 64, each cut to 1000 bytes.
+std::vector<std::string> rank_error_lines(const std::string& log_path);
+
+// The launcher a job's command runs, for its reason ("mpirun", "srun"): the command's first word,
+// past `env NAME=VALUE ...`; "job" for an empty command.
+std::string launcher_name(const std::vector<std::string>& command);
 
 // What the launcher itself said went wrong, in one line of at most about 300 characters: the
 // first paragraph of Open MPI's first help message (printed between lines of dashes; with the

@@ -54,9 +54,8 @@ PointRecord record_of_ended_job(const std::string& experiment_name, const EndedJ
   if (result.end != JobEnd::kCompleted) {
     record.status = point_status_of(result.end);
     record.log_tail = tail_lines(job.log_path, 20);
-    failure = result.reason.empty() ? job_failure_reason(outcome, record.log_tail,
-                                                         ended.command.empty() ? "job" : ended.command[0],
-                                                         head_lines(job.log_path, 60))
+    failure = result.reason.empty() ? job_failure_reason(outcome, record.log_tail, launcher_name(ended.command),
+                                                         head_lines(job.log_path, 60), rank_error_lines(job.log_path))
                                     : result.reason;
     // A point that ran out of time may hang: who the others were waiting for, from the ranks' slots.
     if (record.status == PointStatus::kTimeout) {

@@ -99,15 +99,34 @@ Allocation current_allocation() {
   };
   allocation.nodes = std::max(1, number("SLURM_JOB_NUM_NODES"));
   allocation.tasks = number("SLURM_NTASKS");
+  if (const char* cpus = std::getenv("SLURM_JOB_CPUS_PER_NODE"); cpus != nullptr) {
+    allocation.cpus_per_node = parse_slurm_cpus_per_node(cpus).value_or(std::vector<int>{});
+  }
   allocation.srun_has_pmix = SlurmCommands(std::filesystem::temp_directory_path().string()).srun_offers_pmix();
   return allocation;
 }
 
+LocalScheduler::LocalScheduler(LocalOptions options, UsableCpus cpus, bool is_root, Allocation allocation)
+    : options_(std::move(options)),
+      cpus_(std::move(cpus)),
+      cores_(cpus_.cores()),
+      is_root_(is_root),
+      allocation_(std::move(allocation)) {}
+
+namespace {
+UsableCpus cores_of_their_own(int cores) {
+  UsableCpus cpus;
+  for (int cpu = 0; cpu < cores; ++cpu) cpus.cpus.push_back(cpu);
+  cpus.online = cpus.physical_cores = cores;
+  return cpus;
+}
+}  // namespace
+
 LocalScheduler::LocalScheduler(LocalOptions options, int cores, bool is_root, Allocation allocation)
-    : options_(std::move(options)), cores_(cores), is_root_(is_root), allocation_(std::move(allocation)) {}
+    : LocalScheduler(std::move(options), cores_of_their_own(cores), is_root, std::move(allocation)) {}
 
 LocalScheduler::LocalScheduler(LocalOptions options)
-    : LocalScheduler(std::move(options), available_cores(), ::geteuid() == 0, current_allocation()) {}
+    : LocalScheduler(std::move(options), usable_cpus(), ::geteuid() == 0, current_allocation()) {}
 
 void LocalScheduler::check_available() const {
   // Otherwise every point's mpirun fails with exit code 2 and the reason is only in its log. The
@@ -126,9 +145,19 @@ void LocalScheduler::check_available() const {
 
 ResourceLimits LocalScheduler::limits() const {
   ResourceLimits limits;
-  limits.max_ranks = kRanksPerCore * cores_;
-  limits.why = fmt::format("the local launcher runs at most {} ranks per core, and this machine has {}",
-                           kRanksPerCore, cores_);
+  if (allocation_.inside() && !allocation_.cpus_per_node.empty()) {
+    int cpus = 0;
+    for (const int node : allocation_.cpus_per_node) cpus += node;
+    limits.max_ranks = kRanksPerCore * cpus;
+    limits.why =
+        fmt::format("the local launcher runs at most {} ranks per core, and SLURM allocation {} has {} CPUs on its "
+                    "{} node(s)",
+                    kRanksPerCore, allocation_.job_id, cpus, allocation_.cpus_per_node.size());
+  } else {
+    limits.max_ranks = kRanksPerCore * cores_;
+    limits.why = fmt::format("the local launcher runs at most {} ranks per core, and this machine has {}",
+                             kRanksPerCore, cpus_.describe());
+  }
   limits.max_nodes = nodes_available();
   if (allocation_.inside()) {
     limits.nodes_why = fmt::format("the local launcher runs in SLURM allocation {} of {} node(s)",
@@ -148,29 +177,36 @@ ResourceLimits LocalScheduler::limits() const {
 std::string LocalScheduler::caution(const std::vector<JobSpec>& jobs) const {
   std::vector<std::string> cautions;
   if (options_.max_parallel != 1) {
-    cautions.push_back(fmt::format("launcher.max_parallel is {}: points run {} at a time and share this "
-                                   "machine's {} core(s), so their timings disturb each other",
-                                   options_.max_parallel, options_.max_parallel, cores_));
+    cautions.push_back(fmt::format("launcher.max_parallel is {}: points run {} at a time and share this machine's "
+                                   "{}, so their timings disturb each other",
+                                   options_.max_parallel, options_.max_parallel, cpus_.describe()));
   }
-  // Ranks on this machine (no hosts, or simulated ones) whose threads outnumber its cores: their
-  // compute waits for a core, which reads as poor scaling. Real hosts' cores are not known here;
-  // the records say it for every point (measurements.oversubscribed).
+  // Ranks on this machine (no hosts, or simulated ones) or on an allocation's nodes whose threads
+  // outnumber their cores: their compute waits for a core, which reads as poor scaling. Real
+  // hosts' cores are not known here; the records say it for every point
+  // (measurements.oversubscribed).
   if (options_.hosts.empty() || options_.simulate_hosts) {
     std::vector<std::string> oversubscribed;
     for (const JobSpec& job : jobs) {
       const int threads = threads_per_rank(job);
-      if (job.ranks * threads <= cores_) continue;
-      oversubscribed.push_back(fmt::format(
-          "{} ({})", job.name, describe_oversubscription({"", job.ranks, threads, cores_})));
+      const NodeShare node = busiest_node(job);
+      if (node.ranks * threads <= node.cpus) continue;
+      oversubscribed.push_back(fmt::format("{} ({}{})", job.name,
+                                           describe_oversubscription({"", node.ranks, threads, node.cpus}),
+                                           allocation_.inside() ? " of a node" : ""));
     }
     if (!oversubscribed.empty()) {
       const std::size_t shown = std::min<std::size_t>(oversubscribed.size(), 3);
       std::string list;
       for (std::size_t i = 0; i < shown; ++i) list += (i > 0 ? ", " : "") + oversubscribed[i];
       if (oversubscribed.size() > shown) list += fmt::format(" and {} more", oversubscribed.size() - shown);
-      cautions.push_back(fmt::format("oversubscribed: {} point(s) run more rank threads than this machine's {} "
-                                     "core(s): {}; their compute time includes waiting for a core",
-                                     oversubscribed.size(), cores_, list));
+      cautions.push_back(fmt::format(
+          "oversubscribed: {} point(s) run more rank threads than {}: {}; their compute time includes waiting for a "
+          "core",
+          oversubscribed.size(),
+          allocation_.inside() ? fmt::format("the CPUs SLURM allocation {} gives a node", allocation_.job_id)
+                               : "this machine's " + cpus_.describe(),
+          list));
     }
   }
   if (options_.hosts.empty() || options_.simulate_hosts) {
@@ -199,9 +235,28 @@ std::string shared_gpu_caution(const std::vector<JobSpec>& jobs, int gpus, bool 
                      sharing.size() > 1 ? fmt::format(" and {} more", sharing.size() - 1) : "", gpus);
 }
 
+LocalScheduler::NodeShare LocalScheduler::busiest_node(const JobSpec& job) const {
+  const int nodes = std::max(1, job.nodes);
+  const int ranks = std::max(1, job.ranks);
+  // Simulated hosts share this machine's cores, as do the ranks of a point without hosts.
+  if (!allocation_.inside() && (options_.hosts.empty() || options_.simulate_hosts)) return {cores_, ranks};
+  // Each node's ranks share its own CPUs: as many ranks as the job puts on a node (the first
+  // nodes one more when they do not divide evenly).
+  NodeShare share{cores_, job.ranks_per_node > 0 ? job.ranks_per_node : (ranks + nodes - 1) / nodes};
+  // An allocation's nodes have what SLURM gives them (the fewest among the job's, which srun takes
+  // in the allocation's order); named hosts are taken to be like this machine.
+  if (allocation_.inside() && !allocation_.cpus_per_node.empty()) {
+    const std::size_t used = std::min<std::size_t>(static_cast<std::size_t>(nodes), allocation_.cpus_per_node.size());
+    share.cpus = *std::min_element(allocation_.cpus_per_node.begin(),
+                                   allocation_.cpus_per_node.begin() + static_cast<std::ptrdiff_t>(used));
+  }
+  return share;
+}
+
 int LocalScheduler::threads_per_rank(const JobSpec& job) const {
   if (job.threads_per_rank > 0) return job.threads_per_rank;
-  return std::max(1, cores_ / std::max(1, job.ranks));
+  const NodeShare node = busiest_node(job);
+  return std::max(1, node.cpus / node.ranks);
 }
 
 std::vector<std::string> LocalScheduler::srun_command(const JobSpec& job, int threads) const {
@@ -270,7 +325,9 @@ std::vector<std::string> LocalScheduler::command_for(const JobSpec& job) const {
   if (allocation_.inside()) return srun_command(job, threads);
   std::vector<std::string> argv = {"mpirun", "-n", std::to_string(job.ranks)};
   if (is_root_) argv.emplace_back("--allow-run-as-root");
-  if (job.ranks > cores_) argv.emplace_back("--oversubscribe");
+  // Open MPI counts a slot per physical core it may use (a core's hyperthreads once), and refuses
+  // more ranks than slots without this; it is harmless where there are enough.
+  if (job.ranks > cpus_.slots()) argv.emplace_back("--oversubscribe");
   // Open MPI binds each rank to one core when there are at most 2 ranks. Unbound, as Horovod
   // runs its ranks (-bind-to none): a rank's threads get room, and a rank is not pinned to the
   // core where mpirun and the harness wake up (measured here: the CNN on one bound rank trained

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/common/usable_cpus.h"
 #include "harness/launch/process_jobs.h"
 #include "harness/launch/scheduler.h"
 
@@ -37,16 +38,21 @@ struct Allocation {
   std::string job_id;  // "" = not in one
   int nodes = 1;       // SLURM_JOB_NUM_NODES
   int tasks = 0;       // SLURM_NTASKS; 0 = unknown
+  // SLURM_JOB_CPUS_PER_NODE: each node's CPUs in the allocation, in its order; empty = unknown.
+  std::vector<int> cpus_per_node;
   bool srun_has_pmix = true;  // srun --mpi=pmix (Open MPI's ranks need PMIx under srun)
   bool inside() const { return !job_id.empty(); }
 };
-// Reads SLURM_JOB_ID, SLURM_JOB_NUM_NODES and SLURM_NTASKS (and asks srun for pmix once).
+// Reads SLURM_JOB_ID, SLURM_JOB_NUM_NODES, SLURM_NTASKS and SLURM_JOB_CPUS_PER_NODE (and asks
+// srun for pmix once).
 Allocation current_allocation();
 
 class LocalScheduler final : public Scheduler {
  public:
-  // `cores`, `is_root` and `allocation` are parameters so tests can check the flags for any
+  // `cpus`, `is_root` and `allocation` are parameters so tests can check the flags for any
   // machine.
+  LocalScheduler(LocalOptions options, UsableCpus cpus, bool is_root, Allocation allocation = {});
+  // A machine of `cores` CPUs, each a core of its own, without a quota.
   LocalScheduler(LocalOptions options, int cores, bool is_root, Allocation allocation = {});
   explicit LocalScheduler(LocalOptions options = {});
 
@@ -65,13 +71,20 @@ class LocalScheduler final : public Scheduler {
 
  private:
   static constexpr int kRanksPerCore = 8;
+  // The node of `job` whose ranks have the fewest CPUs each: its CPUs and its ranks.
+  struct NodeShare {
+    int cpus = 1;
+    int ranks = 1;
+  };
+  NodeShare busiest_node(const JobSpec& job) const;
   std::vector<std::string> srun_command(const JobSpec& job, int threads) const;
   // mpirun's arguments that place the job's ranks on its hosts (none without hosts).
   std::vector<std::string> host_arguments(const JobSpec& job) const;
   int nodes_available() const;
 
   LocalOptions options_;
-  int cores_;
+  UsableCpus cpus_;
+  int cores_;  // cpus_.cores()
   bool is_root_;
   Allocation allocation_;
   ProcessJobs jobs_;

@@ -1,8 +1,5 @@
 #include "harness/launch/scheduler.h"
 
-#include <sched.h>
-#include <unistd.h>
-
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -10,6 +7,7 @@
 
 #include "harness/common/errors.h"
 #include "harness/common/text.h"
+#include "harness/common/usable_cpus.h"
 #include "harness/launch/local_scheduler.h"
 #include "harness/launch/slurm_scheduler.h"
 
@@ -83,11 +81,6 @@ std::vector<Submission> Scheduler::submit_all(const std::vector<JobSpec>& jobs, 
   return submissions;
 }
 
-int available_cores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return static_cast<int>(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN)));
-}
+int available_cores() { return usable_cpus().cores(); }
 
 }  // namespace harness

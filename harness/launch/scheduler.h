@@ -152,7 +152,8 @@ void read_scheduler_options(const LauncherSpec& spec, const std::vector<OptionRo
   }
 }
 
-// CPU cores this process may run on (sched_getaffinity), at least 1.
+// CPU cores this process's ranks can use (usable_cpus().cores(): the affinity mask, lowered to a
+// cgroup CPU quota), at least 1.
 int available_cores();
 
 }  // namespace harness

@@ -9,6 +9,7 @@
 #include "backends/device_staging.h"
 #include "backends/nccl_allreduce.h"
 #include "backends/registry.h"
+#include "harness/common/usable_cpus.h"
 
 namespace harness {
 
@@ -50,19 +51,16 @@ GpuFacts gather_gpu_facts(const Communicator& communicator, int cuda_device, con
 }
 
 std::optional<Oversubscription> gather_oversubscription(const Communicator& communicator, int threads_per_rank) {
-  std::string mine = physical_host_name() + "\t";
-  for (const int cpu : allowed_cpus()) mine += std::to_string(cpu) + ",";
+  const UsableCpus usable = usable_cpus();
+  const Json mine = {{"host", physical_host_name()},
+                     {"cpus", usable.cpus},
+                     {"quota_cpus", usable.quota ? usable.quota->cpus : 0.0},
+                     {"cgroup", usable.cgroup}};
   std::vector<RankCpus> ranks;
-  for (const std::string& text : gather_to_root(communicator, mine)) {
-    RankCpus rank;
-    const auto tab = text.find('\t');
-    rank.host = text.substr(0, tab);
-    for (std::size_t at = tab + 1; at < text.size();) {
-      const auto comma = text.find(',', at);
-      rank.cpus.push_back(std::stoi(text.substr(at, comma - at)));
-      at = comma + 1;
-    }
-    ranks.push_back(std::move(rank));
+  for (const std::string& text : gather_to_root(communicator, mine.dump())) {
+    const Json rank = Json::parse(text);
+    ranks.push_back({rank["host"].get<std::string>(), rank["cpus"].get<std::vector<int>>(),
+                     rank["quota_cpus"].get<double>(), rank["cgroup"].get<std::string>()});
   }
   return communicator.rank() == 0 ? oversubscription(ranks, threads_per_rank) : std::nullopt;
 }

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "harness/results/consistent_lead.h"
 #include "harness/results/statistics.h"
 
 namespace harness {
@@ -48,6 +49,18 @@ const Straggling* most_often_slowest(const std::vector<Straggling>& entries) {
   return best;
 }
 
+// The entry whose standing is least likely by chance (on a tie, the larger excess, then the first).
+const Straggling* most_consistent(const std::vector<Straggling>& entries) {
+  const Straggling* best = nullptr;
+  for (const Straggling& entry : entries) {
+    if (best == nullptr || entry.p_value < best->p_value ||
+        (entry.p_value == best->p_value && entry.excess_s > best->excess_s)) {
+      best = &entry;
+    }
+  }
+  return best;
+}
+
 // Every rank's and host's tally over the runs of one configuration.
 class RunTallies {
  public:
@@ -79,12 +92,24 @@ class RunTallies {
     }
     steps_ += static_cast<int64_t>(count);
     if (!steps.rank_compute) return;
+    // The flag's test reads the training ranks' compute by rank, and by host.
+    RunCompute by_rank;
+    RunCompute by_host;
+    for (int r = first_training; r < world; ++r) {
+      by_rank.group_of.push_back(r);
+      by_host.group_of.push_back(static_cast<int>(host_index[static_cast<std::size_t>(r)]));
+    }
     for (const std::vector<double>& row : steps.rank_compute->compute_s) {
-      for (int r = first_training; r < world && static_cast<std::size_t>(r) < row.size(); ++r) {
+      if (row.size() < static_cast<std::size_t>(world)) continue;  // the reader refuses these
+      for (int r = first_training; r < world; ++r) {
         ranks_[static_cast<std::size_t>(r)].compute_s.push_back(row[static_cast<std::size_t>(r)]);
         all_compute_s_.push_back(row[static_cast<std::size_t>(r)]);
       }
+      by_rank.compute_s.emplace_back(row.begin() + first_training, row.begin() + world);
     }
+    by_host.compute_s = by_rank.compute_s;
+    by_rank_.push_back(std::move(by_rank));
+    by_host_.push_back(std::move(by_host));
   }
 
   // The tallies as entries; `measured` false when no run added steps.
@@ -94,6 +119,10 @@ class RunTallies {
     result.steps = steps_;
     if (runs_ == 0 || steps_ == 0) return result;
     result.measured = true;
+    const std::vector<Consistency> rank_tests = consistency_of(by_rank_, static_cast<int>(ranks_.size()));
+    const std::vector<Consistency> host_tests = consistency_of(by_host_, static_cast<int>(hosts_.size()));
+    for (std::size_t r = 0; r < ranks_.size(); ++r) set_test(ranks_[r].entry, rank_tests[r]);
+    for (std::size_t h = 0; h < hosts_.size(); ++h) set_test(hosts_[h].entry, host_tests[h]);
     for (Tally& tally : ranks_) {
       if (tally.entry.rank < 0) continue;  // a rank that only serves
       // Its host: where it was the slowest most often (else where it first ran).
@@ -102,6 +131,7 @@ class RunTallies {
         if (steps > most) std::tie(most, tally.entry.host) = std::pair(steps, host);
       }
       finish_tally(tally, steps_);
+      tally.entry.chance = 1 / static_cast<double>(std::max(training_ranks_, 1));
       result.ranks.push_back(tally.entry);
     }
     for (Tally& tally : hosts_) {
@@ -117,6 +147,13 @@ class RunTallies {
   int training_ranks() const { return training_ranks_; }
 
  private:
+  static void set_test(Straggling& entry, const Consistency& test) {
+    entry.blocks = test.blocks;
+    entry.standing = test.standing;
+    entry.p_value = test.p_value;
+    entry.excess_s = test.excess_s;
+  }
+
   // Makes a tally for each training rank of `run` and each host new to them; the index of each
   // rank's host.
   std::vector<std::size_t> meet_ranks(const Measurements& run, int first_training) {
@@ -150,6 +187,8 @@ class RunTallies {
   std::vector<Tally> hosts_;  // in order of their first rank (in the first run that has them)
   double rank_steps_ = 0;     // every run's training ranks times its steps
   std::vector<double> all_compute_s_;
+  std::vector<RunCompute> by_rank_;  // each run's sampled compute, grouped by rank
+  std::vector<RunCompute> by_host_;  // and by host
   int training_ranks_ = 0;
   int runs_ = 0;
   int64_t steps_ = 0;
@@ -157,17 +196,9 @@ class RunTallies {
 
 }  // namespace
 
-bool beyond_chance(int64_t count, int64_t steps, double chance) {
-  if (steps <= 0) return false;
-  const auto n = static_cast<double>(steps);
-  const double expected = n * chance;
-  const double sigma = std::sqrt(n * chance * (1 - chance));
-  return 2 * count > steps && static_cast<double>(count) > expected + kChanceSigmas * sigma;
-}
-
 const Straggling* Stragglers::flagged_entry() const {
   if (flagged == "rank") return &straggler;
-  if (flagged == "host") return most_often_slowest(hosts);
+  if (flagged == "host") return most_consistent(hosts);
   return nullptr;
 }
 
@@ -179,47 +210,39 @@ Stragglers find_stragglers(const std::vector<const Measurements*>& runs) {
   Stragglers result = tallies.finish();
   if (!result.measured) return result;
 
-  // Why both conditions. On a machine with more ranks than cores, or any busy one, every rank's
-  // compute jitters by a scheduler slice now and then, and with no straggler each of k ranks is
-  // the slowest in about 1/k of the steps; with 2 ranks that is half of them, so "more than half"
-  // alone would flag about every other 2-rank run. The binomial test asks for a share that
-  // chance gives less than once in about 700 runs (3 sigma, one-sided). Chance is not the only
-  // noise: a rank may be a little slower all along for reasons no one would call a straggler (it
-  // shares its core with the launcher, its data happen to be slower, it writes the partial
-  // measurements), and then it is the slowest in most steps by a hair. The lead floor leaves out
-  // what costs the others less than kMinLeadShare of a typical rank's compute, or less than
-  // kMinLeadS (the scale of timer and scheduling noise): not worth anyone's search. Measured on 4
-  // ranks on 2 cores (iris_mlp, 600 steps, 9 runs, no delay): the most-often slowest rank had
-  // 27-45% of the steps (chance gives 25%: the share alone would soon fire) with median leads of
-  // 4-28 us; a 2 ms injected delay led by 2.05 ms in 100% of the steps.
-  // On a loaded machine a scheduler slice (~1 ms and more) lands on one rank more than another,
-  // and a steady lead of a fraction of it is how the ranks' jitter shows, not a straggler: in CI,
-  // 4 ranks on 2 cores beside a compile, rank 0 was the slowest in 62% of 60 steps by 0.23 ms with
-  // no delay. The ranks' typical jitter (the median over ranks, so that a straggler's own
-  // intermittent delays do not raise it) sets the floor too. It does not catch a rank that waits
-  // for a core a little in every step: in CI, 4 ranks on 2 cores with nothing beside them, rank 3
-  // was the slowest in 57% of 60 steps by 0.105 ms with no delay (jitter under 0.05 ms), above the
-  // 0.1 ms kMinLeadS of then; kMinLeadS is now 0.25 ms, above both leads seen without a delay.
-  // Only where each rank has enough samples for its p95 not to be its one slowest step, and
-  // without the straggler's own (its delays may come and go).
-  std::vector<double> jitters;
-  for (const Straggling& rank : result.ranks) {
-    if (rank.rank != result.straggler.rank && rank.compute_samples >= kJitterMinSamples) {
-      jitters.push_back(std::max(0.0, rank.compute_p95_s - rank.compute_median_s));
-    }
-  }
-  result.typical_jitter_s = jitters.empty() ? 0 : median_of(jitters);
-  result.noise_floor_s = std::max({kMinLeadS, kMinLeadShare * result.median_compute_s,
-                                   kJitterMultiple * result.typical_jitter_s});
-  const auto stands_out = [&](const Straggling& entry, double chance) {
-    return beyond_chance(entry.slowest_steps, result.steps, chance) && entry.lead_median_s >= result.noise_floor_s;
-  };
+  // Why the test and not a share of the steps or a lead above a floor: see stragglers.h and
+  // consistent_lead.h. What it answered before, with a share beyond 3 sigma of chance and a median
+  // lead above max(0.25 ms, 5% of the compute, twice the ranks' jitter): a rank 20% slower on a
+  // 1 ms step (0.2 ms) was never flagged; the floor had been raised above two CI false alarms
+  // (rank 3 of 4 on 2 cores the slowest in 57% of 60 steps by 0.105 ms; beside a compile, rank 0
+  // in 62% of 60 steps by 0.23 ms), both from counting 60 steps of one run as 60 independent
+  // draws. Here 60 steps are at most 15 blocks, fewer where the run's noise lasts.
   const auto k = static_cast<double>(std::max(tallies.training_ranks(), 1));
-  if (stands_out(result.straggler, 1 / k)) {
+  result.rank_p_limit = kFalseAlarmRate / 2 / k;
+  result.host_p_limit = kFalseAlarmRate / 2 / static_cast<double>(std::max<std::size_t>(result.hosts.size(), 1));
+  const double enough_s = kMinExcessShare * result.median_compute_s;
+  const auto stands_out = [&](const Straggling& entry, double p_limit) {
+    return entry.blocks >= 2 && entry.p_value <= p_limit && entry.excess_s >= enough_s && entry.excess_s > 0;
+  };
+  // A host whose ranks are slow together is one finding, not one rank's: it is flagged when two
+  // or more of its ranks stand out and so does the host; else the rank that stands out most. A
+  // host whose ranks take turns (none slower in most steps) is found by the host's test alone.
+  std::vector<const Straggling*> standing_out;
+  for (const Straggling& rank : result.ranks) {
+    if (stands_out(rank, result.rank_p_limit)) standing_out.push_back(&rank);
+  }
+  const Straggling* host = result.hosts.size() >= 2 ? most_consistent(result.hosts) : nullptr;
+  const bool host_stands_out = host != nullptr && stands_out(*host, result.host_p_limit);
+  const auto on_host = std::count_if(standing_out.begin(), standing_out.end(), [&](const Straggling* rank) {
+    return host != nullptr && rank->host == host->host;
+  });
+  if (host_stands_out && (standing_out.empty() || on_host >= 2)) {
+    result.flagged = "host";
+  } else if (!standing_out.empty()) {
+    std::vector<Straggling> candidates;
+    for (const Straggling* rank : standing_out) candidates.push_back(*rank);
+    result.straggler = *most_consistent(candidates);
     result.flagged = "rank";
-  } else if (result.hosts.size() >= 2) {
-    const Straggling& host = *most_often_slowest(result.hosts);
-    if (stands_out(host, host.chance)) result.flagged = "host";
   }
   return result;
 }
@@ -229,9 +252,22 @@ std::string describe_straggling(const Straggling& entry) {
                               ? fmt::format("rank {}{}", entry.rank, entry.host.empty() ? "" : " (" + entry.host + ")")
                               : fmt::format("host {} ({} rank(s))", entry.host, entry.ranks);
   return fmt::format(
-      "{} was the slowest in {:.0f}% of the steps, leading the others' median by {:.3g} ms (p95 {:.3g} ms), a wait "
-      "of {:.3g} ms per step",
-      who, 100 * entry.share, 1e3 * entry.lead_median_s, 1e3 * entry.lead_p95_s, 1e3 * entry.wait_per_step_s);
+      "{} was the slowest in {:.0f}% of the steps (chance: {:.0f}%), leading the others' median by {:.3g} ms (p95 "
+      "{:.3g} ms), a wait of {:.3g} ms per step",
+      who, 100 * entry.share, 100 * entry.chance, 1e3 * entry.lead_median_s, 1e3 * entry.lead_p95_s,
+      1e3 * entry.wait_per_step_s);
+}
+
+std::string describe_flag(const Stragglers& stragglers) {
+  const Straggling* entry = stragglers.flagged_entry();
+  if (entry == nullptr) return "";
+  const double limit = entry->rank >= 0 ? stragglers.rank_p_limit : stragglers.host_p_limit;
+  return fmt::format(
+      "its compute {:.3g} ms ({:.0f}% of the median rank's) above the others' median in the median sampled step, "
+      "consistently: p {:.2g} over {} blocks of steps (flagged at p <= {:.3g})",
+      1e3 * entry->excess_s,
+      stragglers.median_compute_s > 0 ? 100 * entry->excess_s / stragglers.median_compute_s : 0.0, entry->p_value,
+      entry->blocks, limit);
 }
 
 }  // namespace harness

@@ -11,19 +11,21 @@
 //          (metrics.h imbalance_time_s), the "waiting for the slowest rank" of the breakdown
 //
 // and each host the same, a host being the slowest in a step when the slowest rank is one of its.
-// The straggler is the rank that was the slowest most often (the lowest on a tie).
+// The straggler named in the console's table is the flagged rank, else the rank that was the
+// slowest most often (the lowest on a tie); stats.csv names only what is flagged.
 //
-// The flag: a configuration is flagged when one rank (or, with two hosts or more, one host) is
-// the slowest in more than half of the steps, and that cannot be chance or noise (stragglers.cpp
-// says why each condition is there):
-//   - its share is more than half, and more than chance gives: with k training ranks and no
-//     straggler each rank is the slowest with probability 1/k (a host with m of them, m/k), so
-//     its count of slowest steps must exceed the binomial's mean by kChanceSigmas standard
-//     deviations (with 2 ranks, half the steps is what chance gives);
-//   - its median lead is above the noise floor: max(kMinLeadS, kMinLeadShare × the median
-//     rank's compute, kJitterMultiple × the ranks' typical jitter), the jitter of a rank being
-//     the p95 of its sampled compute less its median, and the typical one the median over the
-//     other ranks with kJitterMinSamples samples or more.
+// The flag: against the noise of the same runs, not a constant. A configuration is flagged
+// "rank" when one training rank is consistently slower than the others, and by enough to matter:
+//   - consistently: over the sampled steps, cut into blocks of consecutive steps (placement lasts
+//     whole runs, so steps are not independent), its standing among the ranks is above what
+//     exchangeable ranks give, by a one-sided test at kFalseAlarmRate / 2 split over the ranks
+//     (consistent_lead.h has the test);
+//   - by enough: its compute exceeds the median of the others' by kMinExcessShare of the median
+//     rank's compute in the median sampled step.
+// With two hosts or more and no rank flagged, the same test of each host's ranks against the
+// others' (at kFalseAlarmRate / 2 split over the hosts) flags "host". Where no rank is slower, a
+// configuration is flagged with probability at most kFalseAlarmRate (measured on synthetic runs
+// by tests/results/stragglers_test.cpp).
 #pragma once
 
 #include <cstdint>
@@ -34,13 +36,8 @@
 
 namespace harness {
 
-inline constexpr double kChanceSigmas = 3.0;
-// A rank waiting for a core on an oversubscribed node trails the others by a fraction of a
-// millisecond for whole runs (stragglers.cpp has the measurements).
-inline constexpr double kMinLeadS = 250e-6;
-inline constexpr double kMinLeadShare = 0.05;
-inline constexpr double kJitterMultiple = 2.0;
-inline constexpr int64_t kJitterMinSamples = 20;
+inline constexpr double kFalseAlarmRate = 0.001;
+inline constexpr double kMinExcessShare = 0.1;
 
 // One training rank (or host) of a configuration.
 struct Straggling {
@@ -60,6 +57,13 @@ struct Straggling {
   double compute_median_s = 0;
   double compute_p95_s = 0;
   int64_t compute_samples = 0;
+  // The flag's test over the sampled steps (consistent_lead.h): blocks of steps, its mean
+  // standing (-1 the fastest in every step, +1 the slowest), its one-sided p, and the median
+  // step's excess of its compute over the others' median.
+  int blocks = 0;
+  double standing = 0;
+  double p_value = 1;
+  double excess_s = 0;
 };
 
 struct Stragglers {
@@ -68,10 +72,13 @@ struct Stragglers {
   int runs = 0;
   std::vector<Straggling> ranks;  // every training rank, in rank order
   std::vector<Straggling> hosts;  // in order of their first rank
-  Straggling straggler;           // the rank most often the slowest
-  double median_compute_s = 0;    // the training ranks' sampled compute, pooled (the noise floor's)
-  double typical_jitter_s = 0;    // the median over the other ranks of each one's compute p95 less its median
-  double noise_floor_s = 0;
+  // The flagged rank; else the rank most often the slowest (the lowest on a tie).
+  Straggling straggler;
+  double median_compute_s = 0;  // the training ranks' sampled compute, pooled (kMinExcessShare's scale)
+  // The one-sided p below which a rank is consistently slower: kFalseAlarmRate / 2 over the
+  // training ranks (a host: over the hosts).
+  double rank_p_limit = 0;
+  double host_p_limit = 0;
   // "rank" when the straggler is flagged; "host" when a host is (with two hosts or more) but no
   // rank is; "" when nothing is.
   std::string flagged;
@@ -82,12 +89,11 @@ struct Stragglers {
 // per-step slowest rank (records before version 8) are left out.
 Stragglers find_stragglers(const std::vector<const Measurements*>& runs);
 
-// Whether `count` of `steps` is more than chance gives a candidate that is the slowest with
-// probability `chance` in each step, by kChanceSigmas standard deviations, and more than half.
-bool beyond_chance(int64_t count, int64_t steps, double chance);
-
 // One line for the console and the report: "rank 2 (nodeb) was the slowest in 97% of the steps,
 // leading the others' median by 20.1 ms (p95 21.3 ms), a wait of 15.2 ms per step".
 std::string describe_straggling(const Straggling& entry);
+// Why it is flagged: "its compute 0.2 ms (20%) above the others' median in the median step, and
+// consistently (p 3e-09 over 15 blocks of steps; chance gives each of 4 ranks 25% of the steps)".
+std::string describe_flag(const Stragglers& stragglers);
 
 }  // namespace harness

@@ -71,9 +71,8 @@ std::string straggler_lines(const ResultSet& set) {
     point.settings = row.stats().settings;
     Experiment described = set.experiment();
     described.repeats = 1;
-    lines += fmt::format("straggler: {} {}: {} (noise floor {:.3g} ms)\n", row.first_run().record.id,
-                         describe_point(described, point), describe_straggling(*flagged),
-                         1e3 * stragglers.noise_floor_s);
+    lines += fmt::format("straggler: {} {}: {}; {}\n", row.first_run().record.id, describe_point(described, point),
+                         describe_straggling(*flagged), describe_flag(stragglers));
   }
   return lines;
 }

@@ -224,31 +224,35 @@ void add_efficiency_loss_columns(std::vector<ConfigurationColumn>& list) {
   list.push_back({"lost_rest", judged_column(&ResultSet::efficiency_losses, &EfficiencyLoss::rest)});
 }
 
-// Who holds the others up (results/stragglers.h): "" where no run says (one training rank,
-// records before version 8).
+// Who holds the others up (results/stragglers.h): the flagged rank or host; "" where nothing is
+// flagged (and where no run says: one training rank, records before version 8).
 void add_straggler_columns(std::vector<ConfigurationColumn>& list) {
-  const auto straggler = [](std::function<std::string(const Stragglers&)> format) {
+  const auto flagged = [](std::function<std::string(const Stragglers&, const Straggling&)> format) {
     return [format](const ConfigurationRow& row) {
       const Stragglers& stragglers = row.set->stragglers()[row.index];
-      return stragglers.measured ? format(stragglers) : std::string();
+      const Straggling* entry = stragglers.flagged_entry();
+      return entry != nullptr ? format(stragglers, *entry) : std::string();
     };
   };
-  list.push_back({"straggler_rank", straggler([](const Stragglers& s) { return std::to_string(s.straggler.rank); })});
-  list.push_back({"straggler_host", straggler([](const Stragglers& s) { return s.straggler.host; })});
-  list.push_back({"straggler_share", straggler([](const Stragglers& s) { return csv_number(s.straggler.share); })});
-  list.push_back(
-      {"straggler_lead_ms", straggler([](const Stragglers& s) { return csv_number(1e3 * s.straggler.lead_median_s); })});
-  list.push_back(
-      {"straggler_lead_p95_ms", straggler([](const Stragglers& s) { return csv_number(1e3 * s.straggler.lead_p95_s); })});
-  list.push_back(
-      {"straggler_wait_ms", straggler([](const Stragglers& s) { return csv_number(1e3 * s.straggler.wait_per_step_s); })});
-  list.push_back({"straggler_flag", straggler([](const Stragglers& s) { return s.flagged; })});
-  // The flagged rank's host, or the flagged host: with a host flagged, the rank most often the
-  // slowest (straggler_rank, straggler_host) may be on another.
-  list.push_back({"straggler_flagged_host", straggler([](const Stragglers& s) {
-                    const Straggling* flagged = s.flagged_entry();
-                    return flagged == nullptr ? std::string() : flagged->host;
+  list.push_back({"straggler_rank", flagged([](const Stragglers&, const Straggling& e) {
+                    return e.rank >= 0 ? std::to_string(e.rank) : std::string();
                   })});
+  list.push_back({"straggler_host", flagged([](const Stragglers&, const Straggling& e) { return e.host; })});
+  list.push_back(
+      {"straggler_share", flagged([](const Stragglers&, const Straggling& e) { return csv_number(e.share); })});
+  list.push_back(
+      {"straggler_chance", flagged([](const Stragglers&, const Straggling& e) { return csv_number(e.chance); })});
+  list.push_back({"straggler_lead_ms",
+                  flagged([](const Stragglers&, const Straggling& e) { return csv_number(1e3 * e.lead_median_s); })});
+  list.push_back({"straggler_lead_p95_ms",
+                  flagged([](const Stragglers&, const Straggling& e) { return csv_number(1e3 * e.lead_p95_s); })});
+  list.push_back({"straggler_wait_ms",
+                  flagged([](const Stragglers&, const Straggling& e) { return csv_number(1e3 * e.wait_per_step_s); })});
+  list.push_back({"straggler_excess_ms",
+                  flagged([](const Stragglers&, const Straggling& e) { return csv_number(1e3 * e.excess_s); })});
+  list.push_back(
+      {"straggler_p", flagged([](const Stragglers&, const Straggling& e) { return csv_number(e.p_value); })});
+  list.push_back({"straggler_flag", flagged([](const Stragglers& s, const Straggling&) { return s.flagged; })});
 }
 
 const std::vector<ConfigurationColumn>& stats_columns() {

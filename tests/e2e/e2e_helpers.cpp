@@ -120,4 +120,18 @@ std::string explained(const HarnessRun& run) {
   return text;
 }
 
+pid_t find_rank_process(int rank) {
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::string command = read_text(entry.path() / "cmdline");
+    if (command.find(std::string(HARNESS_BINARY) + '\0' + "worker") == std::string::npos) continue;
+    const std::string environment = read_text(entry.path() / "environ");
+    if (environment.find("OMPI_COMM_WORLD_RANK=" + std::to_string(rank) + '\0') != std::string::npos) {
+      return static_cast<pid_t>(std::stol(name));
+    }
+  }
+  return 0;
+}
+
 }  // namespace harness::e2e

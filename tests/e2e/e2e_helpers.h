@@ -2,6 +2,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <sys/types.h>
 
 #include <filesystem>
 #include <map>
@@ -48,6 +49,10 @@ std::vector<std::string> csv_fields(const std::string& line);
 std::vector<std::map<std::string, std::string>> read_csv(const fs::path& path);
 
 std::string joined(const std::vector<std::string>& lines);
+
+// The process of the rank program of the harness under test with MPI rank `rank` (Open MPI tells
+// each its rank in OMPI_COMM_WORLD_RANK); 0 when there is none.
+pid_t find_rank_process(int rank);
 
 // What a failed assertion on a run should show: its output, then the last lines of every point
 // log the output names ("    log: PATH" under a FAILED point), where a rank's own error and

@@ -297,5 +297,31 @@ TEST(EndToEnd, AHarnessWithoutItsRankProgramFailsThePointSayingWhy) {
   }
 }
 
+// Inside a SLURM allocation the local launcher starts the ranks with srun, through `env` (which
+// sets their thread counts). A step srun cannot start is srun's failure, in its own words: here a
+// fake srun first on PATH says what a real one says when the allocation is ending.
+TEST(Launchers, AStepSrunCannotStartIsSrunsFailureNotEnvs) {
+  const fs::path dir = scratch("srun_refuses");
+  fs::create_directories(dir / "bin");
+  std::ofstream(dir / "bin" / "srun")
+      << "#!/bin/sh\n"
+      << "if [ \"$1\" = --mpi=list ]; then echo 'MPI plugin types are...'; echo '\tpmix'; exit 0; fi\n"
+      << "echo 'srun: error: Unable to create step for job 7: Job/step already completing or completed' >&2\n"
+      << "exit 1\n";
+  fs::permissions(dir / "bin" / "srun", fs::perms::owner_all);
+  const fs::path experiment = write_experiment(dir, R"({"name": "refused", "settings": {"epochs": 1}})");
+  const HarnessRun run = run_harness({"run", experiment.string(), "--out", (dir / "out").string()}, dir / "log",
+                                     {{"PATH", (dir / "bin").string() + ":" + std::getenv("PATH")},
+                                      {"SLURM_JOB_ID", "7"},
+                                      {"SLURM_JOB_NUM_NODES", "1"}});
+  EXPECT_EQ(run.outcome.exit_code, 1) << joined(run.output);
+  const auto rows = read_csv(dir / "out" / "summary.csv");
+  ASSERT_EQ(rows.size(), 1U);
+  EXPECT_EQ(rows[0].at("reason"),
+            "srun exit code 1: srun: Unable to create step for job 7: Job/step already completing or completed");
+  const Json record = read_json_file((dir / "out" / "points" / (rows[0].at("id") + ".json")).string());
+  EXPECT_EQ(record["launch"]["command"][0], "env");  // the command as it ran
+}
+
 }  // namespace
 }  // namespace harness::e2e

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
 namespace harness {
 namespace {
@@ -81,6 +82,71 @@ TEST(FailureReason, MpirunsOwnMessageIsQuotedWhenNoRankSaidAnything) {
   // SLURM's own refusals.
   EXPECT_EQ(launcher_message({"srun: error: Unable to allocate resources: Requested node configuration is not available"}),
             "srun: Unable to allocate resources: Requested node configuration is not available");
+}
+
+// Rank 1 of 3 (backend gloo) crashed; its peers then lost their connections to it and said so,
+// after its report (a real log, its backtrace cut short). The crash is the cause.
+TEST(FailureReason, TheRankThatCrashedIsNamedNotAPeersFollowOnError) {
+  const std::string rule(74, '-');
+  const std::vector<std::string> log = {
+      "harness worker (rank 0) progress: epoch 397/3000: train loss 0.2189, test accuracy 0.6667, 0.020 s",
+      "harness worker (rank 1): SIGSEGV (segmentation fault) at address 0x77f4",
+      "  instruction: 0x7f9dc2f566e1 (/lib/x86_64-linux-gnu/libtorch_cpu.so.1.13+0xd566e1)",
+      "/lib/x86_64-linux-gnu/libc.so.6(+0x3c050)[0x7f9dbf97a050]",
+      rule,
+      "MPI_ABORT was invoked on rank 0 in communicator MPI_COMM_WORLD",
+      "with errorcode 1.",
+      rule,
+      "harness worker (rank 2): gloo allreduce failed: [./gloo/transport/tcp/pair.cc:598] Connection closed by peer "
+      "[127.0.0.1]:4481",
+      "harness worker (rank 0): gloo allreduce failed: [./gloo/transport/tcp/pair.cc:598] Connection closed by peer "
+      "[127.0.0.1]:27333",
+      rule,
+      "mpirun noticed that process rank 1 with PID 0 on node vm exited on signal 11 (Segmentation fault).",
+      rule};
+  const std::string crashed = "rank 1: SIGSEGV (segmentation fault) at address 0x77f4";
+  // The whole log's rank lines (what a job's record reads), or its head and tail.
+  const std::vector<std::string> tail(log.begin() + 4, log.end());
+  EXPECT_EQ(job_failure_reason(exited(1), tail, "mpirun", {log.begin(), log.begin() + 4}), crashed);
+  EXPECT_EQ(job_failure_reason(exited(1), tail, "mpirun", {}, {log[1], log[8], log[9]}), crashed);
+  // rank_error_lines reads them from the log file: the rank program's lines, progress left out.
+  const std::filesystem::path file = std::filesystem::temp_directory_path() / "harness_failure_reason_test.log";
+  {
+    std::ofstream out(file);
+    for (const std::string& line : log) out << line << "\n";
+  }
+  EXPECT_EQ(rank_error_lines(file.string()), (std::vector<std::string>{log[1], log[8], log[9]}));
+  std::filesystem::remove(file);
+  EXPECT_EQ(rank_error_lines(file.string()), std::vector<std::string>{});
+  // Even where a peer's error came out first: a crash is never another rank's follow-on.
+  EXPECT_EQ(job_failure_reason(exited(1), {}, "mpirun", {}, {log[9], log[1]}), crashed);
+  // A rank killed from outside (the OOM killer) leaves no line of its own: mpirun's signal line
+  // names it, not the peers that lost it.
+  const std::vector<std::string> killed = {
+      log[8], log[9], "mpirun noticed that process rank 1 with PID 0 on node vm exited on signal 9 (Killed)."};
+  EXPECT_EQ(job_failure_reason(exited(1), killed, "mpirun", {}, {log[8], log[9]}),
+            "rank 1 killed by signal 9 (Killed)");
+  // srun's words for the same.
+  const std::vector<std::string> srun_killed = {log[9], "srun: error: hnode2: task 1: Killed",
+                                                "srun: error: hnode1: task 0: Exited with exit code 1"};
+  EXPECT_EQ(job_failure_reason(exited(1), srun_killed, "srun", {}, {log[9]}), "rank 1 on hnode2: Killed");
+  // A rank that said why before a signal ended it (a library's error, then abort()) is quoted.
+  const std::vector<std::string> aborted = {
+      log[9], "harness worker (rank 1): NCCL error: unhandled cuda error",
+      "mpirun noticed that process rank 1 with PID 0 on node vm exited on signal 6 (Aborted)."};
+  EXPECT_EQ(job_failure_reason(exited(1), aborted, "mpirun"), "rank 1: NCCL error: unhandled cuda error");
+  // Without a crash or a killed rank, the first rank to say why, in the log's order.
+  EXPECT_EQ(job_failure_reason(exited(1), {log[9], log[8]}, "mpirun"),
+            "rank 0: gloo allreduce failed: [./gloo/transport/tcp/pair.cc:598] Connection closed by peer "
+            "[127.0.0.1]:27333");
+}
+
+TEST(FailureReason, TheLauncherIsNamedPastEnv) {
+  EXPECT_EQ(launcher_name({"mpirun", "-n", "2", "/opt/harness", "worker"}), "mpirun");
+  EXPECT_EQ(launcher_name({"env", "HARNESS_THREADS_PER_RANK=1", "OMP_NUM_THREADS=1", "srun", "--nodes=1"}), "srun");
+  EXPECT_EQ(launcher_name({"/usr/bin/env", "A=1", "/usr/bin/srun"}), "srun");
+  EXPECT_EQ(launcher_name({"env"}), "job");
+  EXPECT_EQ(launcher_name({}), "job");
 }
 
 // mpirun could not start its daemon on a host (Open MPI 4.1.4's words after ssh's, verbatim; the

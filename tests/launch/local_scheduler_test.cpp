@@ -61,11 +61,46 @@ TEST(LocalScheduler, RanksOutnumberingTheCoresAreWarnedAboutBeforeTheSweep) {
   two.name = "p000-x";
   const std::string caution = LocalScheduler({}, 2, false).caution({two, four});
   EXPECT_EQ(caution,
-            "oversubscribed: 1 point(s) run more rank threads than this machine's 2 core(s): p001-x (4 ranks × 1 "
+            "oversubscribed: 1 point(s) run more rank threads than this machine's 2 cores: p001-x (4 ranks × 1 "
             "thread on 2 cores); their compute time includes waiting for a core");
   EXPECT_EQ(LocalScheduler({}, 2, false).caution({two}), "");
   EXPECT_NE(LocalScheduler({}, 4, false).caution({job(2, 3)}).find("(2 ranks × 3 threads on 4 cores)"),
             std::string::npos);
+}
+
+// A machine of 8 CPUs that are 4 cores' hyperthreads: threads run on all 8, but Open MPI counts
+// 4 slots and refuses a fifth rank without --oversubscribe.
+TEST(LocalScheduler, MoreRanksThanPhysicalCoresOversubscribe) {
+  UsableCpus hyperthreaded;
+  hyperthreaded.cpus = {0, 1, 2, 3, 4, 5, 6, 7};
+  hyperthreaded.online = 8;
+  hyperthreaded.physical_cores = 4;
+  const LocalScheduler scheduler({}, hyperthreaded, false);
+  EXPECT_FALSE(has(scheduler.command_for(job(4)), "--oversubscribe"));
+  EXPECT_TRUE(has(scheduler.command_for(job(5)), "--oversubscribe"));
+  EXPECT_TRUE(has(scheduler.command_for(job(8)), "--oversubscribe"));
+  EXPECT_TRUE(has(scheduler.command_for(job(1)), "HARNESS_THREADS_PER_RANK=8"));
+  EXPECT_EQ(scheduler.caution({job(8)}), "");  // 8 threads on 8 CPUs
+}
+
+// A quota of 2 CPUs' worth on 4 CPUs: 2 cores to size threads and warn by, and the limit says why.
+TEST(LocalScheduler, ACgroupQuotaIsTheCoresTheRanksGet) {
+  UsableCpus limited;
+  limited.cpus = {0, 1, 2, 3};
+  limited.online = 4;
+  limited.physical_cores = 4;
+  limited.quota = CpuQuota{2, "/sys/fs/cgroup/job/cpu.max"};
+  const LocalScheduler scheduler({}, limited, false);
+  EXPECT_TRUE(has(scheduler.command_for(job(1)), "HARNESS_THREADS_PER_RANK=2"));
+  EXPECT_FALSE(has(scheduler.command_for(job(4)), "--oversubscribe"));  // mpirun has 4 slots
+  JobSpec four = job(4);
+  four.name = "p001-x";
+  EXPECT_EQ(scheduler.caution({four}),
+            "oversubscribed: 1 point(s) run more rank threads than this machine's 2 cores (cgroup CPU quota of 2 "
+            "CPUs (/sys/fs/cgroup/job/cpu.max)): p001-x (4 ranks × 1 thread on 2 cores); their compute time includes "
+            "waiting for a core");
+  EXPECT_EQ(scheduler.limits().max_ranks, 16);
+  EXPECT_NE(scheduler.limits().why.find("this machine has 2 cores (cgroup CPU quota of 2 CPUs"), std::string::npos);
 }
 
 TEST(LocalScheduler, RanksSharingAGpuWithoutMpsAreWarnedAboutWithTheCost) {
@@ -108,8 +143,7 @@ TEST(LocalScheduler, OnePointAtATimeUnlessAskedAndThenItWarns) {
   options.max_parallel = 3;
   const LocalScheduler parallel(options, 2, false);
   EXPECT_EQ(parallel.max_parallel(), 3);
-  EXPECT_NE(parallel.caution({}).find("share this machine's 2 core(s)"), std::string::npos)
-      << parallel.caution({});
+  EXPECT_NE(parallel.caution({}).find("share this machine's 2 cores"), std::string::npos) << parallel.caution({});
 }
 
 TEST(LocalScheduler, RefusesJobsOnSeveralNodes) {
@@ -319,6 +353,41 @@ TEST(LocalScheduler, InsideASlurmAllocationSrunStartsTheRanks) {
   EXPECT_NE(scheduler.limits().nodes_why.find("allocation 42"), std::string::npos);
   // Outside one, a single node.
   EXPECT_EQ(LocalScheduler({}, 2, false).limits().max_nodes, 1);
+}
+
+// In an allocation of several nodes, each node's ranks share that node's CPUs
+// (SLURM_JOB_CPUS_PER_NODE), not this machine's, nor each other's.
+TEST(LocalScheduler, InsideASlurmAllocationEachNodesOwnCpusCount) {
+  Allocation allocation;
+  allocation.job_id = "42";
+  allocation.nodes = 2;
+  allocation.tasks = 16;
+  allocation.cpus_per_node = {8, 8};
+  const LocalScheduler scheduler({}, 8, true, allocation);
+  JobSpec eight = job(8);
+  eight.nodes = 2;
+  eight.name = "p001-x";
+  // 4 ranks on each node of 8 CPUs: 2 threads each (8 ranks on 8 CPUs would give 1).
+  EXPECT_TRUE(has(scheduler.command_for(eight), "HARNESS_THREADS_PER_RANK=2"));
+  // 16 ranks on two nodes of 8 fill them without oversubscribing; 24 put 12 on a node.
+  JobSpec sixteen = job(16, 1);
+  sixteen.nodes = 2;
+  EXPECT_EQ(scheduler.caution({eight, sixteen}), "");
+  JobSpec crowded = job(24, 1);
+  crowded.nodes = 2;
+  crowded.name = "p002-x";
+  EXPECT_EQ(scheduler.caution({crowded}),
+            "oversubscribed: 1 point(s) run more rank threads than the CPUs SLURM allocation 42 gives a node: p002-x "
+            "(12 ranks × 1 thread on 8 cores of a node); their compute time includes waiting for a core");
+  // The fewest CPUs among the job's nodes; the allocation's CPUs bound the ranks.
+  allocation.cpus_per_node = {8, 4};
+  const LocalScheduler uneven({}, 8, true, allocation);
+  EXPECT_TRUE(has(uneven.command_for(eight), "HARNESS_THREADS_PER_RANK=1"));
+  EXPECT_EQ(uneven.limits().max_ranks, 8 * 12);
+  EXPECT_NE(uneven.limits().why.find("SLURM allocation 42 has 12 CPUs on its 2 node(s)"), std::string::npos);
+  // A one-node job on the first node.
+  JobSpec one_node = job(2);
+  EXPECT_TRUE(has(uneven.command_for(one_node), "HARNESS_THREADS_PER_RANK=4"));
 }
 
 }  // namespace

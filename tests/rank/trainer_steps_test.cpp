@@ -204,7 +204,8 @@ TEST(DataParallelTrainer, AnInjectedComputeDelayMakesItsRankTheStraggler) {
   measurements.train->steps = series;
   const Stragglers stragglers = find_stragglers({&measurements});
   EXPECT_EQ(stragglers.straggler.rank, settings.inject_compute_delay_rank);
-  // 12 of 12: beyond chance for 2 ranks too (6 + 3 × 1.7 = 11.2).
+  // The slowest in each of 12 sampled steps, so in every block of them, by far more than a tenth of
+  // a step: flagged, with 2 ranks too.
   EXPECT_EQ(stragglers.flagged, "rank");
 }
 

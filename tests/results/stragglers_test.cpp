@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 
 #include "harness/common/files.h"
 #include "harness/results/result_set.h"
@@ -73,28 +74,26 @@ TEST(Stragglers, ShareLeadAndWaitOfEachRank) {
   EXPECT_NEAR(s.ranks[2].compute_median_s, 0.015, 1e-12);
   EXPECT_NEAR(s.ranks[1].compute_p95_s, 0.010, 1e-12);
   EXPECT_NEAR(s.median_compute_s, 0.010, 1e-12);
-  // 8 of 10 is more than half and beyond 3 sigma of the quarter that chance gives 4 ranks
-  // (2.5 + 3 × 1.37 = 6.6), and the lead is far above 5% of 10 ms: flagged.
+  // Its sampled compute is the slowest in each of the 2 blocks of 4 steps, by 5 ms (50% of the
+  // others' 10 ms): flagged.
   EXPECT_EQ(s.flagged, "rank");
   ASSERT_NE(s.flagged_entry(), nullptr);
   EXPECT_EQ(s.flagged_entry()->rank, 2);
+  EXPECT_EQ(s.straggler.blocks, 2);
+  EXPECT_EQ(s.straggler.standing, 1);
+  EXPECT_EQ(s.straggler.p_value, 0);
+  EXPECT_NEAR(s.straggler.excess_s, 0.005, 1e-12);
+  EXPECT_DOUBLE_EQ(s.rank_p_limit, kFalseAlarmRate / 2 / 4);
   EXPECT_EQ(describe_straggling(s.straggler),
-            "rank 2 (b) was the slowest in 80% of the steps, leading the others' median by 4.5 ms (p95 7.65 ms), a wait "
-            "of 1.8 ms per step");
+            "rank 2 (b) was the slowest in 80% of the steps (chance: 25%), leading the others' median by 4.5 ms (p95 "
+            "7.65 ms), a wait of 1.8 ms per step");
+  EXPECT_EQ(describe_flag(s),
+            "its compute 5 ms (50% of the median rank's) above the others' median in the median sampled step, "
+            "consistently: p 0 over 2 blocks of steps (flagged at p <= 0.000125)");
 }
 
-TEST(Stragglers, ChanceDecidesWhatMoreThanHalfMeans) {
-  // With 2 ranks chance gives each half of the steps: 60 of 100 is not beyond 3 sigma (50 + 15).
-  EXPECT_FALSE(beyond_chance(60, 100, 0.5));
-  EXPECT_TRUE(beyond_chance(66, 100, 0.5));
-  // With 4 ranks, more than half is far beyond the quarter chance gives.
-  EXPECT_TRUE(beyond_chance(51, 100, 0.25));
-  EXPECT_FALSE(beyond_chance(50, 100, 0.25));  // not more than half
-  // Few steps: 3 of 3 with 2 ranks is chance one time in eight.
-  EXPECT_FALSE(beyond_chance(3, 3, 0.5));
-  EXPECT_FALSE(beyond_chance(0, 0, 0.5));
-}
-
+// What the steps' slowest ranks say is what the table shows; the flag is decided by every rank's
+// sampled compute (consistent_lead.h).
 TEST(Stragglers, NoiseIsNotFlagged) {
   // Every rank in turn: each the slowest in a quarter of the steps.
   std::vector<int> slowest;
@@ -104,57 +103,73 @@ TEST(Stragglers, NoiseIsNotFlagged) {
   EXPECT_EQ(turns.straggler.rank, 0);  // named all the same: the lowest of the tie
   EXPECT_EQ(turns.flagged, "");
   EXPECT_EQ(turns.flagged_entry(), nullptr);
-  // Always the same rank, but by a hair: 0.2 ms is below 5% of its 10 ms compute.
-  const Measurements hair = run_of({"a", "a", "a", "a"}, std::vector<int>(100, 1), std::vector<double>(100, 0.2e-3));
+  EXPECT_EQ(describe_flag(turns), "");
+  // Always the same rank, and consistently so, but by a hair: 0.2 ms is 2% of its 10 ms compute,
+  // below kMinExcessShare.
+  const Measurements hair =
+      run_of({"a", "a", "a", "a"}, std::vector<int>(100, 1), std::vector<double>(100, 0.2e-3), 1, 0.2e-3);
   const Stragglers by_a_hair = find_stragglers({&hair});
   EXPECT_DOUBLE_EQ(by_a_hair.straggler.share, 1.0);
-  EXPECT_NEAR(by_a_hair.noise_floor_s, 0.5e-3, 1e-12);
+  EXPECT_EQ(by_a_hair.ranks[1].p_value, 0);
   EXPECT_EQ(by_a_hair.flagged, "");
-  // Always the same rank by 0.6 ms (above 5% of 10 ms), but every rank's compute jitters: in 4 of
-  // 40 sampled steps each takes 1 ms more (a scheduler slice on a loaded machine). Its lead is
-  // below twice the other ranks' typical jitter.
-  Measurements jittery = run_of({"a", "a", "a", "a"}, std::vector<int>(100, 1), std::vector<double>(100, 0.6e-3));
-  RankComputeSample& sample = *jittery.train->steps.rank_compute;
-  for (int64_t step = 8; step < 40; ++step) {
-    sample.steps.push_back(step);
-    sample.compute_s.emplace_back(4, step < 36 ? 0.010 : 0.011);
-  }
-  const Stragglers by_jitter = find_stragglers({&jittery});
-  EXPECT_NEAR(by_jitter.typical_jitter_s, 1e-3, 1e-9);
-  EXPECT_NEAR(by_jitter.noise_floor_s, 2e-3, 1e-9);
-  EXPECT_EQ(by_jitter.flagged, "");
-  // With a few samples a rank's p95 is its slowest step: no jitter is read from them.
-  EXPECT_EQ(find_stragglers({&hair}).typical_jitter_s, 0);
-  // Two ranks, one slowest in 60% of the steps by 5 ms: what chance gives two ranks.
+  // Two ranks, one slowest in 60% of the steps by 5 ms, their sampled compute alike.
   std::vector<int> two;
   for (int s = 0; s < 100; ++s) two.push_back(s % 5 < 3 ? 1 : 0);
   const Measurements pair = run_of({"a", "a"}, two, std::vector<double>(100, 5e-3));
   EXPECT_EQ(find_stragglers({&pair}).flagged, "");
   // The same rank always, by 5 ms: flagged, even with two ranks.
-  const Measurements slow = run_of({"a", "a"}, std::vector<int>(100, 1), std::vector<double>(100, 5e-3));
+  const Measurements slow = run_of({"a", "a"}, std::vector<int>(100, 1), std::vector<double>(100, 5e-3), 1, 5e-3);
   EXPECT_EQ(find_stragglers({&slow}).flagged, "rank");
 }
 
-TEST(Stragglers, AHostIsFlaggedWhenItsRanksTakeTurns) {
-  // Ranks 2 and 3 of host "b" take turns: neither is the slowest in more than half of the steps,
-  // their host in all of them.
+// Every rank's sampled compute is 10 ms, but in step s `slow(s)` computes `extra_s` more (none
+// for -1); the steps' slowest ranks and leads follow.
+Measurements turns_of(std::vector<std::string> hosts, int steps, const std::function<int(int)>& slow, double extra_s) {
   std::vector<int> slowest;
-  for (int s = 0; s < 100; ++s) slowest.push_back(2 + s % 2);
-  const Measurements run = run_of({"a", "a", "b", "b"}, slowest, std::vector<double>(100, 3e-3));
+  std::vector<double> leads;
+  for (int s = 0; s < steps; ++s) {
+    slowest.push_back(std::max(slow(s), 0));
+    leads.push_back(slow(s) >= 0 ? extra_s : 0);
+  }
+  Measurements m = run_of(std::move(hosts), slowest, leads);
+  RankComputeSample& sample = *m.train->steps.rank_compute;
+  sample = {};
+  for (int s = 0; s < steps; ++s) {
+    sample.steps.push_back(s);
+    std::vector<double>& row = sample.compute_s.emplace_back(static_cast<std::size_t>(m.world_size), 0.010);
+    if (slow(s) >= 0) row[static_cast<std::size_t>(slow(s))] += extra_s;
+  }
+  return m;
+}
+
+TEST(Stragglers, AHostIsFlaggedWhenItsRanksTakeTurnsOrAreSlowTogether) {
+  // Ranks 2 and 3 of host "b" take turns: each of them, and their host, is the slowest in every
+  // block of steps. Two ranks of one host stand out, and so does the host: the host is flagged.
+  const auto alternate = [](int s) { return 2 + s % 2; };
+  const Measurements run = turns_of({"a", "a", "b", "b"}, 100, alternate, 3e-3);
   const Stragglers s = find_stragglers({&run});
   EXPECT_EQ(s.flagged, "host");
   ASSERT_NE(s.flagged_entry(), nullptr);
   EXPECT_EQ(s.flagged_entry()->host, "b");
+  EXPECT_DOUBLE_EQ(s.host_p_limit, kFalseAlarmRate / 2 / 2);
   EXPECT_EQ(describe_straggling(*s.flagged_entry()),
-            "host b (2 rank(s)) was the slowest in 100% of the steps, leading the others' median by 3 ms (p95 3 ms), a "
-            "wait of 1.5 ms per step");
-  // On one host, that host is always the slowest: never a flag of its own.
-  const Measurements one_host = run_of({"a", "a", "a", "a"}, slowest, std::vector<double>(100, 3e-3));
-  EXPECT_EQ(find_stragglers({&one_host}).flagged, "");
+            "host b (2 rank(s)) was the slowest in 100% of the steps (chance: 50%), leading the others' median by 3 ms "
+            "(p95 3 ms), a wait of 1.5 ms per step");
+  EXPECT_EQ(describe_flag(s),
+            "its compute 1.5 ms (15% of the median rank's) above the others' median in the median sampled step, "
+            "consistently: p 0 over 25 blocks of steps (flagged at p <= 0.00025)");
+  // On one host, that host is always the slowest: never a flag of its own; rank 2 is.
+  const Measurements one_host = turns_of({"a", "a", "a", "a"}, 100, alternate, 3e-3);
+  EXPECT_EQ(find_stragglers({&one_host}).flagged, "rank");
+  // One slow rank on a host of two is that rank, not its host.
+  const Measurements one_rank = turns_of(
+      {"a", "a", "b", "b"}, 100, [](int) { return 3; }, 3e-3);
+  EXPECT_EQ(find_stragglers({&one_rank}).flagged, "rank");
+  EXPECT_EQ(find_stragglers({&one_rank}).straggler.rank, 3);
 }
 
-// With a host flagged, the rank most often the slowest may be on another host: stats.csv names
-// the flagged one apart, and the console's flag says HOST, not STRAGGLER.
+// With a host flagged, the rank most often the slowest may be on another host: stats.csv's
+// straggler columns describe the host, and the console's flag says HOST, not STRAGGLER.
 TEST(Stragglers, AFlaggedHostIsNamedAsItselfInStatsAndOnTheConsole) {
   const auto path = std::filesystem::temp_directory_path() / "harness_straggler_host_test";
   std::filesystem::remove_all(path);
@@ -163,19 +178,19 @@ TEST(Stragglers, AFlaggedHostIsNamedAsItselfInStatsAndOnTheConsole) {
   const Experiment experiment =
       parse_experiment(R"({"name": "exp", "settings": {"ranks": 8, "nodes": 2}})", "exp.json");
   const std::vector<Point> points = expand(experiment);
-  // Rank 0 of host "a" is the slowest in 30% of the steps, more than any other rank; the four
-  // ranks of host "b" take turns in the other 70%, which makes "b" the slowest host, beyond
-  // chance for two hosts.
-  std::vector<int> slowest;
-  for (int s = 0; s < 100; ++s) slowest.push_back(s % 10 < 3 ? 0 : 4 + s % 4);
+  // In each block of 4 steps rank 0 of host "a" is the slowest once, the four ranks of host "b"
+  // in turns in the other three: rank 0 is the rank most often the slowest (25%, against 19% for
+  // each of b's), but no rank is slow in a typical step; host "b" is, by 5 ms / 4 of its ranks'
+  // mean compute in three steps of four.
+  const auto slow = [](int s) { return s % 4 == 0 ? 0 : 4 + (s / 4 * 3 + s % 4 - 1) % 4; };
   PointRecord record = ok_record_of(points[0]);
-  record.measurements = run_of({"a", "a", "a", "a", "b", "b", "b", "b"}, slowest, std::vector<double>(100, 3e-3));
+  record.measurements = turns_of({"a", "a", "a", "a", "b", "b", "b", "b"}, 64, slow, 5e-3);
   record.measurements->kind = Kind::kTrain;
   StepSeries& steps = record.measurements->train->steps;
   for (auto* series : {&steps.step_s, &steps.compute_s, &steps.comm_s, &steps.exposed_comm_s}) {
-    series->assign(100, 0.010);
+    series->assign(64, 0.010);
   }
-  steps.wait_s = std::vector<double>(100, 0.0);
+  steps.wait_s = std::vector<double>(64, 0.0);
   record.measurements->train->sgd = SgdFacts{100, 4, 32, 0.01, 1};
   write_file_atomically(directory.record_path(record.id), to_json(record).dump(1));
   const ResultSet set = ResultSet::load(directory, experiment, points, true);
@@ -189,14 +204,20 @@ TEST(Stragglers, AFlaggedHostIsNamedAsItselfInStatsAndOnTheConsole) {
     for (int i = 0; i < index; ++i) rest = rest.substr(rest.find(',') + 1);
     return rest.substr(0, rest.find_first_of(",\n"));
   };
-  EXPECT_EQ(cell("straggler_rank"), "0") << stats;
-  EXPECT_EQ(cell("straggler_host"), "a") << stats;
+  // The straggler columns describe what is flagged: the host, with no rank.
+  EXPECT_EQ(cell("straggler_rank"), "") << stats;
+  EXPECT_EQ(cell("straggler_host"), "b") << stats;
+  EXPECT_EQ(cell("straggler_share"), "0.75") << stats;
+  EXPECT_EQ(cell("straggler_chance"), "0.5") << stats;
+  EXPECT_EQ(cell("straggler_excess_ms"), "1.25") << stats;
+  EXPECT_EQ(cell("straggler_p"), "0") << stats;
   EXPECT_EQ(cell("straggler_flag"), "host") << stats;
-  EXPECT_EQ(cell("straggler_flagged_host"), "b") << stats;
+  // The console's table names the rank most often the slowest, and flags the host.
   const std::string console = straggler_table(set);
   EXPECT_NE(console.find(" HOST\n"), std::string::npos) << console;
   EXPECT_EQ(console.find("STRAGGLER"), std::string::npos) << console;
-  EXPECT_NE(console.find(": host b (4 rank(s)) was the slowest in 70% of the steps"), std::string::npos) << console;
+  EXPECT_NE(console.find(": host b (4 rank(s)) was the slowest in 75% of the steps (chance: 50%)"), std::string::npos)
+      << console;
 }
 
 TEST(Stragglers, RepeatsArePooledAndOlderRecordsLeftOut) {

@@ -315,5 +315,34 @@ TEST(SlurmFollowUp, InsideAnAllocationTheLocalLauncherStartsRanksWithSrun) {
   EXPECT_EQ(json["measurements"]["hosts"], Json::array({"hnode1", "hnode2"}));
 }
 
+// In an allocation of both CPUs of each node (SLURM_JOB_CPUS_PER_NODE "2(x2)"), a point of one
+// rank on each node gives each rank its node's 2 CPUs, not this machine's 2 over both ranks.
+TEST(SlurmFollowUp, InsideAnAllocationEachNodesCpusAreItsRanks) {
+  const fs::path dir = scratch("slurm_inside_cpus");
+  const fs::path experiment = write_experiment(dir, R"({"name": "inside_cpus",
+    "settings": {"workload": "iris_mlp", "epochs": 2, "ranks": 2, "nodes": 2, "timeout_s": 120}})");
+  const fs::path script = dir / "job.sh";
+  std::ofstream(script) << "#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=1\n#SBATCH --cpus-per-task=2\n"
+                        << "echo \"cpus per node: $SLURM_JOB_CPUS_PER_NODE\"\n"
+                        << "'" << HARNESS_BINARY << "' run '" << experiment.string() << "' --out '"
+                        << (dir / "out").string() << "'\necho \"exit $?\" > '" << (dir / "done").string() << "'\n";
+  ASSERT_EQ(run_command({"sbatch", "--parsable", "--chdir=" + dir.string(), "--output=" + (dir / "batch.out").string(),
+                         script.string()},
+                        dir / "sbatch.log"),
+            0);
+  ASSERT_TRUE(wait_until([&] { return fs::exists(dir / "done"); }, 180)) << read_text(dir / "batch.out");
+  EXPECT_EQ(read_text(dir / "done"), "exit 0\n") << read_text(dir / "batch.out");
+  EXPECT_NE(read_text(dir / "batch.out").find("cpus per node: 2(x2)"), std::string::npos)
+      << read_text(dir / "batch.out");
+  fs::path record;
+  for (const auto& entry : fs::directory_iterator(dir / "out" / "points")) record = entry.path();
+  const Json json = read_json_file(record.string());
+  EXPECT_EQ(json["launch"]["threads_per_rank"], 2) << json["launch"]["command"];
+  const auto command = json["launch"]["command"].get<std::vector<std::string>>();
+  EXPECT_NE(std::find(command.begin(), command.end(), "HARNESS_THREADS_PER_RANK=2"), command.end())
+      << json["launch"]["command"];
+  EXPECT_FALSE(json["measurements"].contains("oversubscribed")) << json["measurements"]["oversubscribed"];
+}
+
 }  // namespace
 }  // namespace harness::e2e

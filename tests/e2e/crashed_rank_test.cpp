@@ -1,0 +1,63 @@
+// End to end: a rank that crashes is the point's reason, not the errors its peers report after it.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <thread>
+
+#include "e2e_helpers.h"
+#include "harness/common/clock.h"
+#include "harness/common/process.h"
+
+namespace harness::e2e {
+namespace {
+
+// Whether `ready` becomes true within 60 s.
+bool within_a_minute(const std::function<bool()>& ready) {
+  const auto start = Clock::now();
+  while (seconds_since(start) < 60) {
+    if (ready()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+// A rank that crashes takes its peers down after it: with gloo they lose their connections and
+// say so ("Connection reset by peer"), after its crash report and its backtrace, which push the
+// report out of the log's last 20 lines. The reason names the crash, not a peer's error (the
+// reason of 10705f8: "rank 0: gloo allreduce failed: ... Connection reset by peer").
+TEST(CrashedRank, IsTheReasonNotItsPeersFollowOnErrors) {
+  const fs::path dir = scratch("crashed");
+  const fs::path experiment = write_experiment(
+      dir, R"({"name": "crashed", "settings": {"workload": "iris_mlp", "backend": "gloo", "epochs": 100000,
+               "ranks": 3, "threads_per_rank": 1, "timeout_s": 120}})");
+  const fs::path out = dir / "out";
+  ChildProcess run(harness_request({"run", experiment.string(), "--out", out.string()}, dir / "run.log"));
+  const auto progress_lines = [&] {
+    std::size_t lines = 0;
+    std::error_code error;
+    for (const auto& entry : fs::directory_iterator(out / "logs", error)) {
+      if (entry.path().extension() == ".log") lines = std::max(lines, tail_lines(entry.path().string(), 10).size());
+    }
+    return lines;
+  };
+  // Rank 0 reports progress about once a second: crash in the middle of training.
+  ASSERT_TRUE(within_a_minute([&] { return progress_lines() >= 3; })) << read_text(dir / "run.log");
+  const pid_t rank_one = find_rank_process(1);
+  ASSERT_NE(rank_one, 0);
+  ASSERT_EQ(::kill(rank_one, SIGSEGV), 0);
+  std::optional<ProcessOutcome> ended;
+  ASSERT_TRUE(within_a_minute([&] { return (ended = run.poll()).has_value(); }));
+  EXPECT_EQ(ended->exit_code, 1);
+  const auto rows = read_csv(out / "summary.csv");
+  ASSERT_EQ(rows.size(), 1U);
+  EXPECT_EQ(rows[0].at("reason").rfind("rank 1: SIGSEGV (segmentation fault) at address ", 0), 0U)
+      << rows[0].at("reason") << "\n"
+      << read_text(out / "logs" / (rows[0].at("id") + ".log"));
+}
+
+}  // namespace
+}  // namespace harness::e2e
