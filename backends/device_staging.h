@@ -146,8 +146,8 @@ class DeviceStagedSync {
  private:
   void reserve_pinned(std::size_t count);
   void free_pinned() noexcept;
-  void allreduce_staged_whole(float* device_data, std::size_t count);
-  void allreduce_staged_pipelined(float* device_data, std::size_t count);
+  // Through the pipeline's streams, in staging_chunks (one for a buffer of one chunk or less).
+  void allreduce_staged(float* device_data, std::size_t count);
   // Finds the GPU of `device_data` (the first time: every call passes memory of one GPU) and
   // makes it current on this thread.
   void use_device_of(const float* device_data);
@@ -168,8 +168,8 @@ class DeviceStagedSync {
   // What cudaHostRegister page-locked of the backend's memory: pinned_'s part, or, for a backend
   // that scatters its sums, every rank's segment (scattered_memory).
   std::span<std::byte> registered_;
-  // The pipeline (buffers above one chunk): chunks go out on one stream and back on another, so
-  // that the two directions overlap too.
+  // The pipeline: chunks go out on one stream and back on another, so that the two directions
+  // overlap too; neither waits for work queued on the legacy default stream after the call began.
   int device_ = -1;                       // the GPU whose memory the calls pass
   CUstream_st* copy_out_ = nullptr;       // device to pinned host
   CUstream_st* copy_back_ = nullptr;      // pinned host to device

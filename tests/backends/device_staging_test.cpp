@@ -8,11 +8,15 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <regex>
 #include <vector>
 
 #include "backends/registry.h"
 #include "harness/common/errors.h"
+#ifdef HARNESS_WITH_CUDA
+#include "tests/backends/stream_gate.h"
+#endif
 
 namespace harness {
 namespace {
@@ -134,6 +138,48 @@ TEST(DeviceStaging, PipelinedStagingReducesEveryElementOnceInThePlansChunks) {
       }
     }
   }
+}
+
+#ifdef HARNESS_WITH_CUDA
+// Doubles what it is given and, at its first call, queues a gate on the legacy default stream: the
+// kernels that a training thread queues there while the communication thread stages a bucket
+// (the rest of backward, with overlap).
+class QueuesWorkMeanwhileSync final : public GradientSync {
+ public:
+  std::string_view name() const override { return "queues work meanwhile"; }
+  void allreduce_sum(std::span<float> buffer) override {
+    if (!gate) gate = std::make_unique<StreamGate>(cudaStreamLegacy);
+    for (float& value : buffer) value *= 2;
+  }
+  std::unique_ptr<StreamGate> gate;
+};
+#endif
+
+// Staging waits for the work that wrote the buffer, never for work queued on the legacy default
+// stream after the call began: neither its copies out nor its copies back, for a buffer of one
+// chunk (staged in one piece) as for a pipelined one. A cudaMemcpy on the legacy stream would
+// queue the copy back behind the gate, and the call would last until the gate's watchdog opened it.
+TEST(DeviceStaging, NoCopyWaitsForWorkQueuedOnTheDefaultStreamDuringTheCall) {
+  if (!cuda_status().usable) GTEST_SKIP() << cuda_status().reason;
+#ifdef HARNESS_WITH_CUDA
+  constexpr std::size_t kChunk = 1000;
+  for (const std::size_t count : {std::size_t{1}, kChunk - 1, kChunk, 7 * kChunk / 2}) {
+    QueuesWorkMeanwhileSync host_backend;
+    DeviceStagedSync staged(host_backend, kChunk);
+    std::vector<float> host(count);
+    for (std::size_t i = 0; i < count; ++i) host[i] = static_cast<float>(i % 100) - 50.0F;
+    DeviceBuffer device(count);
+    device.copy_from_host(host);
+    staged.allreduce_sum(device.data(), count);
+    ASSERT_TRUE(host_backend.gate) << "the backend was not called";
+    EXPECT_FALSE(host_backend.gate->opened_by_watchdog())
+        << count << " floats: the call waited for work queued on the default stream after it began";
+    host_backend.gate->open();
+    std::vector<float> result(count);
+    device.copy_to_host(result);
+    for (std::size_t i = 0; i < count; ++i) ASSERT_EQ(result[i], 2 * host[i]) << "element " << i << " of " << count;
+  }
+#endif
 }
 
 // A one-rank point's backend (make_gradient_sync gives one rank nothing to exchange).
