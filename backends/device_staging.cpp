@@ -152,11 +152,15 @@ void DeviceStagedSync::allreduce_staged(float* device_data, std::size_t count) {
                "cudaMemcpyAsync(gradients to host)");
     check_cuda_call(cudaEventRecord(copied_out_[k], copy_out_), "cudaEventRecord(chunk copied out)");
   }
-  // In chunk order on every rank: the host backend's calls are collectives. A backend that
-  // scatters its sums (shm_copy_engine_gathers) leaves each in its owner's segment, and the copy
-  // engine gathers them from there, for buffers of several chunks; whether it does is the same on
-  // every rank.
-  const bool gathers = host_backend_.scatters_sums() && chunks.size() > 1;
+  // In chunk order on every rank: the host backend's calls are collectives. Its levers by the
+  // buffer's size (staging_levers.h): the threads that sum each chunk, and whether a backend that
+  // scatters its sums (shm_copy_engine_gathers) leaves each in its owner's segment for the copy
+  // engine to gather; the same on every rank, which stages the same size.
+  const StagingLevers levers =
+      staging_levers(count * sizeof(float), chunk_floats_ * sizeof(float), host_backend_.staging_lever_settings(),
+                     host_backend_.host_threads(), host_backend_.scatters_sums());
+  host_backend_.use_host_threads(levers.reduce_threads);
+  const bool gathers = levers.copy_engine_gathers;
   for (std::size_t k = 0; k < chunks.size(); ++k) {
     check_cuda_call(cudaEventSynchronize(copied_out_[k]), "cudaEventSynchronize(chunk copied out)");
     const std::span<float> chunk(pinned_ + chunks[k].offset, chunks[k].count);
@@ -257,5 +261,12 @@ std::string_view exchange_path(const GradientSync& backend, bool on_device) {
 }
 
 std::string_view DeviceStagedSync::path() const { return exchange_path(host_backend_, true); }
+
+std::vector<StagingLeverStep> staging_lever_steps(const GradientSync& backend, bool on_device,
+                                                  std::size_t chunk_floats) {
+  if (exchange_path(backend, on_device) != "pinned host staging") return {};
+  return staging_lever_steps(chunk_floats * sizeof(float), backend.staging_lever_settings(), backend.host_threads(),
+                             backend.scatters_sums());
+}
 
 }  // namespace harness
