@@ -27,8 +27,10 @@ int largest_on_any_rank(int value, const Communicator& communicator) {
   return value;
 }
 
-// What a rank found, worst last: the largest over the ranks is what all of them report.
-enum Finding : int { kSeen = 0, kNotSeen = 1, kNotQueued = 2, kFault = 3 };
+// What a rank found, worst last: the largest over the ranks is what all of them report. A wait
+// that did not see a peer's write is worse than one the driver refused: the writes crossed the
+// same way as the one-kernel path's flags do, which then stays off too.
+enum Finding : int { kSeen = 0, kNotQueued = 1, kNotSeen = 2, kFault = 3 };
 
 }  // namespace
 
