@@ -295,10 +295,10 @@ class CudaIpcAllreduce final : public GradientSync {
   // limit (StreamArrivals::prove); on every rank alike.
   void prove_stream_arrivals() {
     const cuda_ipc::ArrivalProof proof = arrivals_.prove(stream_, kArrivalProofTimeout);
-    if (proof == cuda_ipc::ArrivalProof::kWorks) return;
-    device_arrivals_ = false;
-    if (proof == cuda_ipc::ArrivalProof::kUnseen) kernel_arrivals_ = false;
-    if (communicator_.rank() != 0) return;
+    const cuda_ipc::ArrivalModes modes = cuda_ipc::arrival_modes(device_arrivals_, proof);
+    device_arrivals_ = modes.on_stream;
+    kernel_arrivals_ = kernel_arrivals_ && modes.in_kernel;
+    if (proof == cuda_ipc::ArrivalProof::kWorks || communicator_.rank() != 0) return;
     fmt::print(stderr, "harness: cuda_ipc: {}; its ranks arrive through the host instead{}\n",
                proof == cuda_ipc::ArrivalProof::kRefused
                    ? "this driver cannot queue waits on the GPU (cuStreamWaitValue32)"

@@ -14,6 +14,7 @@
 #include <cuda_runtime_api.h>
 
 #include "backends/communicator.h"
+#include "backends/cuda_ipc_arrival_modes.h"  // ArrivalProof
 #include "backends/cuda_stream_memory.h"
 
 namespace harness::cuda_ipc {
@@ -21,13 +22,6 @@ namespace harness::cuda_ipc {
 // Floats at the start of each rank's buffer for its arrival slots: one 32-bit slot per rank (slot
 // q is written by rank q), padded to a multiple of `alignment` floats.
 std::size_t arrival_slot_floats(int ranks, std::size_t alignment);
-
-// What one round of arrivals at registration showed (the same on every rank).
-enum class ArrivalProof {
-  kWorks,    // every rank's waits saw every peer's write
-  kRefused,  // the driver refused to queue the operations on some rank
-  kUnseen,   // some rank's wait did not see a peer's write within the timeout
-};
 
 class StreamArrivals {
  public:

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda_ipc_arrival_modes.h"
 #include "backends/cuda_ipc_epochs.h"
 #include "backends/cuda_ipc_vectors.h"
 #include "backends/registry.h"
@@ -187,6 +188,24 @@ TEST(CudaIpcAllreduce, KernelsCutTheirRangeIntoAnAlignedBodyOfVectorsAndScalarEn
         }
       }
     }
+  }
+}
+
+// Where the ranks arrive after registration's round on the stream: the one-kernel path stays on
+// where the driver refused only the stream's operations (it uses none), and goes off with them
+// where a wait did not see a peer's write; with the setting off, all goes through the host.
+TEST(CudaIpcAllreduce, TheOneKernelPathStaysOnWhereOnlyTheDriverRefusedStreamWaits) {
+  using cuda_ipc::ArrivalProof;
+  const auto modes = [](bool setting, ArrivalProof proof) {
+    const cuda_ipc::ArrivalModes m = cuda_ipc::arrival_modes(setting, proof);
+    return std::vector<bool>{m.on_stream, m.in_kernel};
+  };
+  using Modes = std::vector<bool>;
+  EXPECT_EQ(modes(true, ArrivalProof::kWorks), (Modes{true, true}));
+  EXPECT_EQ(modes(true, ArrivalProof::kRefused), (Modes{false, true}));
+  EXPECT_EQ(modes(true, ArrivalProof::kUnseen), (Modes{false, false}));
+  for (const ArrivalProof proof : {ArrivalProof::kWorks, ArrivalProof::kRefused, ArrivalProof::kUnseen}) {
+    EXPECT_EQ(modes(false, proof), (Modes{false, false})) << "cuda_ipc_device_arrivals false";
   }
 }
 
