@@ -12,9 +12,10 @@
 #include <vector>
 
 #include "backends/cuda_check.h"
+#include "backends/cuda_ipc_arrivals.h"
+#include "backends/cuda_ipc_epochs.h"
 #include "backends/cuda_ipc_kernels.h"
 #include "backends/cuda_ipc_placement.h"
-#include "backends/cuda_stream_memory.h"
 #endif
 
 namespace harness {
@@ -44,11 +45,14 @@ namespace {
 
 void check_cuda(cudaError_t code, std::string_view operation) { check_cuda_call(code, operation, "cuda_ipc: "); }
 
-// Regions start on 256-byte boundaries (cudaMalloc's alignment): 64 floats.
+// Regions start on 256-byte boundaries (cudaMalloc's alignment): 64 floats. Each rank's buffer
+// starts with its arrival slots on the stream (cuda_ipc_arrivals.h), then the one-shot kernel's
+// flags (one_shot_with_arrival), then the regions, each on such a boundary.
 constexpr std::size_t kRegionAlignment = 64;
-// Each rank's buffer starts with its arrival flag on the stream (a 32-bit epoch), on a region
-// boundary of its own, then the one-shot kernel's flags (one_shot_with_arrival), then the regions.
-constexpr std::size_t kFlagFloats = kRegionAlignment;
+// How long registration waits for its round of arrivals on the stream (StreamArrivals::prove):
+// the ranks queue it at once, after a collective, so on GPUs where waits work it takes
+// microseconds; a time slice of another process without MPS is milliseconds.
+constexpr std::chrono::milliseconds kArrivalProofTimeout{5000};
 
 constexpr std::size_t round_up(std::size_t count, std::size_t multiple) {
   return (count + multiple - 1) / multiple * multiple;
@@ -57,7 +61,11 @@ constexpr std::size_t round_up(std::size_t count, std::size_t multiple) {
 class CudaIpcAllreduce final : public GradientSync {
  public:
   CudaIpcAllreduce(const Communicator& communicator, std::size_t one_shot_below_bytes, bool device_arrivals)
-      : communicator_(communicator), one_shot_below_bytes_(one_shot_below_bytes), device_arrivals_(device_arrivals) {
+      : communicator_(communicator),
+        one_shot_below_bytes_(one_shot_below_bytes),
+        device_arrivals_(device_arrivals),
+        kernel_arrivals_(device_arrivals),
+        arrivals_(communicator_) {
     try {
       set_up();
     } catch (...) {
@@ -84,9 +92,13 @@ class CudaIpcAllreduce final : public GradientSync {
     // The overlap's communication thread has no current GPU of its own.
     check_cuda(cudaSetDevice(device_), "cudaSetDevice");
     // Before any wait is queued on the GPU: ranks that disagree stop here, all of them, rather than
-    // wait for each other's flags (host arrivals check it at their first arrival).
-    if (device_arrivals_) agree_on_count(count);
-    if (count > capacity_) register_buffers(count);
+    // wait for each other's flags (host arrivals check it at their first arrival, registration at
+    // its own).
+    if (count > capacity_) {
+      register_buffers(count);
+    } else if (device_arrivals_ || one_kernel(count)) {
+      agree_on_count(count);
+    }
     const std::size_t region = calls_ % 2;
     ++calls_;
     float* mine = own_ + header_floats_ + region * capacity_;
@@ -98,12 +110,13 @@ class CudaIpcAllreduce final : public GradientSync {
     check_cuda(cudaStreamWaitEvent(stream_, ready_, 0), "cudaStreamWaitEvent");
     const int ranks = communicator_.size();
     const bool one_shot = count * sizeof(float) < one_shot_below_bytes_;
-    if (one_shot && device_arrivals_ && count <= cuda_ipc::kOneShotWithArrivalMaxCount) {
+    if (one_kernel(count)) {
       // Small buffers: copy-in, arrival and sum in one kernel (one GPU operation instead of four;
       // the latency is the point there). Its blocks spin only for peers that the host check above
       // has seen at this call already.
+      const cuda_ipc::BlockEpochs epochs = block_epochs_.next(cuda_ipc::one_kernel_blocks(count));
       check_cuda(cuda_ipc::one_shot_with_arrival(buffer.data(), sources, ranks, communicator_.rank(), flag_pointers_,
-                                                 ++kernel_epoch_, count, stream_),
+                                                 epochs, count, stream_),
                  "one-shot kernel with arrivals");
       finish_call();
       return;
@@ -127,6 +140,14 @@ class CudaIpcAllreduce final : public GradientSync {
   }
 
  private:
+  // Whether a call of `count` elements is one kernel, arrivals included (small one-shot calls).
+  // It uses no stream memory operations, so it stays on where the driver refuses them; not where
+  // a wait on the stream did not see a peer's write (the kernel's flags cross the same way).
+  bool one_kernel(std::size_t count) const {
+    return kernel_arrivals_ && count * sizeof(float) < one_shot_below_bytes_ &&
+           count <= cuda_ipc::kOneShotWithArrivalMaxCount;
+  }
+
   void finish_call() {
     // The contract: the sums are in the buffer when the call returns.
     check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize(after the reduction)");
@@ -145,8 +166,8 @@ class CudaIpcAllreduce final : public GradientSync {
     check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
     check_cuda(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming), "cudaEventCreateWithFlags");
     bases_.assign(static_cast<std::size_t>(communicator_.size()), nullptr);
-    header_floats_ = kFlagFloats + round_up(cuda_ipc::kOneShotWithArrivalBlocks * bases_.size(), kRegionAlignment);
-    if (device_arrivals_) operations_ = StreamMemoryOperations::found();
+    arrival_floats_ = cuda_ipc::arrival_slot_floats(communicator_.size(), kRegionAlignment);
+    header_floats_ = arrival_floats_ + round_up(cuda_ipc::kOneShotWithArrivalBlocks * bases_.size(), kRegionAlignment);
   }
 
   // The barrier between phases: every rank's work queued so far is done before this rank's next.
@@ -158,21 +179,8 @@ class CudaIpcAllreduce final : public GradientSync {
     }
   }
 
-  // On the GPU: this rank's stream writes the next epoch into its flag once its earlier work is
-  // done (the write fences it), then waits until every peer's flag has reached that epoch. The
-  // host queues both and goes on: no round trip through it.
-  void arrive_on_stream() {
-    ++epoch_;
-    const auto me = static_cast<std::size_t>(communicator_.rank());
-    check_driver(operations_.write_value(stream_, device_address(bases_[me]), epoch_, CU_STREAM_WRITE_VALUE_DEFAULT),
-                 "cuStreamWriteValue32(arrival)");
-    for (std::size_t rank = 0; rank < bases_.size(); ++rank) {
-      if (rank == me) continue;
-      // GEQ compares cyclically ((int32_t)(flag - epoch) >= 0): a peer already past it counts.
-      check_driver(operations_.wait_value(stream_, device_address(bases_[rank]), epoch_, CU_STREAM_WAIT_VALUE_GEQ),
-                   "cuStreamWaitValue32(arrival)");
-    }
-  }
+  // On the GPU (cuda_ipc_arrivals.h): the host queues them and goes on, no round trip through it.
+  void arrive_on_stream() { arrivals_.arrive(stream_); }
 
   // On the host: this rank's queued work is done, and every rank has come as far (an MPI
   // reduction, which also checks the element counts).
@@ -193,11 +201,6 @@ class CudaIpcAllreduce final : public GradientSync {
                                   "rank must pass the same element count",
                                   -largest_and_negated_smallest[1], largest_and_negated_smallest[0]));
     }
-  }
-
-  static void check_driver(CUresult result, std::string_view operation) {
-    if (result != CUDA_SUCCESS) throw CommError(fmt::format("cuda_ipc: {} failed: CUDA driver error {}", operation,
-                                                            static_cast<int>(result)));
   }
 
   // Replaces the registered buffers by ones with regions of at least `count` floats, on every
@@ -257,9 +260,18 @@ class CudaIpcAllreduce final : public GradientSync {
     for (std::size_t region = 0; region < 2 && failure.empty(); ++region) {
       for (float* base : bases_) pointers.push_back(base + header_floats_ + region * capacity_);
     }
-    // Where each rank's flags for the one-shot kernel's arrivals lie, rank r's at index r.
+    // Where each rank's flags for the one-shot kernel's arrivals lie, rank r's at index r; its
+    // arrival slots on the stream come first.
     std::vector<std::uint32_t*> flags;
-    for (float* base : bases_) flags.push_back(reinterpret_cast<std::uint32_t*>(base + kFlagFloats));
+    std::vector<std::uint32_t*> slots;
+    for (float* base : bases_) {
+      flags.push_back(reinterpret_cast<std::uint32_t*>(base + arrival_floats_));
+      slots.push_back(reinterpret_cast<std::uint32_t*>(base));
+    }
+    // The kernels move 16 bytes at once from element 0 of each region (cuda_ipc_vectors.h).
+    for (const float* pointer : pointers) {
+      if (reinterpret_cast<std::uintptr_t>(pointer) % 16 != 0) failure = "cuda_ipc: a region is not 16-byte aligned";
+    }
     if (failure.empty()) {
       const cudaError_t copied = copy_to_device(pointers, region_pointers_);
       if (copied != cudaSuccess) failure = fmt::format("cuda_ipc: the region table: {}", cudaGetErrorString(copied));
@@ -273,42 +285,26 @@ class CudaIpcAllreduce final : public GradientSync {
       throw CommError(failure.empty() ? "cuda_ipc: another rank could not map the registered buffers (see its log)"
                                       : failure);
     }
-    epoch_ = 0;
-    kernel_epoch_ = 0;
-    if (device_arrivals_) {
-      std::string fault;  // every rank throws, or none: one left in the next collective would hang
-      const bool works = stream_waits_work(fault);
-      if (!cuda_ipc::on_every_rank(fault.empty(), communicator_)) {
-        throw CommError(fault.empty() ? "cuda_ipc: another rank's GPU failed in its stream's waits (see its log)" : fault);
-      }
-      device_arrivals_ = cuda_ipc::on_every_rank(works, communicator_);
-    }
+    // The flags start at 0 (above), as the epochs count.
+    block_epochs_ = cuda_ipc::BlockEpochCounter();
+    arrivals_.bind(std::move(slots));
+    if (device_arrivals_) prove_stream_arrivals();
   }
 
-  // Whether this rank's stream can write its flag and wait on its peers' (a driver may refuse
-  // stream memory operations, or refuse them on another process's memory): tried once per
-  // registration, on epoch 0, which every flag holds already. A fault while they ran sticks to the
-  // context, and every later call would fail with it: `fault` says so, rather than fall back.
-  bool stream_waits_work(std::string& fault) {
-    bool works = operations_.usable() &&
-                 operations_.write_value(stream_, device_address(own_), 0, CU_STREAM_WRITE_VALUE_DEFAULT) == CUDA_SUCCESS;
-    for (std::size_t rank = 0; works && rank < bases_.size(); ++rank) {
-      works = operations_.wait_value(stream_, device_address(bases_[rank]), 0, CU_STREAM_WAIT_VALUE_GEQ) == CUDA_SUCCESS;
-    }
-    const cudaError_t synchronized = cudaStreamSynchronize(stream_);
-    if (works && synchronized != cudaSuccess) {
-      fault = fmt::format("cuda_ipc: the GPU failed while its stream waited on the peers' flags (cuStreamWaitValue32): {}",
-                          cudaGetErrorString(synchronized));
-      return false;
-    }
-    if (!works) {
-      cudaGetLastError();
-      if (communicator_.rank() == 0) {
-        fmt::print(stderr, "harness: cuda_ipc: this driver cannot queue waits on the GPU (cuStreamWaitValue32); "
-                           "its ranks arrive through the host instead\n");
-      }
-    }
-    return works;
+  // Arrivals on the stream only once a round of them has run between these ranks, within a time
+  // limit (StreamArrivals::prove); on every rank alike.
+  void prove_stream_arrivals() {
+    const cuda_ipc::ArrivalProof proof = arrivals_.prove(stream_, kArrivalProofTimeout);
+    const cuda_ipc::ArrivalModes modes = cuda_ipc::arrival_modes(device_arrivals_, proof);
+    device_arrivals_ = modes.on_stream;
+    kernel_arrivals_ = kernel_arrivals_ && modes.in_kernel;
+    if (proof == cuda_ipc::ArrivalProof::kWorks || communicator_.rank() != 0) return;
+    fmt::print(stderr, "harness: cuda_ipc: {}; its ranks arrive through the host instead{}\n",
+               proof == cuda_ipc::ArrivalProof::kRefused
+                   ? "this driver cannot queue waits on the GPU (cuStreamWaitValue32)"
+                   : fmt::format("a wait on the GPU did not see a peer's write within {} ms (cuStreamWaitValue32)",
+                                 kArrivalProofTimeout.count()),
+               kernel_arrivals_ ? " (small one-shot calls still arrive in their kernel)" : ", every call");
   }
 
   void close_peer_mappings() noexcept {
@@ -343,7 +339,8 @@ class CudaIpcAllreduce final : public GradientSync {
   // frees it then), since a peer may still map it.
   void release(bool orderly) noexcept {
     if (device_ >= 0) cudaSetDevice(device_);
-    if (stream_ != nullptr) cudaStreamSynchronize(stream_);  // this rank's kernels no longer read its peers'
+    // This rank's kernels no longer read its peers' buffers (unless its stream waits for good).
+    if (stream_ != nullptr && !arrivals_.stuck()) cudaStreamSynchronize(stream_);
     close_peer_mappings();
     if (orderly && own_ != nullptr && MPI_Barrier(communicator_.handle()) == MPI_SUCCESS) free_own_buffers();
     if (ready_ != nullptr) cudaEventDestroy(ready_);
@@ -357,16 +354,17 @@ class CudaIpcAllreduce final : public GradientSync {
   int device_ = -1;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t ready_ = nullptr;
-  bool device_arrivals_;                  // arrive on the GPU's stream (arrive_on_stream), else on the host
-  StreamMemoryOperations operations_;
-  uint32_t epoch_ = 0;                    // arrivals on the stream since the buffers were registered
-  uint32_t kernel_epoch_ = 0;             // one_shot_with_arrival calls since then
-  std::size_t header_floats_ = 0;         // the flags before each rank's regions
-  float* own_ = nullptr;                  // this rank's buffer: its flags, then two regions of capacity_ floats
-  std::size_t capacity_ = 0;              // floats per region, the same on every rank
-  std::vector<float*> bases_;             // every rank's buffer (its flag first), this rank's own at its index
-  const float** region_pointers_ = nullptr;  // device memory: 2 x ranks region addresses
-  std::uint32_t** flag_pointers_ = nullptr;  // device memory: every rank's one-shot arrival flags
+  bool device_arrivals_;  // arrive on the GPU's stream (arrive_on_stream), else on the host
+  bool kernel_arrivals_;  // small one-shot calls are one kernel (one_kernel)
+  cuda_ipc::StreamArrivals arrivals_;
+  cuda_ipc::BlockEpochCounter block_epochs_;  // the one-kernel path's, since the buffers were registered
+  std::size_t arrival_floats_ = 0;            // the arrival slots at the start of each rank's buffer
+  std::size_t header_floats_ = 0;             // the slots and flags before each rank's regions
+  float* own_ = nullptr;                      // this rank's buffer: slots, flags, two regions of capacity_ floats
+  std::size_t capacity_ = 0;                  // floats per region, the same on every rank
+  std::vector<float*> bases_;                 // every rank's buffer (slots first), this rank's own at its index
+  const float** region_pointers_ = nullptr;   // device memory: 2 x ranks region addresses
+  std::uint32_t** flag_pointers_ = nullptr;   // device memory: every rank's one-shot arrival flags
   uint64_t calls_ = 0;
   bool in_call_ = false;
 };

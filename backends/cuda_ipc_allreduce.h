@@ -29,24 +29,29 @@
 // reaches only once it has finished reading in call k.
 //
 // Arrivals (cuda_ipc_device_arrivals, true by default) are queued on the GPU: each rank's stream
-// writes the next epoch into its flag (a 32-bit word before its regions, which its peers map with
-// them) once its earlier work is done, then waits until every peer's flag has reached it
-// (cuStreamWriteValue32 and cuStreamWaitValue32, the driver's stream memory operations). The host
+// writes the next epoch into a slot of every peer's buffer once its earlier work is done, then
+// waits until every peer has written it into a slot of its own (cuStreamWriteValue32 and
+// cuStreamWaitValue32, the driver's stream memory operations: cuda_ipc_arrivals.h). The host
 // queues them and goes on, so a one-shot call makes one round trip through the host (its end)
 // instead of two. The waits are carried out by the GPU's front end, not by kernels spinning on SMs
 // (vLLM's flags), so they need no two processes' kernels resident at once and cannot deadlock
 // ranks that time-slice one GPU without MPS. Each call first checks on the host (an MPI reduction)
 // that every rank reduces the same number of elements, so that ranks which disagree all stop
-// instead of waiting on the GPU for each other. Where the driver refuses stream memory operations
-// (tried when the buffers are registered, on every rank), or with cuda_ipc_device_arrivals false,
-// arrivals are host-synchronised: cudaStreamSynchronize, then an MPI_Allreduce over the ranks.
-// Small one-shot calls (up to cuda_ipc::kOneShotWithArrivalMaxCount elements) with arrivals on the
-// GPU are one kernel instead of a copy, a flag write, a wait and a kernel: each block copies its
-// elements in, tells every rank, spins until every rank's same block has told it, and sums
-// (vLLM's flags, cuda_ipc_kernels.h). Its few blocks spin only for peers that the host check has
-// seen at this call already, so for no longer than their queued GPU work; ranks sharing a GPU
-// need MPS for their kernels to be resident at once (without it they still finish, a time slice
-// at a time).
+// instead of waiting on the GPU for each other. Each registration proves them first: one round,
+// waited for from the host for at most 5 s (ranks on separate GPUs had never run them); a rank
+// whose wait did not see a peer's write releases its own stream by writing its own slots. Where
+// the driver refuses stream memory operations, where the round was not seen in time, or with
+// cuda_ipc_device_arrivals false, arrivals are host-synchronised: cudaStreamSynchronize, then an
+// MPI_Allreduce over the ranks.
+// Small one-shot calls (up to cuda_ipc::kOneShotWithArrivalMaxCount elements) are one kernel
+// instead of a copy, a flag write, a wait and a kernel: each block copies its elements in, tells
+// every rank, spins until every rank's same block has told it, and sums (vLLM's flags,
+// cuda_ipc_kernels.h). Each block compares epochs of its own (cuda_ipc_epochs.h), so no flag a
+// block left calls ago can read as ahead. The kernel uses no stream memory operations: it stays on
+// where the driver refuses them (not where the round was not seen, nor with
+// cuda_ipc_device_arrivals false). Its few blocks spin only for peers that the host check has seen
+// at this call already, so for no longer than their queued GPU work; ranks sharing a GPU need MPS
+// for their kernels to be resident at once (without it they still finish, a time slice at a time).
 //
 // Cleanup, at the end of the point (the destructor, collective): every rank unmaps its peers'
 // buffers (cudaIpcCloseMemHandle), all arrive, then each frees its own (cudaFree: freeing memory

@@ -2,14 +2,19 @@
 // only (cuda_ipc_kernels.cu). Plain C++17 for both compilers; no LibTorch, no MPI.
 //
 // `sources` is a device array of `ranks` device pointers, rank r's region at index r (peers'
-// regions mapped through CUDA IPC). Each function queues its kernel on `stream` (nothing when
-// there is nothing to do) and returns the launch's status (cudaGetLastError).
+// regions mapped through CUDA IPC), each 16-byte aligned at element 0. Each function queues its
+// kernel on `stream` (nothing when there is nothing to do) and returns the launch's status
+// (cudaGetLastError). sum_over_ranks and gather_slices move 16-byte vectors over the part of the
+// range where the destination is aligned as the regions are, one element at a time elsewhere
+// (cuda_ipc_vectors.h): the same sums, in the same order, either way.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
 #include <cstdint>
+
+#include "backends/cuda_ipc_epochs.h"
 
 namespace harness::cuda_ipc {
 
@@ -26,17 +31,17 @@ cudaError_t gather_slices(const float* const* sources, int ranks, float* destina
 
 // The one-shot allreduce of a small buffer in one kernel, arrivals included (vLLM's custom
 // all-reduce does the same): block b of rank `me` copies its elements of `buffer` into this rank's
-// region (`sources[me]`), tells every rank so (flags[r][b * ranks + me] = epoch, a release store
-// at system scope), waits until every rank's block b has told it the same (flags[me][b * ranks
-// + r] has reached `epoch`, compared cyclically), then sums those elements over every rank's
-// region, in rank order, into `buffer`. Block b handles the same elements in both phases, so it
-// waits only for the blocks whose data it reads. Its blocks spin while they wait, so every rank's
-// kernel must be resident at once: under MPS or on GPUs of their own, with at most
-// kOneShotWithArrivalBlocks blocks each. At most kOneShotWithArrivalMaxCount elements.
-constexpr std::size_t kOneShotWithArrivalBlocks = 32;
+// region (`sources[me]`), tells every rank so (flags[r][b * ranks + me] = epochs.value[b], a
+// release store at system scope), waits until every rank's block b has told it the same
+// (flags[me][b * ranks + r] has reached that epoch: epoch_reached), then sums those elements over
+// every rank's region, in rank order, into `buffer`. Block b handles the same elements in both
+// phases, so it waits only for the blocks whose data it reads. It runs one_kernel_blocks(count)
+// blocks, and `epochs` are the block's own (BlockEpochs, cuda_ipc_epochs.h). Its blocks spin while
+// they wait, so every rank's kernel must be resident at once: under MPS or on GPUs of their own.
+// At most kOneShotWithArrivalMaxCount elements.
 constexpr std::size_t kOneShotWithArrivalMaxCount = 131072;  // 512 KiB of floats: 16 a thread
 cudaError_t one_shot_with_arrival(float* buffer, const float* const* sources, int ranks, int me,
-                                  std::uint32_t* const* flags, std::uint32_t epoch, std::size_t count,
+                                  std::uint32_t* const* flags, const BlockEpochs& epochs, std::size_t count,
                                   cudaStream_t stream);
 
 }  // namespace harness::cuda_ipc

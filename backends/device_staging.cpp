@@ -1,8 +1,6 @@
 #include "backends/device_staging.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <filesystem>
 
 #include <fmt/format.h>
 
@@ -12,9 +10,6 @@
 #include <cuda_runtime_api.h>
 
 #include "backends/cuda_check.h"
-#endif
-#if __has_include(<mpi-ext.h>)
-#include <mpi-ext.h>  // Open MPI's MPIX_Query_cuda_support
 #endif
 
 namespace harness {
@@ -47,91 +42,6 @@ std::vector<StagingChunk> staging_chunks(std::size_t count, std::size_t chunk_fl
 }
 
 #ifdef HARNESS_WITH_CUDA
-
-CudaStatus cuda_status() {
-  CudaStatus status;
-  status.built = true;
-  const cudaError_t code = cudaGetDeviceCount(&status.devices);
-  if (code != cudaSuccess) {
-    status.devices = 0;
-    status.reason = fmt::format("no usable CUDA device on this machine ({})", cudaGetErrorString(code));
-  } else if (status.devices == 0) {
-    status.reason = "no CUDA device on this machine";
-  } else {
-    status.usable = true;
-  }
-  return status;
-}
-
-int select_cuda_device(const Communicator& communicator) {
-  const int local_rank = node_place(communicator).local_rank;
-  int devices = 0;
-  check_cuda_call(cudaGetDeviceCount(&devices), "cudaGetDeviceCount");
-  if (devices == 0) throw NotSupported("no CUDA device on this machine");
-  const int device = local_rank % devices;
-  check_cuda_call(cudaSetDevice(device), "cudaSetDevice");
-  return device;
-}
-
-namespace {
-
-// CUDA's version numbers: 1000 × major + 10 × minor.
-std::string cuda_version_text(int version) { return fmt::format("{}.{}", version / 1000, version % 1000 / 10); }
-
-}  // namespace
-
-CudaDeviceFacts cuda_device_facts(int device) {
-  CudaDeviceFacts facts;
-  facts.index = device;
-  cudaDeviceProp properties{};
-  check_cuda_call(cudaGetDeviceProperties(&properties, device), "cudaGetDeviceProperties");
-  facts.name = properties.name;
-  facts.memory_bytes = static_cast<int64_t>(properties.totalGlobalMem);
-  char bus_id[32] = {};
-  check_cuda_call(cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, device), "cudaDeviceGetPCIBusId");
-  facts.pci_bus_id = bus_id;
-  int version = 0;
-  check_cuda_call(cudaDriverGetVersion(&version), "cudaDriverGetVersion");
-  facts.driver_version = cuda_version_text(version);
-  check_cuda_call(cudaRuntimeGetVersion(&version), "cudaRuntimeGetVersion");
-  facts.runtime_version = cuda_version_text(version);
-  return facts;
-}
-
-bool mpi_accepts_device_pointers() {
-#if defined(MPIX_CUDA_AWARE_SUPPORT)
-  return MPIX_Query_cuda_support() == 1;
-#else
-  return false;
-#endif
-}
-
-DeviceBuffer::DeviceBuffer(std::size_t count) : count_(count) {
-  if (count > 0) {
-    check_cuda_call(cudaMalloc(reinterpret_cast<void**>(&data_), count * sizeof(float)), "cudaMalloc");
-  }
-}
-
-DeviceBuffer::~DeviceBuffer() {
-  if (data_ != nullptr) cudaFree(data_);
-}
-
-void DeviceBuffer::copy_from_host(std::span<const float> host) {
-  if (host.size() != count_) throw Error("DeviceBuffer::copy_from_host: size mismatch");
-  if (count_ == 0) return;
-  check_cuda_call(cudaMemcpy(data_, host.data(), count_ * sizeof(float), cudaMemcpyHostToDevice),
-             "cudaMemcpy(host to device)");
-  // From pageable memory cudaMemcpy may return before the DMA has landed: wait, so that the copy
-  // is done when this returns (the comm benchmark starts its timer right after a reset).
-  check_cuda_call(cudaStreamSynchronize(cudaStreamLegacy), "cudaStreamSynchronize(host to device)");
-}
-
-void DeviceBuffer::copy_to_host(std::span<float> host) const {
-  if (host.size() != count_) throw Error("DeviceBuffer::copy_to_host: size mismatch");
-  if (count_ == 0) return;
-  check_cuda_call(cudaMemcpy(host.data(), data_, count_ * sizeof(float), cudaMemcpyDeviceToHost),
-             "cudaMemcpy(device to host)");
-}
 
 DeviceStagedSync::DeviceStagedSync(GradientSync& host_backend, std::size_t chunk_floats)
     : host_backend_(host_backend), chunk_floats_(chunk_floats), path_(device_path_for(host_backend)) {
@@ -214,37 +124,23 @@ void DeviceStagedSync::allreduce_sum(float* device_data, std::size_t count) {
     return;
   }
   reserve_pinned(count);
-  // The plan depends on the count alone, so every rank takes the same branch here.
-  if (count <= chunk_floats_) {
-    allreduce_staged_whole(device_data, count);
-  } else {
-    allreduce_staged_pipelined(device_data, count);
+  if (count == 0) {  // nothing to copy; the backend is still called, as every rank calls it
+    host_backend_.allreduce_sum(std::span<float>(pinned_, count));
+    return;
   }
+  allreduce_staged(device_data, count);
 }
 
-void DeviceStagedSync::allreduce_staged_whole(float* device_data, std::size_t count) {
-  // cudaMemcpy runs on the legacy default stream, after the work that wrote the buffer, and
-  // returns when a copy to or from pinned memory is done.
-  const std::size_t bytes = count * sizeof(float);
-  if (bytes > 0) {
-    check_cuda_call(cudaMemcpy(pinned_, device_data, bytes, cudaMemcpyDeviceToHost),
-               "cudaMemcpy(gradients to host)");
-  }
-  host_backend_.allreduce_sum(std::span<float>(pinned_, count));
-  if (bytes > 0) {
-    check_cuda_call(cudaMemcpy(device_data, pinned_, bytes, cudaMemcpyHostToDevice),
-               "cudaMemcpy(sums to device)");
-  }
-}
-
-void DeviceStagedSync::allreduce_staged_pipelined(float* device_data, std::size_t count) {
+void DeviceStagedSync::allreduce_staged(float* device_data, std::size_t count) {
   const std::vector<StagingChunk> chunks = staging_chunks(count, chunk_floats_);
   prepare_pipeline(device_data, chunks.size());
   // The overlap's communication thread has no current GPU of its own.
   check_cuda_call(cudaSetDevice(device_), "cudaSetDevice");
   // The copies out wait, through an event, for the work queued on the legacy default stream (what
   // wrote the buffer), as backend nccl does; the streams are non-blocking, so work queued there
-  // later (the rest of backward, with overlap) need not wait for the copies.
+  // later (the rest of backward, with overlap) need not wait for the copies, nor the copies back
+  // for it. So also for a buffer of one chunk: a cudaMemcpy on the legacy stream would queue its
+  // copy back behind every kernel queued there meanwhile, and the call would last until they end.
   check_cuda_call(cudaEventRecord(input_ready_, cudaStreamLegacy), "cudaEventRecord(input ready)");
   check_cuda_call(cudaStreamWaitEvent(copy_out_, input_ready_, 0), "cudaStreamWaitEvent(input ready)");
   // Every chunk's copy out is queued at once: the copy engine moves chunk k+1 while the host
@@ -256,10 +152,15 @@ void DeviceStagedSync::allreduce_staged_pipelined(float* device_data, std::size_
                "cudaMemcpyAsync(gradients to host)");
     check_cuda_call(cudaEventRecord(copied_out_[k], copy_out_), "cudaEventRecord(chunk copied out)");
   }
-  // In chunk order on every rank: the host backend's calls are collectives. A backend that
-  // scatters its sums (shm_copy_engine_gathers) leaves each in its owner's segment, and the copy
-  // engine gathers them from there; whether it does is the same on every rank.
-  const bool gathers = host_backend_.scatters_sums();
+  // In chunk order on every rank: the host backend's calls are collectives. Its levers by the
+  // buffer's size (staging_levers.h): the threads that sum each chunk, and whether a backend that
+  // scatters its sums (shm_copy_engine_gathers) leaves each in its owner's segment for the copy
+  // engine to gather; the same on every rank, which stages the same size.
+  const StagingLevers levers =
+      staging_levers(count * sizeof(float), chunk_floats_ * sizeof(float), host_backend_.staging_lever_settings(),
+                     host_backend_.host_threads(), host_backend_.scatters_sums());
+  host_backend_.use_host_threads(levers.reduce_threads);
+  const bool gathers = levers.copy_engine_gathers;
   for (std::size_t k = 0; k < chunks.size(); ++k) {
     check_cuda_call(cudaEventSynchronize(copied_out_[k]), "cudaEventSynchronize(chunk copied out)");
     const std::span<float> chunk(pinned_ + chunks[k].offset, chunks[k].count);
@@ -325,30 +226,10 @@ void DeviceStagedSync::release_pipeline() noexcept {
 
 namespace {
 
-constexpr std::string_view kNotBuilt =
-    "this harness was built without CUDA (configure with -DHARNESS_WITH_CUDA=ON on a machine "
-    "with a CUDA toolkit)";
-
-[[noreturn]] void throw_not_built() { throw NotSupported(std::string(kNotBuilt)); }
+// cuda_status() says why: this build has no CUDA.
+[[noreturn]] void throw_not_built() { throw NotSupported(cuda_status().reason); }
 
 }  // namespace
-
-CudaStatus cuda_status() {
-  CudaStatus status;
-  status.reason = std::string(kNotBuilt);
-  return status;
-}
-
-int select_cuda_device(const Communicator&) { throw_not_built(); }
-
-CudaDeviceFacts cuda_device_facts(int) { throw_not_built(); }
-
-bool mpi_accepts_device_pointers() { return false; }
-
-DeviceBuffer::DeviceBuffer(std::size_t count) : count_(count) { throw_not_built(); }
-DeviceBuffer::~DeviceBuffer() = default;
-void DeviceBuffer::copy_from_host(std::span<const float>) { throw_not_built(); }
-void DeviceBuffer::copy_to_host(std::span<float>) const { throw_not_built(); }
 
 DeviceStagedSync::DeviceStagedSync(GradientSync& host_backend, std::size_t chunk_floats)
     : host_backend_(host_backend), chunk_floats_(chunk_floats) {
@@ -358,22 +239,12 @@ DeviceStagedSync::~DeviceStagedSync() = default;
 void DeviceStagedSync::reserve_pinned(std::size_t) { throw_not_built(); }
 void DeviceStagedSync::free_pinned() noexcept {}
 void DeviceStagedSync::allreduce_sum(float*, std::size_t) { throw_not_built(); }
-void DeviceStagedSync::allreduce_staged_whole(float*, std::size_t) { throw_not_built(); }
-void DeviceStagedSync::allreduce_staged_pipelined(float*, std::size_t) { throw_not_built(); }
+void DeviceStagedSync::allreduce_staged(float*, std::size_t) { throw_not_built(); }
 void DeviceStagedSync::prepare_pipeline(const float*, std::size_t) { throw_not_built(); }
 void DeviceStagedSync::use_device_of(const float*) { throw_not_built(); }
 void DeviceStagedSync::release_pipeline() noexcept {}
 
 #endif  // HARNESS_WITH_CUDA
-
-bool mps_control_running() {
-  // Clients reach the control daemon through the `control` pipe in its pipe directory.
-  const char* directory = std::getenv("CUDA_MPS_PIPE_DIRECTORY");
-  const std::string pipe = std::string(directory != nullptr && directory[0] != '\0' ? directory : "/tmp/nvidia-mps") + "/control";
-  std::error_code error;
-  const auto status = std::filesystem::status(pipe, error);
-  return std::filesystem::is_fifo(status) || std::filesystem::is_socket(status);
-}
 
 std::string_view exchange_path(const GradientSync& backend, bool on_device) {
   if (!backend.exchanges()) return kNoExchangePath;
@@ -390,5 +261,12 @@ std::string_view exchange_path(const GradientSync& backend, bool on_device) {
 }
 
 std::string_view DeviceStagedSync::path() const { return exchange_path(host_backend_, true); }
+
+std::vector<StagingLeverStep> staging_lever_steps(const GradientSync& backend, bool on_device,
+                                                  std::size_t chunk_floats) {
+  if (exchange_path(backend, on_device) != "pinned host staging") return {};
+  return staging_lever_steps(chunk_floats * sizeof(float), backend.staging_lever_settings(), backend.host_threads(),
+                             backend.scatters_sums());
+}
 
 }  // namespace harness

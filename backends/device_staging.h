@@ -65,6 +65,12 @@ bool mpi_accepts_device_pointers();
 // when it exchanges nothing (one rank). Any build.
 std::string_view exchange_path(const GradientSync& backend, bool on_device);
 
+// The levers staging runs `backend` with, by the staged buffer's size (staging_levers.h), for
+// the records; empty where buffers on the host, or on a GPU (`on_device`), are not staged to it
+// through the host. Staged in chunks of `chunk_floats`. Any build.
+std::vector<StagingLeverStep> staging_lever_steps(const GradientSync& backend, bool on_device,
+                                                  std::size_t chunk_floats);
+
 // A float32 buffer in device memory (cudaMalloc), freed on destruction.
 class DeviceBuffer {
  public:
@@ -129,13 +135,14 @@ class DeviceStagedSync {
   // cudaMemcpy): staging waits for it. Every call of one object passes memory of one GPU; any
   // thread may call (the pipeline makes that GPU current first: the overlap's communication
   // thread has no current GPU of its own).
-  // Staged, a buffer of more than chunk_floats is pipelined in staging_chunks(count, chunk_floats): the
-  // host backend sees each chunk as a call of its own, and, where it scatters its sums
-  // (GradientSync::scatters_sums: shm_copy_engine_gathers), the copy engine gathers each chunk's
-  // sums from their owners' memory. Every sum is elementwise, so each element
-  // still sums the same values; only a backend whose order of addition depends on the length of
-  // the call (a ring's segments, Open MPI's choice of algorithm) may round an element
-  // differently, with 3 ranks or more (with 2, a + b is b + a to the bit).
+  // Staged, a buffer of more than chunk_floats is pipelined in staging_chunks(count, chunk_floats):
+  // the host backend sees each chunk as a call of its own, on the threads and, where it scatters
+  // its sums (GradientSync::scatters_sums: shm_copy_engine_gathers), with the copy engine
+  // gathering each chunk's sums from their owners' memory, as staging_levers picks them for the
+  // buffer's size ("auto" by size). Every sum is elementwise, so each element still sums the
+  // same values; only a backend whose order of addition depends on the length of the call (a
+  // ring's segments, Open MPI's choice of algorithm) may round an element differently, with 3
+  // ranks or more (with 2, a + b is b + a to the bit).
   void allreduce_sum(float* device_data, std::size_t count);
 
   // "pinned host staging", "device pointers" (a CUDA-aware MPI), the name of a backend that
@@ -146,8 +153,8 @@ class DeviceStagedSync {
  private:
   void reserve_pinned(std::size_t count);
   void free_pinned() noexcept;
-  void allreduce_staged_whole(float* device_data, std::size_t count);
-  void allreduce_staged_pipelined(float* device_data, std::size_t count);
+  // Through the pipeline's streams, in staging_chunks (one for a buffer of one chunk or less).
+  void allreduce_staged(float* device_data, std::size_t count);
   // Finds the GPU of `device_data` (the first time: every call passes memory of one GPU) and
   // makes it current on this thread.
   void use_device_of(const float* device_data);
@@ -168,8 +175,8 @@ class DeviceStagedSync {
   // What cudaHostRegister page-locked of the backend's memory: pinned_'s part, or, for a backend
   // that scatters its sums, every rank's segment (scattered_memory).
   std::span<std::byte> registered_;
-  // The pipeline (buffers above one chunk): chunks go out on one stream and back on another, so
-  // that the two directions overlap too.
+  // The pipeline: chunks go out on one stream and back on another, so that the two directions
+  // overlap too; neither waits for work queued on the legacy default stream after the call began.
   int device_ = -1;                       // the GPU whose memory the calls pass
   CUstream_st* copy_out_ = nullptr;       // device to pinned host
   CUstream_st* copy_back_ = nullptr;      // pinned host to device

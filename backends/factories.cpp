@@ -27,14 +27,15 @@ std::unique_ptr<GradientSync> make_ring(const Communicator& communicator, const 
 }
 
 std::unique_ptr<GradientSync> make_shared_memory(const Communicator& communicator, const BackendOptions& options) {
-  // Its sums scattered only for staging from a GPU, which reads them where they are.
+  // Its sums scattered only for staging from a GPU, which reads them where they are; staging
+  // picks both levers by size where they are "auto" (staging_levers.h).
   return std::make_unique<SharedMemoryAllreduce>(communicator, shm_reduce_threads(options),
-                                                 options.device == "cuda" && shm_copy_engine_gathers(options));
+                                                 shm_copy_engine_gathers(options), staging_lever_settings(options));
 }
 
 std::unique_ptr<GradientSync> make_hierarchical(const Communicator& communicator, const BackendOptions& options) {
   return std::make_unique<HierarchicalAllreduce>(communicator, hier_mpi_below_bytes(options),
-                                                 shm_reduce_threads(options));
+                                                 shm_reduce_threads(options), staging_lever_settings(options));
 }
 
 std::unique_ptr<GradientSync> make_gloo(const Communicator& communicator, const BackendOptions& /*options*/) {

@@ -37,6 +37,8 @@ class ForwardingSync : public GradientSync {
   }
   // Not a reduction: no injected delay, no call of its own in the progress marks.
   void end_scattered() final { backend_->end_scattered(); }
+  StagingLeverSettings staging_lever_settings() const final { return backend_->staging_lever_settings(); }
+  void use_host_threads(int threads) final { backend_->use_host_threads(threads); }
 
  protected:
   // Around every reduction of the wrapped backend, on the calling thread; a call that throws

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "backends/communicator.h"
+#include "backends/staging_levers.h"
 
 namespace harness {
 
@@ -61,6 +62,17 @@ class GradientSync {
   }
   // Collective: every rank has read the pieces of its allreduce_sum_scattered calls.
   virtual void end_scattered() {}
+
+  // Staging's levers by buffer size (staging_levers.h): the backend's settings of them ("auto" or
+  // a value), from which staging picks, for each buffer it stages, how many of host_threads() sum
+  // it (use_host_threads) and whether allreduce_sum_scattered gathers it. By default both set to
+  // what the backend has: host_threads() and scatters_sums(), at every size.
+  virtual StagingLeverSettings staging_lever_settings() const {
+    return StagingLeverSettings::fixed(host_threads(), scatters_sums());
+  }
+  // The calls that follow sum on `threads` of host_threads() (1 to host_threads()); a local
+  // choice, no collective. A backend with one thread has nothing to choose.
+  virtual void use_host_threads(int /*threads*/) {}
 };
 
 // The backend named `name` (registry.h) over `communicator`, with its settings' defaults.

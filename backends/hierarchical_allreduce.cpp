@@ -24,11 +24,12 @@ Range part_of(std::size_t offset, std::size_t count, int part, int parts) {
 }  // namespace
 
 HierarchicalAllreduce::HierarchicalAllreduce(const Communicator& communicator, std::size_t mpi_below_bytes,
-                                             int reduce_threads)
+                                             int reduce_threads, std::optional<StagingLeverSettings> levers)
     : world_(communicator),
       node_handle_(split_by_node(communicator)),
       mpi_below_bytes_(mpi_below_bytes),
-      memory_(Communicator(node_handle_.get()), "hier", reduce_threads) {
+      memory_(Communicator(node_handle_.get()), "hier", reduce_threads),
+      levers_(levers.value_or(StagingLeverSettings::fixed(reduce_threads, false))) {
   const Communicator node(node_handle_.get());
   std::array<int, 2> counts = {node.rank() == 0 ? 1 : 0, -node.size()};  // nodes, -(fewest ranks)
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, &counts[0], 1, MPI_INT, MPI_SUM, world_.handle()),

@@ -25,6 +25,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "backends/gradient_sync.h"
@@ -36,11 +37,12 @@ constexpr std::size_t kHierMpiBelowBytes = 16 * 1024;
 
 class HierarchicalAllreduce : public GradientSync {
  public:
-  // Collective over `communicator`; each rank sums its parts inside the node with
-  // `reduce_threads` threads (setting shm_reduce_threads). Throws CommError when the shared memory
-  // cannot be created.
-  explicit HierarchicalAllreduce(const Communicator& communicator,
-                                 std::size_t mpi_below_bytes = kHierMpiBelowBytes, int reduce_threads = 1);
+  // Collective over `communicator`; each rank sums its parts inside the node with up to
+  // `reduce_threads` threads (setting shm_reduce_threads; `levers`: the settings staging picks
+  // how many by, staging_levers.h; by default all of them at every size). Throws CommError when
+  // the shared memory cannot be created.
+  explicit HierarchicalAllreduce(const Communicator& communicator, std::size_t mpi_below_bytes = kHierMpiBelowBytes,
+                                 int reduce_threads = 1, std::optional<StagingLeverSettings> levers = std::nullopt);
   HierarchicalAllreduce(const HierarchicalAllreduce&) = delete;
   HierarchicalAllreduce& operator=(const HierarchicalAllreduce&) = delete;
 
@@ -55,6 +57,8 @@ class HierarchicalAllreduce : public GradientSync {
   int slices() const { return slices_; }
   std::size_t in_place_reductions() const { return memory_.in_place_reductions(); }
   int host_threads() const override { return memory_.reduce_threads(); }
+  StagingLeverSettings staging_lever_settings() const override { return levers_; }
+  void use_host_threads(int threads) override { memory_.use_reduce_threads(threads); }
 
  private:
   // Phases 1-3 on the node's segments (the class comment).
@@ -68,6 +72,7 @@ class HierarchicalAllreduce : public GradientSync {
   int slices_ = 1;
   NodeSharedMemory memory_;
   std::vector<float> ring_scratch_;
+  StagingLeverSettings levers_;
 };
 
 }  // namespace harness

@@ -1,5 +1,8 @@
 #include "backends/nccl_allreduce.h"
 
+#include <algorithm>
+#include <cctype>
+
 #include <fmt/format.h>
 
 #include "harness/common/errors.h"
@@ -8,6 +11,7 @@
 #include <cuda_runtime_api.h>
 
 #include "backends/cuda_check.h"
+#include "backends/cuda_stream_wait.h"
 #include <nccl.h>
 
 #include <exception>
@@ -28,6 +32,27 @@ std::string nccl_gpu_sharing_problem(int ranks_per_node, int gpus_per_node) {
       "which NCCL refuses (\"Duplicate GPU detected\", since NCCL 2.5); expected at most {} rank{} per node "
       "(CUDA_VISIBLE_DEVICES counts), or a backend that stages through the host such as \"allreduce\"",
       ranks_per_node, gpus_per_node, gpus_per_node == 1 ? "" : "s", gpus_per_node, gpus_per_node == 1 ? "" : "s");
+}
+
+std::string nccl_shared_gpu_problem(const std::vector<RankGpuPlace>& places) {
+  const auto same_gpu = [](const RankGpuPlace& a, const RankGpuPlace& b) {
+    return a.host == b.host && a.pci_bus_id.size() == b.pci_bus_id.size() &&
+           std::equal(a.pci_bus_id.begin(), a.pci_bus_id.end(), b.pci_bus_id.begin(), [](char x, char y) {
+             return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+           });
+  };
+  for (std::size_t second = 1; second < places.size(); ++second) {
+    for (std::size_t first = 0; first < second; ++first) {
+      if (!same_gpu(places[first], places[second])) continue;
+      return fmt::format(
+          "backend \"nccl\" needs a GPU per rank, and ranks {} and {} on host {} share GPU {} (its PCI bus id), "
+          "which NCCL refuses (\"Duplicate GPU detected\", since NCCL 2.5); expected each rank of a node on a GPU "
+          "of its own (CUDA_VISIBLE_DEVICES, SLURM's --gpus-per-task), or a backend that stages through the host "
+          "such as \"allreduce\"",
+          first, second, places[second].host, places[second].pci_bus_id);
+    }
+  }
+  return "";
 }
 
 std::string nccl_problem(const BackendOptions& options) {
@@ -52,17 +77,14 @@ namespace {
 void check_cuda(cudaError_t code, std::string_view operation) { check_cuda_call(code, operation, "nccl: "); }
 
 // NCCL's code and, where it has one, its last message ("Duplicate GPU detected : rank 1 and ...").
-std::string nccl_failure(ncclResult_t result, std::string_view operation) {
+std::string nccl_reason(ncclResult_t result, std::string_view operation) {
   const char* last = ncclGetLastError(nullptr);
-  return fmt::format("nccl: {} failed: {}{}", operation, ncclGetErrorString(result),
+  return fmt::format("{} failed: {}{}", operation, ncclGetErrorString(result),
                      last != nullptr && *last != '\0' ? fmt::format(" ({})", last) : "");
 }
 
-// Whether `ok` holds on every rank of `communicator` (collective).
-bool on_every_rank(bool ok, const Communicator& communicator) {
-  int all = ok ? 1 : 0;
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, communicator.handle()), "MPI_Allreduce(nccl check)");
-  return all == 1;
+std::string nccl_failure(ncclResult_t result, std::string_view operation) {
+  return "nccl: " + nccl_reason(result, operation);
 }
 
 class NcclAllreduce final : public GradientSync {
@@ -103,10 +125,16 @@ class NcclAllreduce final : public GradientSync {
       failed_ = true;
       throw CommError(nccl_failure(result, "ncclAllReduce"));
     }
-    // The contract: the sums are in the buffer when the call returns.
-    const cudaError_t synced = cudaStreamSynchronize(stream_);
-    if (synced != cudaSuccess) failed_ = true;
-    check_cuda(synced, "cudaStreamSynchronize(after ncclAllReduce)");
+    // The contract: the sums are in the buffer when the call returns. Polled, not waited for in
+    // cudaStreamSynchronize: an error that NCCL finds while the reduction runs (a peer gone, a
+    // network fault) leaves the stream waiting forever; it is reported here instead, and the
+    // communicator is aborted so that nothing of it keeps waiting.
+    const WaitOutcome waited = wait_for_cuda_stream(stream_, [this] { return async_failure(); });
+    if (!waited.done()) {
+      failed_ = true;
+      abort_communicator();
+      throw CommError("nccl: " + waited.reason);
+    }
   }
 
  private:
@@ -136,28 +164,60 @@ class NcclAllreduce final : public GradientSync {
   }
 
   // One GPU per rank of each node, checked before NCCL is (which would refuse it less clearly),
-  // for the points whose GPUs the launcher did not know before launch. Collective.
-  static void check_gpu_per_rank(const Communicator& communicator) {
-    const NodePlace place = node_place(communicator);
-    int devices = 0;
-    check_cuda(cudaGetDeviceCount(&devices), "cudaGetDeviceCount");
-    const std::string problem = nccl_gpu_sharing_problem(place.local_size, devices);
-    if (on_every_rank(problem.empty(), communicator)) return;
-    throw NotSupported(problem.empty() ? "ranks: backend \"nccl\" needs a GPU per rank, and another node has "
-                                         "more ranks than GPUs (see that node's ranks' logs)"
-                                       : "ranks: " + problem);
+  // for the points whose GPUs the launcher did not know before launch: by the GPUs' PCI bus ids,
+  // which every rank gathers, so that all throw or none. Collective.
+  void check_gpu_per_rank(const Communicator& communicator) const {
+    constexpr std::size_t kBusIdLength = 32;  // "0000:2A:00.0" and its terminator, with room to spare
+    char mine[kBusIdLength] = {};
+    const cudaError_t named = cudaDeviceGetPCIBusId(mine, sizeof mine, device_);
+    if (named != cudaSuccess) {
+      cudaGetLastError();  // not sticky; clear it
+      mine[0] = '\0';      // every rank learns below that this one could not name its GPU
+    }
+    mine[kBusIdLength - 1] = '\0';
+    std::vector<char> all(kBusIdLength * static_cast<std::size_t>(communicator.size()));
+    check_mpi(MPI_Allgather(mine, kBusIdLength, MPI_CHAR, all.data(), kBusIdLength, MPI_CHAR, communicator.handle()),
+              "MPI_Allgather(nccl GPUs)");
+    const std::vector<std::string> hosts = all_host_names(communicator);
+    std::vector<RankGpuPlace> places;
+    for (int rank = 0; rank < communicator.size(); ++rank) {
+      const std::string bus_id(all.data() + kBusIdLength * static_cast<std::size_t>(rank));
+      if (bus_id.empty()) {
+        throw CommError(
+            rank == communicator.rank()
+                ? fmt::format("nccl: cudaDeviceGetPCIBusId failed: {}", cudaGetErrorString(named))
+                : fmt::format("nccl: rank {} could not name its GPU (cudaDeviceGetPCIBusId; see its log)", rank));
+      }
+      places.push_back({hosts[static_cast<std::size_t>(rank)], bus_id});
+    }
+    if (const std::string problem = nccl_shared_gpu_problem(places); !problem.empty()) {
+      throw NotSupported("ranks: " + problem);
+    }
+  }
+
+  // NCCL's error found while the work it queued runs, or "".
+  std::string async_failure() const {
+    ncclResult_t async = ncclSuccess;
+    const ncclResult_t asked = ncclCommGetAsyncError(comm_, &async);
+    if (asked != ncclSuccess) return nccl_reason(asked, "ncclCommGetAsyncError");
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 14, 0)
+    if (async == ncclInProgress) return "";  // a non-blocking communicator's work under way
+#endif
+    return async == ncclSuccess ? "" : nccl_reason(async, "ncclAllReduce (reported while it ran)");
+  }
+
+  // Stops the communicator's work without waiting for the peers; the stream's NCCL kernels end.
+  void abort_communicator() noexcept {
+    if (comm_ == nullptr) return;
+    ncclCommAbort(comm_);
+    comm_ = nullptr;
   }
 
   void release(bool abort) noexcept {
     if (device_ >= 0) cudaSetDevice(device_);
-    if (comm_ != nullptr) {
-      if (abort) {
-        ncclCommAbort(comm_);
-      } else {
-        ncclCommDestroy(comm_);
-      }
-      comm_ = nullptr;
-    }
+    if (abort) abort_communicator();
+    if (comm_ != nullptr) ncclCommDestroy(comm_);
+    comm_ = nullptr;
     if (ready_ != nullptr) cudaEventDestroy(ready_);
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
     ready_ = nullptr;

@@ -71,6 +71,8 @@ class NodeSharedMemory {
   // sum_segments(segments, begin, end, targets), its range split over the reduction threads.
   void sum(const std::vector<float*>& segments, std::size_t begin, std::size_t end, std::span<float* const> targets);
   int reduce_threads() const { return threads_.size(); }
+  // Sums the ranges that follow on at most `threads` of them (ReductionThreads::use).
+  void use_reduce_threads(int threads) { threads_.use(threads); }
 
   // Reductions done in allocate()'s memory, without copies (the rest went through scratch).
   std::size_t in_place_reductions() const { return in_place_reductions_; }

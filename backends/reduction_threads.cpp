@@ -9,7 +9,7 @@
 
 namespace harness {
 
-ReductionThreads::ReductionThreads(int threads) {
+ReductionThreads::ReductionThreads(int threads) : active_(std::max(1, threads)) {
   const int helpers = std::max(1, threads) - 1;
   helpers_.reserve(static_cast<std::size_t>(helpers));
   for (int i = 0; i < helpers; ++i) {
@@ -62,7 +62,7 @@ void ReductionThreads::cut(std::size_t begin, std::size_t end, int threads,
 
 void ReductionThreads::split(std::size_t begin, std::size_t end,
                              const std::function<void(std::size_t, std::size_t)>& part) {
-  cut(begin, end, size(), pieces_);  // reuses pieces_' memory from call to call
+  cut(begin, end, active_, pieces_);  // reuses pieces_' memory from call to call
   part_ = &part;
   // Helpers beyond the pieces wake, find no piece of theirs and go back to sleep.
   pending_.store(static_cast<int>(helpers_.size()), std::memory_order_relaxed);

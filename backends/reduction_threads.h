@@ -12,6 +12,7 @@
 // Not thread-safe: one caller at a time, as a GradientSync has (gradient_sync.h).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -38,6 +39,10 @@ class ReductionThreads {
   ReductionThreads& operator=(const ReductionThreads&) = delete;
 
   int size() const { return static_cast<int>(helpers_.size()) + 1; }
+  // Splits the ranges that follow over at most `threads` of them (1 to size(); staging's levers
+  // by buffer size use fewer for small buffers than the rank started). All of them until told.
+  void use(int threads) { active_ = std::clamp(threads, 1, size()); }
+  int in_use() const { return active_; }
 
   // Calls part(b, e) for consecutive pieces [b, e) that cover [begin, end) exactly, each on its
   // own thread (the caller's among them), and returns when all have returned. One piece, on the
@@ -45,7 +50,7 @@ class ReductionThreads {
   // a backend's small reductions cost what they cost before. `part` must not throw.
   template <typename Part>
   void for_each_part(std::size_t begin, std::size_t end, const Part& part) {
-    if (helpers_.empty() || end < begin + 2 * kMinFloatsPerThread) {
+    if (active_ <= 1 || end < begin + 2 * kMinFloatsPerThread) {
       part(begin, end);
       return;
     }
@@ -69,6 +74,7 @@ class ReductionThreads {
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> pending_{0};
   bool stopping_ = false;  // written before the last generation_ bump, read after it
+  int active_ = 1;         // use()'s
 };
 
 }  // namespace harness

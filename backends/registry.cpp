@@ -60,20 +60,26 @@ BackendSetting crossover_bytes_setting(std::string_view key, std::string_view he
           }};
 }
 
-// The threads with which each rank of shm and hier sums its slice (reduction_threads.h).
+// The threads with which each rank of shm and hier sums its slice (reduction_threads.h), and
+// shm's sums gathered by the copy engine: staging's levers, "auto" (by the staged buffer's size,
+// staging_levers.h) unless set.
 constexpr std::string_view kShmReduceThreadsKey = "shm_reduce_threads";
 constexpr IntegerBounds kReduceThreads{1, 256};
+constexpr std::string_view kAuto = "auto";
 
 BackendSetting shm_reduce_threads_setting() {
   return {.key = kShmReduceThreadsKey,
-          .expected = "an integer from 1 to 256",
-          .help = "backends \"shm\" and \"hier\": threads with which each rank sums its slice of the node's "
-                  "buffers (large buffers only; above 1, at most threads_per_rank, which must be set: they are "
-                  "the rank's own cores)",
-          .json_schema = integer_schema(kReduceThreads),
-          .fallback = 1,
+          .expected = "\"auto\" or an integer from 1 to 256",
+          .help =
+              "backends \"shm\" and \"hier\": threads with which each rank sums its slice of the node's "
+              "buffers (large buffers only; above 1, at most threads_per_rank, which must be set: they are "
+              "the rank's own cores); \"auto\": one on host memory, and for buffers staged from a GPU up to 4 "
+              "(at most threads_per_rank) from 16 MiB up, one below",
+          .json_schema = R"({"anyOf": [{"const": "auto"}, {"type": "integer", "minimum": 1, "maximum": 256}]})",
+          .fallback = Json(kAuto),
           .normalise = [](const Json& value, const std::string& where) {
-            return Json(read_integer(value, where, kReduceThreads, "an integer from 1 to 256"));
+            if (value == Json(kAuto)) return value;
+            return Json(read_integer(value, where, kReduceThreads, "\"auto\" or an integer from 1 to 256"));
           }};
 }
 
@@ -83,13 +89,19 @@ constexpr std::string_view kShmCopyEngineGathersKey = "shm_copy_engine_gathers";
 
 BackendSetting shm_copy_engine_gathers_setting() {
   return {.key = kShmCopyEngineGathersKey,
-          .expected = "true or false",
-          .help = "backend \"shm\", device cuda: each rank writes its slice's sum into its own segment only, and "
-                  "every rank's copy engine gathers the sums from their owners' segments (one pass over host "
-                  "memory less; false: every sum is written into every segment, each rank copies its own back)",
-          .json_schema = R"({"type": "boolean"})",
-          .fallback = false,
-          .normalise = [](const Json& value, const std::string& where) { return Json(read_boolean(value, where)); },
+          .expected = "\"auto\", true or false",
+          .help =
+              "backend \"shm\", device cuda: each rank writes its slice's sum into its own segment only, and "
+              "every rank's copy engine gathers the sums from their owners' segments (one pass over host "
+              "memory less; false: every sum is written into every segment, each rank copies its own back); "
+              "\"auto\": for staged buffers from 16 MiB up",
+          .json_schema = R"({"anyOf": [{"const": "auto"}, {"type": "boolean"}]})",
+          .fallback = Json(kAuto),
+          .normalise =
+              [](const Json& value, const std::string& where) {
+                if (value != Json(kAuto) && !value.is_boolean()) fail_expected(where, "\"auto\", true or false", value);
+                return value;
+              },
           .read_where = [](const BackendOptions& options) { return options.device == "cuda"; }};
 }
 
@@ -98,7 +110,9 @@ BackendSetting shm_copy_engine_gathers_setting() {
 // / ranks that threads_per_rank 0 resolves to on whatever machine runs the point, would run on
 // cores nobody counts.
 std::string reduce_threads_problem(const BackendOptions& options) {
-  const int threads = shm_reduce_threads(options);
+  const std::optional<int> set = staging_lever_settings(options).reduce_threads;
+  if (!set) return "";  // "auto" takes at most threads_per_rank
+  const int threads = *set;
   if (threads <= 1 || (options.threads_per_rank > 0 && threads <= options.threads_per_rank)) return "";
   if (options.threads_per_rank <= 0) {
     return fmt::format("shm_reduce_threads: {} threads need threads_per_rank set (they run on the rank's own "
@@ -210,10 +224,21 @@ double shared_memory_traffic(int ranks) { return ranks > 1 ? 2.0 : 0.0; }
 
 }  // namespace
 
-int shm_reduce_threads(const BackendOptions& options) { return options.option<int>(kShmReduceThreadsKey, 1); }
+StagingLeverSettings staging_lever_settings(const BackendOptions& options) {
+  StagingLeverSettings settings;
+  const Json threads = options.option<Json>(kShmReduceThreadsKey, Json(kAuto));
+  if (threads.is_number_integer()) settings.reduce_threads = threads.get<int>();
+  const Json gathers = options.option<Json>(kShmCopyEngineGathersKey, Json(kAuto));
+  if (gathers.is_boolean()) settings.copy_engine_gathers = gathers.get<bool>();
+  return settings;
+}
+
+int shm_reduce_threads(const BackendOptions& options) {
+  return reduction_threads_started(staging_lever_settings(options), options.device == "cuda", options.threads_per_rank);
+}
 
 bool shm_copy_engine_gathers(const BackendOptions& options) {
-  return options.option<bool>(kShmCopyEngineGathersKey, false);
+  return copy_engine_may_gather(staging_lever_settings(options), options.device == "cuda");
 }
 
 std::size_t hier_mpi_below_bytes(const BackendOptions& options) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backends/backend_options.h"
+#include "backends/staging_levers.h"
 
 namespace harness {
 
@@ -74,8 +75,13 @@ std::size_t hier_mpi_below_bytes(const BackendOptions& options);           // hi
 std::size_t ring_mpi_below_chunk_bytes(const BackendOptions& options);     // ring_allreduce_below_chunk_bytes
 std::size_t cuda_ipc_one_shot_below_bytes(const BackendOptions& options);  // cuda_ipc_one_shot_below_bytes
 bool cuda_ipc_device_arrivals(const BackendOptions& options);               // cuda_ipc_device_arrivals
-int shm_reduce_threads(const BackendOptions& options);                      // shm_reduce_threads (shm, hier)
-bool shm_copy_engine_gathers(const BackendOptions& options);                // shm_copy_engine_gathers (shm)
+// shm_reduce_threads and shm_copy_engine_gathers, "auto" as nullopt (staging_levers.h).
+StagingLeverSettings staging_lever_settings(const BackendOptions& options);
+// The reduction threads each rank of shm and hier starts (reduction_threads_started): with
+// threads_per_rank 0 (resolved at launch), "auto" on device cuda counts kAutoReduceThreads.
+int shm_reduce_threads(const BackendOptions& options);
+// Whether shm keeps its sums where the copy engine can gather them (set true, or "auto", on cuda).
+bool shm_copy_engine_gathers(const BackendOptions& options);
 
 // How a point's buffers reach its backend, as records say it (`exchange_path`), when there is
 // nothing to exchange (one rank: GradientSync::exchanges() is false).

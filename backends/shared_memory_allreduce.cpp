@@ -24,8 +24,11 @@ const Communicator& on_one_node(const Communicator& communicator) {
 
 }  // namespace
 
-SharedMemoryAllreduce::SharedMemoryAllreduce(const Communicator& communicator, int reduce_threads, bool scatter_sums)
-    : memory_(on_one_node(communicator), "shm", reduce_threads), scatter_sums_(scatter_sums) {}
+SharedMemoryAllreduce::SharedMemoryAllreduce(const Communicator& communicator, int reduce_threads, bool scatter_sums,
+                                             std::optional<StagingLeverSettings> levers)
+    : memory_(on_one_node(communicator), "shm", reduce_threads),
+      scatter_sums_(scatter_sums),
+      levers_(levers.value_or(StagingLeverSettings::fixed(reduce_threads, scatter_sums))) {}
 
 void sum_slice_into_every_segment(NodeSharedMemory& memory, const std::vector<float*>& segments,
                                   std::size_t offset, std::size_t count) {

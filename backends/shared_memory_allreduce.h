@@ -17,6 +17,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "backends/gradient_sync.h"
@@ -26,12 +27,14 @@ namespace harness {
 
 class SharedMemoryAllreduce : public GradientSync {
  public:
-  // Collective over `communicator`; each rank sums its slice with `reduce_threads` threads
+  // Collective over `communicator`; each rank sums its slice with up to `reduce_threads` threads
   // (setting shm_reduce_threads). With `scatter_sums` (setting shm_copy_engine_gathers), a
   // reduction for staging (allreduce_sum_scattered) leaves each slice's sum in its owner's
-  // segment alone. Throws NotSupported when its ranks span several nodes and CommError when the
-  // shared memory cannot be created.
-  explicit SharedMemoryAllreduce(const Communicator& communicator, int reduce_threads = 1, bool scatter_sums = false);
+  // segment alone. `levers`: the settings staging picks these by (staging_levers.h); by default
+  // both as given, at every size. Throws NotSupported when its ranks span several nodes and
+  // CommError when the shared memory cannot be created.
+  explicit SharedMemoryAllreduce(const Communicator& communicator, int reduce_threads = 1, bool scatter_sums = false,
+                                 std::optional<StagingLeverSettings> levers = std::nullopt);
 
   std::string_view name() const override { return "shm"; }
   std::shared_ptr<float> allocate_buffer(std::size_t count) override { return memory_.allocate(count); }
@@ -53,10 +56,13 @@ class SharedMemoryAllreduce : public GradientSync {
   // scratch segments).
   std::size_t in_place_reductions() const { return memory_.in_place_reductions(); }
   int host_threads() const override { return memory_.reduce_threads(); }
+  StagingLeverSettings staging_lever_settings() const override { return levers_; }
+  void use_host_threads(int threads) override { memory_.use_reduce_threads(threads); }
 
  private:
   NodeSharedMemory memory_;
   bool scatter_sums_;
+  StagingLeverSettings levers_;
 };
 
 // Sums elements [offset, offset + count) of every segment of `memory` into all of them; this

@@ -36,6 +36,12 @@
 #                    pure ring beside MPI_Allreduce (the ring's crossover, the memory limits)
 #   scale            experiments/scale.json (CNN weak scaling, 1 to 16 ranks) and DDP beside it
 #   cnn_one_gpu      the CNN, 2 ranks on the one GPU: allreduce, shm, cuda_ipc (one round)
+#   levers_auto      issue 51's unmeasured levers, 2 ranks on the one GPU, 4-64 MiB: staged shm and
+#                    hier with shm_reduce_threads and shm_copy_engine_gathers left at "auto" beside
+#                    1 and false set by hand (threads_per_rank 8), and cuda_ipc's 16-byte kernels
+# Issue 51's GPU changes (nccl's polled wait and bus-id check, staging of one chunk on streams,
+# cuda_ipc's proven arrivals, per-block epochs and vectors, the levers by size) have not run on a
+# GPU: STAGES="gpu_tests levers_auto" runs their tests (ctest -L gpu has them all) and measures.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -268,6 +274,20 @@ stage_staging_chunks() {
   run_and_keep staging_chunks /tmp/staging_chunks.json
 }
 
+# Issue 51: whether the "auto" levers alone reach what the three settings reached by hand on an
+# H200 (staged shm 11-12 GB/s at 64 MiB; docs/gpus.md), beside one thread and no gathering set by
+# hand; and what the 16-byte vectors give cuda_ipc at 64 MiB (249 GB/s with 4-byte loads there).
+stage_levers_auto() {
+  [[ -f $out/cuda_ipc_hangs ]] && return 1
+  start_mps
+  printf '%s\n' '{"name": "levers_auto", "repeats": 1, "settings": {"kind": "comm", "device": "cuda", "ranks": 2,' \
+    '"threads_per_rank": 8, "comm_min_bytes": 4194304, "comm_max_bytes": 67108864, "comm_iterations": 20,' \
+    '"comm_warmup_iterations": 3}, "sweep": {"backend": ["shm", "hier", "cuda_ipc"],' \
+    '"zip": {"shm_reduce_threads": ["auto", 1], "shm_copy_engine_gathers": ["auto", false]}},' \
+    '"exclude": [{"backend": "cuda_ipc", "shm_reduce_threads": 1}]}' > /tmp/levers_auto.json
+  run_and_keep levers_auto /tmp/levers_auto.json
+}
+
 # The ring against MPI_Allreduce at 16 ranks, twice each, interleaved (one run of each was 0.67x
 # at 1 MiB where both call MPI_Allreduce: run-to-run spread, which repeats show).
 stage_ring16() {
@@ -280,7 +300,7 @@ stage_ring16() {
 # The most seconds each stage may take, within what is left of the deadline.
 declare -A limit=([gpu_tests]=320 [comm_cuda]=150 [compare_gpu]=200 [scale_comm]=200 [scale]=240 [simulated_hosts]=100
   [hosts_diagnosis]=130 [cnn_one_gpu]=120 [staging_host]=80 [cuda_ipc_ranks]=90 [ring16]=120
-  [hier_hosts_probe]=150 [staging_chunks]=170)
+  [hier_hosts_probe]=150 [staging_chunks]=170 [levers_auto]=120)
 
 # Everything comes back in $OUT/session.tar.gz (the device tool returns at most 8 files), packed
 # again after every stage, so a call stopped at its limit still returns what ran.

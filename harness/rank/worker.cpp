@@ -51,6 +51,8 @@ TrainMeasurements train(const PointSettings& settings, const Communicator& commu
   clock.lap(&RankPhases::data_s);
   const auto backend = make_marked_backend(settings, communicator, progress);
   output.context().exchange_path = exchange_path(*backend, cuda_device != kNoCudaDevice);
+  output.context().staging_levers =
+      staging_lever_steps(*backend, cuda_device != kNoCudaDevice, staging_chunk_floats(settings));
   DataParallelTrainer trainer(*workload, *backend, communicator, settings);
   if (timeline != nullptr) trainer.set_timeline(timeline);
   trainer.broadcast_parameters();

@@ -161,13 +161,18 @@ void OutputFile::write(Measurements measurements, const RankPhases& phases, bool
 std::unique_ptr<GradientSync> make_marked_backend(const PointSettings& settings, const Communicator& communicator,
                                                   RankProgressWriter& progress) {
   progress.mark(RankStage::kBackendSetup);
-  return std::make_unique<MarkedSync>(make_gradient_sync(settings.backend, backend_options(settings), communicator),
-                                      progress);
+  BackendOptions options = backend_options(settings);
+  // The rank's cores as the launcher resolved them: staging's "auto" reduction threads take at
+  // most that many (staging_levers.h).
+  if (options.threads_per_rank <= 0) options.threads_per_rank = threads_from_environment();
+  return std::make_unique<MarkedSync>(make_gradient_sync(settings.backend, options, communicator), progress);
 }
 
 CommMeasurements run_comm_point(const PointContext& point) {
   const auto backend = make_marked_backend(point.settings, point.communicator, point.progress);
   point.output.context().exchange_path = exchange_path(*backend, point.settings.device == "cuda");
+  point.output.context().staging_levers =
+      staging_lever_steps(*backend, point.settings.device == "cuda", staging_chunk_floats(point.settings));
   point.clock.lap(&RankPhases::init_s);
   double written_s = 0;  // the partial writes: like a training loop's flushes, eval_s
   const auto size_done = [&](const std::vector<MessageSizeMetrics>& so_far) {

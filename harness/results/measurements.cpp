@@ -312,6 +312,15 @@ Json to_json(const Measurements& m) {
   }
   json["exchange_path"] = m.exchange_path;
   if (m.gpus) json["gpus"] = to_json(*m.gpus);
+  if (!m.staging_levers.empty()) {
+    Json steps = Json::array();
+    for (const StagingLeverStep& step : m.staging_levers) {
+      steps.push_back({{"from_bytes", step.from_bytes},
+                       {"reduce_threads", step.levers.reduce_threads},
+                       {"copy_engine_gathers", step.levers.copy_engine_gathers}});
+    }
+    json["staging_levers"] = std::move(steps);
+  }
   if (m.oversubscribed) {
     json["oversubscribed"] = {{"host", m.oversubscribed->host},
                               {"ranks", m.oversubscribed->ranks},
@@ -350,6 +359,19 @@ Measurements measurements_from_json(const Json& json, const std::string& where) 
   }
   if (version >= 8) m.exchange_path = fields.text("exchange_path");
   if (fields.has("gpus")) m.gpus = gpus_from(fields.object("gpus"));
+  if (fields.has("staging_levers")) {
+    const Json& steps = fields.at("staging_levers");
+    if (!steps.is_array()) fields.fail("staging_levers", "a list");
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      const Fields step(steps[i], fmt::format("{}: staging_levers[{}]", fields.where(), i));
+      const int64_t from = step.integer("from_bytes");
+      const int64_t threads = step.integer("reduce_threads");
+      if (from < 0) step.fail("from_bytes", "a non-negative integer");
+      if (threads < 1) step.fail("reduce_threads", "a positive integer");
+      m.staging_levers.push_back(
+          {static_cast<std::size_t>(from), {static_cast<int>(threads), step.boolean("copy_engine_gathers")}});
+    }
+  }
   if (fields.has("oversubscribed")) {
     const Fields o = fields.object("oversubscribed");
     m.oversubscribed = Oversubscription{o.text("host"), static_cast<int>(o.integer("ranks")),

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -140,6 +141,17 @@ PointRecord record_from_json(const Json& json, const std::string& where) {
     record.settings = settings_from_json(fields.at("settings"), where + ": settings");
   } catch (const ConfigError& error) {
     throw Error(error.what());  // a record's settings this harness cannot read: a bad record
+  }
+  // Before "auto" (version 14) the staging levers' defaults were 1 thread and no gathering. On
+  // host memory that is what "auto" is, so such a record is its point's under the new default; on
+  // a GPU it ran with them, and says so (also where it predates the settings).
+  if (record.schema_version < kStagingLeversAutoSince) {
+    const bool on_device = record.settings.device == "cuda";
+    for (const auto& [key, old_default] : {std::pair<const char*, Json>{"shm_reduce_threads", 1},
+                                           std::pair<const char*, Json>{"shm_copy_engine_gathers", false}}) {
+      const Json value = record.settings.options.value(key, old_default);
+      record.settings.options[key] = !on_device && value == old_default ? Json("auto") : value;
+    }
   }
   // The key is recomputed from the settings as this harness reads them, not taken from the file:
   // a setting added since the record was written takes its default there, and the record must

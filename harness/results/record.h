@@ -60,7 +60,12 @@
 //      launch decides), so that it runs every other one at its own default, where before 14 it
 //      was sent the running harness's value of every setting it knew; the record's `build` adds
 //      `settings`, the values that build ran with; `launch.host` says which node a cluster job ran
-//      on. Timings mean what they meant in version 13.
+//      on. The settings `shm_reduce_threads` and `shm_copy_engine_gathers` take "auto", their new
+//      default: staging from a GPU picks both by the staged buffer's size (backends/
+//      staging_levers.h), and the measurements' `staging_levers` say what it ran with. Records
+//      before 14 ran with the values they name; on device "cpu" their defaults, 1 and false, are
+//      what "auto" is there, and they are read as "auto" (their points keep their identity).
+//      Timings mean what they meant in version 13.
 #pragma once
 
 #include <cstddef>
@@ -70,6 +75,7 @@
 #include <string_view>
 #include <vector>
 
+#include "backends/staging_levers.h"
 #include "harness/common/json.h"
 #include "harness/common/machine.h"
 #include "harness/study/settings.h"
@@ -77,6 +83,8 @@
 namespace harness {
 
 inline constexpr int kRecordSchemaVersion = 14;
+// Records before this name the staging levers' old defaults (version 14 above).
+inline constexpr int kStagingLeversAutoSince = 14;
 // Records of this version and later time the same things in the same way: `harness check`
 // compares their timings, while a record older than this is compared only with its own version.
 inline constexpr int kTimingsComparableSince = 4;
@@ -288,6 +296,10 @@ struct Measurements {
   // "cuda_ipc"), or kNoExchangePath ("none (one rank)").
   std::string exchange_path;
   std::optional<GpuFacts> gpus;      // version 8, device "cuda"
+  // Version 14, buffers staged from a GPU through the host only: the levers staging ran with, by
+  // the staged buffer's size (from each step's from_bytes up to the next's): the threads each
+  // rank summed on, and whether the copy engine gathered the sums.
+  std::vector<StagingLeverStep> staging_levers;
   // Version 8: the machine where the ranks' threads most outnumbered the cores they could run on
   // (harness/common/machine.h); nothing when none did (or in older records).
   std::optional<Oversubscription> oversubscribed;

@@ -42,9 +42,10 @@ namespace {
 constexpr int64_t kStagedThreadsPayFromBytes = int64_t{16} << 20;
 
 // A comm run that staged GPU buffers of 16 MiB or more through host memory to a backend that sums
-// them there on shm_reduce_threads threads a rank, left at its default of one: host-bound staging's
-// main lever is a setting (its default stays 1: the threads need cores that threads_per_rank gives
-// each rank). Training runs are left out: what the threads do to a step's buckets was not measured.
+// them there on one thread a rank (shm_reduce_threads set to 1, or "auto" with one core a rank):
+// host-bound staging's main lever. What ran is the record's staging_levers (version 14); before,
+// the setting, whose default was 1. Training runs are left out: what the threads do to a step's
+// buckets was not measured.
 bool staged_sums_on_one_thread(const Run& run) {
   const PointSettings& settings = run.record.settings;
   const auto& measurements = run.record.measurements;
@@ -57,6 +58,13 @@ bool staged_sums_on_one_thread(const Run& run) {
   // Whether this point's backend reads the setting (shm and hier do), from the settings table.
   const std::vector<std::string> unread = settings_not_read(settings);
   if (std::find(unread.begin(), unread.end(), "shm_reduce_threads") != unread.end()) return false;
+  const std::vector<StagingLeverStep>& levers = measurements->staging_levers;
+  if (!levers.empty()) {
+    const auto step = std::find_if(levers.rbegin(), levers.rend(), [&](const StagingLeverStep& s) {
+      return static_cast<int64_t>(s.from_bytes) <= largest->bytes;
+    });
+    return step != levers.rend() && step->levers.reduce_threads == 1;
+  }
   return shm_reduce_threads(backend_options(settings)) == 1;
 }
 
@@ -95,10 +103,10 @@ std::string record_notes(const ResultSet& set) {
                       run.record.settings.device, path));
     }
     if (staged_sums_on_one_thread(run)) {
-      add(fmt::format("{} on {}: each rank summed its slice of the staged buffers on one thread (shm_reduce_threads "
-                      "1), which bounds staging of tens of MiB; with shm_reduce_threads 4 (and threads_per_rank 4 or "
-                      "more) staged shm at 64 MiB went from 5-6 to 10-13 GB/s on an H200, and was slower at 4 MiB "
-                      "(docs/gpus.md#staging-pipelined)",
+      add(fmt::format("{} on {}: each rank summed its slice of the staged buffers on one thread "
+                      "(shm_reduce_threads), which bounds staging of tens of MiB; with 4 threads a rank "
+                      "(shm_reduce_threads \"auto\" or 4, and threads_per_rank 4 or more) staged shm at 64 MiB went "
+                      "from 5-6 to 10-13 GB/s on an H200, and was slower at 4 MiB (docs/gpus.md#staging-pipelined)",
                       run.record.settings.backend, run.record.settings.device));
     }
     const std::string gpus = run_gpus(run);

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "backends/device_staging.h"
 #include "backends/registry.h"
 #include "harness/common/errors.h"
+#include "tests/backends/gpu_test_work.h"
 #include "tests/backends/reduction_inputs.h"
 #include "tests/mpi_world.h"
 
@@ -111,6 +113,114 @@ TEST(CudaIpcAllreduce, OneShotAndTwoShotGiveTheSameBits) {
     sums.push_back(reduced_on_device(device_path, local, 0));
   }
   EXPECT_EQ(std::memcmp(sums[0].data(), sums[1].data(), local.size() * sizeof(float)), 0);
+}
+
+// Every rank's `random_buffer(count, seed, rank, round)` summed in rank order in float, as the
+// kernels add: the bits every rank must get.
+std::vector<float> rank_order_sum(std::size_t count, unsigned seed, int ranks, int round) {
+  std::vector<float> sum = random_buffer(count, seed, 0, round);
+  for (int rank = 1; rank < ranks; ++rank) {
+    const std::vector<float> addend = random_buffer(count, seed, rank, round);
+    for (std::size_t i = 0; i < count; ++i) sum[i] += addend[i];
+  }
+  return sum;
+}
+
+// The kernels move 16-byte vectors over the part of the range where the caller's buffer is
+// aligned as the regions are, one float at a time elsewhere (cuda_ipc_vectors.h): at every
+// alignment of the buffer (offsets 0 to 3 floats), for lengths around a vector and slices that
+// start and end anywhere, both kernels give exactly the rank-order sums.
+TEST(CudaIpcAllreduce, SumsAreTheRankOrderSumsBitForBitAtEveryAlignment) {
+  const World world;
+  const Communicator communicator(MPI_COMM_WORLD);
+  if (const std::string reason = why_not_here(); !reason.empty()) GTEST_SKIP() << reason;
+  select_cuda_device(communicator);
+  // Host arrivals, so that small buffers too go through the two kernels, not the one-kernel path.
+  for (const std::size_t one_shot_below : {std::numeric_limits<std::size_t>::max(), std::size_t{0}}) {
+    const auto backend = make_gradient_sync("cuda_ipc", gpu_options(communicator, one_shot_below, false), communicator);
+    DeviceStagedSync device_path(*backend);
+    for (const std::size_t count : {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{4}, std::size_t{5},
+                                    std::size_t{7}, std::size_t{8}, std::size_t{9}, std::size_t{17},
+                                    4 * static_cast<std::size_t>(world.size) + 1, std::size_t{1000003}}) {
+      for (std::size_t offset = 0; offset < 4; ++offset) {
+        const int round = static_cast<int>(offset);
+        const std::vector<float> local = random_buffer(count, 2468, world.rank, round);
+        const std::vector<float> expected = rank_order_sum(count, 2468, world.size, round);
+        const std::vector<float> reduced = reduced_on_device(device_path, local, offset);
+        EXPECT_EQ(std::memcmp(reduced.data(), expected.data(), count * sizeof(float)), 0)
+            << count << " elements at offset " << offset << ", one-shot below " << one_shot_below << " bytes";
+      }
+    }
+  }
+}
+
+// Registration runs one round of arrivals on the stream before relying on them, within a time
+// limit: on a GPU where they work it passes, and the backend keeps them (rank 0 would say
+// otherwise on stderr), again when a larger buffer registers anew.
+TEST(CudaIpcAllreduce, ArrivalsOnTheStreamProveThemselvesWhenBuffersAreRegistered) {
+  const World world;
+  const Communicator communicator(MPI_COMM_WORLD);
+  if (world.size == 1) GTEST_SKIP() << "needs two ranks";
+  if (const std::string reason = why_not_here(); !reason.empty()) GTEST_SKIP() << reason;
+  select_cuda_device(communicator);
+  const auto backend = make_gradient_sync("cuda_ipc", gpu_options(communicator, 0), communicator);  // two-shot
+  DeviceStagedSync device_path(*backend);
+  ::testing::internal::CaptureStderr();
+  for (const std::size_t count : {std::size_t{1000}, std::size_t{300000}}) {  // the second registers anew
+    const std::vector<float> local = random_buffer(count, 97, world.rank);
+    const std::vector<float> expected = rank_order_sum(count, 97, world.size, 0);
+    const std::vector<float> reduced = reduced_on_device(device_path, local, 0);
+    EXPECT_EQ(std::memcmp(reduced.data(), expected.data(), count * sizeof(float)), 0) << count << " elements";
+  }
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(said.find("arrive through the host instead"), std::string::npos) << said;
+}
+
+// Calls back to back, each with one rank's stream lagging (a 2 ms kernel queued before the
+// kernel that writes its buffer, both on the default stream, where the trainer's kernels go), the
+// one-kernel path, the copy path's one-shot and two-shot alternating, and their block counts
+// varying (each block's epochs its own): the sums stay exact. Nothing is checked until every call
+// is done, so that no copy between them lets a lagging stream catch up.
+TEST(CudaIpcAllreduce, BackToBackCallsWithALaggingStreamStayExact) {
+  const World world;
+  const Communicator communicator(MPI_COMM_WORLD);
+  if (world.size == 1) GTEST_SKIP() << "needs two ranks";
+  if (const std::string reason = why_not_here(); !reason.empty()) GTEST_SKIP() << reason;
+  select_cuda_device(communicator);
+  // 1 MiB: 200000 floats go one-shot through the copy path, 400000 two-shot; up to 131072 one
+  // kernel where arrivals are on the GPU.
+  const std::vector<std::size_t> counts = {1000, 200000, 4097, 400000, 131072, 3, 131073, 300};
+  for (const bool device_arrivals : {true, false}) {
+    const auto backend =
+        make_gradient_sync("cuda_ipc", gpu_options(communicator, std::size_t{1} << 20, device_arrivals), communicator);
+    DeviceStagedSync device_path(*backend);
+    constexpr int kCalls = 48;
+    std::vector<std::unique_ptr<DeviceBuffer>> buffers;  // allocated first: cudaMalloc may synchronise
+    for (int call = 0; call < kCalls; ++call) {
+      buffers.push_back(std::make_unique<DeviceBuffer>(counts[static_cast<std::size_t>(call) % counts.size()]));
+    }
+    for (int call = 0; call < kCalls; ++call) {
+      DeviceBuffer& buffer = *buffers[static_cast<std::size_t>(call)];
+      if (call % world.size == world.rank) {
+        ASSERT_EQ(gpu_test::queue_busy_kernel(2000), cudaSuccess);
+      }
+      ASSERT_EQ(gpu_test::queue_fill(buffer.data(), buffer.size(), world.rank, call), cudaSuccess);
+      device_path.allreduce_sum(buffer.data(), buffer.size());
+    }
+    for (int call = 0; call < kCalls; ++call) {
+      const std::size_t count = buffers[static_cast<std::size_t>(call)]->size();
+      std::vector<float> reduced(count);
+      buffers[static_cast<std::size_t>(call)]->copy_to_host(reduced);
+      int wrong = 0;
+      for (std::size_t i = 0; i < count; ++i) {
+        float expected = 0;
+        for (int rank = 0; rank < world.size; ++rank) expected += gpu_test::fill_value(i, rank, call);
+        if (reduced[i] != expected) ++wrong;
+      }
+      EXPECT_EQ(wrong, 0) << "call " << call << " (" << count << " elements, arrivals on the "
+                          << (device_arrivals ? "GPU" : "host") << ")";
+    }
+  }
 }
 
 // Ranks that pass different element counts would read past each other's regions: every rank

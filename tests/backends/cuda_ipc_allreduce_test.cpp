@@ -6,8 +6,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <string>
+#include <vector>
 
+#include "backends/cuda_ipc_arrival_modes.h"
+#include "backends/cuda_ipc_epochs.h"
+#include "backends/cuda_ipc_vectors.h"
 #include "backends/registry.h"
 #include "harness/common/errors.h"
 
@@ -79,6 +85,128 @@ TEST(CudaIpcAllreduce, InTheTableForGpuMemoryOnlyWithItsCrossoverSetting) {
   EXPECT_TRUE(cuda_ipc_device_arrivals(options));
   options.owned["cuda_ipc_device_arrivals"] = false;
   EXPECT_FALSE(cuda_ipc_device_arrivals(options));
+}
+
+// The flags' comparison (cuda_ipc_epochs.h): a peer at this epoch or one ahead has arrived, one
+// behind has not, across the wrap of 32 bits too.
+TEST(CudaIpcAllreduce, FlagsCompareEpochsCyclically) {
+  using cuda_ipc::epoch_reached;
+  constexpr std::uint32_t kLast = std::numeric_limits<std::uint32_t>::max();
+  EXPECT_TRUE(epoch_reached(5, 5));
+  EXPECT_TRUE(epoch_reached(6, 5));
+  EXPECT_FALSE(epoch_reached(4, 5));
+  EXPECT_TRUE(epoch_reached(0, kLast)) << "a peer one ahead, past the wrap";
+  EXPECT_FALSE(epoch_reached(kLast, 0)) << "a peer one behind, before the wrap";
+  // Why each block counts its own epochs: a flag more than 2^31 behind reads as ahead.
+  EXPECT_FALSE(epoch_reached(1, 1U + (1U << 31)));
+  EXPECT_TRUE(epoch_reached(1, 2U + (1U << 31)));
+}
+
+// Each block of the one-kernel path waits for the calls that used it, not for all calls: a block
+// that sat out calls of fewer blocks waits for one more than its flags hold, never for many more.
+TEST(CudaIpcAllreduce, EachBlockCountsTheCallsThatUsedIt) {
+  using cuda_ipc::BlockEpochCounter;
+  using cuda_ipc::kOneShotWithArrivalBlocks;
+  EXPECT_EQ(cuda_ipc::one_kernel_blocks(0), 1U);
+  EXPECT_EQ(cuda_ipc::one_kernel_blocks(1), 1U);
+  EXPECT_EQ(cuda_ipc::one_kernel_blocks(256), 1U);
+  EXPECT_EQ(cuda_ipc::one_kernel_blocks(257), 2U);
+  EXPECT_EQ(cuda_ipc::one_kernel_blocks(4097), 17U);
+  EXPECT_EQ(cuda_ipc::one_kernel_blocks(131072), kOneShotWithArrivalBlocks);
+  EXPECT_EQ(cuda_ipc::one_kernel_blocks(std::size_t{1} << 30), kOneShotWithArrivalBlocks);
+
+  BlockEpochCounter counter;
+  cuda_ipc::BlockEpochs epochs = counter.next(kOneShotWithArrivalBlocks);
+  for (const std::uint32_t epoch : epochs.value) EXPECT_EQ(epoch, 1U);
+  for (int call = 0; call < 1000; ++call) epochs = counter.next(1);
+  EXPECT_EQ(epochs.value[0], 1001U);
+  EXPECT_EQ(epochs.value[1], 1U) << "a block sat out: its epoch stays at its last use";
+  const cuda_ipc::BlockEpochs after = counter.next(17);
+  EXPECT_EQ(after.value[0], 1002U);
+  EXPECT_EQ(after.value[16], 2U);
+  EXPECT_EQ(after.value[17], 1U);
+  // Its flags hold its last use (1): behind what it waits for (2), so not arrived.
+  EXPECT_FALSE(cuda_ipc::epoch_reached(epochs.value[16], after.value[16]));
+
+  // Two ranks' blocks, calls of varying sizes: at every call each block's flag from a peer is the
+  // epoch of the peer's previous use of it (not arrived), of this use or of its next (arrived):
+  // within one of what the block waits for, so the cyclic comparison is exact. From near the wrap.
+  constexpr std::uint32_t kStart = std::numeric_limits<std::uint32_t>::max() - 40;
+  BlockEpochCounter mine(kStart);
+  BlockEpochCounter peer(kStart);
+  std::vector<std::uint32_t> peer_flags(kOneShotWithArrivalBlocks, kStart);
+  for (unsigned call = 0; call < 200; ++call) {
+    const unsigned blocks = 1 + (call * 7919U) % kOneShotWithArrivalBlocks;
+    const cuda_ipc::BlockEpochs waited_for = mine.next(blocks);
+    for (unsigned b = 0; b < blocks; ++b) {
+      EXPECT_FALSE(cuda_ipc::epoch_reached(peer_flags[b], waited_for.value[b])) << "call " << call << ", block " << b;
+    }
+    const cuda_ipc::BlockEpochs told = peer.next(blocks);
+    for (unsigned b = 0; b < blocks; ++b) {
+      peer_flags[b] = told.value[b];
+      EXPECT_TRUE(cuda_ipc::epoch_reached(peer_flags[b], waited_for.value[b])) << "call " << call << ", block " << b;
+    }
+  }
+}
+
+// The kernels' 16-byte vectors (cuda_ipc_vectors.h): a scalar head, whole vectors from an element
+// where the regions and the destination are aligned, a scalar tail; none where the destination
+// cannot be aligned with the regions. Every split covers the range once, whatever its ends.
+TEST(CudaIpcAllreduce, KernelsCutTheirRangeIntoAnAlignedBodyOfVectorsAndScalarEnds) {
+  using cuda_ipc::vector_split;
+  const auto split = [](std::size_t begin, std::size_t end, std::size_t misalignment) {
+    const cuda_ipc::VectorSplit cut = vector_split(begin, end, misalignment);
+    return std::vector<std::size_t>{cut.body_begin, cut.body_end};
+  };
+  using Bounds = std::vector<std::size_t>;
+  EXPECT_EQ(split(0, 16, 0), (Bounds{0, 16}));
+  EXPECT_EQ(split(0, 18, 0), (Bounds{0, 16})) << "a tail of 2";
+  EXPECT_EQ(split(3, 18, 0), (Bounds{4, 16})) << "a head of 1, a tail of 2";
+  EXPECT_EQ(split(5, 7, 0), (Bounds{7, 7})) << "no whole vector: all head";
+  EXPECT_EQ(split(1, 4, 0), (Bounds{4, 4}));
+  EXPECT_EQ(split(0, 3, 0), (Bounds{0, 0})) << "all tail";
+  EXPECT_EQ(split(9, 9, 0), (Bounds{9, 9})) << "nothing";
+  EXPECT_EQ(split(0, 1000, 1), (Bounds{0, 0})) << "a destination one float off: all scalar";
+  EXPECT_EQ(split(4, 1000, 2), (Bounds{4, 4}));
+  EXPECT_EQ(split(4, 1000, 4), (Bounds{4, 1000})) << "four floats off is aligned";
+  for (std::size_t misalignment = 0; misalignment < 4; ++misalignment) {
+    for (std::size_t begin = 0; begin < 12; ++begin) {
+      for (std::size_t end = begin; end < 40; ++end) {
+        const cuda_ipc::VectorSplit cut = vector_split(begin, end, misalignment);
+        ASSERT_LE(begin, cut.body_begin);
+        ASSERT_LE(cut.body_begin, cut.body_end);
+        ASSERT_LE(cut.body_end, end);
+        ASSERT_EQ((cut.body_end - cut.body_begin) % 4, 0U);
+        if (cut.body_end > cut.body_begin) {
+          ASSERT_EQ(cut.body_begin % 4, 0U);
+        }
+        if (misalignment != 0) {
+          ASSERT_EQ(cut.body_begin, cut.body_end);
+        } else {
+          ASSERT_LT(cut.body_begin - begin, 4U) << "the head is shorter than a vector";
+          ASSERT_LT(end - cut.body_end, 4U) << "so is the tail";
+        }
+      }
+    }
+  }
+}
+
+// Where the ranks arrive after registration's round on the stream: the one-kernel path stays on
+// where the driver refused only the stream's operations (it uses none), and goes off with them
+// where a wait did not see a peer's write; with the setting off, all goes through the host.
+TEST(CudaIpcAllreduce, TheOneKernelPathStaysOnWhereOnlyTheDriverRefusedStreamWaits) {
+  using cuda_ipc::ArrivalProof;
+  const auto modes = [](bool setting, ArrivalProof proof) {
+    const cuda_ipc::ArrivalModes m = cuda_ipc::arrival_modes(setting, proof);
+    return std::vector<bool>{m.on_stream, m.in_kernel};
+  };
+  using Modes = std::vector<bool>;
+  EXPECT_EQ(modes(true, ArrivalProof::kWorks), (Modes{true, true}));
+  EXPECT_EQ(modes(true, ArrivalProof::kRefused), (Modes{false, true}));
+  EXPECT_EQ(modes(true, ArrivalProof::kUnseen), (Modes{false, false}));
+  for (const ArrivalProof proof : {ArrivalProof::kWorks, ArrivalProof::kRefused, ArrivalProof::kUnseen}) {
+    EXPECT_EQ(modes(false, proof), (Modes{false, false})) << "cuda_ipc_device_arrivals false";
+  }
 }
 
 // The build has it exactly when it is a CUDA build.

@@ -8,11 +8,15 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <regex>
 #include <vector>
 
 #include "backends/registry.h"
 #include "harness/common/errors.h"
+#ifdef HARNESS_WITH_CUDA
+#include "tests/backends/stream_gate.h"
+#endif
 
 namespace harness {
 namespace {
@@ -136,6 +140,101 @@ TEST(DeviceStaging, PipelinedStagingReducesEveryElementOnceInThePlansChunks) {
   }
 }
 
+#ifdef HARNESS_WITH_CUDA
+// Doubles what it is given and, at its first call, queues a gate on the legacy default stream: the
+// kernels that a training thread queues there while the communication thread stages a bucket
+// (the rest of backward, with overlap).
+class QueuesWorkMeanwhileSync final : public GradientSync {
+ public:
+  std::string_view name() const override { return "queues work meanwhile"; }
+  void allreduce_sum(std::span<float> buffer) override {
+    if (!gate) gate = std::make_unique<StreamGate>(cudaStreamLegacy);
+    for (float& value : buffer) value *= 2;
+  }
+  std::unique_ptr<StreamGate> gate;
+};
+#endif
+
+// Staging waits for the work that wrote the buffer, never for work queued on the legacy default
+// stream after the call began: neither its copies out nor its copies back, for a buffer of one
+// chunk (staged in one piece) as for a pipelined one. A cudaMemcpy on the legacy stream would
+// queue the copy back behind the gate, and the call would last until the gate's watchdog opened it.
+TEST(DeviceStaging, NoCopyWaitsForWorkQueuedOnTheDefaultStreamDuringTheCall) {
+  if (!cuda_status().usable) GTEST_SKIP() << cuda_status().reason;
+#ifdef HARNESS_WITH_CUDA
+  constexpr std::size_t kChunk = 1000;
+  for (const std::size_t count : {std::size_t{1}, kChunk - 1, kChunk, 7 * kChunk / 2}) {
+    QueuesWorkMeanwhileSync host_backend;
+    DeviceStagedSync staged(host_backend, kChunk);
+    std::vector<float> host(count);
+    for (std::size_t i = 0; i < count; ++i) host[i] = static_cast<float>(i % 100) - 50.0F;
+    DeviceBuffer device(count);
+    device.copy_from_host(host);
+    staged.allreduce_sum(device.data(), count);
+    ASSERT_TRUE(host_backend.gate) << "the backend was not called";
+    EXPECT_FALSE(host_backend.gate->opened_by_watchdog())
+        << count << " floats: the call waited for work queued on the default stream after it began";
+    host_backend.gate->open();
+    std::vector<float> result(count);
+    device.copy_to_host(result);
+    for (std::size_t i = 0; i < count; ++i) ASSERT_EQ(result[i], 2 * host[i]) << "element " << i << " of " << count;
+  }
+#endif
+}
+
+// A host backend with 4 reduction threads that can scatter its sums, its levers left to "auto":
+// records what staging asks of it, and doubles every element it is given.
+class LeverRecordingSync final : public GradientSync {
+ public:
+  std::string_view name() const override { return "lever recording"; }
+  int host_threads() const override { return 4; }
+  bool scatters_sums() const override { return true; }
+  StagingLeverSettings staging_lever_settings() const override { return {}; }
+  void use_host_threads(int threads) override { threads_used.push_back(threads); }
+  void allreduce_sum(std::span<float> buffer) override {
+    ++whole_calls;
+    for (float& value : buffer) value *= 2;
+  }
+  std::vector<std::span<const float>> allreduce_sum_scattered(std::span<float> buffer) override {
+    ++scattered_calls;
+    for (float& value : buffer) value *= 2;
+    return {buffer};
+  }
+  void end_scattered() override { ++ends; }
+  std::vector<int> threads_used;
+  int whole_calls = 0;
+  int scattered_calls = 0;
+  int ends = 0;
+};
+
+// Staging picks the levers by the buffer's size (staging_levers.h): one thread and no gathering
+// below 16 MiB, all four threads and the copy engine gathering from 16 MiB; the sums are the same.
+TEST(DeviceStaging, AutoLeversArePickedByTheStagedBuffersSize) {
+  if (!cuda_status().usable) GTEST_SKIP() << cuda_status().reason;
+  for (const std::size_t bytes : {std::size_t{1} << 20, std::size_t{16} << 20}) {
+    LeverRecordingSync host_backend;
+    DeviceStagedSync staged(host_backend);
+    const std::size_t count = bytes / sizeof(float);
+    std::vector<float> host(count);
+    for (std::size_t i = 0; i < count; ++i) host[i] = static_cast<float>(i % 1000) - 500.0F;
+    DeviceBuffer device(count);
+    device.copy_from_host(host);
+    staged.allreduce_sum(device.data(), count);
+    const bool large = bytes >= kStagingLeversFromBytes;
+    EXPECT_EQ(host_backend.threads_used, std::vector<int>{large ? 4 : 1}) << bytes << " bytes";
+    EXPECT_EQ(host_backend.scattered_calls > 0, large) << bytes << " bytes";
+    EXPECT_EQ(host_backend.whole_calls > 0, !large) << bytes << " bytes";
+    EXPECT_EQ(host_backend.ends, large ? 1 : 0);
+    std::vector<float> result(count);
+    device.copy_to_host(result);
+    for (std::size_t i = 0; i < count; ++i) ASSERT_EQ(result[i], 2 * host[i]) << "element " << i << " of " << count;
+    // What the records say of it.
+    const std::vector<StagingLeverStep> steps = staging_lever_steps(host_backend, true, kStagingChunkFloats);
+    ASSERT_EQ(steps.size(), 2U);
+    EXPECT_EQ(steps[1], (StagingLeverStep{kStagingLeversFromBytes, {4, true}}));
+  }
+}
+
 // A one-rank point's backend (make_gradient_sync gives one rank nothing to exchange).
 class NothingToExchangeSync final : public GradientSync {
  public:
@@ -220,6 +319,16 @@ TEST(GpuFacts, ExchangePathsNameHowBuffersReachTheBackend) {
   DoublingSync host_only;  // not in the backend table: staged on a device
   EXPECT_EQ(exchange_path(host_only, false), "host memory");
   EXPECT_EQ(exchange_path(host_only, true), "pinned host staging");
+}
+
+// The records' staging levers (staging_levers.h) only where buffers are staged through the host.
+TEST(GpuFacts, StagingLeversAreRecordedOnlyWhereBuffersAreStaged) {
+  NothingToExchangeSync one_rank;
+  EXPECT_TRUE(staging_lever_steps(one_rank, true, kStagingChunkFloats).empty());
+  DoublingSync host_only;  // one thread, nothing to gather
+  EXPECT_TRUE(staging_lever_steps(host_only, false, kStagingChunkFloats).empty()) << "host memory";
+  EXPECT_EQ(staging_lever_steps(host_only, true, kStagingChunkFloats),
+            (std::vector<StagingLeverStep>{{0, {1, false}}}));
 }
 
 TEST(GpuFacts, MpsRunsWhenItsControlPipeIsThere) {

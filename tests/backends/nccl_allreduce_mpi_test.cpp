@@ -29,6 +29,18 @@ std::string why_not_here(const Communicator& communicator) {
   return nccl_gpu_sharing_problem(node_place(communicator).local_size, cuda.devices);
 }
 
+// Every rank's `mine`, in rank order, on every rank (collective).
+std::vector<std::string> gather_bus_ids(const Communicator& communicator, const std::string& mine) {
+  constexpr int kLength = 32;
+  std::vector<char> all(static_cast<std::size_t>(kLength * communicator.size()));
+  std::string padded = mine;
+  padded.resize(kLength, '\0');
+  MPI_Allgather(padded.data(), kLength, MPI_CHAR, all.data(), kLength, MPI_CHAR, communicator.handle());
+  std::vector<std::string> ids;
+  for (int rank = 0; rank < communicator.size(); ++rank) ids.emplace_back(all.data() + kLength * rank);
+  return ids;
+}
+
 BackendOptions gpu_options(const Communicator& communicator) {
   BackendOptions options;
   options.device = "cuda";
@@ -78,14 +90,20 @@ TEST(NcclAllreduce, EqualsMpiAllreduceAtEverySizeTwiceInARow) {
 }
 
 // Where the launcher did not know the GPUs (a SLURM job), the backend refuses two ranks on one GPU
-// when it is made, in one line, before NCCL would ("Duplicate GPU detected").
+// when it is made, in one line naming them and the GPU's PCI bus id, before NCCL would ("Duplicate
+// GPU detected"). Ranks on GPUs of their own are not refused, however many GPUs each sees.
 TEST(NcclAllreduce, RanksSharingAGpuAreRefusedWhenItIsMade) {
   const Communicator communicator(MPI_COMM_WORLD);
   const CudaStatus cuda = cuda_status();
   if (!nccl_unavailable_reason().empty() || !cuda.usable) GTEST_SKIP() << "needs NCCL and a GPU";
-  const std::string sharing = nccl_gpu_sharing_problem(node_place(communicator).local_size, cuda.devices);
-  if (sharing.empty()) GTEST_SKIP() << "every rank has a GPU of its own here";
-  select_cuda_device(communicator);
+  const int device = select_cuda_device(communicator);
+  // Where each rank's GPU is, as the backend gathers it.
+  const std::vector<std::string> hosts = all_host_names(communicator);
+  std::vector<RankGpuPlace> places;
+  const std::vector<std::string> bus_ids = gather_bus_ids(communicator, cuda_device_facts(device).pci_bus_id);
+  for (std::size_t rank = 0; rank < hosts.size(); ++rank) places.push_back({hosts[rank], bus_ids[rank]});
+  const std::string sharing = nccl_shared_gpu_problem(places);
+  if (sharing.empty()) GTEST_SKIP() << "every rank has a GPU of its own here (the sums test makes the backend)";
   try {
     make_gradient_sync("nccl", gpu_options(communicator), communicator);
     ADD_FAILURE() << "ranks sharing a GPU were accepted";

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "backends/registry.h"
 
@@ -26,6 +27,28 @@ TEST(NcclAllreduce, TwoRanksOnOneGpuAreRefusedWithTheReason) {
       << four_on_three;
   EXPECT_NE(four_on_three.find("expected at most 3 ranks per node"), std::string::npos) << four_on_three;
   EXPECT_NE(nccl_gpu_sharing_problem(1, 0), "");
+}
+
+// When the backend is made, ranks are told apart by their GPUs' PCI bus ids, not by how many GPUs
+// a rank sees: under SLURM's --gpus-per-task every rank sees one GPU (device 0), a different one.
+TEST(NcclAllreduce, RanksSharingAGpuAreFoundByPciBusIdNotByCount) {
+  using Places = std::vector<RankGpuPlace>;
+  EXPECT_EQ(nccl_shared_gpu_problem(Places{}), "");
+  EXPECT_EQ(nccl_shared_gpu_problem(Places{{"a", "0000:2A:00.0"}}), "");
+  EXPECT_EQ(nccl_shared_gpu_problem(Places{{"a", "0000:2A:00.0"}, {"a", "0000:3B:00.0"}}), "")
+      << "two ranks of a node, each seeing one GPU of its own";
+  EXPECT_EQ(nccl_shared_gpu_problem(Places{{"a", "0000:2A:00.0"}, {"b", "0000:2A:00.0"}}), "")
+      << "the same bus id on two hosts is two GPUs";
+  EXPECT_EQ(nccl_shared_gpu_problem(
+                Places{{"a", "0000:2A:00.0"}, {"a", "0000:3B:00.0"}, {"b", "0000:2A:00.0"}, {"a", "0000:2a:00.0"}}),
+            "backend \"nccl\" needs a GPU per rank, and ranks 0 and 3 on host a share GPU 0000:2a:00.0 (its PCI bus "
+            "id), which NCCL refuses (\"Duplicate GPU detected\", since NCCL 2.5); expected each rank of a node on a "
+            "GPU of its own (CUDA_VISIBLE_DEVICES, SLURM's --gpus-per-task), or a backend that stages through the "
+            "host such as \"allreduce\"");
+  // The first pair found is the first rank that shares, with the first it shares with.
+  const std::string problem = nccl_shared_gpu_problem(
+      Places{{"a", "0000:01:00.0"}, {"a", "0000:02:00.0"}, {"a", "0000:02:00.0"}, {"a", "0000:01:00.0"}});
+  EXPECT_NE(problem.find("ranks 1 and 2 on host a share GPU 0000:02:00.0"), std::string::npos) << problem;
 }
 
 TEST(NcclAllreduce, ProblemNamesTheSettingAtFault) {

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <string>
 #include <mutex>
@@ -79,6 +80,30 @@ TEST(ReductionThreads, EveryPieceRunsOnceOnAThreadOfItsOwnCallAfterCall) {
         EXPECT_TRUE(ran_on.contains(std::this_thread::get_id())) << "the caller does a part itself";
       }
     }
+  }
+}
+
+// Staging's levers by size (staging_levers.h) sum small buffers on fewer threads than a rank
+// started: a range goes to at most use()'s count, every element still once; all of them again
+// when told.
+TEST(ReductionThreads, UseSplitsOverAtMostThatManyThreads) {
+  ReductionThreads pool(4);
+  EXPECT_EQ(pool.in_use(), 4) << "all of them until told";
+  const std::size_t count = 100 * kMin;
+  for (const int threads : {1, 2, 4, 9, 0}) {
+    pool.use(threads);
+    const int expected = threads < 1 ? 1 : threads > 4 ? 4 : threads;
+    EXPECT_EQ(pool.in_use(), expected);
+    std::vector<int> visits(count, 0);
+    std::mutex mutex;
+    std::set<std::thread::id> ran_on;
+    pool.for_each_part(0, count, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t i = begin; i < end; ++i) ++visits[i];
+      const std::scoped_lock lock(mutex);
+      ran_on.insert(std::this_thread::get_id());
+    });
+    EXPECT_EQ(ran_on.size(), static_cast<std::size_t>(expected)) << "use(" << threads << ")";
+    EXPECT_EQ(std::count(visits.begin(), visits.end(), 1), static_cast<std::ptrdiff_t>(count));
   }
 }
 

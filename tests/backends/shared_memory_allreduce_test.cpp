@@ -144,7 +144,9 @@ TEST(SharedMemoryAllreduce, ScattersOnlyWhenStagingFromAGpuAsksIt) {
   options.device = "cuda";
   const auto gathering = make_gradient_sync("shm", options, communicator);
   EXPECT_EQ(gathering->scatters_sums(), world.size > 1);
-  options.owned.erase("shm_copy_engine_gathers");
+  options.owned.erase("shm_copy_engine_gathers");  // "auto": staging gathers by size, so it may
+  EXPECT_EQ(make_gradient_sync("shm", options, communicator)->scatters_sums(), world.size > 1);
+  options.owned["shm_copy_engine_gathers"] = false;
   const auto plain = make_gradient_sync("shm", options, communicator);
   EXPECT_FALSE(plain->scatters_sums());
   if (world.size == 1) return;  // one rank's sync exchanges nothing and offers no memory

@@ -15,14 +15,16 @@
 namespace harness {
 namespace {
 
-// Staging through host memory is bound by the host's summing, whose lever is a setting left at
-// one thread by default: the console names it for the backends that read it, only while it is at
-// one thread, and only where staging was measured at sizes where more threads paid (16 MiB up).
+// Staging through host memory is bound by the host's summing, whose lever is a setting: the
+// console names it for the backends that read it, only where staging summed the largest size on
+// one thread (the record's staging_levers; before record schema 14, the setting), and only where
+// staging was measured at sizes where more threads paid (16 MiB up).
 TEST(ConsoleNotes, StagedSumsOnOneThreadNameTheSettingThatSpeedsThem) {
   struct Case {
     std::string experiment;
     std::string exchange_path = "pinned host staging";
     int64_t largest_bytes = 64 << 20;
+    std::vector<StagingLeverStep> levers = {};  // what the records say staging ran with
   };
   int directories = 0;
   const auto notes_of = [&directories](const Case& c) {
@@ -36,6 +38,7 @@ TEST(ConsoleNotes, StagedSumsOnOneThreadNameTheSettingThatSpeedsThem) {
       measurements.world_size = 2;
       measurements.hosts = {"a", "a"};
       measurements.exchange_path = c.exchange_path;
+      measurements.staging_levers = c.levers;
       std::vector<MessageSizeMetrics> sizes;
       for (int64_t bytes = 1 << 20; bytes <= c.largest_bytes; bytes *= 4) {
         MessageSizeMetrics size;
@@ -49,13 +52,21 @@ TEST(ConsoleNotes, StagedSumsOnOneThreadNameTheSettingThatSpeedsThem) {
     }
     return console_text(ResultSet::load(directory, experiment, points, true));
   };
-  const std::string hint = " on cuda: each rank summed its slice of the staged buffers on one thread (shm_reduce_threads 1)";
+  const std::string hint =
+      " on cuda: each rank summed its slice of the staged buffers on one thread (shm_reduce_threads)";
   const std::string staged = R"({"name": "exp", "settings": {"kind": "comm", "ranks": 2, "device": "cuda"},
                                  "sweep": {"backend": ["shm", "hier", "allreduce"]}})";
-  const std::string defaults = notes_of({staged});
-  EXPECT_NE(defaults.find("shm" + hint), std::string::npos) << defaults;
-  EXPECT_NE(defaults.find("hier" + hint), std::string::npos) << defaults;
-  EXPECT_EQ(defaults.find("allreduce" + hint), std::string::npos) << "allreduce sums where MPI does" << defaults;
+  const StagingLeverStep one_thread{0, {1, false}};
+  const std::string one_core = notes_of({staged, "pinned host staging", 64 << 20, {one_thread}});
+  EXPECT_NE(one_core.find("shm" + hint), std::string::npos) << "\"auto\" with one core a rank" << one_core;
+  EXPECT_NE(one_core.find("hier" + hint), std::string::npos) << one_core;
+  EXPECT_EQ(one_core.find("allreduce" + hint), std::string::npos) << "allreduce sums where MPI does" << one_core;
+  const std::string defaults = notes_of({staged, "pinned host staging", 64 << 20, {one_thread, {16 << 20, {4, true}}}});
+  EXPECT_EQ(defaults.find(hint), std::string::npos) << "\"auto\" summed 64 MiB on 4 threads" << defaults;
+  const std::string before_auto = notes_of({R"({"name": "exp",
+      "settings": {"kind": "comm", "ranks": 2, "device": "cuda", "shm_reduce_threads": 1},
+      "sweep": {"backend": ["shm", "hier"]}})"});
+  EXPECT_NE(before_auto.find("shm" + hint), std::string::npos) << "set to 1, no levers recorded" << before_auto;
   const std::string threaded = notes_of({R"({"name": "exp",
       "settings": {"kind": "comm", "ranks": 2, "device": "cuda", "threads_per_rank": 4, "shm_reduce_threads": 4},
       "sweep": {"backend": ["shm", "hier"]}})"});

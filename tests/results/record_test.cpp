@@ -164,6 +164,54 @@ TEST(Record, TheKeyIsTheSettingsAsThisHarnessReadsThem) {
   EXPECT_EQ(read.key, PointKey(ok_record().settings, 1).hash());
 }
 
+// Since version 14 the staging levers default to "auto" and records say what staging ran with.
+// A record from before keeps its point on the host, where "auto" is what the old defaults were,
+// and its values on a GPU, where it ran with them.
+TEST(Record, RecordsBeforeTheLeversAutoKeepTheirPointsOnTheHostAndTheirValuesOnAGpu) {
+  const PointRecord fresh = ok_record();
+  const auto version_13 = [](Json json) {
+    json["schema_version"] = 13;
+    json["measurements"]["schema_version"] = 13;
+    json["settings"]["shm_reduce_threads"] = 1;
+    json["settings"]["shm_copy_engine_gathers"] = false;
+    return json;
+  };
+  const PointRecord host = record_from_json(version_13(to_json(fresh)), "r.json");
+  EXPECT_EQ(host.settings.options["shm_reduce_threads"], Json("auto"));
+  EXPECT_EQ(host.settings.options["shm_copy_engine_gathers"], Json("auto"));
+  EXPECT_EQ(host.key, fresh.key) << "the point of its experiment under the new defaults";
+  Json set = version_13(to_json(fresh));
+  set["settings"]["shm_reduce_threads"] = 4;  // set by hand: kept
+  EXPECT_EQ(record_from_json(set, "r.json").settings.options["shm_reduce_threads"], Json(4));
+
+  Json gpu = version_13(to_json(fresh));
+  gpu["settings"]["device"] = "cuda";
+  gpu["settings"].erase("shm_copy_engine_gathers");  // before version 12
+  const PointRecord staged = record_from_json(gpu, "r.json");
+  EXPECT_EQ(staged.settings.options["shm_reduce_threads"], Json(1));
+  EXPECT_EQ(staged.settings.options["shm_copy_engine_gathers"], Json(false));
+  EXPECT_TRUE(staged.measurements->staging_levers.empty());
+
+  // Written now: what staging ran with, by size, round trip; a bad step is refused in one line.
+  PointRecord now = fresh;
+  now.measurements->staging_levers = {{0, {1, false}}, {16 << 20, {4, true}}};
+  const Json json = to_json(now);
+  EXPECT_EQ(json["measurements"]["staging_levers"][1],
+            (Json{{"from_bytes", 16 << 20}, {"reduce_threads", 4}, {"copy_engine_gathers", true}}));
+  EXPECT_EQ(record_from_json(json, "r.json").measurements->staging_levers, now.measurements->staging_levers);
+  EXPECT_FALSE(to_json(fresh)["measurements"].contains("staging_levers")) << "nothing staged";
+  Json bad = json;
+  bad["measurements"]["staging_levers"][1]["reduce_threads"] = 0;
+  try {
+    record_from_json(bad, "r.json");
+    ADD_FAILURE() << "0 threads accepted";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("staging_levers[1]: reduce_threads: expected a positive integer"),
+              std::string::npos)
+        << error.what();
+  }
+}
+
 std::string refusal(const Json& json) {
   try {
     record_from_json(json, "points/p.json");

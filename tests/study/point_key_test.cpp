@@ -46,11 +46,13 @@ TEST(PointKey, IsTheSettingsAndTheRepeat) {
   apply_setting(threads, "shm_reduce_threads", 4, "test");
   EXPECT_NE(PointKey(threads, 1), key);
   apply_setting(threads, "shm_reduce_threads", 1, "test");
+  EXPECT_NE(PointKey(threads, 1), key) << "its default is \"auto\" since record schema 14";
+  apply_setting(threads, "shm_reduce_threads", "auto", "test");
   EXPECT_EQ(PointKey(threads, 1), key) << "set to its default, as before it existed";
   PointSettings gathers = settings;
   apply_setting(gathers, "shm_copy_engine_gathers", true, "test");
   EXPECT_NE(PointKey(gathers, 1), key);
-  apply_setting(gathers, "shm_copy_engine_gathers", false, "test");
+  apply_setting(gathers, "shm_copy_engine_gathers", "auto", "test");
   EXPECT_EQ(PointKey(gathers, 1), key) << "set to its default, as before it existed";
   PointSettings host_arrivals = settings;
   apply_setting(host_arrivals, "cuda_ipc_device_arrivals", false, "test");
