@@ -52,8 +52,8 @@ bool CandidateComparison::same_machine(const Configuration& other, bool baseline
       const std::string difference = machine_difference(my_machine, their_machine);
       if (difference.empty()) continue;
       if (!baseline_side) {
-        // The points of one run may land on different nodes of a cluster: said here, and refused for
-        // the two points of a pair (pairs_share_nodes).
+        // The points of one run may land on different nodes of a cluster: said here (the pairs split
+        // over two nodes are left out, compare_candidate).
         note(fmt::format("configurations of the current run ran on different machines ({} against {}): their "
                          "comparison includes the difference of the machines",
                          describe_machine(my_machine), describe_machine(their_machine)));
@@ -71,21 +71,6 @@ bool CandidateComparison::same_machine(const Configuration& other, bool baseline
     }
   }
   return true;
-}
-
-bool CandidateComparison::pairs_share_nodes(const Configuration& reference) const {
-  const std::string difference = pair_place_difference(candidate_, reference);
-  if (difference.empty()) return true;
-  if (options_.allow_other_machine) {
-    note(fmt::format("{} {}: compared across nodes (--allow-other-machine): {}", candidate_.first_id, candidate_.label,
-                     difference));
-    return true;
-  }
-  add(Verdict::kNotComparable, "all",
-      fmt::format("another node: {}; the two points of a pair must share their nodes (--allow-other-machine compares "
-                  "them anyway)",
-                  difference));
-  return false;
 }
 
 void CandidateComparison::judge_sums(const Counterparts& with) const {
@@ -199,9 +184,8 @@ bool CandidateComparison::judge_statuses(const Counterparts& with) const {
 }
 
 void CandidateComparison::compare(const Counterparts& with, bool same_run) const {
-  // Where the records ran comes first: a point that failed on another machine, or on another node
-  // than its pair, says nothing of the code.
-  if (with.current_reference != nullptr && !pairs_share_nodes(*with.current_reference)) return;
+  // Where the records ran comes first: a point that failed on another machine says nothing of the
+  // code (pairs split over two nodes are left out before, compare_candidate).
   for (const Configuration* other : {with.baseline_candidate, with.baseline_reference}) {
     if (other != nullptr && !same_machine(*other, true)) return;
   }

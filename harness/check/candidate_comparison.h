@@ -52,9 +52,6 @@ class CandidateComparison {
   // Rows for a comm configuration that sums wrong (#wrong > 0): a regression where what it is held
   // against does not.
   void judge_sums(const Counterparts& with) const;
-  // False when a repeat of the candidate and of its reference in the same run ran on different
-  // nodes and that is not allowed (a row says so).
-  bool pairs_share_nodes(const Configuration& reference) const;
   // Notes on what the candidate and its reference ran differently: settings (their builds'
   // defaults), and which of each pair ran second.
   void note_differences(const Counterparts& with) const;
@@ -62,7 +59,7 @@ class CandidateComparison {
   // False when `other`, a configuration of the baseline, ran on another machine than the candidate
   // (any record of either that says where it ran, failed ones too) and that is not allowed (a row
   // says so); otherwise notes what the report should say about the machines (another machine
-  // within the current run is noted here; pairs_share_nodes refuses the pairs).
+  // within the current run is noted here; the pairs split over two nodes are left out before).
   bool same_machine(const Configuration& other, bool baseline_side) const;
   void note(const std::string& line) const;
 

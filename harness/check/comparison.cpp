@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <set>
+#include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -10,6 +12,7 @@
 #include "harness/check/candidate_comparison.h"
 #include "harness/check/empty_comparison.h"
 #include "harness/check/failing_repeats.h"
+#include "harness/check/record_places.h"
 #include "harness/common/errors.h"
 #include "harness/results/result_set.h"
 #include "harness/results/results_directory.h"
@@ -47,22 +50,55 @@ void check_against_values_occur(const ResultsSide& current, const CheckOptions& 
 
 // Finds a candidate's counterparts (its reference in the current run with --against, itself and
 // its reference in the baseline with --baseline) and compares it with them; a missing one is a row.
-void compare_candidate(const Configuration& candidate, const ResultsSide& current, const ResultsSide* baseline,
+void compare_candidate(const Configuration& whole_candidate, const ResultsSide& current, const ResultsSide* baseline,
                        const CheckOptions& options, const std::string& reference_text, bool same_run,
                        CheckReport& report) {
   const bool against = !options.against.empty();
   // A reference that names the delay must be found with it.
   const bool other_delay = !options.against.contains("inject_comm_delay_us");
-  CandidateComparison comparison(options, candidate, reference_text, report);
   Counterparts with;
   PointSettings counterpart;
+  // The repeats whose two points ran on different nodes (a cluster placed them) say nothing of the
+  // code: left out of the pairs, unless --allow-other-machine.
+  Configuration candidate = whole_candidate;
+  Configuration reference;
+  std::string left_out;
   if (against) {
     counterpart = with_values(candidate.settings, options.against);
-    with.current_reference = current.find(counterpart, &candidate, other_delay);
-    if (with.current_reference == nullptr) {
-      comparison.add(Verdict::kMissing, "all", fmt::format("no configuration with {} in {}", reference_text, current.dir));
-      return;
+    with.current_reference = current.find(counterpart, &whole_candidate, other_delay);
+    if (with.current_reference != nullptr) {
+      const std::map<int, std::string> split = split_pairs(candidate, *with.current_reference);
+      if (!split.empty()) {
+        std::vector<std::string> why;
+        for (const auto& [repeat, text] : split) why.push_back(text);
+        left_out = fmt::format("{}", fmt::join(why, "; "));
+      }
+      if (!split.empty() && !options.allow_other_machine) {
+        candidate = without_repeats(candidate, split);
+        reference = without_repeats(*with.current_reference, split);
+        with.current_reference = &reference;
+      }
     }
+  }
+  CandidateComparison comparison(options, candidate, reference_text, report);
+  if (!left_out.empty()) {
+    const std::string line =
+        options.allow_other_machine
+            ? fmt::format("{} {}: compared across nodes (--allow-other-machine): {}", candidate.first_id,
+                          candidate.label, left_out)
+            : fmt::format("{} {}: left out of the comparison, the two points of a pair ran on different nodes: {}",
+                          candidate.first_id, candidate.label, left_out);
+    if (std::find(report.notes.begin(), report.notes.end(), line) == report.notes.end()) report.notes.push_back(line);
+  }
+  if (against && with.current_reference == nullptr) {
+    comparison.add(Verdict::kMissing, "all", fmt::format("no configuration with {} in {}", reference_text, current.dir));
+    return;
+  }
+  if (!left_out.empty() && !has_records(candidate)) {
+    comparison.add(Verdict::kNotComparable, "all",
+                   fmt::format("another node in every repeat: {} (--allow-other-machine compares them anyway)",
+                               left_out));
+    return;
   }
   if (baseline != nullptr) {
     with.baseline_candidate = baseline->find(candidate.settings, nullptr, true);

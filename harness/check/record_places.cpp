@@ -16,15 +16,25 @@ const Measurements* measured(const PointRecord& record) {
 
 std::string nodes_text(const std::set<std::string>& nodes) { return fmt::format("{}", fmt::join(nodes, ", ")); }
 
+// A node's name to its first label: a cluster job's script says `hostname` ("node1.cluster.org"),
+// MPI names the ranks' hosts short ("node1").
+std::string short_name(const std::string& host) { return host.substr(0, host.find('.')); }
+
 // Whether two places say they ran on different nodes: every rank's nodes differ, or a job's node
 // is not among the other's ranks' (a failed cluster job says only where its script ran).
 bool different_nodes(const RecordPlace& a, const RecordPlace& b) {
   if (a.nodes.empty() || b.nodes.empty()) return false;
-  if (a.every_rank && b.every_rank) return a.nodes != b.nodes;
-  const RecordPlace& one = a.every_rank ? b : a;
-  const RecordPlace& other = a.every_rank ? a : b;
-  return std::none_of(one.nodes.begin(), one.nodes.end(),
-                      [&other](const std::string& node) { return other.nodes.count(node) != 0; });
+  const auto short_names = [](const std::set<std::string>& nodes) {
+    std::set<std::string> names;
+    for (const auto& node : nodes) names.insert(short_name(node));
+    return names;
+  };
+  const std::set<std::string> nodes_a = short_names(a.nodes);
+  const std::set<std::string> nodes_b = short_names(b.nodes);
+  if (a.every_rank && b.every_rank) return nodes_a != nodes_b;
+  const std::set<std::string>& one = a.every_rank ? nodes_b : nodes_a;
+  const std::set<std::string>& other = a.every_rank ? nodes_a : nodes_b;
+  return std::none_of(one.begin(), one.end(), [&other](const std::string& node) { return other.count(node) != 0; });
 }
 
 const PointRecord* record_of(const Configuration& configuration, int repeat) {
@@ -47,7 +57,8 @@ RecordPlace place_of(const PointRecord& record) {
   return place;
 }
 
-std::string pair_place_difference(const Configuration& candidate, const Configuration& reference) {
+std::map<int, std::string> split_pairs(const Configuration& candidate, const Configuration& reference) {
+  std::map<int, std::string> split;
   std::set<int> repeats;
   for (const auto* records : {&candidate.ok, &candidate.not_ok}) {
     for (const auto& [repeat, record] : *records) repeats.insert(repeat);
@@ -59,11 +70,20 @@ std::string pair_place_difference(const Configuration& candidate, const Configur
     const RecordPlace a = place_of(*mine);
     const RecordPlace b = place_of(*theirs);
     if (different_nodes(a, b)) {
-      return fmt::format("repeat {} ran on {} ({}), its reference on {} ({})", repeat + 1, nodes_text(a.nodes),
-                         mine->id, nodes_text(b.nodes), theirs->id);
+      split[repeat] = fmt::format("repeat {} ran on {} ({}), its reference on {} ({})", repeat + 1,
+                                  nodes_text(a.nodes), mine->id, nodes_text(b.nodes), theirs->id);
     }
   }
-  return "";
+  return split;
+}
+
+Configuration without_repeats(Configuration configuration, const std::map<int, std::string>& repeats) {
+  for (const auto& [repeat, why] : repeats) {
+    configuration.ok.erase(repeat);
+    configuration.not_ok.erase(repeat);
+    configuration.interrupted.erase(repeat);
+  }
+  return configuration;
 }
 
 ConfigurationMachines machines_of(const Configuration& configuration) {

@@ -5,6 +5,7 @@
 // to back) only where they shared their nodes: on a cluster, two jobs may land on different nodes.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -24,10 +25,13 @@ struct RecordPlace {
 
 RecordPlace place_of(const PointRecord& record);
 
-// "repeat 2 ran on nodeb (p002-...), its reference on nodea (p003-...)": the first repeat whose
-// two records (of `candidate` and `reference`, ok or failed) say they ran on different nodes; ""
-// when none does.
-std::string pair_place_difference(const Configuration& candidate, const Configuration& reference);
+// The repeats whose two records (of `candidate` and `reference`, ok or failed) say they ran on
+// different nodes, each with what says so: "repeat 2 ran on nodeb (p002-...), its reference on
+// nodea (p003-...)".
+std::map<int, std::string> split_pairs(const Configuration& candidate, const Configuration& reference);
+
+// `configuration` without the records of `repeats`.
+Configuration without_repeats(Configuration configuration, const std::map<int, std::string>& repeats);
 
 // The distinct machines of a configuration's records (ok ones, and failed ones that say), in
 // repeat order; and whether an ok record did not say (a record before schema 7).
