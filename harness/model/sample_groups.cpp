@@ -18,6 +18,17 @@ std::string group_label(const std::string& backend, bool across_nodes, const std
 
 namespace {
 
+// The settings a record's rank program ran with: its build's (BuildProvenance::settings) when it
+// says, else the record's own.
+PointSettings settings_run(const PointRecord& record) {
+  if (!record.build || record.build->settings.empty()) return record.settings;
+  try {
+    return settings_from_json(record.build->settings, "build.settings");
+  } catch (const ConfigError&) {
+    return record.settings;  // a setting this harness no longer reads: the record's view
+  }
+}
+
 // A group left with fewer than two sizes of its own after its backend's crossover (a sweep that
 // ends near it) has no fit: said in `out.left_out`, rather than failing the whole model.
 void drop_groups_left_without_two_sizes(SampleGroups& out, const std::map<std::string, int>& handed_to_mpi) {
@@ -49,7 +60,9 @@ SampleGroups group_cost_samples(const std::vector<const PointRecord*>& records, 
     }
     // The model's γ is one thread's arithmetic per rank; a backend that added on several
     // (shm_reduce_threads) would bend the fit of its single-thread records.
-    const BackendOptions options = backend_options(record->settings);
+    // What the record's build ran with: a named build runs the settings the experiment leaves alone
+    // at its own defaults (study/builds.h), which its record keeps.
+    const BackendOptions options = backend_options(settings_run(*record));
     if (shm_reduce_threads(options) > 1) {
       ++threaded;
       continue;
@@ -73,7 +86,9 @@ SampleGroups group_cost_samples(const std::vector<const PointRecord*>& records, 
     }
     // Sizes the backend handed to MPI_Allreduce (below its crossover setting) time MPI, not it.
     const BackendInfo* info = backend_or_null(backend);
-    const bool ring_before_its_crossover = backend == "ring" && record->schema_version < kRingCrossoverSince;
+    // The schema of the rank program that measured it (an older build's may be older than the record).
+    const int measured_schema = std::min(record->schema_version, record->measurements->schema_version);
+    const bool ring_before_its_crossover = backend == "ring" && measured_schema < kRingCrossoverSince;
     const std::size_t mpi_below = info != nullptr && info->hands_to_mpi_below_bytes != nullptr && !ring_before_its_crossover
                                       ? info->hands_to_mpi_below_bytes(options)
                                       : 0;

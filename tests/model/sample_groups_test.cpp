@@ -96,6 +96,22 @@ TEST(SampleGroups, EachBuildIsFittedApart) {
   EXPECT_THROW(prediction_fits(model, {""}, notes), ConfigError);
 }
 
+// A named build ran the settings the experiment left alone at its own defaults, which its record
+// keeps: those decide which sizes it handed to MPI, not the running harness's view.
+TEST(SampleGroups, ABuildsOwnSettingsDecideWhatItHandedToMpi) {
+  PointRecord base = comm_record("ring", {"a", "a"});
+  base.settings.build = "base";
+  base.settings.options.erase("ring_allreduce_below_chunk_bytes");  // the record's view: 512 KiB
+  PointSettings ran = base.settings;
+  ran.options["ring_allreduce_below_chunk_bytes"] = 0;  // base's own default: the ring at every size
+  base.build = BuildProvenance{"base", "/b", "0.3.0", "abc", ""};
+  base.build->settings = to_json(ran);
+  const SampleGroups groups = group_cost_samples({&base}, "comm");
+  ASSERT_EQ(groups.groups.size(), 1U);
+  EXPECT_EQ(groups.groups[0].samples.size(), 2U);
+  EXPECT_TRUE(groups.left_out.empty());
+}
+
 TEST(SampleGroups, RecordsWithAnInjectedDelayAreLeftOutAndSaidToBe) {
   const PointRecord plain = comm_record("ring", {"a", "a"});
   const PointRecord delayed = comm_record("ring", {"a", "a"}, 300);
