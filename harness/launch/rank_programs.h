@@ -30,7 +30,7 @@ class RankPrograms {
 
   const std::string& path_for(const PointSettings& settings) const;
   // The point worker's --settings (builds.h: worker_settings): for a named build, only what the
-  // experiment sets and the launch decides.
+  // experiment sets and those always sent (launch settings, workload and backend).
   Json worker_settings_for(const PointSettings& settings) const;
   // What the point's record says of its build, with the settings it ran with (its own defaults
   // under what it was sent) when it was probed; nothing for the running harness.

@@ -78,8 +78,11 @@ std::optional<PointStatus> SweepRunner::adopt_earlier_record(
   const std::string own_path = directory_.record_path(point.id);
   // Only records of this harness version (and of the same build binary): another version may
   // measure differently.
+  // A named build's record from before schema 14 ran with the running harness's defaults, not its
+  // own (study/builds.h): measured again.
   const auto kept = [&](const StoredRecord& file) {
-    return keeps(*file.record) && timed_as_now(*file.record) &&
+    const bool own_defaults = !file.record->build || !file.record->build->settings.empty();
+    return keeps(*file.record) && timed_as_now(*file.record) && own_defaults &&
            file.record->provenance.harness_version == kHarnessVersion &&
            same_build(file.record->build, options_.rank_programs.provenance_for(point.settings));
   };

@@ -360,7 +360,7 @@ struct BuildProvenance {
   // apart (and a binary rebuilt at the same path). Empty when the build was not probed.
   std::string fingerprint;
   // Version 14: every setting as that build's rank program ran the point: its own defaults, and
-  // over them the settings it was sent (those the experiment sets and the launch decides,
+  // over them the settings it was sent (those the experiment sets and those always sent,
   // study/builds.h). The record's `settings` are the running harness's view, which identifies
   // the point; these can differ where the build's defaults differ. Empty when not known (before
   // 14, or a build that was not probed).

@@ -149,9 +149,9 @@ BuildFacts parse_build_facts(const std::string& version_output, const std::strin
   return facts;
 }
 
-const std::set<std::string>& settings_the_launch_decides() {
-  static const std::set<std::string> keys = {"kind",   "ranks",     "nodes",   "ranks_per_node", "threads_per_rank",
-                                             "device", "timeout_s", "timeline"};
+const std::set<std::string>& settings_always_sent() {
+  static const std::set<std::string> keys = {"kind",      "ranks",    "nodes",    "ranks_per_node", "threads_per_rank",
+                                             "device",    "timeout_s", "timeline", "workload",      "backend"};
   return keys;
 }
 
@@ -161,7 +161,7 @@ Json worker_settings(const PointSettings& settings, const BuildFacts* facts, con
   if (facts == nullptr) return json;
   Json sent = Json::object();
   for (auto& [key, value] : json.items()) {
-    const bool given = set_keys.count(key) != 0 || settings_the_launch_decides().count(key) != 0;
+    const bool given = set_keys.count(key) != 0 || settings_always_sent().count(key) != 0;
     if (given && facts->settings.count(key) != 0) sent[key] = std::move(value);
   }
   return sent;

@@ -45,11 +45,12 @@ struct BuildFacts {
   Json defaults = Json::object();
 };
 
-// The settings that the running harness itself acts on when it launches a point (how many ranks
-// on which nodes, threads, device, time limit, the trace it collects): every build's rank program
-// is sent them, so that the ranks run as they were started. Any other setting is sent to a named
-// build only when the experiment sets it.
-const std::set<std::string>& settings_the_launch_decides();
+// The settings every build's rank program is sent: those the running harness itself acts on when
+// it launches a point (how many ranks on which nodes, threads, device, time limit, the trace it
+// collects), so that the ranks run as they were started, and those that name the configuration in
+// every table and check (workload, backend). Any other setting is sent to a named build only when
+// the experiment sets it.
+const std::set<std::string>& settings_always_sent();
 
 // Parses what a build printed. Throws ConfigError "<where>: ..." when it is not what a harness
 // prints (so the path is not a harness binary).
@@ -58,7 +59,7 @@ BuildFacts parse_build_facts(const std::string& version_output, const std::strin
 
 // The settings a point's worker gets (its --settings). For the running harness's own rank program
 // (`facts` null): every setting but `build`. For a named build: only those the experiment sets
-// (`set_keys`) and those the launch decides, and of them only the ones the build knows
+// (`set_keys`) and those always sent, and of them only the ones the build knows
 // (validate_builds has checked that the others keep their default): every other setting takes the
 // build's own default, so that a default changed between two builds is measured as the change it
 // is, not handed to both.

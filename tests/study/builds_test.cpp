@@ -159,11 +159,13 @@ TEST(Builds, ANamedBuildGetsOnlyWhatTheExperimentSetsAndTheLaunchDecides) {
   EXPECT_TRUE(own.contains("comm_iterations"));  // the running harness's own worker: every setting
   const BuildFacts facts = parse_build_facts("harness 0.3.0 (abc)", kSchema, "b");
   const Json sent = worker_settings(point.settings, &facts, experiment.set_keys);
-  // kind, comm_min_bytes and backend are set; ranks is the launch's; workload is neither (and
-  // comm_iterations and the rest are settings base does not know).
-  EXPECT_EQ(sent, Json::parse(R"({"kind": "comm", "backend": "ring", "ranks": 1, "comm_min_bytes": 4096})"));
-  EXPECT_EQ(settings_run_by(facts, sent),
-            Json::parse(R"({"kind": "comm", "backend": "ring", "ranks": 1, "comm_min_bytes": 4096})"));
+  // kind, comm_min_bytes and backend are set; ranks is the launch's and workload names the
+  // configuration (comm_iterations and the rest are settings base does not know).
+  EXPECT_EQ(sent, Json::parse(R"({"kind": "comm", "workload": "iris_mlp", "backend": "ring", "ranks": 1,
+                                  "comm_min_bytes": 4096})"));
+  // Its defaults, in the order its schema lists them, with what it was sent over them.
+  EXPECT_EQ(settings_run_by(facts, sent), Json::parse(R"({"kind": "comm", "backend": "ring", "ranks": 1,
+                                                          "comm_min_bytes": 4096, "workload": "iris_mlp"})"));
   // A default of base's own that the experiment leaves alone is what base runs with.
   const Json unset = worker_settings(point.settings, &facts, {"kind", "backend"});
   EXPECT_FALSE(unset.contains("comm_min_bytes"));
