@@ -219,6 +219,23 @@ void rename_durably(const std::string& from, const std::string& to) {
   sync_directory_of(to);
 }
 
+PlainFile open_plain_file(const std::string& path) {
+  PlainFile none(nullptr, &std::fclose);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return none;
+  struct stat info {};
+  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    ::close(fd);
+    return none;
+  }
+  std::FILE* file = ::fdopen(fd, "r");
+  if (file == nullptr) {
+    ::close(fd);
+    return none;
+  }
+  return PlainFile(file, &std::fclose);
+}
+
 Json read_json_file(const std::string& path, std::size_t max_bytes) {
   // O_NOFOLLOW: a link planted in a results directory would have the harness read its target, and
   // a syntax error quote its first bytes. O_NONBLOCK: opening a FIFO must not wait for a writer.

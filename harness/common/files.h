@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdio>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -20,6 +22,13 @@ struct ExpectedFile {
   std::size_t max_bytes = 0;
   std::size_t max_line_bytes = 0;  // 0: lines may be as long as the file
 };
+
+// A file the harness reads back from a directory others may write in (a point's log, a job's
+// status file): opened without following a link, and only when it is a regular file; null
+// otherwise (missing, a link, a FIFO, ...). Whoever plants a link there must not have the harness
+// read, and quote, its target.
+using PlainFile = std::unique_ptr<std::FILE, int (*)(std::FILE*)>;
+PlainFile open_plain_file(const std::string& path);
 
 // The whole file as text. FIFOs are read while a writer is attached (so `harness run <(jq ...)`
 // works) and for at most a few seconds; NUL bytes mean binary data. Throws ConfigError

@@ -27,6 +27,7 @@
 
 #include "harness/common/clock.h"
 #include "harness/common/errors.h"
+#include "harness/common/files.h"
 
 extern char** environ;
 
@@ -366,26 +367,45 @@ namespace {
 constexpr std::size_t kMaxLineBytes = 1000;
 }  // namespace
 
-std::vector<std::string> head_lines(const std::string& path, std::size_t lines) {
-  std::ifstream in(path);
-  std::vector<std::string> kept;
-  std::string line;
-  while (kept.size() < lines && std::getline(in, line)) {
+namespace {
+
+// Calls `take` with each line of the log at `path` (without its newline, cut at kMaxLineBytes)
+// until it returns false. A log is never read through a link (open_plain_file).
+template <typename Take>
+void for_each_log_line(const std::string& path, Take take) {
+  const PlainFile file = open_plain_file(path);
+  if (!file) return;
+  char* buffer = nullptr;
+  std::size_t capacity = 0;
+  ssize_t length = 0;
+  while ((length = ::getline(&buffer, &capacity, file.get())) >= 0) {
+    std::string line(buffer, static_cast<std::size_t>(length));
+    if (!line.empty() && line.back() == '\n') line.pop_back();
     if (line.size() > kMaxLineBytes) line = line.substr(0, kMaxLineBytes) + "...";
-    kept.push_back(std::move(line));
+    if (!take(std::move(line))) break;
   }
+  std::free(buffer);
+}
+
+}  // namespace
+
+std::vector<std::string> head_lines(const std::string& path, std::size_t lines) {
+  std::vector<std::string> kept;
+  if (lines == 0) return kept;
+  for_each_log_line(path, [&](std::string line) {
+    kept.push_back(std::move(line));
+    return kept.size() < lines;
+  });
   return kept;
 }
 
 std::vector<std::string> tail_lines(const std::string& path, std::size_t lines) {
-  std::ifstream in(path);
   std::deque<std::string> kept;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.size() > kMaxLineBytes) line = line.substr(0, kMaxLineBytes) + "...";
+  for_each_log_line(path, [&](std::string line) {
     kept.push_back(std::move(line));
     if (kept.size() > lines) kept.pop_front();
-  }
+    return true;
+  });
   return {kept.begin(), kept.end()};
 }
 

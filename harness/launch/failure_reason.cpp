@@ -1,5 +1,7 @@
 #include "harness/launch/failure_reason.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -8,6 +10,8 @@
 #include <system_error>
 
 #include <fmt/format.h>
+
+#include "harness/common/files.h"
 
 namespace harness {
 
@@ -136,13 +140,19 @@ std::vector<std::string> rank_error_lines(const std::string& log_path) {
   constexpr std::size_t kMaxLines = 64;
   constexpr std::size_t kMaxLineBytes = 1000;
   std::vector<std::string> found;
-  std::ifstream in(log_path);
-  std::string line;
-  while (found.size() < kMaxLines && std::getline(in, line)) {
+  const PlainFile log = open_plain_file(log_path);  // never read through a link
+  if (!log) return found;
+  char* buffer = nullptr;
+  std::size_t capacity = 0;
+  ssize_t length = 0;
+  while (found.size() < kMaxLines && (length = ::getline(&buffer, &capacity, log.get())) >= 0) {
+    std::string line(buffer, static_cast<std::size_t>(length));
+    if (!line.empty() && line.back() == '\n') line.pop_back();
     if (line.find("harness worker (rank ") == std::string::npos) continue;
     if (line.size() > kMaxLineBytes) line = line.substr(0, kMaxLineBytes) + "...";
     if (std::regex_search(line, rank_error_pattern())) found.push_back(std::move(line));
   }
+  std::free(buffer);
   return found;
 }
 

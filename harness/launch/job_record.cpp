@@ -68,8 +68,8 @@ PointRecord record_of_ended_job(const std::string& experiment_name, const EndedJ
       } else if (job.ranks > 0) {
         // Each rank marks its slot as soon as MPI_Init returns: none did.
         failure += fmt::format(
-            "; no rank started (none of the {} reached the end of MPI_Init): the launcher never "
-            "started them, as when a host cannot be reached",
+            "; no rank started (none of the {} reached the end of MPI_Init): the launcher did not start "
+            "them, or they could not reach each other, as when a host cannot be reached",
             job.ranks);
       }
     }

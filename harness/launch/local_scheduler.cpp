@@ -23,15 +23,23 @@ namespace {
 
 // Whether the user chose how mpirun reaches its hosts (another agent than ssh, or ssh's
 // arguments): on mpirun's command line, in the environment or in a parameter file. The harness
-// then leaves it as they chose.
+// then leaves it as they chose. Open MPI 4 names the parameters plm_rsh_*, Open MPI 5's PRRTE
+// plm_ssh_* (PRTE_MCA_ in the environment); a parameter file named by mca_base_param_files counts
+// as one that may set them.
 bool user_configures_remote_shell(const std::vector<std::string>& mpirun_args) {
   const auto names_it = [](std::string_view text) {
-    return text.find("rsh_agent") != std::string_view::npos || text.find("rsh_args") != std::string_view::npos;
+    for (const std::string_view name : {"rsh_agent", "rsh_args", "ssh_agent", "ssh_args", "param_files"}) {
+      if (text.find(name) != std::string_view::npos) return true;
+    }
+    return false;
   };
   if (std::ranges::any_of(mpirun_args, names_it)) return true;
   for (char** entry = environ; *entry != nullptr; ++entry) {
     const std::string_view variable(*entry);
-    if (variable.starts_with("OMPI_MCA_") && names_it(variable.substr(0, variable.find('=')))) return true;
+    if ((variable.starts_with("OMPI_MCA_") || variable.starts_with("PRTE_MCA_")) &&
+        names_it(variable.substr(0, variable.find('=')))) {
+      return true;
+    }
   }
   const char* home = std::getenv("HOME");
   for (const std::string& file : {std::string(home != nullptr ? home : "") + "/.openmpi/mca-params.conf",

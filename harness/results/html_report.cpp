@@ -25,11 +25,16 @@ constexpr const char* kPlotOrder[] = {"speedup",         "efficiency",   "effici
                                       "bandwidth",        "latency",      "model_fit",       "prediction",
                                       "timeline"};
 
+// A plot's file, never read through a link (a link planted in plots/ would have its target inlined
+// into the page): "" when it is not a regular file.
 std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  const PlainFile file = open_plain_file(path.string());
+  std::string text;
+  if (!file) return text;
+  char chunk[65536];
+  std::size_t got = 0;
+  while ((got = std::fread(chunk, 1, sizeof(chunk), file.get())) > 0) text.append(chunk, got);
+  return text;
 }
 
 void replace_all(std::string& text, const std::string& from, const std::string& to) {

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "harness/common/errors.h"
+#include "harness/common/process.h"
 #include "tests/common/scratch_dir.h"
 
 namespace harness {
@@ -127,6 +128,22 @@ TEST(Files, ReadJsonRefusesALinkAndAFifoWithoutReadingThem) {
   }
   std::ofstream(dir / "plain.json") << R"({"a": 1})";
   EXPECT_EQ(read_json_file((dir / "plain.json").string())["a"], 1);
+}
+
+// A point's log and a job's status file are read back from a directory others may write in: never
+// through a link planted there, whose target's lines would end up in a failed point's reason.
+TEST(Files, LogsAndStatusFilesAreNeverReadThroughALink) {
+  const fs::path dir = files_scratch("plain_link");
+  std::ofstream(dir / "secret") << "SECRET_TOKEN=abc\nharness worker (rank 0): SECRET_TOKEN=abc\nstarted 1 host\n";
+  fs::create_symlink(dir / "secret", dir / "point.log");
+  EXPECT_FALSE(open_plain_file((dir / "point.log").string()));
+  EXPECT_TRUE(tail_lines((dir / "point.log").string(), 20).empty());
+  EXPECT_TRUE(head_lines((dir / "point.log").string(), 20).empty());
+  ASSERT_EQ(::mkfifo((dir / "fifo.log").c_str(), 0644), 0);
+  EXPECT_FALSE(open_plain_file((dir / "fifo.log").string()));  // and never waits for a writer
+  // The same file, not a link: read.
+  EXPECT_EQ(tail_lines((dir / "secret").string(), 1), std::vector<std::string>{"started 1 host"});
+  EXPECT_EQ(head_lines((dir / "secret").string(), 1), std::vector<std::string>{"SECRET_TOKEN=abc"});
 }
 
 TEST(Files, RenameDurablyMovesAFileButNotOverALink) {

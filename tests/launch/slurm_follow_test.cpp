@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "harness/launch/job_ledger.h"
 #include "harness/launch/slurm_commands.h"
@@ -36,6 +37,14 @@ TEST(SlurmFollow, StatusFilesAreReadLineByLineAndAHalfLineIsNoFinish) {
   EXPECT_EQ(status.host, "hnode1");
   EXPECT_FALSE(status.finished);
   EXPECT_FALSE(read_status_file("/no/such/file").started);
+  // A status file read through a link planted among them would speak for another point.
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "harness_slurm_follow_link";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "other.status") << "started 1 hnode1 12\nfinished 2 0\n";
+  std::filesystem::create_symlink(dir / "other.status", dir / "p000.status");
+  EXPECT_TRUE(read_status_file((dir / "other.status").string()).finished);
+  EXPECT_FALSE(read_status_file((dir / "p000.status").string()).started);
 }
 
 TEST(SlurmFollow, TheFileDecidesWhatItCan) {
