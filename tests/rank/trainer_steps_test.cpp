@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <numeric>
@@ -170,7 +171,9 @@ TEST(DataParallelTrainer, AnInjectedComputeDelayMakesItsRankTheStraggler) {
   PointSettings settings;
   settings.ranks = size;
   settings.batch_size = 4;
-  settings.dataset_size = 4 * 12 * size;  // 12 steps
+  // 48 steps: the detector tests blocks of steps, and with 12 (3 blocks) a step or two in which
+  // another rank of 4 on 2 busy cores came last left it short of significance (CI, once).
+  settings.dataset_size = 4 * 48 * size;
   settings.epochs = 1;
   settings.inject_compute_delay_ms = 20;
   settings.inject_compute_delay_rank = std::min(2, size - 1);
@@ -187,10 +190,13 @@ TEST(DataParallelTrainer, AnInjectedComputeDelayMakesItsRankTheStraggler) {
   }
   if (rank != 0) return;
   ASSERT_TRUE(series.slowest_rank.has_value());
-  ASSERT_EQ(series.slowest_rank->size(), 12U);
-  ASSERT_EQ(series.rank_compute->steps.size(), 12U);
+  ASSERT_EQ(series.slowest_rank->size(), 48U);
+  ASSERT_EQ(series.rank_compute->steps.size(), 48U);
   if (size == 1) return;  // slowest by nothing
-  EXPECT_EQ(*series.slowest_rank, std::vector<int>(12, settings.inject_compute_delay_rank));
+  // The slowest in (nearly) every step: another rank may come last in a step it waited for a core.
+  const auto times_slowest = std::count(series.slowest_rank->begin(), series.slowest_rank->end(),
+                                        settings.inject_compute_delay_rank);
+  EXPECT_GE(times_slowest, 44);
   // Its lead over the others' median is the delay (with two ranks too), less a quarter for ranks
   // slowed down by sharing the cores.
   EXPECT_GE(median_of(*series.slowest_lead_s), 0.75 * 0.020);
@@ -204,8 +210,8 @@ TEST(DataParallelTrainer, AnInjectedComputeDelayMakesItsRankTheStraggler) {
   measurements.train->steps = series;
   const Stragglers stragglers = find_stragglers({&measurements});
   EXPECT_EQ(stragglers.straggler.rank, settings.inject_compute_delay_rank);
-  // The slowest in each of 12 sampled steps, so in every block of them, by far more than a tenth of
-  // a step: flagged, with 2 ranks too.
+  // The slowest in (nearly) each of 48 sampled steps, by far more than a tenth of a step: flagged,
+  // with 2 ranks too.
   EXPECT_EQ(stragglers.flagged, "rank");
 }
 
