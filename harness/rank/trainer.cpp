@@ -12,6 +12,7 @@
 #include "harness/common/errors.h"
 #include "harness/common/rank_progress.h"
 #include "harness/common/shuffle.h"
+#include "schemes/registry.h"
 
 namespace harness {
 
@@ -48,7 +49,16 @@ DataParallelTrainer::DataParallelTrainer(Workload& workload, GradientSync& backe
       layout_(worker_layout(settings, communicator.rank(), communicator.size())),
       parameters_(checked_parameters(workload)),
       buckets_(parameters_, backend, settings.bucket_mb, settings.overlap, layout_.workers,
-               staging_chunk_floats(settings)) {}
+               staging_chunk_floats(settings)),
+      sync_every_(sync_every(settings)) {
+  if (settings.scheme == "local_sgd") {
+    averaging_ = std::make_unique<ModelAveraging>(parameters_, backend, settings.bucket_mb, layout_.index >= 0,
+                                                  layout_.workers, staging_chunk_floats(settings));
+  } else if (settings.scheme != kDefaultScheme) {
+    throw NotSupported(fmt::format("scheme: the data-parallel trainer runs \"sync\" and \"local_sgd\", not \"{}\"",
+                                   settings.scheme));
+  }
+}
 
 void DataParallelTrainer::broadcast_parameters() {
   torch::NoGradGuard no_grad;
@@ -129,6 +139,7 @@ struct DataParallelTrainer::TrainingRun {
   std::vector<int64_t> closed_steps;     // their lengths in steps
   std::vector<int64_t> closed_samples;   // samples seen (all ranks) at their ends
   Clock::time_point last_progress_line;
+  int64_t local_steps = 0;  // local_sgd: steps since the models were last averaged
 };
 
 LoopResult DataParallelTrainer::train(LoopFlush* flush) {
@@ -224,7 +235,8 @@ void DataParallelTrainer::train_step(int epoch, int64_t step, int64_t untimed, d
   if (traced) timeline_->begin_step(timed_index);
   const auto start = Clock::now();
   buckets_.zero_gradients();
-  begin_step();
+  const bool local = averaging_ != nullptr;
+  if (!local) begin_step();
   if (layout_.index >= 0) {  // a serving-only rank contributes zero gradients
     const std::span<const int64_t> positions(
         run.permutation.data() + (step * layout_.workers + layout_.index) * run.batch,
@@ -234,16 +246,32 @@ void DataParallelTrainer::train_step(int epoch, int64_t step, int64_t untimed, d
     run.window_loss += loss;
   }
   inject_compute_delay(communicator_.rank(), settings_.inject_compute_delay_rank, settings_.inject_compute_delay_ms);
+  // The same rate on every rank: a function of the settings and the step alone.
+  const double epochs_done = (epoch - 1) + static_cast<double>(step) / result.steps_per_epoch;
+  const auto lr = static_cast<float>(learning_rate(settings_, layout_.workers, epochs_done));
+  if (local) {
+    // Local SGD: the rank's own update is compute; averaging the models, every sync_every steps
+    // and at the epoch's last step (rank 0 evaluates the ranks' mean model), is the step's
+    // communication. Its optimizer phase is empty.
+    {
+      torch::NoGradGuard no_grad;
+      sgd_update(parameters_, lr);
+    }
+    ++run.local_steps;
+  }
   const auto computed = Clock::now();
 
-  const BucketTiming communication = average_gradients();
+  BucketTiming communication;
+  if (!local) {
+    communication = average_gradients();
+  } else if (run.local_steps == sync_every_ || step + 1 == result.steps_per_epoch) {
+    averaging_->average();
+    run.local_steps = 0;
+  }
   const auto reduced = Clock::now();
 
-  {
+  if (!local) {
     torch::NoGradGuard no_grad;
-    // The same rate on every rank: a function of the settings and the step alone.
-    const double epochs_done = (epoch - 1) + static_cast<double>(step) / result.steps_per_epoch;
-    const auto lr = static_cast<float>(learning_rate(settings_, layout_.workers, epochs_done));
     sgd_update(parameters_, lr);
   }
   const auto end = Clock::now();

@@ -1,4 +1,6 @@
-// Synchronous data-parallel SGD over MPI: what every rank runs for one point.
+// Data-parallel SGD over MPI: what every rank runs for one training point, under scheme "sync"
+// (synchronous, below) or "local_sgd" (the same loop, exchanging models every sync_every steps
+// instead of gradients every step: local_sgd.h).
 //
 // Each step, worker w of W trains on positions perm[(s·W + w)·b, (s·W + w + 1)·b) of the epoch's
 // permutation (same seed and epoch on every rank, so the workers' batches are disjoint and
@@ -10,10 +12,12 @@
 // must then be initialised at MPI_THREAD_SERIALIZED (see gradient_buckets.h).
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "backends/gradient_sync.h"
 #include "harness/rank/gradient_buckets.h"
+#include "harness/rank/local_sgd.h"
 #include "harness/rank/timeline.h"
 #include "harness/study/settings.h"
 #include "workloads/loop_result.h"
@@ -55,6 +59,10 @@ class DataParallelTrainer {
   WorkerLayout layout_;
   std::vector<torch::Tensor> parameters_;
   GradientBuckets buckets_;
+  // Scheme local_sgd: the models' averaging, every sync_every_ steps and at each epoch's end; null
+  // under sync, whose steps average the gradients instead.
+  std::unique_ptr<ModelAveraging> averaging_;
+  int sync_every_ = 1;
   Timeline* timeline_ = nullptr;
 
   // Collective, before rank 0 evaluates: a rank 0 that only serves gets the first training

@@ -66,6 +66,9 @@
 //      before 14 ran with the values they name; on device "cpu" their defaults, 1 and false, are
 //      what "auto" is there, and they are read as "auto" (their points keep their identity).
 //      Timings mean what they meant in version 13.
+//  15  adds the settings `scheme` (how the ranks train together, schemes/registry.h) and
+//      `sync_every` (scheme local_sgd); records before 15 trained with "sync", and read with it
+//      (their points keep their identity). Timings mean what they meant in version 14.
 #pragma once
 
 #include <cstddef>
@@ -82,7 +85,7 @@
 
 namespace harness {
 
-inline constexpr int kRecordSchemaVersion = 14;
+inline constexpr int kRecordSchemaVersion = 15;
 // Records before this name the staging levers' old defaults (version 14 above).
 inline constexpr int kStagingLeversAutoSince = 14;
 // Records of this version and later time the same things in the same way: `harness check`

@@ -91,6 +91,12 @@ std::vector<SettingRow> placement_rows() {
          s.backend = read_nonempty_string(v, where, "a backend name");
        },
        [](const PointSettings& s) { return Json(s.backend); }},
+      {"scheme", "a scheme name", "how the ranks train together: sync or local_sgd (see Schemes)",
+       R"({"type": "string"})",
+       [](PointSettings& s, const Json& v, const std::string& where) {
+         s.scheme = read_nonempty_string(v, where, "a scheme name");
+       },
+       [](const PointSettings& s) { return Json(s.scheme); }},
       choice_row("device", "where tensors live: cpu or cuda", {"cpu", "cuda"}, &PointSettings::device),
       integer_row("ranks", "a positive integer (at most 4096)", "MPI ranks (processes) for the point", {1, 4096},
                   &PointSettings::ranks),

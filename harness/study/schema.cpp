@@ -1,11 +1,14 @@
 #include "harness/study/schema.h"
 
+#include "schemes/registry.h"
+
 
 namespace harness {
 
 namespace {
 
-// Every setting's schema: its own, with its help and default (workload and backend: the names).
+// Every setting's schema: its own, with its help and default (workload, backend and scheme: the
+// names).
 Json settings_schema(const std::vector<std::string>& workloads, const std::vector<std::string>& backends) {
   const Json defaults = to_json(PointSettings{});
   Json settings = Json::object();
@@ -14,6 +17,11 @@ Json settings_schema(const std::vector<std::string>& workloads, const std::vecto
     Json property = Json::parse(setting.json_schema);
     if (key == "workload") property = Json{{"enum", workloads}};
     if (key == "backend") property = Json{{"enum", backends}};
+    if (key == "scheme") {
+      std::vector<std::string> schemes;
+      for (const auto& scheme : scheme_table()) schemes.emplace_back(scheme.name);
+      property = Json{{"enum", schemes}};
+    }
     property["description"] = std::string(setting.help);
     property["default"] = defaults[key];
     settings[key] = std::move(property);

@@ -7,6 +7,7 @@
 #include "harness/common/json_values.h"
 #include "harness/study/common_settings.h"
 #include "harness/study/kind.h"
+#include "schemes/registry.h"
 #include "workloads/registry.h"
 
 namespace harness {
@@ -31,6 +32,9 @@ const std::vector<SettingRow>& setting_table() {
     }
     for (const auto& workload : workload_table()) {
       if (workload.settings != nullptr) add(workload.settings());
+    }
+    for (const auto& scheme : scheme_table()) {
+      if (scheme.settings != nullptr) add(scheme.settings());
     }
     add(comm_setting_rows());
     return rows;
@@ -77,6 +81,12 @@ std::vector<std::string> settings_not_read(const PointSettings& settings) {
     if (workload.settings == nullptr) continue;
     for (const SettingRow& row : workload.settings()) {
       own(row.key, settings.kind == Kind::kTrain && workload.name == settings.workload);
+    }
+  }
+  for (const auto& scheme : scheme_table()) {
+    if (scheme.settings == nullptr) continue;
+    for (const SettingRow& row : scheme.settings()) {
+      own(row.key, settings.kind == Kind::kTrain && scheme.name == settings.scheme);
     }
   }
   for (const SettingRow& row : comm_setting_rows()) own(row.key, settings.kind == Kind::kComm);

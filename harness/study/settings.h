@@ -37,6 +37,9 @@ struct PointSettings {
   // backward over OpenBLAS (the workload's table entry lists the engines it has).
   std::string engine = "torch";
   std::string backend = "allreduce";
+  // How the ranks train together (schemes/registry.h): "sync", "local_sgd". The backend moves and
+  // sums what the scheme hands it.
+  std::string scheme = "sync";
   std::string device = "cpu";
   int ranks = 1;
   int nodes = 1;           // machines the ranks are spread over

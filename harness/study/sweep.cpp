@@ -14,7 +14,7 @@ namespace {
 
 // Why a point may not read a setting it holds (settings_not_read), for the messages that say so.
 constexpr std::string_view kWhySettingsGoUnread =
-    "owned by another workload, backend or kind, or unused where they are: a delay's rank without a delay, GPU "
+    "owned by another workload, backend, scheme or kind, or unused where they are: a delay's rank without a delay, GPU "
     "staging's on the CPU, hier's crossover on one node, ps_server_trains or a compute delay in a comm benchmark";
 
 // A dimension of the product: a plain axis alone, or all the axes of one zip group (indices into

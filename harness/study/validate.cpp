@@ -8,6 +8,7 @@
 
 #include "backends/registry.h"
 #include "harness/common/errors.h"
+#include "schemes/registry.h"
 #include "workloads/registry.h"
 
 namespace harness {
@@ -233,6 +234,18 @@ void validate_points(const Experiment& experiment, const std::vector<Point>& poi
       if (const std::string problem = backend.problem(options); !problem.empty()) {
         fail_at(experiment, point, {"", problem});
       }
+    }
+    const SchemeInfo& scheme = named(experiment, point, "scheme", [&]() -> const SchemeInfo& {
+      return find_scheme(s.scheme);
+    });
+    if (s.kind == Kind::kComm && s.scheme != kDefaultScheme) {
+      fail_at(experiment, point,
+              {"scheme", fmt::format("expected \"{}\" for a comm point: it measures the backend alone and trains "
+                                     "nothing, got \"{}\"",
+                                     kDefaultScheme, s.scheme)});
+    }
+    if (s.kind == Kind::kTrain && scheme.check != nullptr) {
+      if (const auto problem = scheme.check(s)) fail_at(experiment, point, *problem);
     }
     switch (s.kind) {
       case Kind::kComm:

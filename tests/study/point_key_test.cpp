@@ -26,7 +26,16 @@ TEST(PointKey, IsTheSettingsAndTheRepeat) {
   spelled.erase("staging_chunk_bytes");
   spelled.erase("shm_reduce_threads");
   spelled.erase("shm_copy_engine_gathers");
+  spelled.erase("scheme");
+  spelled.erase("sync_every");
   EXPECT_EQ(key.text(), spelled.dump() + "|1");
+  // A scheme other than sync, or another period, is part of the key.
+  PointSettings local = settings;
+  local.scheme = "local_sgd";
+  EXPECT_NE(PointKey(local, 1), key);
+  PointSettings every_two = local;
+  apply_setting(every_two, "sync_every", 2, "test");
+  EXPECT_NE(PointKey(every_two, 1), PointKey(local, 1));
   // Set to anything else, it is part of the key.
   PointSettings pure_ring = settings;
   pure_ring.options["ring_allreduce_below_chunk_bytes"] = 0;

@@ -131,9 +131,17 @@ TEST(Settings, WhatNoPointReadsIsNamedBeforeTheRun) {
                                             "exp.json");
   EXPECT_EQ(unread_settings_warning(fixed, expand(fixed)),
             "exp.json: settings resnet_depth, comm_iterations: no point reads them (owned by another workload, "
-            "backend or kind, or unused where they are: a delay's rank without a delay, GPU staging's on the CPU, "
+            "backend, scheme or kind, or unused where they are: a delay's rank without a delay, GPU staging's on the CPU, "
             "hier's crossover on one node, ps_server_trains or a compute delay in a comm benchmark), so they change "
             "nothing");
+  // A scheme's settings are read by its points alone: sync_every by local_sgd's.
+  PointSettings synchronous;
+  const std::vector<std::string> sync_unread = settings_not_read(synchronous);
+  EXPECT_NE(std::find(sync_unread.begin(), sync_unread.end(), "sync_every"), sync_unread.end());
+  PointSettings local;
+  local.scheme = "local_sgd";
+  const std::vector<std::string> local_unread = settings_not_read(local);
+  EXPECT_EQ(std::find(local_unread.begin(), local_unread.end(), "sync_every"), local_unread.end());
   const Experiment read = parse_experiment(R"({"name": "x", "settings": {"ranks": 2, "ps_server_trains": true},
       "sweep": {"backend": ["allreduce", "ps"]}})",
                                            "exp.json");

@@ -1,0 +1,44 @@
+// The scheme table: how the ranks of a training point train together, by name, beside the backend,
+// which only moves and sums the bytes a scheme hands it. `sync` is synchronous data parallelism
+// (every step's gradients averaged over the ranks, harness/rank/trainer.h); `local_sgd` lets every
+// rank take sync_every steps on its own model and then averages the models
+// (harness/rank/local_sgd.h). Free of LibTorch, like the workload table: the orchestrator validates
+// experiments with it.
+//
+// Adding a scheme = an entry in registry.cpp (its name, the settings it owns, what it refuses) +
+// its rank half in harness/rank (a file pair, made in harness/rank/training_scheme.cpp) + a test of
+// its equality with `sync` where it should be equal.
+#pragma once
+
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "harness/study/setting_row.h"
+#include "workloads/registry.h"
+
+namespace harness {
+
+struct PointSettings;
+
+inline constexpr std::string_view kDefaultScheme = "sync";
+
+struct SchemeInfo {
+  std::string_view name;     // the string used in experiment files
+  std::string_view summary;  // one line for --help and the docs
+  // The settings rows this scheme owns (null: none).
+  std::vector<SettingRow> (*settings)() = nullptr;
+  // What it refuses of a training point before launch (null: nothing).
+  std::optional<SettingProblem> (*check)(const PointSettings& settings) = nullptr;
+};
+
+const std::vector<SchemeInfo>& scheme_table();
+// Throws ConfigError listing the valid names when `name` is unknown.
+const SchemeInfo& find_scheme(std::string_view name);
+
+// local_sgd's sync_every's default: steps each rank takes on its own between two averagings.
+inline constexpr int kDefaultSyncEvery = 8;
+// The point's sync_every (local_sgd; 1 for every other scheme: each step synchronises).
+int sync_every(const PointSettings& settings);
+
+}  // namespace harness
