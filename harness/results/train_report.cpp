@@ -9,6 +9,7 @@
 #include "harness/results/plot_data.h"
 #include "harness/results/table.h"
 #include "harness/results/train_rows.h"
+#include "schemes/registry.h"
 
 namespace harness {
 namespace {
@@ -72,6 +73,8 @@ const std::vector<RunColumn>& summary_columns() {
       setting("threads_per_rank", [](const PointSettings& s) { return s.threads_per_rank; }),
       setting("bucket_mb", [](const PointSettings& s) { return s.bucket_mb; }),
       setting("overlap", [](const PointSettings& s) { return s.overlap; }),
+      setting("scheme", [](const PointSettings& s) { return s.scheme; }),
+      setting("sync_every", [](const PointSettings& s) { return sync_every(s); }),
       measured("time_s", [](const PointMetrics& m) { return m.time_s; }),
       measured("throughput_samples_per_s", [](const PointMetrics& m) { return m.throughput_samples_per_s; }),
       measured("step_time_s", [](const PointMetrics& m) { return m.step_time_s; }),
@@ -136,7 +139,8 @@ std::function<std::string(const ConfigurationRow&)> judged_column(
 // have no column of their own, so that two rows never read alike.
 std::string other_settings(const ConfigurationRow& row) {
   static const std::set<std::string, std::less<>> own_columns = {
-      "workload", "engine", "backend", "build", "device", "ranks", "batch_size", "dataset_size", "epochs", "lr", "overlap"};
+      "workload", "engine", "backend",      "build",  "device", "ranks",  "batch_size",
+      "dataset_size", "epochs", "lr", "overlap", "scheme", "sync_every"};
   std::vector<std::string> keys;
   for (const std::string& key : row.set->varying_keys()) {
     if (!own_columns.count(key)) keys.push_back(key);
@@ -165,6 +169,8 @@ std::vector<ConfigurationColumn> configuration_columns() {
       setting_of("epochs", [](const PointSettings& s) { return s.epochs; }),
       setting_of("lr", [](const PointSettings& s) { return s.lr; }),
       setting_of("overlap", [](const PointSettings& s) { return s.overlap; }),
+      setting_of("scheme", [](const PointSettings& s) { return s.scheme; }),
+      setting_of("sync_every", [](const PointSettings& s) { return sync_every(s); }),
       {"other_settings", other_settings},
       {"runs", [](const ConfigurationRow& row) { return std::to_string(row.stats().runs.size()); }},
       {"ok_runs", [](const ConfigurationRow& row) { return std::to_string(row.stats().ok_runs); }},
