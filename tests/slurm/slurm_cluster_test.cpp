@@ -109,15 +109,25 @@ TEST(SlurmCluster, AutoPacksPointsThatRanShortBefore) {
   EXPECT_EQ(std::distance(fs::directory_iterator(dir / "out" / "jobs" / "scripts"), fs::directory_iterator()), 1);
 }
 
+// Synchronous SGD and local SGD (docs/schemes.md), each rank on a node of its own.
 TEST(SlurmCluster, APointOnTwoNodesRunsOnBoth) {
   const fs::path dir = scratch("slurm_two_nodes");
   const fs::path experiment = write_experiment(dir, R"({"name": "two_nodes", "launcher": "slurm",
     "settings": {"workload": "iris_mlp", "epochs": 5, "ranks": 2, "nodes": 2, "ranks_per_node": 1,
-                 "timeout_s": 120}})");
+                 "timeout_s": 120, "sync_every": 3},
+    "sweep": {"scheme": ["sync", "local_sgd"]}})");
   const HarnessRun run = run_harness({"run", experiment.string(), "--out", (dir / "out").string()}, dir / "run.log");
   ASSERT_EQ(run.outcome.exit_code, 0) << explained(run);
-  const Json record = records(dir / "out").at(0);
-  EXPECT_EQ(record["measurements"]["hosts"], Json::array({"hnode1", "hnode2"})) << record["measurements"]["hosts"];
+  const std::vector<Json> both = records(dir / "out");
+  ASSERT_EQ(both.size(), 2U);
+  std::set<std::string> schemes;
+  for (const Json& record : both) {
+    EXPECT_EQ(record["status"], "ok") << record["reason"];
+    EXPECT_EQ(record["measurements"]["hosts"], Json::array({"hnode1", "hnode2"})) << record["measurements"]["hosts"];
+    EXPECT_EQ(record["measurements"]["epochs"].size(), 5U);
+    schemes.insert(record["settings"]["scheme"].get<std::string>());
+  }
+  EXPECT_EQ(schemes, (std::set<std::string>{"sync", "local_sgd"}));
 }
 
 // Every backend that spans nodes, 2 nodes x 2 ranks, through srun: the comm benchmark checks each
