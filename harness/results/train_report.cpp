@@ -139,8 +139,8 @@ std::function<std::string(const ConfigurationRow&)> judged_column(
 // have no column of their own, so that two rows never read alike.
 std::string other_settings(const ConfigurationRow& row) {
   static const std::set<std::string, std::less<>> own_columns = {
-      "workload", "engine", "backend",      "build",  "device", "ranks",  "batch_size",
-      "dataset_size", "epochs", "lr", "overlap", "scheme", "sync_every"};
+      "workload", "engine", "backend", "build", "device",  "ranks",
+      "batch_size", "dataset_size", "epochs", "lr", "overlap", "scheme", "sync_every"};
   std::vector<std::string> keys;
   for (const std::string& key : row.set->varying_keys()) {
     if (!own_columns.count(key)) keys.push_back(key);
