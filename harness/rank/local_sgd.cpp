@@ -16,11 +16,18 @@ std::vector<torch::Tensor> shadows_of(const std::vector<torch::Tensor>& paramete
 }  // namespace
 
 ModelAveraging::ModelAveraging(const std::vector<torch::Tensor>& parameters, GradientSync& backend, double bucket_mb,
-                               bool trains, int workers, std::size_t staging_chunk_floats)
+                               bool trains, int workers, std::size_t staging_chunk_floats, int sync_every)
     : parameters_(parameters),
       shadows_(shadows_of(parameters)),
       buckets_(shadows_, backend, bucket_mb, /*overlap=*/false, workers, staging_chunk_floats),
-      trains_(trains) {}
+      trains_(trains),
+      sync_every_(sync_every) {}
+
+void ModelAveraging::after_step(bool last_of_epoch) {
+  if (++local_steps_ < sync_every_ && !last_of_epoch) return;
+  average();
+  local_steps_ = 0;
+}
 
 void ModelAveraging::average() {
   torch::NoGradGuard no_grad;

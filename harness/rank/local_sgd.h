@@ -24,12 +24,15 @@ namespace harness {
 class ModelAveraging {
  public:
   // `parameters` are the trainer's (checked dense float32); `trains`: whether this rank computes
-  // gradients; `workers`: the training ranks, the divisor. The parameters must outlive this.
+  // gradients; `workers`: the training ranks, the divisor; `sync_every`: local steps between two
+  // averagings. The parameters must outlive this.
   ModelAveraging(const std::vector<torch::Tensor>& parameters, GradientSync& backend, double bucket_mb, bool trains,
-                 int workers, std::size_t staging_chunk_floats);
+                 int workers, std::size_t staging_chunk_floats, int sync_every);
 
-  // Collective: every parameter becomes the mean over the training ranks of theirs.
-  void average();
+  // Collective, after each local step: averages the models when sync_every steps have passed
+  // since the last averaging, or at an epoch's last step (so that every epoch ends with one model,
+  // the one rank 0 evaluates); the count starts again after each averaging.
+  void after_step(bool last_of_epoch);
 
  private:
   std::vector<torch::Tensor> parameters_;
@@ -37,6 +40,11 @@ class ModelAveraging {
   std::vector<torch::Tensor> shadows_;
   GradientBuckets buckets_;
   bool trains_;
+  int sync_every_;
+  int local_steps_ = 0;  // since the models were last averaged
+
+  // Collective: every parameter becomes the mean over the training ranks of theirs.
+  void average();
 };
 
 }  // namespace harness

@@ -49,11 +49,11 @@ DataParallelTrainer::DataParallelTrainer(Workload& workload, GradientSync& backe
       layout_(worker_layout(settings, communicator.rank(), communicator.size())),
       parameters_(checked_parameters(workload)),
       buckets_(parameters_, backend, settings.bucket_mb, settings.overlap, layout_.workers,
-               staging_chunk_floats(settings)),
-      sync_every_(sync_every(settings)) {
+               staging_chunk_floats(settings)) {
   if (settings.scheme == "local_sgd") {
     averaging_ = std::make_unique<ModelAveraging>(parameters_, backend, settings.bucket_mb, layout_.index >= 0,
-                                                  layout_.workers, staging_chunk_floats(settings));
+                                                  layout_.workers, staging_chunk_floats(settings),
+                                                  sync_every(settings));
   } else if (settings.scheme != kDefaultScheme) {
     throw NotSupported(fmt::format("scheme: the data-parallel trainer runs \"sync\" and \"local_sgd\", not \"{}\"",
                                    settings.scheme));
@@ -139,7 +139,6 @@ struct DataParallelTrainer::TrainingRun {
   std::vector<int64_t> closed_steps;     // their lengths in steps
   std::vector<int64_t> closed_samples;   // samples seen (all ranks) at their ends
   Clock::time_point last_progress_line;
-  int64_t local_steps = 0;  // local_sgd: steps since the models were last averaged
 };
 
 LoopResult DataParallelTrainer::train(LoopFlush* flush) {
@@ -253,20 +252,16 @@ void DataParallelTrainer::train_step(int epoch, int64_t step, int64_t untimed, d
     // Local SGD: the rank's own update is compute; averaging the models, every sync_every steps
     // and at the epoch's last step (rank 0 evaluates the ranks' mean model), is the step's
     // communication. Its optimizer phase is empty.
-    {
-      torch::NoGradGuard no_grad;
-      sgd_update(parameters_, lr);
-    }
-    ++run.local_steps;
+    torch::NoGradGuard no_grad;
+    sgd_update(parameters_, lr);
   }
   const auto computed = Clock::now();
 
   BucketTiming communication;
   if (!local) {
     communication = average_gradients();
-  } else if (run.local_steps == sync_every_ || step + 1 == result.steps_per_epoch) {
-    averaging_->average();
-    run.local_steps = 0;
+  } else {
+    averaging_->after_step(step + 1 == result.steps_per_epoch);
   }
   const auto reduced = Clock::now();
 

@@ -59,10 +59,9 @@ class DataParallelTrainer {
   WorkerLayout layout_;
   std::vector<torch::Tensor> parameters_;
   GradientBuckets buckets_;
-  // Scheme local_sgd: the models' averaging, every sync_every_ steps and at each epoch's end; null
+  // Scheme local_sgd: the models' averaging, every sync_every steps and at each epoch's end; null
   // under sync, whose steps average the gradients instead.
   std::unique_ptr<ModelAveraging> averaging_;
-  int sync_every_ = 1;
   Timeline* timeline_ = nullptr;
 
   // Collective, before rank 0 evaluates: a rank 0 that only serves gets the first training
