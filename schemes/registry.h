@@ -10,6 +10,7 @@
 // its equality with `sync` where it should be equal.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -40,5 +41,11 @@ const SchemeInfo& find_scheme(std::string_view name);
 inline constexpr int kDefaultSyncEvery = 8;
 // The point's sync_every (local_sgd; 1 for every other scheme: each step synchronises).
 int sync_every(const PointSettings& settings);
+
+// async_ps's server ranks (ranks 0 to ps_servers-1; 0 for every other scheme).
+int ps_servers(const PointSettings& settings);
+// async_ps's bound on how far a worker runs ahead of the slowest, in steps; nullopt: "unbounded".
+// 0 for every other scheme (they are synchronous).
+std::optional<int64_t> max_staleness(const PointSettings& settings);
 
 }  // namespace harness

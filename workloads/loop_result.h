@@ -32,6 +32,20 @@ struct StepTimes {
   std::vector<double> comm_s;     // gradient reduction (with packing, unless overlapped)
   std::vector<double> exposed_s;  // what the step waited for communication after backward
   std::vector<double> step_s;
+  // What each step waited for the scheme's own rule rather than for bytes: under async_ps, the
+  // time a server held the reply back for the staleness bound. Empty under synchronous schemes,
+  // whose wait (for the slowest rank's compute) the gathered compute times tell.
+  std::vector<double> held_s;
+};
+
+// Under async_ps, what a rank counted of the scheme (rank_facts gathers them, record.h's
+// AsyncPsFacts keeps them).
+struct AsyncPsCounters {
+  // Gradients this server applied, by their staleness (index: steps; see async_ps.h).
+  std::vector<int64_t> staleness_counts;
+  double busy_s = 0;     // this server's time handling messages in the timed segments
+  double serving_s = 0;  // its time serving the timed segments, waits included
+  int64_t batches = 0;   // this worker's batches in the timed segments (handed out on demand)
 };
 
 struct LoopResult {
@@ -43,6 +57,7 @@ struct LoopResult {
   double eval_time_s = 0;           // sum of the evaluations
   double flush_time_s = 0;          // sum of the flushes (LoopFlush), excluded like evaluation
   int64_t samples_trained = 0;      // all ranks, in the timed steps (warm-up excluded)
+  AsyncPsCounters async_ps;         // scheme async_ps: this rank's (a server's) counts
 };
 
 // What a training loop hands its results so far to, between steps, so that a point stopped by its

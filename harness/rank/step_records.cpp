@@ -31,8 +31,10 @@ StepSeries gather_step_series(const StepTimes& local, const std::vector<bool>& t
 }
 
 StepSeries mean_training_rank_steps(const StepTimes& all, std::size_t steps, const std::vector<bool>& training) {
+  const bool held = !all.held_s.empty();
   if (all.step_s.size() != steps * training.size() || all.compute_s.size() != all.step_s.size() ||
-      all.comm_s.size() != all.step_s.size() || all.exposed_s.size() != all.step_s.size()) {
+      all.comm_s.size() != all.step_s.size() || all.exposed_s.size() != all.step_s.size() ||
+      (held && all.held_s.size() != all.step_s.size())) {
     throw Error(fmt::format("step records: {} times for {} steps of {} ranks", all.step_s.size(), steps,
                             training.size()));
   }
@@ -60,8 +62,10 @@ StepSeries mean_training_rank_steps(const StepTimes& all, std::size_t steps, con
       compute_sum += all.compute_s[at];
       comm_sum += all.comm_s[at];
       exposed_sum += all.exposed_s[at];
-      // The exchange cannot finish before the slowest training rank joins it.
-      wait_sum += std::clamp(slowest_compute - all.compute_s[at], 0.0, all.exposed_s[at]);
+      // The exchange cannot finish before the slowest training rank joins it; under a scheme
+      // that holds a rank back by its own rule (async_ps's staleness bound), that is its wait.
+      const double wait = held ? all.held_s[at] : slowest_compute - all.compute_s[at];
+      wait_sum += std::clamp(wait, 0.0, all.exposed_s[at]);
     }
     series.step_s.push_back(step_sum / count);
     series.compute_s.push_back(compute_sum / count);
@@ -86,10 +90,13 @@ StepSeries gather_step_series(const StepTimes& local, std::size_t first_step,
   const auto compute_s = gather_to_root(from(local.compute_s), communicator);
   const auto comm_s = gather_to_root(from(local.comm_s), communicator);
   const auto exposed_s = gather_to_root(from(local.exposed_s), communicator);
+  // Every rank runs the same scheme: all have held times or none.
+  const auto held_s = local.held_s.empty() ? std::vector<double>() : gather_to_root(from(local.held_s), communicator);
   if (communicator.rank() != 0) return {};
   const std::size_t steps = local.step_s.size() - first_step;
   StepSeries series = mean_training_rank_steps(
-      StepTimes{.compute_s = compute_s, .comm_s = comm_s, .exposed_s = exposed_s, .step_s = step_s}, steps, training);
+      StepTimes{.compute_s = compute_s, .comm_s = comm_s, .exposed_s = exposed_s, .step_s = step_s, .held_s = held_s},
+      steps, training);
   series.imbalance_s = load_imbalance_per_step(compute_s, steps, training);
   SlowestRanks slowest = slowest_rank_per_step(compute_s, steps, training);
   series.slowest_rank = std::move(slowest.rank);

@@ -1,6 +1,6 @@
 // Data-parallel SGD over MPI: what every rank runs for one training point, under scheme "sync"
 // (synchronous, below) or "local_sgd" (the same loop, exchanging models every sync_every steps
-// instead of gradients every step: local_sgd.h).
+// instead of gradients every step: local_sgd.h). The synchronous schemes' TrainingScheme.
 //
 // Each step, worker w of W trains on positions perm[(s·W + w)·b, (s·W + w + 1)·b) of the epoch's
 // permutation (same seed and epoch on every rank, so the workers' batches are disjoint and
@@ -19,34 +19,35 @@
 #include "harness/rank/gradient_buckets.h"
 #include "harness/rank/local_sgd.h"
 #include "harness/rank/timeline.h"
+#include "harness/rank/training_scheme.h"
 #include "harness/study/settings.h"
 #include "workloads/loop_result.h"
 #include "workloads/workload.h"
 
 namespace harness {
 
-class DataParallelTrainer {
+class DataParallelTrainer final : public TrainingScheme {
  public:
   // The trainer keeps references: workload and backend must outlive it.
   DataParallelTrainer(Workload& workload, GradientSync& backend, const Communicator& communicator,
                       const PointSettings& settings);
 
   // Copies rank 0's parameters to every rank, so all start from the same model.
-  void broadcast_parameters();
+  void broadcast_parameters() override;
   // One step's gradient exchange: begin_step() before the backward pass, average_gradients()
   // after it; then every rank's .grad holds the mean over the training ranks.
   void begin_step() { buckets_.begin_step(); }
   BucketTiming average_gradients() { return buckets_.finish_step(); }
   int64_t steps_per_epoch() const;
-  std::size_t bucket_count() const { return buckets_.bucket_count(); }
+  std::size_t bucket_count() const override { return buckets_.bucket_count(); }
   std::size_t hook_launches() const { return buckets_.hook_launches(); }
   // Trains settings.epochs epochs, evaluating on rank 0 after each. Collective. With a `flush`,
   // offers it the results so far between steps (loop_result.h); its time, like evaluation's, is
   // left out of the epochs' training time and summed in flush_time_s.
-  LoopResult train(LoopFlush* flush = nullptr);
+  LoopResult train(LoopFlush* flush = nullptr) override;
   // train() then traces a sample of its timed steps into `timeline` (timeline.h), which must
   // outlive the trainer's use.
-  void set_timeline(Timeline* timeline) {
+  void set_timeline(Timeline* timeline) override {
     timeline_ = timeline;
     buckets_.set_timeline(timeline);
   }

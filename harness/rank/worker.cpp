@@ -1,14 +1,18 @@
 #include "harness/rank/worker.h"
 
 #include <ATen/Parallel.h>
+#include <mpi.h>
 
+#include <array>
+#include <memory>
 #include <utility>
 #include <vector>
 
 #include "harness/rank/partial_flush.h"
 #include "harness/rank/step_records.h"
-#include "harness/rank/trainer.h"
+#include "harness/rank/training_scheme.h"
 #include "harness/rank/worker_core.h"
+#include "schemes/registry.h"
 #include "workloads/factories.h"
 #include "workloads/kmeans_driver.h"
 #include "workloads/registry.h"
@@ -40,6 +44,35 @@ TrainMeasurements with_loop(TrainMeasurements facts, const LoopResult& loop, Ste
 }
 
 
+// Collective: the servers' counts onto rank 0, as the record keeps them (other ranks: empty).
+AsyncPsFacts gather_async_ps_facts(const AsyncPsCounters& mine, const PointSettings& settings,
+                                   const Communicator& communicator) {
+  AsyncPsFacts facts;
+  facts.servers = ps_servers(settings);
+  int64_t longest = static_cast<int64_t>(mine.staleness_counts.size());
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &longest, 1, MPI_INT64_T, MPI_MAX, communicator.handle()),
+            "MPI_Allreduce(staleness)");
+  std::vector<int64_t> counts = mine.staleness_counts;
+  counts.resize(static_cast<std::size_t>(longest), 0);
+  facts.staleness_counts.resize(counts.size(), 0);
+  check_mpi(MPI_Reduce(counts.data(), facts.staleness_counts.data(), static_cast<int>(counts.size()), MPI_INT64_T,
+                       MPI_SUM, 0, communicator.handle()),
+            "MPI_Reduce(staleness)");
+  const std::array<double, 3> mine_all{mine.busy_s, mine.serving_s, static_cast<double>(mine.batches)};
+  std::vector<double> all(communicator.rank() == 0 ? 3 * static_cast<std::size_t>(communicator.size()) : 0);
+  check_mpi(MPI_Gather(mine_all.data(), 3, MPI_DOUBLE, all.data(), 3, MPI_DOUBLE, 0, communicator.handle()),
+            "MPI_Gather(async_ps counts)");
+  if (communicator.rank() != 0) return {};
+  for (int r = 0; r < communicator.size(); ++r) {
+    const double* counts = &all[3 * static_cast<std::size_t>(r)];
+    if (r < facts.servers) {
+      facts.server_busy_fraction.push_back(counts[1] > 0 ? counts[0] / counts[1] : 0);
+    } else {
+      facts.worker_batches.push_back(static_cast<int64_t>(counts[2]));
+    }
+  }
+  return facts;
+}
 
 // Measurements of a training point (kind "train"), complete on rank 0.
 TrainMeasurements train(const PointSettings& settings, const Communicator& communicator,
@@ -49,13 +82,17 @@ TrainMeasurements train(const PointSettings& settings, const Communicator& commu
   progress.mark(RankStage::kLoadingData);
   const auto workload = make_workload(settings, cuda_device);
   clock.lap(&RankPhases::data_s);
-  const auto backend = make_marked_backend(settings, communicator, progress);
-  output.context().exchange_path = exchange_path(*backend, cuda_device != kNoCudaDevice);
-  output.context().staging_levers =
-      staging_lever_steps(*backend, cuda_device != kNoCudaDevice, staging_chunk_floats(settings));
-  DataParallelTrainer trainer(*workload, *backend, communicator, settings);
-  if (timeline != nullptr) trainer.set_timeline(timeline);
-  trainer.broadcast_parameters();
+  // The synchronous schemes reduce through the point's backend; async_ps exchanges itself.
+  std::unique_ptr<GradientSync> backend;
+  if (scheme_uses_backend(settings)) {
+    backend = make_marked_backend(settings, communicator, progress);
+    output.context().exchange_path = exchange_path(*backend, cuda_device != kNoCudaDevice);
+    output.context().staging_levers =
+        staging_lever_steps(*backend, cuda_device != kNoCudaDevice, staging_chunk_floats(settings));
+  }
+  const auto scheme = make_training_scheme(*workload, backend.get(), communicator, settings);
+  if (timeline != nullptr) scheme->set_timeline(timeline);
+  scheme->broadcast_parameters();
   clock.lap(&RankPhases::init_s);
   std::vector<bool> training(static_cast<std::size_t>(world_size));
   for (int r = 0; r < world_size; ++r) {
@@ -74,16 +111,20 @@ TrainMeasurements train(const PointSettings& settings, const Communicator& commu
   sgd.per_rank_batch = per_rank_batch(settings, training_ranks);
   sgd.global_batch = global_batch(settings, training_ranks);
   sgd.final_lr = learning_rate(settings, training_ranks, static_cast<double>(settings.epochs));
-  sgd.buckets = static_cast<int64_t>(trainer.bucket_count());
+  sgd.buckets = static_cast<int64_t>(scheme->bucket_count());
   facts.sgd = sgd;
 
   const auto write_so_far = [&](const LoopResult& so_far, const StepSeries& steps) {
     output.write_partial(with_loop(facts, so_far, steps), so_far.eval_time_s + so_far.flush_time_s);
   };
   PartialFlush flush(communicator, training, write_so_far);
-  const LoopResult result = trainer.train(&flush);
+  const LoopResult result = scheme->train(&flush);
   clock.lap_loop(result.eval_time_s + result.flush_time_s);
-  return with_loop(facts, result, gather_step_series(result.steps, training, communicator));
+  TrainMeasurements measurements = with_loop(facts, result, gather_step_series(result.steps, training, communicator));
+  if (settings.scheme == "async_ps") {
+    measurements.async_ps = gather_async_ps_facts(result.async_ps, settings, communicator);
+  }
+  return measurements;
 }
 
 // Measurements of a K-means point (workload "kmeans"), complete on rank 0.

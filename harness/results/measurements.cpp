@@ -167,6 +167,12 @@ void write_train(const TrainMeasurements& train, Json& json) {
     loss_curve.push_back({{"samples_seen", value.samples_seen}, {"train_loss", finite_or_null(value.train_loss)}});
   }
   json["loss_curve"] = std::move(loss_curve);
+  if (train.async_ps) {
+    json["async_ps"] = {{"servers", train.async_ps->servers},
+                        {"staleness_counts", train.async_ps->staleness_counts},
+                        {"server_busy_fraction", train.async_ps->server_busy_fraction},
+                        {"worker_batches", train.async_ps->worker_batches}};
+  }
 }
 
 TrainMeasurements train_from(const Fields& fields, int version) {
@@ -211,6 +217,15 @@ TrainMeasurements train_from(const Fields& fields, int version) {
     sgd.final_lr = fields.number("final_lr");
     sgd.buckets = fields.integer("buckets");
     train.sgd = sgd;
+  }
+  if (fields.has("async_ps")) {
+    const Fields async_ps = fields.object("async_ps");
+    AsyncPsFacts facts;
+    facts.servers = static_cast<int>(async_ps.integer("servers"));
+    facts.staleness_counts = async_ps.list<int64_t>("staleness_counts");
+    facts.server_busy_fraction = async_ps.list<double>("server_busy_fraction");
+    facts.worker_batches = async_ps.list<int64_t>("worker_batches");
+    train.async_ps = std::move(facts);
   }
   return train;
 }

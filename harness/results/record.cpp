@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <utility>
 
 #include <fmt/format.h>
@@ -207,6 +208,17 @@ PointTiming point_timing(double job_started_at, double wall_time_s, const RankPh
   timing.finish_s = std::max(0.0, wall_time_s - timing.launch_s - timing.init_s - timing.data_s -
                                       timing.train_s - timing.eval_s);
   return timing;
+}
+
+int64_t staleness_quantile(const std::vector<int64_t>& counts, double fraction) {
+  const int64_t total = std::accumulate(counts.begin(), counts.end(), int64_t{0});
+  if (total == 0) return 0;
+  int64_t below = 0;
+  for (std::size_t s = 0; s < counts.size(); ++s) {
+    below += counts[s];
+    if (static_cast<double>(below) >= fraction * static_cast<double>(total)) return static_cast<int64_t>(s);
+  }
+  return static_cast<int64_t>(counts.size()) - 1;
 }
 
 }  // namespace harness

@@ -69,6 +69,10 @@
 //  15  adds the settings `scheme` (how the ranks train together, schemes/registry.h) and
 //      `sync_every` (scheme local_sgd); records before 15 trained with "sync", and read with it
 //      (their points keep their identity). Timings mean what they meant in version 14.
+//  16  adds scheme async_ps: the settings `ps_servers` and `max_staleness`, and the training
+//      measurements' `async_ps` (staleness of the applied gradients, the servers' busy time); its
+//      steps' `wait_s` is the time the staleness bound held a worker back. Timings mean what they
+//      meant in version 15.
 #pragma once
 
 #include <cstddef>
@@ -85,7 +89,7 @@
 
 namespace harness {
 
-inline constexpr int kRecordSchemaVersion = 15;
+inline constexpr int kRecordSchemaVersion = 16;
 // Records before this name the staging levers' old defaults (version 14 above).
 inline constexpr int kStagingLeversAutoSince = 14;
 // Records of this version and later time the same things in the same way: `harness check`
@@ -196,6 +200,24 @@ struct LossValue {
   double train_loss = 0;
 };
 
+// Scheme async_ps (harness/rank/async_ps.h): how stale the applied gradients were and how busy
+// the servers were, over the timed steps. Version 16.
+struct AsyncPsFacts {
+  int servers = 1;
+  // Gradients applied by the servers (each server counts each gradient's slice), by staleness in
+  // steps: staleness_counts[s] were s steps stale.
+  std::vector<int64_t> staleness_counts;
+  // Per server: the share of its serving time spent handling messages rather than waiting.
+  std::vector<double> server_busy_fraction;
+  // Per worker: the batches it took in the timed steps (work is handed out on demand: a faster
+  // worker takes more).
+  std::vector<int64_t> worker_batches;
+};
+
+// The staleness below which `fraction` of the counted gradients fall (0.5: the median; the
+// smallest s with at least that share at or below it); 0 with none counted.
+int64_t staleness_quantile(const std::vector<int64_t>& counts, double fraction);
+
 struct TrainMeasurements {
   int64_t train_samples = 0;
   int64_t test_samples = 0;
@@ -208,6 +230,7 @@ struct TrainMeasurements {
   std::vector<LossValue> loss_curve;  // version 4, SGD workloads; samples_seen increasing
   std::optional<SgdFacts> sgd;        // the SGD workloads
   std::optional<KMeansFacts> kmeans;  // workload kmeans
+  std::optional<AsyncPsFacts> async_ps;  // scheme async_ps (version 16)
 };
 
 // One message size of a communication benchmark point (comm_benchmark.h).

@@ -30,7 +30,8 @@ std::string key_settings(const PointSettings& settings) {
   static const Json defaults = to_json(PointSettings{});
   for (const char* added :
        {"ring_allreduce_below_chunk_bytes", "cuda_ipc_one_shot_below_bytes", "cuda_ipc_device_arrivals",
-        "staging_chunk_bytes", "shm_reduce_threads", "shm_copy_engine_gathers", "scheme", "sync_every"}) {
+        "staging_chunk_bytes", "shm_reduce_threads", "shm_copy_engine_gathers", "scheme", "sync_every",
+        "ps_servers", "max_staleness"}) {
     if (json.contains(added) && json[added] == defaults[added]) json.erase(added);
   }
   return json.dump();

@@ -135,6 +135,10 @@ BackendOptions backend_options(const PointSettings& settings) {
 }
 
 WorkerLayout worker_layout(const PointSettings& settings, int rank, int world_size) {
+  // async_ps: ranks 0 to servers-1 hold the parameters and only serve (validation leaves a worker).
+  if (const int servers = ps_servers(settings); servers > 0) {
+    return {std::max(1, world_size - servers), rank < servers ? -1 : rank - servers};
+  }
   const BackendInfo* backend = backend_or_null(settings.backend);
   if (backend != nullptr && backend->root_only_serves != nullptr &&
       backend->root_only_serves(backend_options(settings))) {

@@ -141,7 +141,8 @@ bool has_values(const PointSettings& settings, const Json& values);
 PointSettings settings_from_json(const Json& object, const std::string& where);
 
 // Which ranks compute gradients: all of them, except rank 0 where the backend's rank 0 only
-// serves (the parameter server without ps_server_trains).
+// serves (the parameter server without ps_server_trains), and ranks 0 to ps_servers-1 under
+// scheme async_ps.
 struct WorkerLayout {
   int workers = 1;  // ranks that train
   int index = 0;    // this rank's position among them; -1 when it does not train

@@ -28,6 +28,8 @@ TEST(PointKey, IsTheSettingsAndTheRepeat) {
   spelled.erase("shm_copy_engine_gathers");
   spelled.erase("scheme");
   spelled.erase("sync_every");
+  spelled.erase("ps_servers");
+  spelled.erase("max_staleness");
   EXPECT_EQ(key.text(), spelled.dump() + "|1");
   // A scheme other than sync, or another period, is part of the key.
   PointSettings local = settings;
