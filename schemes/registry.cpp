@@ -128,4 +128,10 @@ std::optional<int64_t> max_staleness(const PointSettings& settings) {
   return found->get<int64_t>();
 }
 
+std::string staleness_text(const PointSettings& settings) {
+  if (settings.scheme != "async_ps") return "";
+  const std::optional<int64_t> bound = max_staleness(settings);
+  return bound ? std::to_string(*bound) : std::string(kUnbounded);
+}
+
 }  // namespace harness

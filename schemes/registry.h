@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -47,5 +48,7 @@ int ps_servers(const PointSettings& settings);
 // async_ps's bound on how far a worker runs ahead of the slowest, in steps; nullopt: "unbounded".
 // 0 for every other scheme (they are synchronous).
 std::optional<int64_t> max_staleness(const PointSettings& settings);
+// As tables print it: the number or "unbounded" under async_ps, "" under every other scheme.
+std::string staleness_text(const PointSettings& settings);
 
 }  // namespace harness

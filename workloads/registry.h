@@ -55,6 +55,9 @@ struct WorkloadInfo {
   // Reads and checks the workload's data before launch. Throws ConfigError whose message
   // starts with the offending setting's key ("data_path: ...").
   SampleLimits (*train_samples)(const PointSettings& settings) = nullptr;
+  // Whether its held-out loss and accuracy mean anything (false: random held-out labels, which a
+  // target may not name).
+  bool meaningful_held_out = true;
   // What else this workload refuses for a point (null: nothing).
   std::optional<SettingProblem> (*check)(const PointSettings& settings, const PointShape& shape) = nullptr;
 };

@@ -49,6 +49,9 @@ const std::vector<CheckMetric>& check_metric_table() {
        "exposed communication as a share of the step (floor in percentage points)"},
       {"step_time", Kind::kTrain, "ms", Better::kLower, 0.10, 0.05, "time per training step"},
       {"throughput", Kind::kTrain, "samples/s", Better::kHigher, 0.10, 1.0, "samples per second, all ranks"},
+      {"time_to_target", Kind::kTrain, "s", Better::kLower, 0.10, 0.01,
+       "training time until the point's target was first reached (evaluation excluded; a run that did not "
+       "reach it has no value)"},
       {"busbw", Kind::kComm, "GB/s", Better::kHigher, 0.15, 0.001,
        "bus bandwidth per message size (algbw x 2(p-1)/p)"},
       {"reduce_time", Kind::kComm, "us", Better::kLower, 0.15, 0.5,
@@ -89,6 +92,10 @@ std::vector<MetricValue> metric_values(const CheckMetric& metric, const Measurem
   if (metric.name == "comm_fraction" && exchanges) value = median_comm_fraction(train.steps);
   if (metric.name == "step_time") value = median_ms(train.steps.step_s);
   if (metric.name == "throughput") value = median_throughput(train);
+  if (metric.name == "time_to_target") {
+    if (!train.time_to_target || !train.time_to_target->reached) return values;
+    value = train.time_to_target->time_s;
+  }
   values.push_back({0, "", value});
   return values;
 }

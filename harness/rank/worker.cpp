@@ -31,8 +31,9 @@ std::vector<EpochMeasurement> epoch_measurements(const std::vector<EpochRecord>&
 }
 
 // `facts` (what the point knows before training) with what a loop measured: its results so far
-// or all of them, and the steps of every rank gathered from them.
-TrainMeasurements with_loop(TrainMeasurements facts, const LoopResult& loop, StepSeries steps) {
+// or all of them, the steps of every rank gathered from them, and when it reached `target`.
+TrainMeasurements with_loop(TrainMeasurements facts, const LoopResult& loop, StepSeries steps,
+                            const std::optional<TrainingTarget>& target) {
   facts.steps = std::move(steps);
   facts.steps_per_epoch = loop.steps_per_epoch;
   facts.samples_trained = static_cast<double>(loop.samples_trained);
@@ -40,6 +41,7 @@ TrainMeasurements with_loop(TrainMeasurements facts, const LoopResult& loop, Ste
   facts.epochs = epoch_measurements(loop.epochs);
   facts.loss_curve.clear();
   for (const auto& value : loop.loss_curve) facts.loss_curve.push_back({value.samples_seen, value.train_loss});
+  facts.time_to_target = time_to_target(facts.epochs, facts.steps_per_epoch, target);
   return facts;
 }
 
@@ -115,12 +117,13 @@ TrainMeasurements train(const PointSettings& settings, const Communicator& commu
   facts.sgd = sgd;
 
   const auto write_so_far = [&](const LoopResult& so_far, const StepSeries& steps) {
-    output.write_partial(with_loop(facts, so_far, steps), so_far.eval_time_s + so_far.flush_time_s);
+    output.write_partial(with_loop(facts, so_far, steps, settings.target), so_far.eval_time_s + so_far.flush_time_s);
   };
   PartialFlush flush(communicator, training, write_so_far);
   const LoopResult result = scheme->train(&flush);
   clock.lap_loop(result.eval_time_s + result.flush_time_s);
-  TrainMeasurements measurements = with_loop(facts, result, gather_step_series(result.steps, training, communicator));
+  TrainMeasurements measurements =
+      with_loop(facts, result, gather_step_series(result.steps, training, communicator), settings.target);
   if (settings.scheme == "async_ps") {
     measurements.async_ps = gather_async_ps_facts(result.async_ps, settings, communicator);
   }
@@ -147,7 +150,7 @@ TrainMeasurements cluster(const PointSettings& settings, const Communicator& com
   facts.kmeans = kmeans;
 
   const auto write_so_far = [&](const LoopResult& so_far, const StepSeries& steps) {
-    TrainMeasurements partial = with_loop(facts, so_far, steps);
+    TrainMeasurements partial = with_loop(facts, so_far, steps, settings.target);
     // The centroids are known at the end; the iterations so far are rank 0's epoch records.
     partial.kmeans->iterations = static_cast<int>(so_far.epochs.size());
     output.write_partial(std::move(partial), so_far.eval_time_s + so_far.flush_time_s);
@@ -158,7 +161,7 @@ TrainMeasurements cluster(const PointSettings& settings, const Communicator& com
   clock.lap_loop(result.training.eval_time_s + result.training.flush_time_s);
 
   TrainMeasurements measurements = with_loop(
-      facts, result.training, gather_step_series(result.training.steps, training, communicator));
+      facts, result.training, gather_step_series(result.training.steps, training, communicator), settings.target);
   measurements.kmeans->iterations = result.iterations;
   measurements.kmeans->converged = result.converged;
   measurements.kmeans->centroids = result.centroids;

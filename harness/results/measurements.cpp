@@ -167,6 +167,12 @@ void write_train(const TrainMeasurements& train, Json& json) {
     loss_curve.push_back({{"samples_seen", value.samples_seen}, {"train_loss", finite_or_null(value.train_loss)}});
   }
   json["loss_curve"] = std::move(loss_curve);
+  if (train.time_to_target) {
+    const TargetReached& target = *train.time_to_target;
+    json["time_to_target"] = target.reached ? Json{{"reached", true}, {"time_s", target.time_s},
+                                                   {"epoch", target.epoch}, {"step", target.step}}
+                                            : Json{{"reached", false}};
+  }
   if (train.async_ps) {
     json["async_ps"] = {{"servers", train.async_ps->servers},
                         {"staleness_counts", train.async_ps->staleness_counts},
@@ -217,6 +223,17 @@ TrainMeasurements train_from(const Fields& fields, int version) {
     sgd.final_lr = fields.number("final_lr");
     sgd.buckets = fields.integer("buckets");
     train.sgd = sgd;
+  }
+  if (fields.has("time_to_target")) {
+    const Fields target = fields.object("time_to_target");
+    TargetReached reached;
+    reached.reached = target.boolean("reached");
+    if (reached.reached) {
+      reached.time_s = target.number("time_s");
+      reached.epoch = static_cast<int>(target.integer("epoch"));
+      reached.step = target.integer("step");
+    }
+    train.time_to_target = reached;
   }
   if (fields.has("async_ps")) {
     const Fields async_ps = fields.object("async_ps");

@@ -1,5 +1,6 @@
 #include "harness/results/metrics.h"
 
+#include <algorithm>
 #include <numeric>
 
 namespace harness {
@@ -33,6 +34,18 @@ PointMetrics point_metrics(const TrainMeasurements& train) {
     metrics.final_loss = train.epochs.back().train_loss;
     metrics.accuracy = train.epochs.back().test_accuracy;
     metrics.test_samples = train.test_samples;
+  }
+  if (train.time_to_target) {
+    metrics.target_reached = train.time_to_target->reached;
+    if (train.time_to_target->reached) metrics.time_to_target_s = train.time_to_target->time_s;
+  }
+  if (train.async_ps) {
+    const std::vector<int64_t>& counts = train.async_ps->staleness_counts;
+    metrics.staleness_median = static_cast<double>(staleness_quantile(counts, 0.5));
+    metrics.staleness_p95 = static_cast<double>(staleness_quantile(counts, 0.95));
+    metrics.staleness_max = static_cast<double>(staleness_quantile(counts, 1.0));
+    const auto& busy = train.async_ps->server_busy_fraction;
+    if (!busy.empty()) metrics.server_busy_fraction = *std::max_element(busy.begin(), busy.end());
   }
   return metrics;
 }

@@ -31,6 +31,15 @@ struct PointMetrics {
   double final_loss = 0;           // training loss of the last epoch (NaN when it diverged)
   double accuracy = 0;             // held-out accuracy after the last epoch, in [0, 1]
   int64_t test_samples = 0;        // the held-out samples it was measured on
+  // With a target: whether it was reached, and the training time until it was (record.h).
+  std::optional<bool> target_reached;
+  std::optional<double> time_to_target_s;
+  // Scheme async_ps: the applied gradients' staleness in steps (median, 95th percentile, most),
+  // and the busiest server's share of its time handling messages.
+  std::optional<double> staleness_median;
+  std::optional<double> staleness_p95;
+  std::optional<double> staleness_max;
+  std::optional<double> server_busy_fraction;
 };
 
 PointMetrics point_metrics(const TrainMeasurements& train);

@@ -210,6 +210,26 @@ PointTiming point_timing(double job_started_at, double wall_time_s, const RankPh
   return timing;
 }
 
+std::optional<TargetReached> time_to_target(const std::vector<EpochMeasurement>& epochs, int64_t steps_per_epoch,
+                                            const std::optional<TrainingTarget>& target) {
+  if (!target) return std::nullopt;
+  TargetReached reached;
+  double time_s = 0;
+  for (const EpochMeasurement& epoch : epochs) {
+    time_s += epoch.train_time_s;
+    const double value = target->metric == "train_loss" ? epoch.train_loss
+                         : target->metric == "test_loss" ? epoch.test_loss
+                                                         : epoch.test_accuracy;
+    // NaN compares false both ways: a diverged epoch reaches nothing.
+    const bool there = target->metric == "test_accuracy" ? value >= target->value : value <= target->value;
+    if (there) {
+      reached = {true, time_s, epoch.epoch, static_cast<int64_t>(epoch.epoch) * steps_per_epoch};
+      break;
+    }
+  }
+  return reached;
+}
+
 int64_t staleness_quantile(const std::vector<int64_t>& counts, double fraction) {
   const int64_t total = std::accumulate(counts.begin(), counts.end(), int64_t{0});
   if (total == 0) return 0;

@@ -71,8 +71,8 @@
 //      (their points keep their identity). Timings mean what they meant in version 14.
 //  16  adds scheme async_ps: the settings `ps_servers` and `max_staleness`, and the training
 //      measurements' `async_ps` (staleness of the applied gradients, the servers' busy time); its
-//      steps' `wait_s` is the time the staleness bound held a worker back. Timings mean what they
-//      meant in version 15.
+//      steps' `wait_s` is the time the staleness bound held a worker back. Adds the setting
+//      `target` and the measurements' `time_to_target`. Timings mean what they meant in version 15.
 #pragma once
 
 #include <cstddef>
@@ -218,6 +218,20 @@ struct AsyncPsFacts {
 // smallest s with at least that share at or below it); 0 with none counted.
 int64_t staleness_quantile(const std::vector<int64_t>& counts, double fraction);
 
+// When a point with a target (settings' `target`) first reached it: after the first epoch whose
+// record reached it, with the training time of the epochs so far (their train_time_s: evaluation
+// and the first epoch's warm-up steps excluded) and the steps taken (warm-up included). Version 16.
+struct TargetReached {
+  bool reached = false;  // false: no epoch reached it (the other fields are 0)
+  double time_s = 0;
+  int epoch = 0;
+  int64_t step = 0;
+};
+
+// From a point's epochs; nullopt without a target. A diverged epoch (NaN) reaches nothing.
+std::optional<TargetReached> time_to_target(const std::vector<EpochMeasurement>& epochs, int64_t steps_per_epoch,
+                                            const std::optional<TrainingTarget>& target);
+
 struct TrainMeasurements {
   int64_t train_samples = 0;
   int64_t test_samples = 0;
@@ -231,6 +245,7 @@ struct TrainMeasurements {
   std::optional<SgdFacts> sgd;        // the SGD workloads
   std::optional<KMeansFacts> kmeans;  // workload kmeans
   std::optional<AsyncPsFacts> async_ps;  // scheme async_ps (version 16)
+  std::optional<TargetReached> time_to_target;  // a point with a target (version 16)
 };
 
 // One message size of a communication benchmark point (comm_benchmark.h).

@@ -1,18 +1,43 @@
 // The training console: the per-run and per-configuration tables, and the explanations below
 // them (where the efficiency went, the slowest rank, convergence against the baseline).
+#include <algorithm>
 #include <functional>
 
 #include <fmt/format.h>
 
+#include "harness/results/statistics.h"
 #include "harness/results/table.h"
 #include "harness/results/train_report.h"
 #include "harness/results/train_rows.h"
+#include "schemes/registry.h"
 
 namespace harness {
 namespace {
 
+// How the ranks trained, with the scheme's own setting: "sync", "local_sgd H=8", "async_ps s=2".
+std::string scheme_label(const PointSettings& settings) {
+  if (settings.scheme == "local_sgd") return fmt::format("local_sgd H={}", sync_every(settings));
+  if (settings.scheme == "async_ps") {
+    const std::string bound = staleness_text(settings);
+    return fmt::format("async_ps s={}", bound == "unbounded" ? "inf" : bound);
+  }
+  return settings.scheme;
+}
+
+// Whether any run trained with another scheme than sync: then the tables name each one's.
+bool schemes_vary(const ResultSet& set) {
+  return std::any_of(set.runs().begin(), set.runs().end(),
+                     [](const Run& run) { return run.record.settings.scheme != kDefaultScheme; });
+}
+
+// Whether any run has a target: then the tables show the time to reach it.
+bool has_targets(const ResultSet& set) {
+  return std::any_of(set.runs().begin(), set.runs().end(),
+                     [](const Run& run) { return run.record.settings.target.has_value(); });
+}
+
 // The console tables' first columns for a configuration: which one it is (its build too, when the
-// experiment names builds).
+// experiment names builds, and its scheme when they vary).
 std::vector<ConsoleColumn<ConfigurationRow>> configuration_identity_columns(const ResultSet& set) {
   std::vector<ConsoleColumn<ConfigurationRow>> columns{
       {"first id", "", 13, true, [](const ConfigurationRow& row) { return row.first_run().record.id; }},
@@ -25,6 +50,10 @@ std::vector<ConsoleColumn<ConfigurationRow>> configuration_identity_columns(cons
   if (!set.experiment().builds.empty()) {
     columns.insert(columns.begin() + 3, {"build", "", 6, false,
                                          [](const ConfigurationRow& row) { return row.stats().settings.build; }});
+  }
+  if (schemes_vary(set)) {
+    columns.push_back(
+        {"scheme", "", 15, false, [](const ConfigurationRow& row) { return scheme_label(row.stats().settings); }});
   }
   return columns;
 }
@@ -166,7 +195,19 @@ std::string runs_table(const ResultSet& set) {
   if (!set.experiment().builds.empty()) {
     columns.insert(columns.begin() + 3, {"build", "", 6, false, [](const Run* run) { return run->record.settings.build; }});
   }
-  return format_console_table(columns, run_rows(set));
+  if (schemes_vary(set)) {
+    columns.insert(columns.begin() + 5,
+                   {"scheme", "", 15, false, [](const Run* run) { return scheme_label(run->record.settings); }});
+  }
+  // Time to accuracy, where a point has a target: "-" where it was not reached (or the run failed).
+  const auto runs = run_rows(set);
+  if (has_targets(set)) {
+    columns.push_back({"to target", "s", 9, false, [](const Run* run) {
+                         const bool reached = run->metrics && run->metrics->time_to_target_s;
+                         return reached ? fmt::format("{:.2f}", *run->metrics->time_to_target_s) : std::string("-");
+                       }});
+  }
+  return format_console_table(columns, runs);
 }
 
 std::string configurations_table(const ResultSet& set) {
@@ -192,6 +233,21 @@ std::string configurations_table(const ResultSet& set) {
          return row.stats().baseline >= 0 ? interval(row.stats().efficiency, 100, 0) : std::string("-");
        }},
   });
+  if (has_targets(set)) {
+    // The median over the runs that reached the target, its interval, and how many of them did.
+    columns.push_back({"to target", "s [95% CI] reached", 28, false, [interval](const ConfigurationRow& row) {
+                         std::vector<double> times;
+                         std::size_t ran = 0;
+                         for (const int r : row.stats().runs) {
+                           const Run& run = row.set->runs()[static_cast<std::size_t>(r)];
+                           if (!run.metrics) continue;
+                           ++ran;
+                           if (run.metrics->time_to_target_s) times.push_back(*run.metrics->time_to_target_s);
+                         }
+                         if (times.empty()) return ran == 0 ? std::string("-") : fmt::format("- 0/{}", ran);
+                         return fmt::format("{} {}/{}", interval(bootstrap_median(times), 1, 2), times.size(), ran);
+                       }});
+  }
   return format_console_table(columns, configuration_rows(set));
 }
 

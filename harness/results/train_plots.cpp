@@ -225,6 +225,67 @@ std::string throughput_curves(const std::vector<ConfigurationStats>& stats, cons
   return out;
 }
 
+// Training time (evaluation excluded) at which a run had seen `samples`: the epochs' times summed,
+// the epoch that holds it taken at a steady pace. The samples seen in warm-up steps count with the
+// first epoch, whose time leaves them out.
+double training_time_at(const std::vector<EpochMeasurement>& epochs, int64_t samples) {
+  double time_s = 0;
+  int64_t seen = 0;
+  for (const auto& epoch : epochs) {
+    if (samples <= epoch.samples_seen) {
+      const auto in_epoch = static_cast<double>(epoch.samples_seen - seen);
+      return time_s + (in_epoch > 0 ? epoch.train_time_s * static_cast<double>(samples - seen) / in_epoch : 0);
+    }
+    time_s += epoch.train_time_s;
+    seen = epoch.samples_seen;
+  }
+  return time_s;
+}
+
+// Held-out accuracy (after each epoch) or the training loss (its loss curve, finer) against the
+// training time, one curve per configuration (its first successful run): what time to accuracy
+// reads, which schemes trade between speed and the model's progress per sample.
+std::string time_curves(const ResultSet& set, const std::vector<std::string>& keys, bool accuracy) {
+  std::string out;
+  for (const auto& stat : set.configurations()) {
+    const auto run = std::find_if(stat.runs.begin(), stat.runs.end(), [&set](int r) {
+      const Run& candidate = set.runs()[static_cast<std::size_t>(r)];
+      return candidate.metrics && !candidate.record.measurements->train->epochs.empty();
+    });
+    if (run == stat.runs.end()) continue;
+    const TrainMeasurements& train = *set.runs()[static_cast<std::size_t>(*run)].record.measurements->train;
+    std::string points;
+    if (accuracy) {
+      double time_s = 0;
+      for (const auto& epoch : train.epochs) {
+        time_s += epoch.train_time_s;
+        if (std::isfinite(epoch.test_accuracy)) {
+          points += fmt::format("{:.6g} {:.6g}\n", time_s, 100 * epoch.test_accuracy);
+        }
+      }
+    } else if (!train.loss_curve.empty()) {
+      for (const auto& value : train.loss_curve) {
+        if (value.samples_seen > train.epochs.back().samples_seen) break;  // past the last finished epoch
+        if (std::isfinite(value.train_loss) && value.train_loss > 0) {
+          const double time_s = training_time_at(train.epochs, value.samples_seen);
+          points += fmt::format("{:.6g} {:.6g}\n", time_s, value.train_loss);
+        }
+      }
+    } else {
+      double time_s = 0;
+      for (const auto& epoch : train.epochs) {
+        time_s += epoch.train_time_s;
+        if (std::isfinite(epoch.train_loss) && epoch.train_loss > 0) {
+          points += fmt::format("{:.6g} {:.6g}\n", time_s, epoch.train_loss);
+        }
+      }
+    }
+    if (points.empty()) continue;
+    out += (out.empty() ? "" : "\n\n") + block_title(curve_label(stat.settings, keys, true)) + points;
+  }
+  return out;
+}
+
 // Whether a plot's data has a value that a log-scale y axis can show (the second column above 0):
 // gnuplot refuses a plot whose every point is undefined there (a loss that reached 0 at once).
 bool has_positive_y(const std::string& data) {
@@ -243,6 +304,8 @@ bool has_positive_y(const std::string& data) {
 void add_loss_and_accuracy_plots(const ResultSet& set, const std::vector<std::string>& keys,
                                  std::map<std::string, std::string>& data) {
   if (std::string curves = loss_curves(set, keys); has_positive_y(curves)) data["loss_samples"] = std::move(curves);
+  if (std::string curves = time_curves(set, keys, false); has_positive_y(curves)) data["loss_time"] = std::move(curves);
+  if (std::string curves = time_curves(set, keys, true); !curves.empty()) data["accuracy_time"] = std::move(curves);
   // Per-epoch curves need two epochs: with one, each configuration would be a lone point.
   std::size_t most_epochs = 0;
   for (const auto& run : set.runs()) {

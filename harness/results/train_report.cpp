@@ -1,5 +1,7 @@
 #include "harness/results/train_report.h"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <deque>
 #include <set>
@@ -7,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "harness/results/plot_data.h"
+#include "harness/results/statistics.h"
 #include "harness/results/table.h"
 #include "harness/results/train_rows.h"
 #include "schemes/registry.h"
@@ -75,6 +78,7 @@ const std::vector<RunColumn>& summary_columns() {
       setting("overlap", [](const PointSettings& s) { return s.overlap; }),
       setting("scheme", [](const PointSettings& s) { return s.scheme; }),
       setting("sync_every", [](const PointSettings& s) { return sync_every(s); }),
+      setting("max_staleness", [](const PointSettings& s) { return staleness_text(s); }),
       measured("time_s", [](const PointMetrics& m) { return m.time_s; }),
       measured("throughput_samples_per_s", [](const PointMetrics& m) { return m.throughput_samples_per_s; }),
       measured("step_time_s", [](const PointMetrics& m) { return m.step_time_s; }),
@@ -92,6 +96,16 @@ const std::vector<RunColumn>& summary_columns() {
        }},
       measured("final_loss", [](const PointMetrics& m) { return m.final_loss; }),
       measured("accuracy", [](const PointMetrics& m) { return m.accuracy; }),
+      {"target_reached", [](const Run* run) {
+         if (!run->metrics || !run->metrics->target_reached) return std::string();
+         return std::string(*run->metrics->target_reached ? "true" : "false");
+       }},
+      measured("time_to_target_s", [](const PointMetrics& m) { return m.time_to_target_s; }),
+      measured("wait_time_s", [](const PointMetrics& m) { return m.wait_time_s; }),
+      measured("staleness_median", [](const PointMetrics& m) { return m.staleness_median; }),
+      measured("staleness_p95", [](const PointMetrics& m) { return m.staleness_p95; }),
+      measured("staleness_max", [](const PointMetrics& m) { return m.staleness_max; }),
+      measured("server_busy_fraction", [](const PointMetrics& m) { return m.server_busy_fraction; }),
       {"wall_time_s", [](const Run* run) { return csv_number(run->record.launch.wall_time_s); }},
       phase("phase_launch_s", &PointTiming::launch_s),
       phase("phase_init_s", &PointTiming::init_s),
@@ -171,6 +185,7 @@ std::vector<ConfigurationColumn> configuration_columns() {
       setting_of("overlap", [](const PointSettings& s) { return s.overlap; }),
       setting_of("scheme", [](const PointSettings& s) { return s.scheme; }),
       setting_of("sync_every", [](const PointSettings& s) { return sync_every(s); }),
+      setting_of("max_staleness", [](const PointSettings& s) { return staleness_text(s); }),
       {"other_settings", other_settings},
       {"runs", [](const ConfigurationRow& row) { return std::to_string(row.stats().runs.size()); }},
       {"ok_runs", [](const ConfigurationRow& row) { return std::to_string(row.stats().ok_runs); }},
@@ -221,6 +236,51 @@ void add_convergence_columns(std::vector<ConfigurationColumn>& list) {
   list.push_back({"convergence", [](const ConfigurationRow& row) { return row.set->convergence()[row.index].verdict(); }});
 }
 
+// The values of `value` over the configuration's successful runs that have one.
+std::vector<double> run_values(const ConfigurationRow& row,
+                               const std::function<std::optional<double>(const PointMetrics&)>& value) {
+  std::vector<double> values;
+  for (const int r : row.stats().runs) {
+    const Run& run = row.set->runs()[static_cast<std::size_t>(r)];
+    if (!run.metrics) continue;
+    if (const auto found = value(*run.metrics)) values.push_back(*found);
+  }
+  return values;
+}
+
+// Time to accuracy (results/README.md): the runs that reached the target of those that ran, and
+// the median time of those that did, with its bootstrap interval; the schemes' own measures,
+// medians over the runs.
+void add_scheme_columns(std::vector<ConfigurationColumn>& list) {
+  list.push_back({"target_reached", [](const ConfigurationRow& row) {
+                    const auto reached = run_values(row, [](const PointMetrics& m) {
+                      return m.target_reached ? std::optional<double>(*m.target_reached ? 1 : 0) : std::nullopt;
+                    });
+                    if (reached.empty()) return std::string();
+                    return fmt::format("{}/{}", std::count(reached.begin(), reached.end(), 1.0), reached.size());
+                  }});
+  static const std::array<std::pair<std::string_view, double Interval::*>, 3> parts = {
+      std::pair{"time_to_target_s_median", &Interval::median}, std::pair{"time_to_target_s_low", &Interval::low},
+      std::pair{"time_to_target_s_high", &Interval::high}};
+  for (const auto& [name, part] : parts) {
+    list.push_back({name, [part](const ConfigurationRow& row) {
+                      const auto times = run_values(row, [](const PointMetrics& m) { return m.time_to_target_s; });
+                      return times.empty() ? std::string() : csv_number(bootstrap_median(times).*part);
+                    }});
+  }
+  const auto median_column = [&list](std::string_view name, std::optional<double> PointMetrics::*field) {
+    list.push_back({name, [field](const ConfigurationRow& row) {
+                      const auto values = run_values(row, [field](const PointMetrics& m) { return m.*field; });
+                      return values.empty() ? std::string() : csv_number(median_of(values));
+                    }});
+  };
+  median_column("wait_time_s", &PointMetrics::wait_time_s);
+  median_column("staleness_median", &PointMetrics::staleness_median);
+  median_column("staleness_p95", &PointMetrics::staleness_p95);
+  median_column("staleness_max", &PointMetrics::staleness_max);
+  median_column("server_busy_fraction", &PointMetrics::server_busy_fraction);
+}
+
 // Where the efficiency went (results/efficiency_loss.h): fractions that add up to 1 − efficiency.
 void add_efficiency_loss_columns(std::vector<ConfigurationColumn>& list) {
   list.push_back({"efficiency_lost", judged_column(&ResultSet::efficiency_losses, &EfficiencyLoss::lost)});
@@ -266,6 +326,7 @@ const std::vector<ConfigurationColumn>& stats_columns() {
     std::vector<ConfigurationColumn> list = configuration_columns();
     add_scaling_columns(list);
     add_convergence_columns(list);
+    add_scheme_columns(list);
     add_efficiency_loss_columns(list);
     add_straggler_columns(list);
     return list;

@@ -53,6 +53,40 @@ SettingRow data_path_row() {
           [](const PointSettings& s) { return Json(s.data_path); }};
 }
 
+// {"metric": ..., "value": ...} or null (no target).
+SettingRow target_row() {
+  constexpr std::string_view kExpected =
+      "null or {\"metric\": \"train_loss\", \"test_loss\" or \"test_accuracy\", \"value\": a number}";
+  return {"target", kExpected,
+          "time to accuracy: the training time (evaluation excluded) until the first epoch whose metric reached "
+          "the value (test_accuracy at least it, a loss at most it); null: none",
+          R"({"anyOf": [{"type": "null"}, {"type": "object", "required": ["metric", "value"], )"
+          R"("additionalProperties": false, "properties": {"metric": {"enum": ["train_loss", "test_loss", )"
+          R"("test_accuracy"]}, "value": {"type": "number"}}}]})",
+          [kExpected](PointSettings& s, const Json& v, const std::string& where) {
+            if (v.is_null()) {
+              s.target.reset();
+              return;
+            }
+            if (!v.is_object() || v.size() != 2 || !v.contains("metric") || !v.contains("value") ||
+                !v["metric"].is_string() || !v["value"].is_number()) {
+              fail_expected(where, kExpected, v);
+            }
+            const auto& metric = v["metric"].get_ref<const std::string&>();
+            if (std::find(kTargetMetrics.begin(), kTargetMetrics.end(), metric) == kTargetMetrics.end()) {
+              fail_expected(where + ".metric", "\"train_loss\", \"test_loss\" or \"test_accuracy\"", v["metric"]);
+            }
+            const double value = v["value"].get<double>();
+            if (metric == "test_accuracy" && (value < 0 || value > 1)) {
+              fail_expected(where + ".value", "an accuracy from 0 to 1", v["value"]);
+            }
+            s.target = TrainingTarget{metric, value};
+          },
+          [](const PointSettings& s) {
+            return s.target ? Json{{"metric", s.target->metric}, {"value", s.target->value}} : Json(nullptr);
+          }};
+}
+
 SettingRow build_row() {
   constexpr std::string_view kExpected = "a build name (letters, digits, '_', '.', '-'; \"\" = the running harness)";
   return {"build", kExpected,
@@ -181,6 +215,7 @@ std::vector<SettingRow> instrument_rows() {
                   "write logs/<id>.trace.json: a Chrome trace (Perfetto, chrome://tracing) of every rank during a "
                   "sample of steps (the first 10 timed ones and 40 spread over the rest)",
                   &PointSettings::timeline),
+      target_row(),
       build_row(),
   };
 }

@@ -170,6 +170,7 @@ double learning_rate(const PointSettings& settings, int workers, double epochs_d
 PointSettings without_observation(PointSettings settings) {
   settings.timeline = false;
   settings.loss_every = 0;
+  settings.target.reset();
   return settings;
 }
 

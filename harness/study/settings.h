@@ -7,9 +7,11 @@
 // typed view (comm_options(), resnet_options(), ...).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,6 +31,16 @@ inline constexpr const char* kTimeLimitExpected = "a positive number of seconds 
 // staging_chunk_bytes' default: the staging's own chunk (kStagingChunkFloats, checked where both
 // are seen).
 inline constexpr int64_t kDefaultStagingChunkBytes = int64_t{4} << 20;
+
+// A training point's accuracy target, for its time to accuracy (MLPerf's time to train; docs/
+// schemes.md#time-to-target): the first epoch after which `metric`, one of an epoch record's
+// fields, reaches `value` (test_accuracy: at least it; a loss: at most it).
+struct TrainingTarget {
+  std::string metric;  // "train_loss", "test_loss" or "test_accuracy"
+  double value = 0;
+  bool operator==(const TrainingTarget&) const = default;
+};
+inline constexpr std::array<std::string_view, 3> kTargetMetrics = {"train_loss", "test_loss", "test_accuracy"};
 
 struct PointSettings {
   Kind kind = Kind::kTrain;
@@ -85,6 +97,8 @@ struct PointSettings {
   int inject_compute_delay_rank = 0;
   // Rank 0 writes a Chrome trace of a bounded sample of steps (harness/rank/timeline.h).
   bool timeline = false;
+  // When the model first reached this, recorded with every epoch (measurements' time_to_target).
+  std::optional<TrainingTarget> target;
   // Which harness build's rank program runs the point: a name of the experiment's "builds"
   // (study/builds.h); "" = the running harness. Only the orchestrator reads it: the worker is
   // the build itself.
@@ -175,7 +189,7 @@ int64_t loss_window_steps(const PointSettings& settings, int64_t total_steps);
 // that differ only in these measure the same thing.
 std::vector<std::string> settings_not_read(const PointSettings& settings);
 
-// `settings` without those that only choose what is observed (timeline, loss_every): what a run
+// `settings` without those that only choose what is observed (timeline, loss_every, target): what a run
 // measures is the same with or without them, so comparisons and predictions ignore them.
 PointSettings without_observation(PointSettings settings);
 

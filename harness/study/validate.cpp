@@ -247,6 +247,16 @@ void validate_points(const Experiment& experiment, const std::vector<Point>& poi
     if (s.kind == Kind::kTrain && scheme.check != nullptr) {
       if (const auto problem = scheme.check(s)) fail_at(experiment, point, *problem);
     }
+    if (s.target && s.kind == Kind::kComm) {
+      fail_at(experiment, point, {"target", "expected null for a comm point: it trains no model"});
+    }
+    if (s.target && s.kind == Kind::kTrain && s.target->metric != "train_loss" &&
+        !find_workload(s.workload).meaningful_held_out) {
+      fail_at(experiment, point,
+              {"target", fmt::format("expected the metric \"train_loss\" for workload {}: its held-out labels are "
+                                     "random, so {} means nothing, got \"{}\"",
+                                     s.workload, s.target->metric, s.target->metric)});
+    }
     switch (s.kind) {
       case Kind::kComm:
         validate_comm_point(experiment, point);  // no workload or data; only its sizes

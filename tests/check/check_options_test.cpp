@@ -38,7 +38,7 @@ TEST(CheckOptions, MistakesAreOneLineNamingWhereAndWhat) {
   CheckOptions options = default_check_options();
   EXPECT_EQ(error_of([&] { apply_threshold_argument(options, "bussbw=0.1"); }),
             "--threshold: unknown metric \"bussbw\" (did you mean \"busbw\"? expected one of: comm_time, "
-            "exposed_comm, comm_fraction, step_time, throughput, busbw, reduce_time)");
+            "exposed_comm, comm_fraction, step_time, throughput, time_to_target, busbw, reduce_time)");
   EXPECT_EQ(error_of([&] { apply_threshold_argument(options, "busbw"); }),
             "--threshold \"busbw\": expected METRIC=VALUE, such as comm_time=0.15");
   EXPECT_EQ(error_of([&] { apply_threshold_argument(options, "busbw=ten"); }),

@@ -110,6 +110,20 @@ TEST(MetricComparison, OneRanksCommunicationIsNoMetric) {
   EXPECT_NEAR(metric_values(metric("comm_time"), measurements)[0].value, 1e-4, 1e-12);
 }
 
+// Time to accuracy (lower is better) is a value only where the run reached its target: a point
+// without one, or one that missed it, gives none.
+TEST(MetricComparison, TimeToTargetIsAValueOnlyWhereTheTargetWasReached) {
+  EXPECT_EQ(metric("time_to_target").better, Better::kLower);
+  Measurements measurements;
+  measurements.train = TrainMeasurements{};
+  EXPECT_TRUE(metric_values(metric("time_to_target"), measurements).empty());
+  measurements.train->time_to_target = TargetReached{};
+  EXPECT_TRUE(metric_values(metric("time_to_target"), measurements).empty());
+  measurements.train->time_to_target = TargetReached{true, 4.25, 3, 300};
+  ASSERT_EQ(metric_values(metric("time_to_target"), measurements).size(), 1U);
+  EXPECT_EQ(metric_values(metric("time_to_target"), measurements)[0].value, 4.25);
+}
+
 TEST(MetricComparison, ASideWithoutValuesIsMissing) {
   const RepeatValues values = {{0, 1.0}, {1, 1.1}, {2, 1.0}};
   const RepeatValues empty;

@@ -64,5 +64,71 @@ TEST(Schemes, LocalSgdRunsEndToEndAndAtSyncEveryOneEndsWhereSyncEnds) {
   EXPECT_EQ(records[2]["measurements"]["steps"]["step_s"].size(), records[0]["measurements"]["steps"]["step_s"].size());
 }
 
+// async_ps through `harness run`: at max_staleness 0 its model is sync's (the same losses and
+// accuracies per epoch, within float rounding), at 2 no record shows a staler gradient; every
+// point reaches its accuracy target, and the record, the console, summary.csv, stats.csv and the
+// time plots say when.
+TEST(Schemes, AsyncPsRunsEndToEndAndEveryPointSaysWhenItReachedItsTarget) {
+  const fs::path dir = scratch("async_ps");
+  const fs::path experiment = write_experiment(dir, R"({
+    "name": "async_ps",
+    "settings": {"workload": "iris_mlp", "epochs": 8, "lr": 0.5, "batch_size": 2, "ranks": 3, "backend": "ps",
+                 "threads_per_rank": 1, "target": {"metric": "test_accuracy", "value": 0.6}},
+    "sweep": {"zip": {"scheme": ["sync", "async_ps", "async_ps"], "max_staleness": [0, 0, 2]}}})");
+  const fs::path out = dir / "out";
+  const HarnessRun run = run_harness({"run", experiment.string(), "--out", out.string()}, dir / "log");
+  ASSERT_TRUE(run.outcome.ok()) << explained(run);
+  const std::string console = joined(run.output);
+  EXPECT_NE(console.find("async_ps s=2"), std::string::npos) << console;
+  EXPECT_NE(console.find("to target"), std::string::npos) << console;
+  const auto summary = read_csv(out / "summary.csv");
+  ASSERT_EQ(summary.size(), 3U) << console;
+  std::vector<Json> records;
+  for (const auto& row : summary) {
+    EXPECT_EQ(row.at("status"), "ok") << console;
+    EXPECT_EQ(row.at("target_reached"), "true") << console;
+    EXPECT_FALSE(row.at("time_to_target_s").empty());
+    records.push_back(read_json_file((out / "points" / (row.at("id") + ".json")).string()));
+  }
+  EXPECT_EQ(summary[2].at("max_staleness"), "2");
+  EXPECT_EQ(summary[0].at("staleness_max"), "");  // sync has none
+  EXPECT_LE(std::stod(summary[2].at("staleness_max")), 2.0);
+  const Json& sync_epochs = records[0]["measurements"]["epochs"];
+  const Json& lockstep = records[1]["measurements"]["epochs"];
+  ASSERT_EQ(lockstep.size(), sync_epochs.size());
+  for (std::size_t e = 0; e < sync_epochs.size(); ++e) {
+    EXPECT_NEAR(lockstep[e]["train_loss"].get<double>(), sync_epochs[e]["train_loss"].get<double>(), 1e-5) << e;
+    EXPECT_NEAR(lockstep[e]["test_accuracy"].get<double>(), sync_epochs[e]["test_accuracy"].get<double>(), 1e-9) << e;
+  }
+  for (const Json& record : records) {
+    const Json& reached = record["measurements"]["time_to_target"];
+    EXPECT_TRUE(reached["reached"].get<bool>());
+    // The epoch it names is the first whose accuracy reached 0.6, and the time the epochs' until then.
+    const Json& epochs = record["measurements"]["epochs"];
+    double time_s = 0;
+    int first = 0;
+    for (const Json& epoch : epochs) {
+      time_s += epoch["train_time_s"].get<double>();
+      if (epoch["test_accuracy"].get<double>() >= 0.6) {
+        first = epoch["epoch"].get<int>();
+        break;
+      }
+    }
+    EXPECT_EQ(reached["epoch"].get<int>(), first);
+    EXPECT_NEAR(reached["time_s"].get<double>(), time_s, 1e-9);
+  }
+  const Json& async_facts = records[2]["measurements"]["async_ps"];
+  EXPECT_EQ(async_facts["servers"], 1);
+  EXPECT_EQ(async_facts["worker_batches"].size(), 2U);
+  EXPECT_LE(async_facts["staleness_counts"].size(), 3U);
+  EXPECT_EQ(records[2]["measurements"]["training_ranks"], 2);
+  const auto stats = read_csv(out / "stats.csv");
+  ASSERT_EQ(stats.size(), 3U);
+  EXPECT_EQ(stats[1].at("target_reached"), "1/1");
+  EXPECT_FALSE(stats[1].at("time_to_target_s_median").empty());
+  EXPECT_TRUE(fs::exists(out / "plots" / "accuracy_time.png"));
+  EXPECT_TRUE(fs::exists(out / "plots" / "loss_time.png"));
+}
+
 }  // namespace
 }  // namespace harness::e2e

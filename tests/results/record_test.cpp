@@ -9,6 +9,7 @@
 #include "harness/common/errors.h"
 #include "harness/common/files.h"
 #include "harness/results/gpu_facts.h"
+#include "harness/results/metrics.h"
 #include "harness/results/provenance.h"
 #include "harness/study/point_key.h"
 
@@ -59,6 +60,65 @@ TEST(Record, RoundTripsThroughJson) {
   ASSERT_EQ(read.measurements->train->loss_curve.size(), 3U);
   EXPECT_EQ(read.measurements->train->loss_curve[2].samples_seen, 120);
   EXPECT_TRUE(std::isnan(read.measurements->train->loss_curve[1].train_loss));
+}
+
+// Scheme async_ps's counts and a target's time round-trip; the metrics read the staleness's median,
+// 95th percentile and most, the busiest server, and the time to target.
+TEST(Record, AsyncPsCountsAndTheTimeToTargetRoundTripIntoTheMetrics) {
+  PointRecord record = ok_record();
+  record.settings.scheme = "async_ps";
+  record.settings.target = TrainingTarget{"test_accuracy", 0.85};
+  record.key = PointKey(record.settings, 1).hash();
+  record.id = point_id(0, PointKey(record.settings, 1));
+  TrainMeasurements& train = *record.measurements->train;
+  train.async_ps = AsyncPsFacts{2, {50, 40, 8, 2}, {0.2, 0.35}, {60, 40}};
+  train.time_to_target = TargetReached{true, 1.5, 1, 2};
+  const PointRecord read = record_from_json(to_json(record), "r.json");
+  EXPECT_EQ(to_json(read), to_json(record));
+  ASSERT_TRUE(read.settings.target.has_value());
+  EXPECT_EQ(read.settings.target->metric, "test_accuracy");
+  const PointMetrics metrics = point_metrics(*read.measurements->train);
+  EXPECT_EQ(metrics.staleness_median, 0.0);  // 50 of 100 at 0
+  EXPECT_EQ(metrics.staleness_p95, 2.0);     // 98 of 100 at 2 or less
+  EXPECT_EQ(metrics.staleness_max, 3.0);
+  EXPECT_EQ(metrics.server_busy_fraction, 0.35);
+  EXPECT_EQ(metrics.target_reached, true);
+  EXPECT_EQ(metrics.time_to_target_s, 1.5);
+
+  train.time_to_target = TargetReached{};  // not reached: no time
+  const PointMetrics missed = point_metrics(*record_from_json(to_json(record), "r.json").measurements->train);
+  EXPECT_EQ(missed.target_reached, false);
+  EXPECT_FALSE(missed.time_to_target_s.has_value());
+}
+
+// The first epoch that reaches the target: accuracy at least it, a loss at most it; the epochs'
+// training times summed up to it; NaN reaches nothing.
+TEST(TimeToTarget, IsTheFirstEpochThatReachesItWithTheTrainingTimeSoFar) {
+  const std::vector<EpochMeasurement> epochs = {{1, 0.9, 0.8, 0.5, 2.0, 0.5, 100},
+                                                {2, std::nan(""), std::nan(""), std::nan(""), 3.0, 0.5, 200},
+                                                {3, 0.4, 0.45, 0.86, 4.0, 0.5, 300},
+                                                {4, 0.3, 0.5, 0.9, 5.0, 0.5, 400}};
+  EXPECT_FALSE(time_to_target(epochs, 10, std::nullopt).has_value());
+  const auto accuracy = time_to_target(epochs, 10, TrainingTarget{"test_accuracy", 0.85});
+  ASSERT_TRUE(accuracy && accuracy->reached);
+  EXPECT_DOUBLE_EQ(accuracy->time_s, 9.0);
+  EXPECT_EQ(accuracy->epoch, 3);
+  EXPECT_EQ(accuracy->step, 30);
+  EXPECT_EQ(time_to_target(epochs, 10, TrainingTarget{"test_accuracy", 0.5})->epoch, 1);  // "at least"
+  EXPECT_EQ(time_to_target(epochs, 10, TrainingTarget{"train_loss", 0.35})->epoch, 4);
+  EXPECT_EQ(time_to_target(epochs, 10, TrainingTarget{"test_loss", 0.8})->epoch, 1);  // "at most"
+  const auto never = time_to_target(epochs, 10, TrainingTarget{"test_accuracy", 0.95});
+  ASSERT_TRUE(never.has_value());
+  EXPECT_FALSE(never->reached);
+  EXPECT_EQ(never->time_s, 0.0);
+}
+
+TEST(StalenessQuantile, IsTheSmallestStalenessWithThatShareAtOrBelowIt) {
+  EXPECT_EQ(staleness_quantile({}, 0.5), 0);
+  EXPECT_EQ(staleness_quantile({0, 0, 5}, 0.5), 2);
+  EXPECT_EQ(staleness_quantile({3, 1}, 0.75), 0);
+  EXPECT_EQ(staleness_quantile({3, 1}, 0.76), 1);
+  EXPECT_EQ(staleness_quantile({3, 1, 0, 0}, 1.0), 1);  // trailing zeros are no gradient
 }
 
 // Version 3 had no loss curve: such a record is read with an empty one.

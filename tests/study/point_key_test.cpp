@@ -30,6 +30,7 @@ TEST(PointKey, IsTheSettingsAndTheRepeat) {
   spelled.erase("sync_every");
   spelled.erase("ps_servers");
   spelled.erase("max_staleness");
+  spelled.erase("target");
   EXPECT_EQ(key.text(), spelled.dump() + "|1");
   // A scheme other than sync, or another period, is part of the key.
   PointSettings local = settings;
