@@ -6,6 +6,7 @@
 #include <chrono>
 #include <functional>
 #include <optional>
+#include <tuple>
 #include <thread>
 
 #include "e2e_helpers.h"
@@ -57,6 +58,43 @@ TEST(CrashedRank, IsTheReasonNotItsPeersFollowOnErrors) {
   EXPECT_EQ(rows[0].at("reason").rfind("rank 1: SIGSEGV (segmentation fault) at address ", 0), 0U)
       << rows[0].at("reason") << "\n"
       << read_text(out / "logs" / (rows[0].at("id") + ".log"));
+}
+
+// Scheme async_ps: a server that dies (SIGKILL: no crash report of its own) or a worker that
+// crashes (SIGSEGV) in the middle of training fails the point with that rank as its reason, and
+// nobody waits for it: the other ranks are stopped, none left polling.
+TEST(CrashedRank, AnAsyncPsServerOrWorkerFailsThePointWithItsReasonAndNoHang) {
+  for (const auto& [victim, signal, reason] : {std::tuple{0, SIGKILL, "rank 0 killed by signal 9"},
+                                               std::tuple{2, SIGSEGV, "rank 2: SIGSEGV"}}) {
+    const fs::path dir = scratch("crashed_async_ps_" + std::to_string(victim));
+    const fs::path experiment = write_experiment(
+        dir, R"({"name": "crashed", "settings": {"workload": "iris_mlp", "scheme": "async_ps", "backend": "ps",
+                 "epochs": 100000, "ranks": 3, "threads_per_rank": 1, "timeout_s": 120}})");
+    const fs::path out = dir / "out";
+    ChildProcess run(harness_request({"run", experiment.string(), "--out", out.string()}, dir / "run.log"));
+    const auto progress_lines = [&] {
+      std::size_t lines = 0;
+      std::error_code error;
+      for (const auto& entry : fs::directory_iterator(out / "logs", error)) {
+        if (entry.path().extension() == ".log") lines = std::max(lines, tail_lines(entry.path().string(), 10).size());
+      }
+      return lines;
+    };
+    ASSERT_TRUE(within_a_minute([&] { return progress_lines() >= 3; })) << read_text(dir / "run.log");
+    const pid_t rank = find_rank_process(victim);
+    ASSERT_NE(rank, 0);
+    ASSERT_EQ(::kill(rank, signal), 0);
+    std::optional<ProcessOutcome> ended;
+    ASSERT_TRUE(within_a_minute([&] { return (ended = run.poll()).has_value(); })) << "rank " << victim;
+    EXPECT_EQ(ended->exit_code, 1);
+    const auto rows = read_csv(out / "summary.csv");
+    ASSERT_EQ(rows.size(), 1U);
+    EXPECT_EQ(rows[0].at("status"), "failed");
+    EXPECT_EQ(rows[0].at("reason").rfind(reason, 0), 0U)
+        << rows[0].at("reason") << "\n"
+        << read_text(out / "logs" / (rows[0].at("id") + ".log"));
+    for (int other = 0; other < 3; ++other) EXPECT_EQ(find_rank_process(other), 0) << "rank " << other << " left";
+  }
 }
 
 }  // namespace

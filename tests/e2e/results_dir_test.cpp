@@ -179,6 +179,39 @@ TEST(EndToEnd, KilledSweepResumesRunningOnlyWhatIsMissing) {
   EXPECT_EQ(joined(run.output).find("kept"), std::string::npos) << "--fresh kept a point";
 }
 
+// The same for scheme async_ps, whose ranks poll rather than block: killed while its second point
+// trains, no rank outlives the harness, and the next run keeps the first point and completes the
+// second.
+TEST(EndToEnd, AKilledAsyncPsSweepResumes) {
+  const fs::path dir = scratch("resume_async_ps");
+  const fs::path experiment = write_experiment(dir, R"({"name": "resume", "settings": {"scheme": "async_ps",
+    "backend": "ps", "ranks": 3, "threads_per_rank": 1, "max_staleness": 1}, "sweep": {"epochs": [2, 300]}})");
+  const fs::path out = dir / "out";
+  const fs::path log = dir / "log1";
+  ProcessRequest request;
+  request.argv = {"sh", "-c",
+                  std::string(HARNESS_BINARY) + " run " + experiment.string() + " --out " +
+                      out.string() + " & pid=$!; "
+                      "while ! grep -q '\\[2/2\\]' " + log.string() + "; do sleep 0.2; done; "
+                      "sleep 0.5; kill -KILL $pid; wait $pid; echo \"exit=$?\""};
+  request.log_path = log.string();
+  request.timeout_s = 120;
+  ASSERT_TRUE(run_process(request).ok());
+  EXPECT_EQ(tail_lines(log.string(), 1).back(), "exit=137");
+  for (int i = 0; i < 50 && ranks_writing_into(out); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(ranks_writing_into(out)) << "a rank outlived the harness";
+  ASSERT_EQ(std::distance(fs::directory_iterator(out / "points"), fs::directory_iterator()), 1);
+
+  const HarnessRun run = run_harness({"run", experiment.string(), "--out", out.string()}, dir / "log2");
+  ASSERT_TRUE(run.outcome.ok()) << joined(run.output);
+  const std::string output = joined(run.output);
+  EXPECT_NE(output.find("kept (completed in an earlier run)"), std::string::npos) << output;
+  const auto rows = read_csv(out / "summary.csv");
+  ASSERT_EQ(rows.size(), 2U);
+  EXPECT_EQ(rows[1].at("status"), "ok");
+  EXPECT_EQ(rows[1].at("epochs"), "300");
+}
+
 TEST(EndToEnd, InterruptKeepsCompletedPointsAndExits130) {
   const fs::path dir = scratch("interrupt");
   // The first point finishes in about a second; the second would run for minutes.

@@ -130,5 +130,25 @@ TEST(Schemes, AsyncPsRunsEndToEndAndEveryPointSaysWhenItReachedItsTarget) {
   EXPECT_TRUE(fs::exists(out / "plots" / "loss_time.png"));
 }
 
+// The Fashion-MNIST CNN learns under async_ps at max_staleness 2 on 3 ranks (a server, 2 workers):
+// it reaches 62% held-out accuracy within 2 epochs of 2048 images (69% in the run that chose the
+// bound; sync's model is at 61% after one such epoch: docs/schemes.md has the full figure).
+TEST(Schemes, TheCnnReachesItsTargetUnderAsyncPsAtStalenessTwo) {
+  const fs::path dir = scratch("async_ps_cnn");
+  const fs::path experiment = write_experiment(dir, R"({
+    "name": "async_ps_cnn",
+    "settings": {"workload": "mnist_cnn", "scheme": "async_ps", "backend": "ps", "max_staleness": 2, "ranks": 3,
+                 "threads_per_rank": 1, "batch_size": 32, "dataset_size": 2048, "test_size": 500, "epochs": 2,
+                 "lr": 0.05, "target": {"metric": "test_accuracy", "value": 0.62}}})");
+  const fs::path out = dir / "out";
+  const HarnessRun run = run_harness({"run", experiment.string(), "--out", out.string()}, dir / "log");
+  ASSERT_TRUE(run.outcome.ok()) << explained(run);
+  const auto summary = read_csv(out / "summary.csv");
+  ASSERT_EQ(summary.size(), 1U);
+  const Json record = read_json_file((out / "points" / (summary[0].at("id") + ".json")).string());
+  EXPECT_TRUE(record["measurements"]["time_to_target"]["reached"].get<bool>()) << record["measurements"]["epochs"];
+  EXPECT_LE(std::stod(summary[0].at("staleness_max")), 2.0);
+}
+
 }  // namespace
 }  // namespace harness::e2e

@@ -109,17 +109,18 @@ TEST(SlurmCluster, AutoPacksPointsThatRanShortBefore) {
   EXPECT_EQ(std::distance(fs::directory_iterator(dir / "out" / "jobs" / "scripts"), fs::directory_iterator()), 1);
 }
 
-// Synchronous SGD and local SGD (docs/schemes.md), each rank on a node of its own.
+// Synchronous SGD, local SGD and the asynchronous parameter server (docs/schemes.md), each rank on
+// a node of its own.
 TEST(SlurmCluster, APointOnTwoNodesRunsOnBoth) {
   const fs::path dir = scratch("slurm_two_nodes");
   const fs::path experiment = write_experiment(dir, R"({"name": "two_nodes", "launcher": "slurm",
     "settings": {"workload": "iris_mlp", "epochs": 5, "ranks": 2, "nodes": 2, "ranks_per_node": 1,
-                 "timeout_s": 120, "sync_every": 3},
-    "sweep": {"scheme": ["sync", "local_sgd"]}})");
+                 "timeout_s": 120, "sync_every": 3, "max_staleness": 1},
+    "sweep": {"zip": {"scheme": ["sync", "local_sgd", "async_ps"], "backend": ["allreduce", "allreduce", "ps"]}}})");
   const HarnessRun run = run_harness({"run", experiment.string(), "--out", (dir / "out").string()}, dir / "run.log");
   ASSERT_EQ(run.outcome.exit_code, 0) << explained(run);
   const std::vector<Json> both = records(dir / "out");
-  ASSERT_EQ(both.size(), 2U);
+  ASSERT_EQ(both.size(), 3U);
   std::set<std::string> schemes;
   for (const Json& record : both) {
     EXPECT_EQ(record["status"], "ok") << record["reason"];
@@ -127,7 +128,9 @@ TEST(SlurmCluster, APointOnTwoNodesRunsOnBoth) {
     EXPECT_EQ(record["measurements"]["epochs"].size(), 5U);
     schemes.insert(record["settings"]["scheme"].get<std::string>());
   }
-  EXPECT_EQ(schemes, (std::set<std::string>{"sync", "local_sgd"}));
+  EXPECT_EQ(schemes, (std::set<std::string>{"sync", "local_sgd", "async_ps"}));
+  // async_ps's server on one node and its worker on the other: every gradient crossed.
+  EXPECT_EQ(both[2]["measurements"]["async_ps"]["worker_batches"].size(), 1U);
 }
 
 // Every backend that spans nodes, 2 nodes x 2 ranks, through srun: the comm benchmark checks each
