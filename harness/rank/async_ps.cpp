@@ -254,9 +254,9 @@ void AsyncParameterServer::Server::receive(int worker) {
                      MPI_STATUS_IGNORE),
             "MPI_Recv(async_ps push)");
   waiting_[w] = 1;
-  waiting_since_[w] = Clock::now();
   if (header.has_gradient == 0) {
     ++asked_;
+    waiting_since_[w] = Clock::now();
     return;
   }
   check_mpi(MPI_Recv(gradients_[w].data(), static_cast<int>(gradients_[w].size()), MPI_FLOAT, source, kGradientTag,
@@ -271,6 +271,9 @@ void AsyncParameterServer::Server::receive(int worker) {
     if (server_ == 0) run_->count_loss(header.loss);
   }
   ++pushed_[w];
+  // From here on the worker waits for the bound (or, in lockstep, for the step's other workers),
+  // not for its own gradient's handling.
+  waiting_since_[w] = Clock::now();
 }
 
 // values -= lr x gradient / W, with the learning rate of the step the applied gradients have

@@ -97,7 +97,9 @@ StepSeries gather_step_series(const StepTimes& local, std::size_t first_step,
   StepSeries series = mean_training_rank_steps(
       StepTimes{.compute_s = compute_s, .comm_s = comm_s, .exposed_s = exposed_s, .step_s = step_s, .held_s = held_s},
       steps, training);
-  series.imbalance_s = load_imbalance_per_step(compute_s, steps, training);
+  // Under a scheme that holds ranks back by its own rule, a rank waits for a slower one only
+  // when held (async_ps's workers never wait for each other's compute otherwise).
+  series.imbalance_s = held_s.empty() ? load_imbalance_per_step(compute_s, steps, training) : *series.wait_s;
   SlowestRanks slowest = slowest_rank_per_step(compute_s, steps, training);
   series.slowest_rank = std::move(slowest.rank);
   series.slowest_lead_s = std::move(slowest.lead_s);

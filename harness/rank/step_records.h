@@ -13,7 +13,8 @@ namespace harness {
 // compute, communication and exposed times (a rank's compute and exposed time add up to at most
 // its step, and so do the means), how much of the exposed time was waiting for the slowest
 // training rank's compute (the mean of each rank's wait; with held times, StepTimes::held_s, those
-// instead), and the step's load imbalance. `training[r]`: whether rank r computes gradients (all but a parameter server
+// instead), and the step's load imbalance (with held times, the held wait: what a rank waited for
+// slower ones). `training[r]`: whether rank r computes gradients (all but a parameter server
 // that only serves). Also, per step, the slowest training rank and its lead over the median one
 // (slowest_rank_per_step), and every rank's compute time at a bounded sample of the steps
 // (sample_rank_compute): what the records keep of each rank is bounded whatever the run's length.

@@ -48,7 +48,7 @@ std::vector<EfficiencyLoss> efficiency_losses(const std::vector<ConfigurationSta
     const StepParts base = parts_of(baseline, metrics);
     if (!own.measured || !base.measured) continue;
     const double r = (own.samples_per_step / base.samples_per_step) *
-                     (static_cast<double>(baseline.settings.ranks) / configuration.settings.ranks);
+                     (static_cast<double>(scaling_ranks(baseline.settings)) / scaling_ranks(configuration.settings));
     EfficiencyLoss& loss = losses[c];
     loss.judged = true;
     loss.lost = 1 - configuration.efficiency.median;

@@ -4,7 +4,12 @@
 
 #include <fmt/format.h>
 
+#include "schemes/registry.h"
+
 namespace harness {
+
+int scaling_ranks(const PointSettings& settings) { return std::max(1, settings.ranks - ps_servers(settings)); }
+
 namespace {
 
 bool usable(const ScalingInput& point) {
@@ -99,8 +104,8 @@ void compare_with_baseline(std::vector<ConfigurationStats>& configurations,
                            const std::vector<std::vector<double>>& per_sample, std::size_t c, int chosen) {
   ConfigurationStats& configuration = configurations[c];
   configuration.baseline = chosen;
-  const double ranks_ratio = static_cast<double>(configurations[chosen].settings.ranks) /
-                             configuration.settings.ranks;
+  const double ranks_ratio = static_cast<double>(scaling_ranks(configurations[chosen].settings)) /
+                             scaling_ranks(configuration.settings);
   // A configuration compared with itself has speedup 1 exactly, not a resampling spread.
   configuration.speedup =
       chosen == static_cast<int>(c)
@@ -130,7 +135,7 @@ void scale_runs(const std::vector<ScalingInput>& runs, const std::vector<std::ve
       Scaling scaling;
       scaling.baseline = configuration.baseline;
       scaling.speedup = base_time / time_per_sample(runs[r]);
-      scaling.efficiency = scaling.speedup * base.settings.ranks / runs[r].settings.ranks;
+      scaling.efficiency = scaling.speedup * scaling_ranks(base.settings) / scaling_ranks(runs[r].settings);
       analysis.scaling[r] = scaling;
     }
   }

@@ -36,6 +36,11 @@ struct ConfigurationStats {
   std::optional<double> karp_flatt;
 };
 
+// The ranks a configuration's efficiency divides by: every rank, but the servers of scheme
+// async_ps, which only serve (the parameter server backend's serving rank 0 counts: it is part
+// of the synchronous step).
+int scaling_ranks(const PointSettings& settings);
+
 // Per run: speedup = its baseline configuration's median time per sample / the run's own.
 struct Scaling {
   int baseline = -1;  // index of the baseline configuration

@@ -41,6 +41,29 @@ TEST(Scaling, SpeedupAndEfficiencyAgainstTheFewestRanks) {
   EXPECT_EQ(scaling[2]->baseline, 0);
 }
 
+// async_ps's servers only serve: efficiency counts its workers (2 of 3 ranks here, 2 of 4 with two
+// servers), while the parameter server backend's rank 0 still counts (it is part of each step).
+TEST(Scaling, AsyncPsEfficiencyCountsItsWorkersOnly) {
+  ScalingInput one = point(1, 8.0);
+  one.settings.backend = "ps";
+  ScalingInput three = point(3, 5.0);
+  three.settings.backend = "ps";
+  three.settings.scheme = "async_ps";
+  EXPECT_EQ(scaling_ranks(three.settings), 2);
+  EXPECT_EQ(scaling_ranks(one.settings), 1);
+  apply_setting(three.settings, "ps_servers", 2, "test");
+  EXPECT_EQ(scaling_ranks(three.settings), 1);
+  apply_setting(three.settings, "ps_servers", 1, "test");
+  ScalingInput synchronous = point(3, 5.0);
+  synchronous.settings.backend = "ps";
+  EXPECT_EQ(scaling_ranks(synchronous.settings), 3);
+  // The async point against the one-rank point (a baseline named by its ranks).
+  const auto scaling = per_run({one, three}, Json{{"ranks", 1}, {"scheme", "sync"}});
+  ASSERT_TRUE(scaling[1].has_value());
+  EXPECT_DOUBLE_EQ(scaling[1]->speedup, 1.6);
+  EXPECT_DOUBLE_EQ(scaling[1]->efficiency, 0.8);  // 1.6 over 2 workers
+}
+
 TEST(Scaling, BaselineOnlyAmongOtherwiseEqualSettings) {
   // Two curves (batch 4 and 16); each is measured against its own one-rank point.
   const auto scaling =
