@@ -159,7 +159,8 @@ class AsyncParameterServer::Server {
         workers_(scheme.workers_),
         lockstep_(scheme.max_staleness_ == 0),
         values_(static_cast<std::size_t>(slice_.end - slice_.begin)),
-        gradients_(static_cast<std::size_t>(workers_), std::vector<float>(values_.size())),
+        // Lockstep keeps a step's gradients until all are in; otherwise each is applied as it comes.
+        gradients_(lockstep_ ? static_cast<std::size_t>(workers_) : 1, std::vector<float>(values_.size())),
         replies_(static_cast<std::size_t>(workers_), std::vector<float>(values_.size())),
         reply_headers_(static_cast<std::size_t>(workers_)),
         sends_(static_cast<std::size_t>(workers_), {MPI_REQUEST_NULL, MPI_REQUEST_NULL}) {}
@@ -180,7 +181,7 @@ class AsyncParameterServer::Server {
   int workers_;
   bool lockstep_;  // max_staleness 0: one update per step from all W gradients
   std::vector<float> values_;
-  std::vector<std::vector<float>> gradients_;  // per worker, as received
+  std::vector<std::vector<float>> gradients_;  // as received: per worker in lockstep, else one
   std::vector<std::vector<float>> replies_;    // per worker, the slice as sent
   std::vector<ReplyHeader> reply_headers_;
   std::vector<std::array<MPI_Request, 2>> sends_;
@@ -259,14 +260,15 @@ void AsyncParameterServer::Server::receive(int worker) {
     waiting_since_[w] = Clock::now();
     return;
   }
-  check_mpi(MPI_Recv(gradients_[w].data(), static_cast<int>(gradients_[w].size()), MPI_FLOAT, source, kGradientTag,
+  std::vector<float>& gradient = gradients_[lockstep_ ? w : 0];
+  check_mpi(MPI_Recv(gradient.data(), static_cast<int>(gradient.size()), MPI_FLOAT, source, kGradientTag,
                      scheme_.communicator_.handle(), MPI_STATUS_IGNORE),
             "MPI_Recv(async_ps gradient)");
   if (lockstep_) {
     losses_[w] = header.loss;  // applied with the step's others, once all are in
   } else {
     record_staleness(pushed_[w] - read_slowest_[w]);
-    apply(gradients_[w]);
+    apply(gradient);
     ++applied_;
     if (server_ == 0) run_->count_loss(header.loss);
   }
@@ -307,7 +309,7 @@ void AsyncParameterServer::Server::answer_those_allowed() {
       }
       apply(sum);
       applied_ += workers_;
-      for (std::size_t w = 0; w < gradients_.size(); ++w) {
+      for (std::size_t w = 0; w < losses_.size(); ++w) {
         record_staleness(0);
         if (server_ == 0) run_->count_loss(losses_[w]);
       }
