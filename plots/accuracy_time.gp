@@ -8,5 +8,6 @@ BLOCKS = STATS_blocks
 set title "Held-out accuracy against training time, experiment ".EXPERIMENT
 set xlabel "training time (s, evaluation excluded)"
 set ylabel "held-out accuracy (%)"
-set yrange [0:100]
-PLOT = 'plot for [i=0:BLOCKS-1] DATAFILE index i using 1:2 with linespoints lw 2 lt i + 1 pt (i % 12) + 1 ps 1 title columnheader(1)'
+# Many configurations with long names: the key goes below, in two columns (render.gp's sets the
+# key before PLOT, which sets it again).
+PLOT = 'set key below horizontal maxcols 2 box; plot for [i=0:BLOCKS-1] DATAFILE index i using 1:2 with linespoints lw 2 lt i + 1 pt (i % 12) + 1 ps 1 title columnheader(1)'

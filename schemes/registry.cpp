@@ -134,4 +134,13 @@ std::string staleness_text(const PointSettings& settings) {
   return bound ? std::to_string(*bound) : std::string(kUnbounded);
 }
 
+std::string scheme_label(const PointSettings& settings) {
+  if (settings.scheme == "local_sgd") return fmt::format("local_sgd H={}", sync_every(settings));
+  if (settings.scheme == "async_ps") {
+    const std::string bound = staleness_text(settings);
+    return fmt::format("async_ps s={}", bound == kUnbounded ? "inf" : bound);
+  }
+  return settings.scheme;
+}
+
 }  // namespace harness

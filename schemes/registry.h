@@ -50,5 +50,8 @@ int ps_servers(const PointSettings& settings);
 std::optional<int64_t> max_staleness(const PointSettings& settings);
 // As tables print it: the number or "unbounded" under async_ps, "" under every other scheme.
 std::string staleness_text(const PointSettings& settings);
+// The scheme with its own setting, as tables and plots name it: "sync", "local_sgd H=8",
+// "async_ps s=2", "async_ps s=inf".
+std::string scheme_label(const PointSettings& settings);
 
 }  // namespace harness

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "schemes/registry.h"
+
 namespace harness {
 
 std::vector<std::string> varying_keys(const std::vector<PointSettings>& settings) {
@@ -25,8 +27,18 @@ std::string curve_label(const PointSettings& settings, const std::vector<std::st
                         bool include_ranks) {
   const Json values = to_json(settings);
   std::string label;
+  bool scheme_named = false;
   for (const auto& key : keys) {
     if (key == "ranks" && !include_ranks) continue;
+    // A scheme and its own settings in one word ("async_ps s=2"): the others' are not read.
+    if (key == "scheme" || key == "sync_every" || key == "max_staleness") {
+      if (!scheme_named) {
+        if (!label.empty()) label += ' ';
+        label += scheme_label(settings);
+      }
+      scheme_named = true;
+      continue;
+    }
     const Json& value = values[key];
     label += fmt::format("{}{}={}", label.empty() ? "" : " ", key,
                          value.is_string() ? value.get<std::string>() : value.dump());

@@ -14,16 +14,6 @@
 namespace harness {
 namespace {
 
-// How the ranks trained, with the scheme's own setting: "sync", "local_sgd H=8", "async_ps s=2".
-std::string scheme_label(const PointSettings& settings) {
-  if (settings.scheme == "local_sgd") return fmt::format("local_sgd H={}", sync_every(settings));
-  if (settings.scheme == "async_ps") {
-    const std::string bound = staleness_text(settings);
-    return fmt::format("async_ps s={}", bound == "unbounded" ? "inf" : bound);
-  }
-  return settings.scheme;
-}
-
 // Whether any run trained with another scheme than sync: then the tables name each one's.
 bool schemes_vary(const ResultSet& set) {
   return std::any_of(set.runs().begin(), set.runs().end(),
