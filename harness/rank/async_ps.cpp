@@ -7,10 +7,8 @@
 #include <array>
 #include <cstring>
 #include <ctime>
-#include <iostream>
 #include <limits>
 #include <numeric>
-#include <set>
 
 #include <fmt/format.h>
 
@@ -19,6 +17,7 @@
 #include "harness/common/errors.h"
 #include "harness/common/rank_progress.h"
 #include "harness/common/shuffle.h"
+#include "harness/rank/training_parts.h"
 #include "schemes/registry.h"
 
 namespace harness {
@@ -72,23 +71,6 @@ void barrier_without_spinning(const Communicator& communicator) {
   MPI_Request request = MPI_REQUEST_NULL;
   check_mpi(MPI_Ibarrier(communicator.handle(), &request), "MPI_Ibarrier");
   wait_without_spinning(request);
-}
-
-// The workload's parameters, each with an allocated .grad (as the data-parallel trainer's).
-std::vector<torch::Tensor> flat_parameters(Workload& workload) {
-  std::vector<torch::Tensor> parameters = workload.parameters();
-  std::set<const void*> seen;
-  for (auto& parameter : parameters) {
-    if (!seen.insert(parameter.unsafeGetTensorImpl()).second) {
-      throw NotSupported("async_ps: a parameter is listed twice (tied weights are not supported)");
-    }
-    if (parameter.scalar_type() != torch::kFloat32 || !parameter.is_non_overlapping_and_dense() ||
-        !parameter.is_cpu()) {
-      throw NotSupported("async_ps: parameters must be dense float32 tensors in host memory");
-    }
-    parameter.mutable_grad() = torch::zeros_like(parameter, torch::MemoryFormat::Preserve);
-  }
-  return parameters;
 }
 
 // A dense tensor's elements in its memory order (what every rank's copy of a parameter shares).
@@ -448,7 +430,7 @@ AsyncParameterServer::AsyncParameterServer(Workload& workload, const Communicato
       workers_(communicator.size() - servers_),
       worker_index_(communicator.rank() < servers_ ? -1 : communicator.rank() - servers_),
       max_staleness_(max_staleness(settings)),
-      parameters_(flat_parameters(workload)) {
+      parameters_(exchangeable_parameters(workload, "async_ps", true)) {
   // Linux lets a sleep overrun by the thread's timer slack, 50 us by default: five times the first
   // sleep between polls. 1 us keeps the sleeps near what they ask.
   prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
@@ -548,7 +530,9 @@ LoopResult AsyncParameterServer::train(LoopFlush* flush) {
     } else {
       gather_parameters(run.flat, {});
     }
-    share_buffers_with_rank_zero();
+    // Rank 0 serves and never ran a forward pass: it evaluates with the first worker's BatchNorm
+    // statistics, as the synchronous parameter server does.
+    share_buffers_with_rank_zero(workload_, communicator_, servers_);
     if (communicator_.rank() == 0) record_epoch(epoch, epoch_time, run);
     if (flush != nullptr) {
       LoopResult so_far = result;
@@ -575,42 +559,10 @@ void AsyncParameterServer::gather_parameters(std::vector<float>& flat, const std
   load_parameters(flat);
 }
 
-void AsyncParameterServer::share_buffers_with_rank_zero() {
-  // Rank 0 serves and never ran a forward pass: its BatchNorm statistics would be the initial
-  // ones. It takes the first worker's, as the synchronous parameter server does.
-  const int first_worker = servers_;
-  torch::NoGradGuard no_grad;
-  for (torch::Tensor& buffer : workload_.buffers()) {
-    torch::Tensor host = buffer.to(torch::kCPU).contiguous();
-    check_mpi(MPI_Bcast(host.data_ptr(), static_cast<int>(host.nbytes()), MPI_BYTE, first_worker,
-                        communicator_.handle()),
-              "MPI_Bcast(buffers)");
-    if (communicator_.rank() == 0) buffer.copy_(host);
-  }
-}
-
 void AsyncParameterServer::record_epoch(int epoch, double epoch_time, Run& run) {
-  LoopResult& result = run.result;
-  const auto evaluation_start = Clock::now();
-  const Evaluation evaluation = workload_.evaluate();
-  const double eval_time_s = seconds_since(evaluation_start);
-  result.eval_time_s += eval_time_s;
-  EpochRecord record;
-  record.epoch = epoch;
-  record.train_loss = run.epoch_loss / static_cast<double>(run.batches_per_epoch);
-  record.test_loss = evaluation.loss;
-  record.test_accuracy = evaluation.accuracy;
-  record.train_time_s = epoch_time;
-  record.eval_time_s = eval_time_s;
-  record.samples_seen = run.samples_seen;
-  result.epochs.push_back(record);
-  if (epoch == settings_.epochs || seconds_since(run.last_progress_line) >= 1.0) {
-    run.last_progress_line = Clock::now();
-    std::cerr << fmt::format("harness worker (rank 0) progress: epoch {}/{}: train loss {:.4g}, "
-                             "test accuracy {:.4g}, {:.3f} s\n",
-                             epoch, settings_.epochs, record.train_loss, record.test_accuracy, epoch_time)
-              << std::flush;
-  }
+  const double train_loss = run.epoch_loss / static_cast<double>(run.batches_per_epoch);
+  record_evaluated_epoch(workload_, {epoch, settings_.epochs, train_loss, epoch_time, run.samples_seen}, run.result,
+                         run.last_progress_line);
 }
 
 StepTimes AsyncParameterServer::aligned_steps(const StepTimes& steps) const {

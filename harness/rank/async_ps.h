@@ -82,8 +82,6 @@ class AsyncParameterServer final : public TrainingScheme {
   // Every rank's parameters become the servers' slices (collective; `slice`: this server's,
   // empty on a worker).
   void gather_parameters(std::vector<float>& flat, const std::vector<float>& slice);
-  // The first worker's BatchNorm statistics onto rank 0, which evaluates (collective).
-  void share_buffers_with_rank_zero();
   void record_epoch(int epoch, double epoch_time, Run& run);
   // Truncates (pads, on servers) this rank's timed steps to the fewest any worker took, so that
   // every rank gathers as many (collective).

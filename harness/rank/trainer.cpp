@@ -1,8 +1,6 @@
 #include "harness/rank/trainer.h"
 
-#include <iostream>
 #include <numeric>
-#include <set>
 
 #include <ATen/Parallel.h>
 #include <fmt/format.h>
@@ -12,33 +10,10 @@
 #include "harness/common/errors.h"
 #include "harness/common/rank_progress.h"
 #include "harness/common/shuffle.h"
+#include "harness/rank/training_parts.h"
 #include "schemes/registry.h"
 
 namespace harness {
-
-namespace {
-
-// The workload's parameters, each with an allocated .grad so packing never meets an undefined
-// gradient. Throws NotSupported for parameters the flat buffers cannot hold.
-std::vector<torch::Tensor> checked_parameters(Workload& workload) {
-  std::vector<torch::Tensor> parameters = workload.parameters();
-  std::set<const void*> seen;
-  for (auto& parameter : parameters) {
-    // A tensor listed twice (tied weights) would get two slices of the fused buffer for one .grad.
-    if (!seen.insert(parameter.unsafeGetTensorImpl()).second) {
-      throw NotSupported("trainer: a parameter is listed twice (tied weights are not supported)");
-    }
-    // Dense: contiguous in some memory format (channels-last convolution weights included).
-    if (parameter.scalar_type() != torch::kFloat32 || !parameter.is_non_overlapping_and_dense()) {
-      throw NotSupported("trainer: parameters must be dense float32 tensors");
-    }
-    // In the parameter's layout, which autograd keeps when it accumulates into it.
-    parameter.mutable_grad() = torch::zeros_like(parameter, torch::MemoryFormat::Preserve);
-  }
-  return parameters;
-}
-
-}  // namespace
 
 DataParallelTrainer::DataParallelTrainer(Workload& workload, GradientSync& backend,
                                          const Communicator& communicator,
@@ -47,7 +22,7 @@ DataParallelTrainer::DataParallelTrainer(Workload& workload, GradientSync& backe
       communicator_(communicator),
       settings_(settings),
       layout_(worker_layout(settings, communicator.rank(), communicator.size())),
-      parameters_(checked_parameters(workload)),
+      parameters_(exchangeable_parameters(workload, "trainer", false)),
       buckets_(parameters_, backend, settings.bucket_mb, settings.overlap, layout_.workers,
                staging_chunk_floats(settings)) {
   if (settings.scheme == "local_sgd") {
@@ -80,18 +55,10 @@ void DataParallelTrainer::broadcast_parameters() {
 void DataParallelTrainer::share_buffers_with_an_evaluating_server() {
   // Rank 0 evaluates. When it only serves, it never ran a forward pass: its BatchNorm statistics
   // are the initial ones, and the held-out loss would be another model's. It takes the first
-  // training rank's, as DDP's broadcast_buffers shares rank 0's. Only rank 0 may serve
-  // (WorkerLayout), so that is rank 1.
+  // training rank's. Only rank 0 may serve (WorkerLayout), so that is rank 1.
   if (communicator_.size() < 2 || worker_layout(settings_, 0, communicator_.size()).index >= 0) return;
   constexpr int first_training = 1;
-  torch::NoGradGuard no_grad;
-  for (torch::Tensor& buffer : workload_.buffers()) {
-    torch::Tensor host = buffer.to(torch::kCPU).contiguous();
-    check_mpi(MPI_Bcast(host.data_ptr(), static_cast<int>(host.nbytes()), MPI_BYTE, first_training,
-                        communicator_.handle()),
-              "MPI_Bcast(buffers)");
-    if (communicator_.rank() == 0) buffer.copy_(host);
-  }
+  share_buffers_with_rank_zero(workload_, communicator_, first_training);
 }
 
 int64_t DataParallelTrainer::steps_per_epoch() const {
@@ -315,31 +282,9 @@ double DataParallelTrainer::sum_epoch_losses(double loss_sum, TrainingRun& run) 
 
 // Rank 0: evaluates the model and records the epoch.
 void DataParallelTrainer::record_epoch(int epoch, double loss_sum, double epoch_time, TrainingRun& run) {
-  LoopResult& result = run.result;
-  const auto evaluation_start = Clock::now();
-  const Evaluation evaluation = workload_.evaluate();
-  const double eval_time_s = seconds_since(evaluation_start);
-  result.eval_time_s += eval_time_s;
-  EpochRecord record;
-  record.epoch = epoch;
-  record.train_loss =
-      loss_sum / static_cast<double>(result.steps_per_epoch * layout_.workers);
-  record.test_loss = evaluation.loss;
-  record.test_accuracy = evaluation.accuracy;
-  record.train_time_s = epoch_time;
-  record.eval_time_s = eval_time_s;
-  record.samples_seen = run.samples_seen;
-  result.epochs.push_back(record);
-  // Into the point's log, at most about once a second (and after the last epoch): a point
-  // stopped by its time limit shows how far it got, and a 3000-epoch run is not 3000 lines.
-  if (epoch == settings_.epochs || seconds_since(run.last_progress_line) >= 1.0) {
-    run.last_progress_line = Clock::now();
-    std::cerr << fmt::format("harness worker (rank 0) progress: epoch {}/{}: train loss {:.4g}, "
-                             "test accuracy {:.4g}, {:.3f} s\n",
-                             epoch, settings_.epochs, record.train_loss, record.test_accuracy,
-                             epoch_time)
-              << std::flush;
-  }
+  const double train_loss = loss_sum / static_cast<double>(run.result.steps_per_epoch * layout_.workers);
+  record_evaluated_epoch(workload_, {epoch, settings_.epochs, train_loss, epoch_time, run.samples_seen}, run.result,
+                         run.last_progress_line);
 }
 
 // On the CPU, where a parameter and its gradient share a layout (in training always, unless a

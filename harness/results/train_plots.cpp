@@ -52,20 +52,26 @@ Curves curves_along(const std::vector<ConfigurationStats>& stats, const std::vec
   return curves;
 }
 
+// The measurements of the configuration's first successful run with an epoch; null when none has.
+const TrainMeasurements* first_run_with_epochs(const ResultSet& set, const ConfigurationStats& stat) {
+  for (const int r : stat.runs) {
+    const Run& run = set.runs()[static_cast<std::size_t>(r)];
+    if (run.metrics && !run.record.measurements->train->epochs.empty()) return &*run.record.measurements->train;
+  }
+  return nullptr;
+}
+
 // Per-epoch curves of a field against epoch (x = "epoch") or samples seen, one per configuration
 // (its first successful run).
 std::string epoch_curves(const ResultSet& set, const std::vector<std::string>& keys, bool by_samples,
                          double EpochMeasurement::*field, double scale) {
   std::string out;
   for (const auto& stat : set.configurations()) {
-    const auto run = std::find_if(stat.runs.begin(), stat.runs.end(), [&set](int r) {
-      const Run& candidate = set.runs()[static_cast<std::size_t>(r)];
-      return candidate.metrics && !candidate.record.measurements->train->epochs.empty();
-    });
-    if (run == stat.runs.end()) continue;
+    const TrainMeasurements* train = first_run_with_epochs(set, stat);
+    if (train == nullptr) continue;
     // A diverged run's NaN epochs are left out: gnuplot cannot scale an axis over them.
     std::string points;
-    for (const auto& epoch : set.runs()[static_cast<std::size_t>(*run)].record.measurements->train->epochs) {
+    for (const auto& epoch : train->epochs) {
       const double value = epoch.*field;
       if (std::isfinite(value)) {
         points += fmt::format("{} {:.6g}\n", by_samples ? epoch.samples_seen : epoch.epoch, scale * value);
@@ -248,12 +254,9 @@ double training_time_at(const std::vector<EpochMeasurement>& epochs, int64_t sam
 std::string time_curves(const ResultSet& set, const std::vector<std::string>& keys, bool accuracy) {
   std::string out;
   for (const auto& stat : set.configurations()) {
-    const auto run = std::find_if(stat.runs.begin(), stat.runs.end(), [&set](int r) {
-      const Run& candidate = set.runs()[static_cast<std::size_t>(r)];
-      return candidate.metrics && !candidate.record.measurements->train->epochs.empty();
-    });
-    if (run == stat.runs.end()) continue;
-    const TrainMeasurements& train = *set.runs()[static_cast<std::size_t>(*run)].record.measurements->train;
+    const TrainMeasurements* found = first_run_with_epochs(set, stat);
+    if (found == nullptr) continue;
+    const TrainMeasurements& train = *found;
     std::string points;
     if (accuracy) {
       double time_s = 0;

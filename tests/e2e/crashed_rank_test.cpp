@@ -26,6 +26,17 @@ bool within_a_minute(const std::function<bool()>& ready) {
   return false;
 }
 
+// The most lines any point log under `out` has (of its last 10): rank 0 writes a progress line
+// about once a second, so 3 of them mean the point is in the middle of training.
+std::size_t progress_lines(const fs::path& out) {
+  std::size_t lines = 0;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(out / "logs", error)) {
+    if (entry.path().extension() == ".log") lines = std::max(lines, tail_lines(entry.path().string(), 10).size());
+  }
+  return lines;
+}
+
 // A rank that crashes takes its peers down after it: with gloo they lose their connections and
 // say so ("Connection reset by peer"), after its crash report and its backtrace, which push the
 // report out of the log's last 20 lines. The reason names the crash, not a peer's error (the
@@ -37,16 +48,8 @@ TEST(CrashedRank, IsTheReasonNotItsPeersFollowOnErrors) {
                "ranks": 3, "threads_per_rank": 1, "timeout_s": 120}})");
   const fs::path out = dir / "out";
   ChildProcess run(harness_request({"run", experiment.string(), "--out", out.string()}, dir / "run.log"));
-  const auto progress_lines = [&] {
-    std::size_t lines = 0;
-    std::error_code error;
-    for (const auto& entry : fs::directory_iterator(out / "logs", error)) {
-      if (entry.path().extension() == ".log") lines = std::max(lines, tail_lines(entry.path().string(), 10).size());
-    }
-    return lines;
-  };
-  // Rank 0 reports progress about once a second: crash in the middle of training.
-  ASSERT_TRUE(within_a_minute([&] { return progress_lines() >= 3; })) << read_text(dir / "run.log");
+  // Crash in the middle of training.
+  ASSERT_TRUE(within_a_minute([&] { return progress_lines(out) >= 3; })) << read_text(dir / "run.log");
   const pid_t rank_one = find_rank_process(1);
   ASSERT_NE(rank_one, 0);
   ASSERT_EQ(::kill(rank_one, SIGSEGV), 0);
@@ -72,15 +75,7 @@ TEST(CrashedRank, AnAsyncPsServerOrWorkerFailsThePointWithItsReasonAndNoHang) {
                  "epochs": 100000, "ranks": 3, "threads_per_rank": 1, "timeout_s": 120}})");
     const fs::path out = dir / "out";
     ChildProcess run(harness_request({"run", experiment.string(), "--out", out.string()}, dir / "run.log"));
-    const auto progress_lines = [&] {
-      std::size_t lines = 0;
-      std::error_code error;
-      for (const auto& entry : fs::directory_iterator(out / "logs", error)) {
-        if (entry.path().extension() == ".log") lines = std::max(lines, tail_lines(entry.path().string(), 10).size());
-      }
-      return lines;
-    };
-    ASSERT_TRUE(within_a_minute([&] { return progress_lines() >= 3; })) << read_text(dir / "run.log");
+    ASSERT_TRUE(within_a_minute([&] { return progress_lines(out) >= 3; })) << read_text(dir / "run.log");
     const pid_t rank = find_rank_process(victim);
     ASSERT_NE(rank, 0);
     ASSERT_EQ(::kill(rank, signal), 0);

@@ -112,15 +112,10 @@ bool ranks_writing_into(const fs::path& out) {
   return std::system(("pgrep -f '" + pattern + "' > /dev/null").c_str()) == 0;
 }
 
-// Kill -9 the harness while its second point runs; running again into the same directory keeps
-// the completed point (its record untouched) and runs only the missing one; a changed sweep
-// adopts the completed record under its new position; --fresh runs everything again.
-TEST(EndToEnd, KilledSweepResumesRunningOnlyWhatIsMissing) {
-  const fs::path dir = scratch("resume");
-  const fs::path experiment =
-      write_experiment(dir, R"({"name": "resume", "sweep": {"epochs": [2, 300]}})");
-  const fs::path out = dir / "out";
-  const fs::path log = dir / "log1";
+// Runs `experiment` into `out` (its console into `log`), kill -9s the harness half a second into
+// its second point, and checks that no rank outlived it (mpirun dies with the harness,
+// PR_SET_PDEATHSIG, and its ranks with it).
+void kill_the_harness_in_its_second_point(const fs::path& experiment, const fs::path& out, const fs::path& log) {
   ProcessRequest request;
   request.argv = {"sh", "-c",
                   std::string(HARNESS_BINARY) + " run " + experiment.string() + " --out " +
@@ -131,9 +126,21 @@ TEST(EndToEnd, KilledSweepResumesRunningOnlyWhatIsMissing) {
   request.timeout_s = 120;
   ASSERT_TRUE(run_process(request).ok());
   EXPECT_EQ(tail_lines(log.string(), 1).back(), "exit=137");
-  // mpirun dies with the harness (PR_SET_PDEATHSIG), and its ranks with it.
   for (int i = 0; i < 50 && ranks_writing_into(out); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_FALSE(ranks_writing_into(out)) << "a rank outlived the harness";
+}
+
+// Kill -9 the harness while its second point runs; running again into the same directory keeps
+// the completed point (its record untouched) and runs only the missing one; a changed sweep
+// adopts the completed record under its new position; --fresh runs everything again.
+TEST(EndToEnd, KilledSweepResumesRunningOnlyWhatIsMissing) {
+  const fs::path dir = scratch("resume");
+  const fs::path experiment =
+      write_experiment(dir, R"({"name": "resume", "sweep": {"epochs": [2, 300]}})");
+  const fs::path out = dir / "out";
+  const fs::path log = dir / "log1";
+  kill_the_harness_in_its_second_point(experiment, out, log);
+  if (HasFatalFailure()) return;
   ASSERT_EQ(std::distance(fs::directory_iterator(out / "points"), fs::directory_iterator()), 1);
   const fs::path first_record = fs::directory_iterator(out / "points")->path();
   const Json before = read_json_file(first_record.string());
@@ -188,18 +195,8 @@ TEST(EndToEnd, AKilledAsyncPsSweepResumes) {
     "backend": "ps", "ranks": 3, "threads_per_rank": 1, "max_staleness": 1}, "sweep": {"epochs": [2, 300]}})");
   const fs::path out = dir / "out";
   const fs::path log = dir / "log1";
-  ProcessRequest request;
-  request.argv = {"sh", "-c",
-                  std::string(HARNESS_BINARY) + " run " + experiment.string() + " --out " +
-                      out.string() + " & pid=$!; "
-                      "while ! grep -q '\\[2/2\\]' " + log.string() + "; do sleep 0.2; done; "
-                      "sleep 0.5; kill -KILL $pid; wait $pid; echo \"exit=$?\""};
-  request.log_path = log.string();
-  request.timeout_s = 120;
-  ASSERT_TRUE(run_process(request).ok());
-  EXPECT_EQ(tail_lines(log.string(), 1).back(), "exit=137");
-  for (int i = 0; i < 50 && ranks_writing_into(out); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  EXPECT_FALSE(ranks_writing_into(out)) << "a rank outlived the harness";
+  kill_the_harness_in_its_second_point(experiment, out, log);
+  if (HasFatalFailure()) return;
   ASSERT_EQ(std::distance(fs::directory_iterator(out / "points"), fs::directory_iterator()), 1);
 
   const HarnessRun run = run_harness({"run", experiment.string(), "--out", out.string()}, dir / "log2");

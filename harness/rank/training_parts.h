@@ -1,0 +1,45 @@
+// What every training scheme's rank half does alike (training_scheme.h): take the workload's
+// parameters for exchange, give rank 0 the BatchNorm statistics of a rank that trained, and
+// evaluate and record an epoch on rank 0.
+#pragma once
+
+#include <torch/types.h>
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "backends/communicator.h"
+#include "harness/common/clock.h"
+#include "workloads/loop_result.h"
+#include "workloads/workload.h"
+
+namespace harness {
+
+// The workload's parameters, each with an allocated .grad (in the parameter's memory layout) so
+// that nothing meets an undefined gradient. Throws NotSupported, naming `scheme`, for parameters
+// the flat buffers cannot hold: tied weights, anything but dense float32, and with `host_only`
+// anything outside host memory.
+std::vector<torch::Tensor> exchangeable_parameters(Workload& workload, std::string_view scheme, bool host_only);
+
+// Collective: rank 0 takes `from_rank`'s buffers (BatchNorm's running statistics), as DDP's
+// broadcast_buffers shares rank 0's, when rank 0 only serves and never ran a forward pass.
+void share_buffers_with_rank_zero(Workload& workload, const Communicator& communicator, int from_rank);
+
+// What rank 0 knows of an epoch when it has trained it.
+struct EpochTrained {
+  int epoch = 0;
+  int epochs = 0;            // the point's, for the progress line
+  double train_loss = 0;     // the mean over the epoch's batches
+  double train_time_s = 0;
+  int64_t samples_seen = 0;  // cumulative, all ranks
+};
+
+// Rank 0: evaluates the model, appends the epoch's record to `result` (its evaluation time to
+// eval_time_s), and writes a progress line into the point's log at most about once a second (and
+// after the last epoch): a point stopped by its time limit shows how far it got, and a 3000-epoch
+// run is not 3000 lines.
+void record_evaluated_epoch(Workload& workload, const EpochTrained& trained, LoopResult& result,
+                            Clock::time_point& last_progress_line);
+
+}  // namespace harness
