@@ -131,15 +131,17 @@ TEST(Schemes, AsyncPsRunsEndToEndAndEveryPointSaysWhenItReachedItsTarget) {
 }
 
 // The Fashion-MNIST CNN learns under async_ps at max_staleness 2 on 3 ranks (a server, 2 workers):
-// it reaches 62% held-out accuracy within 2 epochs of 2048 images (69% in the run that chose the
-// bound; sync's model is at 61% after one such epoch: docs/schemes.md has the full figure).
+// it reaches 60% held-out accuracy within 3 epochs of 2048 images. The order in which gradients
+// arrive changes the model from run to run: six runs of 2 epochs ended between 60.4% and 67.8%
+// after their second epoch and first passed 60% after one epoch in every run (61.0-66.6%), so the
+// bound leaves room for that spread. docs/schemes.md has the full figure.
 TEST(Schemes, TheCnnReachesItsTargetUnderAsyncPsAtStalenessTwo) {
   const fs::path dir = scratch("async_ps_cnn");
   const fs::path experiment = write_experiment(dir, R"({
     "name": "async_ps_cnn",
     "settings": {"workload": "mnist_cnn", "scheme": "async_ps", "backend": "ps", "max_staleness": 2, "ranks": 3,
-                 "threads_per_rank": 1, "batch_size": 32, "dataset_size": 2048, "test_size": 500, "epochs": 2,
-                 "lr": 0.05, "target": {"metric": "test_accuracy", "value": 0.62}}})");
+                 "threads_per_rank": 1, "batch_size": 32, "dataset_size": 2048, "test_size": 500, "epochs": 3,
+                 "lr": 0.05, "target": {"metric": "test_accuracy", "value": 0.60}}})");
   const fs::path out = dir / "out";
   const HarnessRun run = run_harness({"run", experiment.string(), "--out", out.string()}, dir / "log");
   ASSERT_TRUE(run.outcome.ok()) << explained(run);
