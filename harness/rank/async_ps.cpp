@@ -1,12 +1,10 @@
 #include "harness/rank/async_ps.h"
 
 #include <mpi.h>
-#include <sys/prctl.h>
 
 #include <algorithm>
 #include <array>
 #include <cstring>
-#include <ctime>
 #include <limits>
 #include <numeric>
 
@@ -17,6 +15,7 @@
 #include "harness/common/errors.h"
 #include "harness/common/rank_progress.h"
 #include "harness/common/shuffle.h"
+#include "harness/rank/polling_wait.h"
 #include "harness/rank/training_parts.h"
 #include "schemes/registry.h"
 
@@ -40,55 +39,12 @@ struct ReplyHeader {
   double held_s = 0;   // how long the server held this reply back for the staleness bound
 };
 
-// Sleeps between polls: 10 us doubling to 250 us, from the first poll that finds nothing.
-class Backoff {
- public:
-  void reset() { sleep_ns_ = kFirstNs; }
-  void sleep() {
-    const timespec pause{0, sleep_ns_};
-    nanosleep(&pause, nullptr);
-    sleep_ns_ = std::min(2 * sleep_ns_, kLongestNs);
-  }
-
- private:
-  static constexpr long kFirstNs = 10'000;
-  static constexpr long kLongestNs = 250'000;
-  long sleep_ns_ = kFirstNs;
-};
-
-void wait_all_without_spinning(MPI_Request* requests, std::size_t count) {
-  Backoff backoff;
-  for (;;) {
-    int done = 0;
-    check_mpi(MPI_Testall(static_cast<int>(count), requests, &done, MPI_STATUSES_IGNORE), "MPI_Testall");
-    if (done != 0) return;
-    backoff.sleep();
-  }
-}
-
-void barrier_without_spinning(const Communicator& communicator) {
-  const InHarnessCollective marked;
-  MPI_Request request = MPI_REQUEST_NULL;
-  check_mpi(MPI_Ibarrier(communicator.handle(), &request), "MPI_Ibarrier");
-  wait_without_spinning(request);
-}
-
 // A dense tensor's elements in its memory order (what every rank's copy of a parameter shares).
 void copy_out(const torch::Tensor& tensor, float* to) {
   std::memcpy(to, tensor.data_ptr<float>(), static_cast<std::size_t>(tensor.numel()) * sizeof(float));
 }
 
 }  // namespace
-
-void wait_without_spinning(MPI_Request& request) {
-  Backoff backoff;
-  for (;;) {
-    int done = 0;
-    check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
-    if (done != 0) return;
-    backoff.sleep();
-  }
-}
 
 AsyncParameterServer::Slice AsyncParameterServer::slice_of(int64_t count, int server, int servers) {
   return {count * server / servers, count * (server + 1) / servers};
@@ -97,7 +53,6 @@ AsyncParameterServer::Slice AsyncParameterServer::slice_of(int64_t count, int se
 // What train() carries from segment to segment.
 struct AsyncParameterServer::Run {
   LoopResult result;
-  LoopFlush* flush = nullptr;
   int64_t batch = 0;               // samples per batch (a worker's step)
   int64_t batches_per_epoch = 0;   // steps per epoch x workers
   std::vector<int64_t> permutation;
@@ -205,7 +160,7 @@ void AsyncParameterServer::Server::serve(const Segment& segment, Run& run) {
 
   // The loop polls rather than blocks (async_ps.h): MPI_Iprobe for any worker's push, and a
   // sleep that doubles while none comes, so that an idle server leaves its core to the workers.
-  Backoff backoff;
+  PollBackoff backoff;
   while (asked_ < workers_ || !segment_applied() ||
          std::find(waiting_.begin(), waiting_.end(), 1) != waiting_.end()) {
     int arrived = 0;
@@ -222,7 +177,7 @@ void AsyncParameterServer::Server::serve(const Segment& segment, Run& run) {
     answer_those_allowed();
     busy_s += seconds_since(handling);
   }
-  for (auto& pair : sends_) wait_all_without_spinning(pair.data(), pair.size());
+  for (auto& pair : sends_) wait_all_polling(pair.data(), pair.size());
   if (segment.timed) {
     run.result.async_ps.busy_s += busy_s;
     run.result.async_ps.serving_s += seconds_since(start);
@@ -313,7 +268,7 @@ void AsyncParameterServer::Server::answer_those_allowed() {
 void AsyncParameterServer::Server::answer(int worker, int64_t slowest_pushed) {
   const auto w = static_cast<std::size_t>(worker);
   // The previous answer's sends went out before the worker could push again: this returns at once.
-  wait_all_without_spinning(sends_[w].data(), sends_[w].size());
+  wait_all_polling(sends_[w].data(), sends_[w].size());
   ReplyHeader& header = reply_headers_[w];
   header.batch = -1;
   if (server_ == 0 && handed_out_ < segment_->batches) header.batch = segment_->first_batch + handed_out_++;
@@ -373,7 +328,7 @@ int64_t AsyncParameterServer::Worker::exchange(bool with_gradient, double loss, 
                 "MPI_Isend(async_ps gradient)");
     }
   }
-  wait_all_without_spinning(requests_.data(), requests_.size());
+  wait_all_polling(requests_.data(), requests_.size());
   scheme_.load_parameters(run.flat);
   held_s = 0;
   for (const ReplyHeader& header : headers_) held_s = std::max(held_s, header.held_s);
@@ -431,9 +386,7 @@ AsyncParameterServer::AsyncParameterServer(Workload& workload, const Communicato
       worker_index_(communicator.rank() < servers_ ? -1 : communicator.rank() - servers_),
       max_staleness_(max_staleness(settings)),
       parameters_(exchangeable_parameters(workload, "async_ps", true)) {
-  // Linux lets a sleep overrun by the thread's timer slack, 50 us by default: five times the first
-  // sleep between polls. 1 us keeps the sleeps near what they ask.
-  prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
+  sleep_precisely();  // every wait of the scheme sleeps between polls (polling_wait.h)
   if (servers_ < 1 || workers_ < 1) {
     throw ConfigError(fmt::format("ps_servers: {} servers of {} ranks leave no worker", servers_, communicator.size()));
   }
@@ -469,7 +422,6 @@ void AsyncParameterServer::load_parameters(const std::vector<float>& flat) {
 
 LoopResult AsyncParameterServer::train(LoopFlush* flush) {
   Run run;
-  run.flush = flush;
   LoopResult& result = run.result;
   result.steps_per_epoch = workload_.train_size() / global_batch(settings_, workers_);
   if (result.steps_per_epoch == 0) {
@@ -509,7 +461,7 @@ LoopResult AsyncParameterServer::train(LoopFlush* flush) {
     run.epoch_loss = 0;
     double epoch_start = 0;
     for (const Segment& segment : segments) {
-      barrier_without_spinning(communicator_);
+      barrier_polling(communicator_);
       epoch_start = MPI_Wtime();
       if (server) {
         server->serve(segment, run);
@@ -517,7 +469,7 @@ LoopResult AsyncParameterServer::train(LoopFlush* flush) {
         worker->work(segment, run);
       }
     }
-    barrier_without_spinning(communicator_);
+    barrier_polling(communicator_);
     const double epoch_time = MPI_Wtime() - epoch_start;
     result.train_time_s += epoch_time;
     result.samples_trained += segments.back().batches * run.batch;
@@ -563,6 +515,37 @@ void AsyncParameterServer::record_epoch(int epoch, double epoch_time, Run& run) 
   const double train_loss = run.epoch_loss / static_cast<double>(run.batches_per_epoch);
   record_evaluated_epoch(workload_, {epoch, settings_.epochs, train_loss, epoch_time, run.samples_seen}, run.result,
                          run.last_progress_line);
+}
+
+void AsyncParameterServer::add_measurements(const LoopResult& result, TrainMeasurements& measurements) {
+  const AsyncPsCounters& mine = result.async_ps;
+  AsyncPsFacts facts;
+  facts.servers = servers_;
+  // The servers' staleness counts summed (each counts every gradient's slice it applied).
+  int64_t longest = static_cast<int64_t>(mine.staleness_counts.size());
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &longest, 1, MPI_INT64_T, MPI_MAX, communicator_.handle()),
+            "MPI_Allreduce(staleness)");
+  std::vector<int64_t> counts = mine.staleness_counts;
+  counts.resize(static_cast<std::size_t>(longest), 0);
+  facts.staleness_counts.resize(counts.size(), 0);
+  check_mpi(MPI_Reduce(counts.data(), facts.staleness_counts.data(), static_cast<int>(counts.size()), MPI_INT64_T,
+                       MPI_SUM, 0, communicator_.handle()),
+            "MPI_Reduce(staleness)");
+  // Every rank's times and batches: the servers' busy fractions, the workers' batches.
+  const std::array<double, 3> mine_all{mine.busy_s, mine.serving_s, static_cast<double>(mine.batches)};
+  std::vector<double> all(communicator_.rank() == 0 ? 3 * static_cast<std::size_t>(communicator_.size()) : 0);
+  check_mpi(MPI_Gather(mine_all.data(), 3, MPI_DOUBLE, all.data(), 3, MPI_DOUBLE, 0, communicator_.handle()),
+            "MPI_Gather(async_ps counts)");
+  if (communicator_.rank() != 0) return;
+  for (int r = 0; r < communicator_.size(); ++r) {
+    const double* rank = &all[3 * static_cast<std::size_t>(r)];
+    if (r < servers_) {
+      facts.server_busy_fraction.push_back(rank[1] > 0 ? rank[0] / rank[1] : 0);
+    } else {
+      facts.worker_batches.push_back(static_cast<int64_t>(rank[2]));
+    }
+  }
+  measurements.async_ps = std::move(facts);
 }
 
 StepTimes AsyncParameterServer::aligned_steps(const StepTimes& steps) const {

@@ -28,15 +28,11 @@
 // steps are counted from 0 again in each segment: they all start it from one model.
 //
 // Waiting (a server waits for messages most of the time, and Open MPI's blocking calls busy-poll
-// a core the workers need): every wait, the servers' for messages, the workers' for replies, the
-// barriers', polls with MPI_Iprobe / MPI_Test and sleeps between polls, from 10 us doubling to
-// 250 us, reset by each message. A reply waits at most about 250 us more than it must; an idle
-// server wakes 4000 times a second, a few microseconds each.
+// a core the workers need): every wait, the servers' for messages (MPI_Iprobe), the workers' for
+// replies, the barriers', polls and sleeps between polls (polling_wait.h), reset by each message.
 #pragma once
 
 #include <torch/types.h>
-
-#include <mpi.h>
 
 #include <optional>
 #include <vector>
@@ -52,6 +48,8 @@ class AsyncParameterServer final : public TrainingScheme {
 
   void broadcast_parameters() override;
   LoopResult train(LoopFlush* flush) override;
+  // The servers' staleness counts and busy fractions, the workers' batches (record.h AsyncPsFacts).
+  void add_measurements(const LoopResult& result, TrainMeasurements& measurements) override;
 
   // The flattened parameters' slice [begin, end) that server `server` of `servers` holds, of
   // `count` floats: contiguous, in order, their sizes differing by at most one.
@@ -87,8 +85,5 @@ class AsyncParameterServer final : public TrainingScheme {
   // every rank gathers as many (collective).
   StepTimes aligned_steps(const StepTimes& steps) const;
 };
-
-// Waits for `request` as every async_ps wait does: MPI_Test, sleeping between polls.
-void wait_without_spinning(MPI_Request& request);
 
 }  // namespace harness

@@ -12,6 +12,7 @@
 #include "backends/communicator.h"
 #include "backends/gradient_sync.h"
 #include "harness/rank/timeline.h"
+#include "harness/results/record.h"
 #include "harness/study/settings.h"
 #include "workloads/loop_result.h"
 #include "workloads/workload.h"
@@ -28,6 +29,12 @@ class TrainingScheme {
   // once (loop_result.h); its time, like evaluation's, is left out of the training time. Every
   // rank's result has as many timed steps as every other's, the ranks that only serve included.
   virtual LoopResult train(LoopFlush* flush) = 0;
+  // Collective, after train(): what the scheme measured beyond the steps and epochs, into rank 0's
+  // `measurements` (the other ranks' are not kept). Nothing by default.
+  virtual void add_measurements(const LoopResult& result, TrainMeasurements& measurements) {
+    (void)result;
+    (void)measurements;
+  }
   // Gradient buckets of the backend's exchange (0: the scheme uses none).
   virtual std::size_t bucket_count() const { return 0; }
   // Traces a sample of the timed steps into `timeline` (validation refuses it where a scheme

@@ -1,9 +1,7 @@
 #include "harness/rank/worker.h"
 
 #include <ATen/Parallel.h>
-#include <mpi.h>
 
-#include <array>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -12,7 +10,6 @@
 #include "harness/rank/step_records.h"
 #include "harness/rank/training_scheme.h"
 #include "harness/rank/worker_core.h"
-#include "schemes/registry.h"
 #include "workloads/factories.h"
 #include "workloads/kmeans_driver.h"
 #include "workloads/registry.h"
@@ -42,37 +39,6 @@ TrainMeasurements with_loop(TrainMeasurements facts, const LoopResult& loop, Ste
   facts.loss_curve.clear();
   for (const auto& value : loop.loss_curve) facts.loss_curve.push_back({value.samples_seen, value.train_loss});
   facts.time_to_target = time_to_target(facts.epochs, facts.steps_per_epoch, target);
-  return facts;
-}
-
-
-// Collective: the servers' counts onto rank 0, as the record keeps them (other ranks: empty).
-AsyncPsFacts gather_async_ps_facts(const AsyncPsCounters& mine, const PointSettings& settings,
-                                   const Communicator& communicator) {
-  AsyncPsFacts facts;
-  facts.servers = ps_servers(settings);
-  int64_t longest = static_cast<int64_t>(mine.staleness_counts.size());
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &longest, 1, MPI_INT64_T, MPI_MAX, communicator.handle()),
-            "MPI_Allreduce(staleness)");
-  std::vector<int64_t> counts = mine.staleness_counts;
-  counts.resize(static_cast<std::size_t>(longest), 0);
-  facts.staleness_counts.resize(counts.size(), 0);
-  check_mpi(MPI_Reduce(counts.data(), facts.staleness_counts.data(), static_cast<int>(counts.size()), MPI_INT64_T,
-                       MPI_SUM, 0, communicator.handle()),
-            "MPI_Reduce(staleness)");
-  const std::array<double, 3> mine_all{mine.busy_s, mine.serving_s, static_cast<double>(mine.batches)};
-  std::vector<double> all(communicator.rank() == 0 ? 3 * static_cast<std::size_t>(communicator.size()) : 0);
-  check_mpi(MPI_Gather(mine_all.data(), 3, MPI_DOUBLE, all.data(), 3, MPI_DOUBLE, 0, communicator.handle()),
-            "MPI_Gather(async_ps counts)");
-  if (communicator.rank() != 0) return {};
-  for (int r = 0; r < communicator.size(); ++r) {
-    const double* counts = &all[3 * static_cast<std::size_t>(r)];
-    if (r < facts.servers) {
-      facts.server_busy_fraction.push_back(counts[1] > 0 ? counts[0] / counts[1] : 0);
-    } else {
-      facts.worker_batches.push_back(static_cast<int64_t>(counts[2]));
-    }
-  }
   return facts;
 }
 
@@ -124,9 +90,7 @@ TrainMeasurements train(const PointSettings& settings, const Communicator& commu
   clock.lap_loop(result.eval_time_s + result.flush_time_s);
   TrainMeasurements measurements =
       with_loop(facts, result, gather_step_series(result.steps, training, communicator), settings.target);
-  if (settings.scheme == "async_ps") {
-    measurements.async_ps = gather_async_ps_facts(result.async_ps, settings, communicator);
-  }
+  scheme->add_measurements(result, measurements);
   return measurements;
 }
 

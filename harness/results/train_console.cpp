@@ -226,14 +226,10 @@ std::string configurations_table(const ResultSet& set) {
   if (has_targets(set)) {
     // The median over the runs that reached the target, its interval, and how many of them did.
     columns.push_back({"to target", "s [95% CI] reached", 28, false, [interval](const ConfigurationRow& row) {
-                         std::vector<double> times;
-                         std::size_t ran = 0;
-                         for (const int r : row.stats().runs) {
-                           const Run& run = row.set->runs()[static_cast<std::size_t>(r)];
-                           if (!run.metrics) continue;
-                           ++ran;
-                           if (run.metrics->time_to_target_s) times.push_back(*run.metrics->time_to_target_s);
-                         }
+                         const auto times =
+                             run_values(row, [](const PointMetrics& m) { return m.time_to_target_s; });
+                         const std::size_t ran =
+                             run_values(row, [](const PointMetrics&) { return std::optional<double>(0); }).size();
                          if (times.empty()) return ran == 0 ? std::string("-") : fmt::format("- 0/{}", ran);
                          return fmt::format("{} {}/{}", interval(bootstrap_median(times), 1, 2), times.size(), ran);
                        }});

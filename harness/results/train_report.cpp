@@ -236,18 +236,6 @@ void add_convergence_columns(std::vector<ConfigurationColumn>& list) {
   list.push_back({"convergence", [](const ConfigurationRow& row) { return row.set->convergence()[row.index].verdict(); }});
 }
 
-// The values of `value` over the configuration's successful runs that have one.
-std::vector<double> run_values(const ConfigurationRow& row,
-                               const std::function<std::optional<double>(const PointMetrics&)>& value) {
-  std::vector<double> values;
-  for (const int r : row.stats().runs) {
-    const Run& run = row.set->runs()[static_cast<std::size_t>(r)];
-    if (!run.metrics) continue;
-    if (const auto found = value(*run.metrics)) values.push_back(*found);
-  }
-  return values;
-}
-
 // Time to accuracy (results/README.md): the runs that reached the target of those that ran, and
 // the median time of those that did, with its bootstrap interval; the schemes' own measures,
 // medians over the runs.

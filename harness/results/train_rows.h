@@ -2,6 +2,8 @@
 // tables (train_console.cpp): a run, or a configuration (its repeats together).
 #pragma once
 
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +18,18 @@ struct ConfigurationRow {
   const ConfigurationStats& stats() const { return set->configurations()[index]; }
   const Run& first_run() const { return set->runs()[static_cast<std::size_t>(stats().runs.front())]; }
 };
+
+// The values of `value` over the configuration's successful runs that have one.
+inline std::vector<double> run_values(const ConfigurationRow& row,
+                                      const std::function<std::optional<double>(const PointMetrics&)>& value) {
+  std::vector<double> values;
+  for (const int r : row.stats().runs) {
+    const Run& run = row.set->runs()[static_cast<std::size_t>(r)];
+    if (!run.metrics) continue;
+    if (const auto found = value(*run.metrics)) values.push_back(*found);
+  }
+  return values;
+}
 
 inline std::vector<const Run*> run_rows(const ResultSet& set) {
   std::vector<const Run*> rows;
