@@ -50,8 +50,22 @@ int ps_servers(const PointSettings& settings);
 std::optional<int64_t> max_staleness(const PointSettings& settings);
 // As tables print it: the number or "unbounded" under async_ps, "" under every other scheme.
 std::string staleness_text(const PointSettings& settings);
+// The pipeline scheme's settings (harness/rank/pipeline.h). pipeline_stages is 0 for every other
+// scheme; micro_batches 1.
+int pipeline_stages(const PointSettings& settings);
+int micro_batches(const PointSettings& settings);
+inline constexpr std::string_view kGpipe = "gpipe";
+inline constexpr std::string_view k1f1b = "1f1b";
+// "gpipe" or "1f1b" under pipeline, "" under every other scheme.
+std::string pipeline_schedule(const PointSettings& settings);
+// The first layer of stages 1 to p-1, as the point gives them; nullopt: "balanced" (cut where the
+// measured time of each layer balances the stages), and under every other scheme.
+std::optional<std::vector<int>> stage_boundaries(const PointSettings& settings);
+// A pipeline's replicas of each stage, ranks / pipeline_stages (the ranks under any other scheme).
+int pipeline_replicas(const PointSettings& settings);
+
 // The scheme with its own setting, as tables and plots name it: "sync", "local_sgd H=8",
-// "async_ps s=2", "async_ps s=inf".
+// "async_ps s=2", "async_ps s=inf", "pipeline 1f1b 4x1 m=8" (stages x replicas).
 std::string scheme_label(const PointSettings& settings);
 
 }  // namespace harness

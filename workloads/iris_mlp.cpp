@@ -68,14 +68,13 @@ class IrisMlpBase : public TensorClassifier {
   torch::Tensor train_targets_, test_targets_;  // one-hot labels, for the squared error
 };
 
-class IrisMlpTorch final : public IrisMlpBase {
+// Three layers for the pipeline scheme: each linear layer with its sigmoid.
+class IrisMlpTorch final : public IrisMlpBase, public LayerChain {
  public:
   using IrisMlpBase::IrisMlpBase;
 
   double forward_backward(std::span<const int64_t> positions) override {
-    const auto index = position_index(positions, device_);
-    const auto loss = torch::mse_loss(forward(train_inputs_.index_select(0, index)),
-                                      train_targets_.index_select(0, index));
+    const auto loss = chain_loss(forward(chain_input(positions)), positions);
     mark_backward();
     loss.backward();
     return loss.item<double>();
@@ -92,9 +91,29 @@ class IrisMlpTorch final : public IrisMlpBase {
     return evaluation;
   }
 
+  LayerChain* layer_chain() override { return this; }
+  int layer_count() const override { return 3; }
+  std::string layer_name(int layer) const override {
+    static constexpr const char* kNames[] = {"hidden1", "hidden2", "output"};
+    return kNames[layer];
+  }
+  std::vector<torch::Tensor> layer_parameters(int layer) override { return linear(layer)->parameters(); }
+  torch::Tensor chain_input(std::span<const int64_t> positions) override {
+    return train_inputs_.index_select(0, position_index(positions, device_));
+  }
+  torch::Tensor forward_layer(int layer, const torch::Tensor& x) override { return torch::sigmoid(linear(layer)(x)); }
+  torch::Tensor chain_loss(const torch::Tensor& output, std::span<const int64_t> positions) override {
+    return torch::mse_loss(output, train_targets_.index_select(0, position_index(positions, device_)));
+  }
+
  private:
-  torch::Tensor forward(const torch::Tensor& x) {
-    return torch::sigmoid(output_(torch::sigmoid(hidden2_(torch::sigmoid(hidden1_(x))))));
+  torch::nn::Linear& linear(int layer) {
+    torch::nn::Linear* layers[] = {&hidden1_, &hidden2_, &output_};
+    return *layers[layer];
+  }
+  torch::Tensor forward(torch::Tensor x) {
+    for (int layer = 0; layer < layer_count(); ++layer) x = forward_layer(layer, x);
+    return x;
   }
 };
 

@@ -48,6 +48,18 @@ struct AsyncPsCounters {
   int64_t batches = 0;   // this worker's batches in the timed segments (handed out on demand)
 };
 
+// Under scheme pipeline, what this rank measured of its stage over the timed steps (sums; the
+// scheme's add_measurements turns them into record.h's PipelineStageFacts).
+struct PipelineCounters {
+  double forward_s = 0;
+  double backward_s = 0;
+  double receive_wait_s = 0;
+  double send_wait_s = 0;
+  double average_s = 0;
+  int most_held = 0;
+  int64_t peak_activation_bytes = 0;
+};
+
 struct LoopResult {
   std::vector<EpochRecord> epochs;  // filled on rank 0
   std::vector<LossPoint> loss_curve;  // rank 0; complete up to the last finished epoch
@@ -58,6 +70,7 @@ struct LoopResult {
   double flush_time_s = 0;          // sum of the flushes (LoopFlush), excluded like evaluation
   int64_t samples_trained = 0;      // all ranks, in the timed steps (warm-up excluded)
   AsyncPsCounters async_ps;         // scheme async_ps: this rank's (a server's) counts
+  PipelineCounters pipeline;        // scheme pipeline: this rank's stage
 };
 
 // What a training loop hands its results so far to, between steps, so that a point stopped by its

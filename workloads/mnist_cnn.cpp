@@ -31,7 +31,8 @@ torch::Tensor label_tensor(const IdxArray& labels, const std::string& path) {
       .to(torch::kInt64);
 }
 
-class MnistCnn final : public TensorClassifier {
+// Four layers for the pipeline scheme: conv1, conv2 with its pooling, fc1, fc2.
+class MnistCnn final : public TensorClassifier, public LayerChain {
  public:
   MnistCnn(const PointSettings& settings, int cuda_device)
       : TensorClassifier(torch_device(settings.device, cuda_device)) {
@@ -61,9 +62,7 @@ class MnistCnn final : public TensorClassifier {
   }
 
   double forward_backward(std::span<const int64_t> positions) override {
-    const auto index = position_index(positions, device_);
-    const auto loss = torch::nll_loss(forward(train_inputs_.index_select(0, index)),
-                                      train_labels_.index_select(0, index));
+    const auto loss = chain_loss(forward(chain_input(positions)), positions);
     mark_backward();
     loss.backward();
     return loss.item<double>();
@@ -75,17 +74,46 @@ class MnistCnn final : public TensorClassifier {
                                test_labels_, 1000);
   }
 
- private:
+ LayerChain* layer_chain() override { return this; }
+  int layer_count() const override { return 4; }
+  std::string layer_name(int layer) const override {
+    static constexpr const char* kNames[] = {"conv1", "conv2", "fc1", "fc2"};
+    return kNames[layer];
+  }
+  std::vector<torch::Tensor> layer_parameters(int layer) override {
+    switch (layer) {
+      case 0: return conv1_->parameters();
+      case 1: return conv2_->parameters();
+      case 2: return fc1_->parameters();
+      default: return fc2_->parameters();
+    }
+  }
+  torch::Tensor chain_input(std::span<const int64_t> positions) override {
+    return train_inputs_.index_select(0, position_index(positions, device_));
+  }
+  torch::Tensor chain_loss(const torch::Tensor& output, std::span<const int64_t> positions) override {
+    return torch::nll_loss(output, train_labels_.index_select(0, position_index(positions, device_)));
+  }
+
   // The example's conv → ReLU → conv → ReLU → max-pool, with the last ReLU after the pooling:
   // ReLU is monotonic, so the two commute, and it then touches a quarter of the elements. The
   // convolutions run channels-last (their weights are stored so), and the pooled activations are
   // flattened in that memory order, (h, w, c) rather than (c, h, w): a view, where going back to
   // NCHW would cost a transposing copy forward and another backward (7% of the step). fc1 is
   // randomly initialised, so which of its 9216 inputs is which is only a naming of its columns.
-  torch::Tensor forward(const torch::Tensor& x) {
-    auto y = torch::max_pool2d(conv2_(torch::relu(conv1_(x))), 2);
-    y = torch::relu(y.permute({0, 2, 3, 1}).flatten(1));
-    return torch::log_softmax(fc2_(torch::relu(fc1_(y))), 1);
+  torch::Tensor forward_layer(int layer, const torch::Tensor& x) override {
+    switch (layer) {
+      case 0: return torch::relu(conv1_(x));
+      case 1: return torch::relu(torch::max_pool2d(conv2_(x), 2).permute({0, 2, 3, 1}).flatten(1));
+      case 2: return torch::relu(fc1_(x));
+      default: return torch::log_softmax(fc2_(x), 1);
+    }
+  }
+
+ private:
+  torch::Tensor forward(torch::Tensor x) {
+    for (int layer = 0; layer < layer_count(); ++layer) x = forward_layer(layer, x);
+    return x;
   }
 
   torch::nn::Conv2d conv1_{nullptr}, conv2_{nullptr};

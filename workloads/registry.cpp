@@ -40,11 +40,12 @@ std::optional<SettingProblem> iris_check(const PointSettings& s, const PointShap
 }
 
 std::optional<SettingProblem> resnet_check(const PointSettings& /*s*/, const PointShape& shape) {
-  if (shape.per_rank_batch < 2) {
-    return SettingProblem{"", fmt::format("batch_size: resnet needs at least 2 samples per rank "
+  if (shape.forward_batch < 2) {
+    return SettingProblem{"", fmt::format("batch_size: resnet needs at least 2 samples per rank{} "
                                           "(BatchNorm's batch statistics over a 1x1 feature map), "
                                           "got {}",
-                                          shape.per_rank_batch)};
+                                          shape.forward_batch < shape.per_rank_batch ? " and micro-batch" : "",
+                                          shape.forward_batch)};
   }
   return std::nullopt;
 }
@@ -63,6 +64,12 @@ std::optional<SettingProblem> kmeans_check(const PointSettings& s, const PointSh
   return std::nullopt;
 }
 
+// The chains' layers (workloads' layer_chain()): Iris's three linear layers (the blas engine's
+// hand-written backward has none to cut), the CNN's four, ResNet's stem, blocks and head.
+int iris_layers(const PointSettings& s) { return s.engine == "blas" ? 0 : 3; }
+int mnist_layers(const PointSettings& /*s*/) { return 4; }
+int resnet_layers(const PointSettings& s) { return resnet_options(s).depth == 50 ? 3 + 4 + 6 + 3 + 2 : 2 * 4 + 2; }
+
 }  // namespace
 
 const std::vector<WorkloadInfo>& workload_table() {
@@ -71,17 +78,20 @@ const std::vector<WorkloadInfo>& workload_table() {
        .summary = "Iris 4-30-20-3 sigmoid MLP, squared error on one-hot labels, plain SGD",
        .engines = {"torch", "blas"},
        .train_samples = iris_limits,
+       .chain_layers = iris_layers,
        .check = iris_check},
       {.name = "mnist_cnn",
        .summary = "PyTorch MNIST example CNN (2 conv, 2 fc, no dropout) on MNIST-format data",
        .engines = {"torch"},
-       .train_samples = mnist_limits},
+       .train_samples = mnist_limits,
+       .chain_layers = mnist_layers},
       {.name = "resnet",
        .summary = "ResNet-18/50 (torchvision layout) on synthetic images, as Horovod's benchmark",
        .engines = {"torch"},
        .settings = resnet_setting_rows,
        .train_samples = resnet_limits,
        .meaningful_held_out = false,  // random labels: accuracy stays at chance
+       .chain_layers = resnet_layers,
        .check = resnet_check},
       {.name = "kmeans",
        .summary = "distributed K-means (Lloyd), sums and counts allreduced; Iris or Gaussian blobs",

@@ -37,6 +37,7 @@ struct PointShape {
   int64_t samples = 0;         // training samples used
   int workers = 1;             // ranks that train
   int64_t per_rank_batch = 0;  // samples per training rank per step
+  int64_t forward_batch = 0;   // samples per forward pass: per_rank_batch, or a pipeline's micro-batch
 };
 
 // Something a point asks that the workload cannot do, found before launch.
@@ -58,6 +59,9 @@ struct WorkloadInfo {
   // Whether its held-out loss and accuracy mean anything (false: random held-out labels, which a
   // target may not name).
   bool meaningful_held_out = true;
+  // The layers of its LayerChain (workload.h) that pipeline stages are cut from; 0: the network
+  // cannot be split (null: never).
+  int (*chain_layers)(const PointSettings& settings) = nullptr;
   // What else this workload refuses for a point (null: nothing).
   std::optional<SettingProblem> (*check)(const PointSettings& settings, const PointShape& shape) = nullptr;
 };

@@ -10,6 +10,9 @@
 #include <torch/nn/modules/pooling.h>
 
 #include <algorithm>
+#include <string>
+
+#include <fmt/format.h>
 
 #include "harness/common/json_values.h"
 #include "workloads/classification.h"
@@ -76,7 +79,10 @@ class ResNetImpl : public torch::nn::Module {
       torch::nn::Sequential layer;
       for (int block = 0; block < blocks[stage]; ++block) {
         const int64_t stride = stage > 0 && block == 0 ? 2 : 1;
-        layer->push_back(ResidualBlock(channels, width, stride, bottleneck));
+        ResidualBlock residual(channels, width, stride, bottleneck);
+        layer->push_back(residual);
+        blocks_.push_back(residual);
+        block_names_.push_back(fmt::format("layer{}.{}", stage + 1, block));
         channels = bottleneck ? width * 4 : width;
       }
       stages_.push_back(register_module("layer" + std::to_string(stage + 1), layer));
@@ -94,19 +100,41 @@ class ResNetImpl : public torch::nn::Module {
   }
 
   torch::Tensor forward(torch::Tensor x) {
-    x = stem_->forward(x);
-    for (auto& stage : stages_) x = stage->forward(x);
-    return fc_(torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1));
+    for (int layer = 0; layer < layer_count(); ++layer) x = forward_layer(layer, x);
+    return x;
+  }
+
+  // As a chain (workload.h's LayerChain): the stem, every residual block, the head (pooling and fc).
+  int layer_count() const { return static_cast<int>(blocks_.size()) + 2; }
+  std::string layer_name(int layer) const {
+    if (layer == 0) return "stem";
+    if (layer == layer_count() - 1) return "fc";
+    return block_names_[static_cast<std::size_t>(layer - 1)];
+  }
+  torch::nn::Module& layer(int index) {
+    if (index == 0) return *stem_;
+    if (index == layer_count() - 1) return *fc_;
+    return *blocks_[static_cast<std::size_t>(index - 1)];
+  }
+  torch::Tensor forward_layer(int index, const torch::Tensor& x) {
+    if (index == 0) return stem_->forward(x);
+    if (index == layer_count() - 1) return fc_(torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1));
+    return blocks_[static_cast<std::size_t>(index - 1)]->forward(x);
   }
 
  private:
+  std::vector<ResidualBlock> blocks_;  // the stages' blocks in order (stages_ hold the same modules)
+  std::vector<std::string> block_names_;
   torch::nn::Sequential stem_{nullptr};
   std::vector<torch::nn::Sequential> stages_;
   torch::nn::Linear fc_{nullptr};
 };
 TORCH_MODULE(ResNet);
 
-class SyntheticResNet final : public TensorClassifier {
+// Chain layers for the pipeline scheme: the stem, each residual block, the head. BatchNorm then
+// normalises each micro-batch by its own statistics: a pipeline's steps differ from one rank's
+// whole batch (docs/pipeline.md).
+class SyntheticResNet final : public TensorClassifier, public LayerChain {
  public:
   SyntheticResNet(const PointSettings& settings, int cuda_device)
       : TensorClassifier(torch_device(settings.device, cuda_device)) {
@@ -138,6 +166,22 @@ class SyntheticResNet final : public TensorClassifier {
   }
 
   std::vector<torch::Tensor> buffers() override { return resnet_->buffers(); }
+
+  LayerChain* layer_chain() override { return this; }
+  int layer_count() const override { return resnet_->layer_count(); }
+  std::string layer_name(int layer) const override { return resnet_->layer_name(layer); }
+  std::vector<torch::Tensor> layer_parameters(int layer) override { return resnet_->layer(layer).parameters(); }
+  std::vector<torch::Tensor> layer_buffers(int layer) override { return resnet_->layer(layer).buffers(); }
+  torch::Tensor chain_input(std::span<const int64_t> positions) override {
+    return train_inputs_.index_select(0, position_index(positions, device_));
+  }
+  torch::Tensor forward_layer(int layer, const torch::Tensor& x) override {
+    if (!resnet_->is_training()) resnet_->train();  // after rank 0's evaluation
+    return resnet_->forward_layer(layer, x);
+  }
+  torch::Tensor chain_loss(const torch::Tensor& output, std::span<const int64_t> positions) override {
+    return torch::cross_entropy_loss(output, train_labels_.index_select(0, position_index(positions, device_)));
+  }
 
   Evaluation evaluate() override {
     resnet_->eval();  // BatchNorm with its running statistics

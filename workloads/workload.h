@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -59,6 +60,30 @@ inline void store_convolutions_channels_last(const std::vector<torch::Tensor>& p
   }
 }
 
+// A network as a chain of layers, each a function of the one before's output: what the pipeline
+// scheme (harness/rank/pipeline.h) splits into stages. Layer l's output is layer l+1's input; the
+// chain's composition, with chain_loss at its end, computes exactly what forward_backward does,
+// so a pipeline is compared with the whole network on one rank. A "layer" is the unit a stage
+// boundary may fall between: a linear or convolution layer with its activation, a residual block.
+class LayerChain {
+ public:
+  virtual ~LayerChain() = default;
+  virtual int layer_count() const = 0;
+  // For the records and the stage table: "conv1", "layer2.0", "fc".
+  virtual std::string layer_name(int layer) const = 0;
+  // The trainable tensors of `layer` (each listed by parameters() too) and its other state
+  // (BatchNorm's running statistics).
+  virtual std::vector<torch::Tensor> layer_parameters(int layer) = 0;
+  virtual std::vector<torch::Tensor> layer_buffers(int /*layer*/) { return {}; }
+  // Layer 0's input for the training samples at `positions`.
+  virtual torch::Tensor chain_input(std::span<const int64_t> positions) = 0;
+  // Layer `layer` applied to `x` in training mode.
+  virtual torch::Tensor forward_layer(int layer, const torch::Tensor& x) = 0;
+  // The mean loss over the samples at `positions` of the last layer's `output` (a scalar that
+  // backward() starts from).
+  virtual torch::Tensor chain_loss(const torch::Tensor& output, std::span<const int64_t> positions) = 0;
+};
+
 class Workload {
  public:
   virtual ~Workload() = default;
@@ -73,6 +98,8 @@ class Workload {
   // The state that evaluation reads beside the parameters and that training updates on the ranks
   // that compute (BatchNorm's running statistics); none by default.
   virtual std::vector<torch::Tensor> buffers() { return {}; }
+  // The network as a chain of layers (null: it cannot be split into pipeline stages).
+  virtual LayerChain* layer_chain() { return nullptr; }
 
   // When the last forward_backward() began its backward pass: the timeline splits the step there.
   Clock::time_point backward_started() const { return backward_started_; }

@@ -35,22 +35,7 @@ DataParallelTrainer::DataParallelTrainer(Workload& workload, GradientSync& backe
   }
 }
 
-void DataParallelTrainer::broadcast_parameters() {
-  torch::NoGradGuard no_grad;
-  // One host buffer for all parameters (staged from and back to the device when they live on a
-  // GPU): one broadcast instead of one per tensor.
-  std::vector<torch::Tensor> host;
-  for (const auto& parameter : parameters_) host.push_back(parameter.reshape({-1}).to(torch::kCPU));
-  torch::Tensor flat = torch::cat(host);
-  check_mpi(MPI_Bcast(flat.data_ptr<float>(), static_cast<int>(flat.numel()), MPI_FLOAT, 0,
-                      communicator_.handle()),
-            "MPI_Bcast(parameters)");
-  int64_t offset = 0;
-  for (auto& parameter : parameters_) {
-    parameter.copy_(flat.narrow(0, offset, parameter.numel()).view_as(parameter));
-    offset += parameter.numel();
-  }
-}
+void DataParallelTrainer::broadcast_parameters() { broadcast_from_rank_zero(parameters_, communicator_); }
 
 void DataParallelTrainer::share_buffers_with_an_evaluating_server() {
   // Rank 0 evaluates. When it only serves, it never ran a forward pass: its BatchNorm statistics

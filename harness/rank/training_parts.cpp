@@ -32,6 +32,20 @@ std::vector<torch::Tensor> exchangeable_parameters(Workload& workload, std::stri
   return parameters;
 }
 
+void broadcast_from_rank_zero(std::vector<torch::Tensor>& parameters, const Communicator& communicator) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> host;
+  for (const auto& parameter : parameters) host.push_back(parameter.reshape({-1}).to(torch::kCPU));
+  torch::Tensor flat = torch::cat(host);
+  check_mpi(MPI_Bcast(flat.data_ptr<float>(), static_cast<int>(flat.numel()), MPI_FLOAT, 0, communicator.handle()),
+            "MPI_Bcast(parameters)");
+  int64_t offset = 0;
+  for (auto& parameter : parameters) {
+    parameter.copy_(flat.narrow(0, offset, parameter.numel()).view_as(parameter));
+    offset += parameter.numel();
+  }
+}
+
 void share_buffers_with_rank_zero(Workload& workload, const Communicator& communicator, int from_rank) {
   torch::NoGradGuard no_grad;
   for (torch::Tensor& buffer : workload.buffers()) {

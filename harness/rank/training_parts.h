@@ -22,6 +22,10 @@ namespace harness {
 // anything outside host memory.
 std::vector<torch::Tensor> exchangeable_parameters(Workload& workload, std::string_view scheme, bool host_only);
 
+// Collective: every rank's `parameters` become rank 0's, in one broadcast of one host buffer
+// (staged from and back to the device when they live on a GPU).
+void broadcast_from_rank_zero(std::vector<torch::Tensor>& parameters, const Communicator& communicator);
+
 // Collective: rank 0 takes `from_rank`'s buffers (BatchNorm's running statistics), as DDP's
 // broadcast_buffers shares rank 0's, when rank 0 only serves and never ran a forward pass.
 void share_buffers_with_rank_zero(Workload& workload, const Communicator& communicator, int from_rank);

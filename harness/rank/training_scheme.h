@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 
 #include "backends/communicator.h"
@@ -42,13 +43,19 @@ class TrainingScheme {
   virtual void set_timeline(Timeline* timeline) { (void)timeline; }
 };
 
-// Whether the point's scheme reduces through the point's backend (the synchronous ones do;
-// async_ps exchanges point-to-point itself and needs none built).
+// Whether the point's scheme reduces through the point's backend on all its ranks (the synchronous
+// ones do; async_ps exchanges point-to-point itself and needs none built; pipeline makes its own,
+// for each stage's replicas, with a BackendMaker).
 bool scheme_uses_backend(const PointSettings& settings);
 
+// Makes the point's backend on `communicator` (a scheme's group of ranks).
+using BackendMaker = std::function<std::unique_ptr<GradientSync>(const Communicator& communicator)>;
+
 // The scheme of settings.scheme for this rank. `backend` (null when !scheme_uses_backend) must
-// outlive it, as must the workload. Throws NotSupported for a scheme without a rank half.
+// outlive it, as must the workload; `make_backend` makes a backend for a group of ranks (pipeline's
+// replicas). Throws NotSupported for a scheme without a rank half.
 std::unique_ptr<TrainingScheme> make_training_scheme(Workload& workload, GradientSync* backend,
-                                                     const Communicator& communicator, const PointSettings& settings);
+                                                     const Communicator& communicator, const PointSettings& settings,
+                                                     const BackendMaker& make_backend);
 
 }  // namespace harness

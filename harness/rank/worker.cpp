@@ -58,7 +58,17 @@ TrainMeasurements train(const PointSettings& settings, const Communicator& commu
     output.context().staging_levers =
         staging_lever_steps(*backend, cuda_device != kNoCudaDevice, staging_chunk_floats(settings));
   }
-  const auto scheme = make_training_scheme(*workload, backend.get(), communicator, settings);
+  // A scheme's own groups of ranks (pipeline's replicas of a stage) reduce with a backend of the
+  // point's kind over the group: its options say the group's size.
+  const BackendMaker make_group_backend = [&](const Communicator& group) {
+    PointSettings of_group = settings;
+    of_group.ranks = group.size();
+    of_group.ranks_per_node = 0;
+    auto made = make_marked_backend(of_group, group, progress);
+    output.context().exchange_path = exchange_path(*made, cuda_device != kNoCudaDevice);
+    return made;
+  };
+  const auto scheme = make_training_scheme(*workload, backend.get(), communicator, settings, make_group_backend);
   if (timeline != nullptr) scheme->set_timeline(timeline);
   scheme->broadcast_parameters();
   clock.lap(&RankPhases::init_s);

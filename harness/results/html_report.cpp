@@ -22,7 +22,8 @@ namespace {
 constexpr const char* kPlotOrder[] = {"speedup",         "efficiency",   "efficiency_loss", "throughput",
                                       "throughput_batch", "breakdown",    "compute_by_rank", "karp_flatt",
                                       "loss_samples",     "loss",         "accuracy_samples", "accuracy",
-                                      "accuracy_time",    "loss_time",
+                                      "accuracy_time",    "loss_time",    "pipeline_throughput",
+                                      "pipeline_bubble",  "pipeline_memory",
                                       "bandwidth",        "latency",      "model_fit",       "prediction",
                                       "timeline"};
 

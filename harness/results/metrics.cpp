@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <numeric>
+#include <stdexcept>
+#include <vector>
+
+#include "schemes/pipeline_schedule.h"
 
 namespace harness {
 namespace {
@@ -9,6 +13,50 @@ namespace {
 double mean_of(const std::vector<double>& values) {
   if (values.empty()) return 0;
   return std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
+}
+
+}  // namespace
+
+namespace {
+
+// Where the pipeline's step T (the stages' mean) went: the stages' mean compute C̄; the bubble of
+// a balanced pipeline at that compute, C̄ (m + p - 1)/m - C̄; what the unequal stages add, the
+// stages' schedules replayed with each stage's own forward and backward times (its compute split
+// between them as measured) less the balanced time; and the rest, transfers and averaging.
+void add_pipeline_metrics(const PipelineFacts& pipeline, PointMetrics& metrics) {
+  const auto stages = static_cast<double>(pipeline.stage.size());
+  double compute = 0;
+  double step = 0;
+  int64_t peak = 0;
+  std::vector<double> forward;
+  std::vector<double> backward;
+  for (const PipelineStageFacts& stage : pipeline.stage) {
+    compute += stage.compute_s / stages;
+    step += stage.step_s / stages;
+    peak = std::max(peak, stage.peak_activation_bytes);
+    const double passes = stage.forward_s + stage.backward_s;
+    const double forward_part = passes > 0 ? stage.forward_s / passes : 0.5;
+    forward.push_back(stage.compute_s * forward_part / pipeline.micro_batches);
+    backward.push_back(stage.compute_s * (1 - forward_part) / pipeline.micro_batches);
+  }
+  metrics.pipeline_bubble = measured_pipeline_bubble(pipeline);
+  metrics.pipeline_bubble_predicted = predicted_pipeline_bubble(pipeline);
+  metrics.stage_imbalance = pipeline_stage_imbalance(pipeline);
+  metrics.peak_activation_mb = static_cast<double>(peak) / 1e6;
+  if (step <= 0) return;
+  const double balanced = compute * (pipeline.micro_batches + pipeline.stages - 1) / pipeline.micro_batches;
+  double replayed = balanced;
+  try {
+    replayed = simulated_step_time(pipeline.schedule, forward, backward, pipeline.micro_batches);
+  } catch (const std::logic_error&) {
+    // A schedule this harness does not know (a newer record's): the split leaves imbalance out.
+  }
+  const double idle = std::max(0.0, 1.0 - compute / step);
+  metrics.pipeline_compute_share = 1.0 - idle;
+  metrics.pipeline_bubble_share = std::min(idle, (balanced - compute) / step);
+  metrics.pipeline_imbalance_share =
+      std::min(idle - *metrics.pipeline_bubble_share, std::max(0.0, replayed - balanced) / step);
+  metrics.pipeline_transfer_share = idle - *metrics.pipeline_bubble_share - *metrics.pipeline_imbalance_share;
 }
 
 }  // namespace
@@ -46,6 +94,9 @@ PointMetrics point_metrics(const TrainMeasurements& train) {
     metrics.staleness_max = static_cast<double>(staleness_quantile(counts, 1.0));
     const auto& busy = train.async_ps->server_busy_fraction;
     if (!busy.empty()) metrics.server_busy_fraction = *std::max_element(busy.begin(), busy.end());
+  }
+  if (train.pipeline && !train.pipeline->stage.empty()) {
+    add_pipeline_metrics(*train.pipeline, metrics);
   }
   return metrics;
 }

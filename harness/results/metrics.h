@@ -40,6 +40,19 @@ struct PointMetrics {
   std::optional<double> staleness_p95;
   std::optional<double> staleness_max;
   std::optional<double> server_busy_fraction;
+  // Scheme pipeline (record.h's PipelineFacts): the measured and the predicted bubble, the stages'
+  // imbalance, the largest stage's peak activation memory, and where the stages' step went (the
+  // four shares add up to 1): compute (the stages' mean), the bubble of a balanced pipeline at
+  // that compute, what the stages' imbalance adds (their schedules replayed with each stage's own
+  // times), and the rest (transfers, the replicas' averaging).
+  std::optional<double> pipeline_bubble;
+  std::optional<double> pipeline_bubble_predicted;
+  std::optional<double> stage_imbalance;
+  std::optional<double> peak_activation_mb;
+  std::optional<double> pipeline_compute_share;
+  std::optional<double> pipeline_bubble_share;
+  std::optional<double> pipeline_imbalance_share;
+  std::optional<double> pipeline_transfer_share;
 };
 
 PointMetrics point_metrics(const TrainMeasurements& train);

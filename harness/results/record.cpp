@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <algorithm>
 #include <numeric>
 #include <utility>
 
@@ -239,6 +240,40 @@ int64_t staleness_quantile(const std::vector<int64_t>& counts, double fraction) 
     if (static_cast<double>(below) >= fraction * static_cast<double>(total)) return static_cast<int64_t>(s);
   }
   return static_cast<int64_t>(counts.size()) - 1;
+}
+
+double predicted_pipeline_bubble(const PipelineFacts& pipeline) {
+  return static_cast<double>(pipeline.stages - 1) / static_cast<double>(pipeline.micro_batches + pipeline.stages - 1);
+}
+
+namespace {
+
+const PipelineStageFacts* busiest_stage(const PipelineFacts& pipeline) {
+  const auto busiest = std::max_element(
+      pipeline.stage.begin(), pipeline.stage.end(),
+      [](const PipelineStageFacts& a, const PipelineStageFacts& b) { return a.compute_s < b.compute_s; });
+  return busiest == pipeline.stage.end() ? nullptr : &*busiest;
+}
+
+}  // namespace
+
+double measured_pipeline_bubble(const PipelineFacts& pipeline) {
+  double compute = 0;
+  double step = 0;
+  for (const PipelineStageFacts& stage : pipeline.stage) {
+    compute += stage.compute_s;
+    step += stage.step_s;
+  }
+  return step > 0 ? std::max(0.0, 1.0 - compute / step) : 0;
+}
+
+double pipeline_stage_imbalance(const PipelineFacts& pipeline) {
+  const PipelineStageFacts* busiest = busiest_stage(pipeline);
+  if (busiest == nullptr) return 0;
+  double sum = 0;
+  for (const PipelineStageFacts& stage : pipeline.stage) sum += stage.compute_s;
+  const double mean = sum / static_cast<double>(pipeline.stage.size());
+  return mean > 0 ? busiest->compute_s / mean - 1.0 : 0;
 }
 
 }  // namespace harness

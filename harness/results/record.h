@@ -73,6 +73,11 @@
 //      measurements' `async_ps` (staleness of the applied gradients, the servers' busy time); its
 //      steps' `wait_s` is the time the staleness bound held a worker back. Adds the setting
 //      `target` and the measurements' `time_to_target`. Timings mean what they meant in version 15.
+//  17  adds scheme pipeline: the settings `pipeline_stages`, `micro_batches`, `pipeline_schedule`
+//      and `stage_boundaries`, and the training measurements' `pipeline` (the stages' layers and
+//      per-step times, micro-batches held, peak activation memory). A pipeline rank's steps'
+//      `comm_s` and `exposed_s` are its waits for its neighbours and its replicas' averaging.
+//      Timings mean what they meant in version 16.
 #pragma once
 
 #include <cstddef>
@@ -89,7 +94,7 @@
 
 namespace harness {
 
-inline constexpr int kRecordSchemaVersion = 16;
+inline constexpr int kRecordSchemaVersion = 17;
 // Records before this name the staging levers' old defaults (version 14 above).
 inline constexpr int kStagingLeversAutoSince = 14;
 // Records of this version and later time the same things in the same way: `harness check`
@@ -214,6 +219,44 @@ struct AsyncPsFacts {
   std::vector<int64_t> worker_batches;
 };
 
+// Scheme pipeline (harness/rank/pipeline.h): one stage, its times per timed step (the mean over
+// the steps, then over the stage's replicas). Version 17.
+struct PipelineStageFacts {
+  int first_layer = 0;  // its layers: [first_layer, end_layer) of the workload's chain
+  int end_layer = 0;
+  double step_s = 0;
+  double compute_s = 0;       // the step less the waits below: forward, backward, update
+  double forward_s = 0;
+  double backward_s = 0;
+  double receive_wait_s = 0;  // waiting for activations (from the stage before) and gradients (after)
+  double send_wait_s = 0;     // waiting for its own sends to be taken
+  double average_s = 0;       // averaging its gradients with its replicas (hybrid)
+  int most_held = 0;          // the most micro-batches whose activations it held at once
+  // The most memory its allocations during a step held above the step's start (LibTorch's CPU
+  // allocator, counted): activations, received tensors, gradients being computed.
+  int64_t peak_activation_bytes = 0;
+};
+
+struct PipelineFacts {
+  int stages = 1;
+  int replicas = 1;
+  int micro_batches = 1;
+  std::string schedule;             // "gpipe" or "1f1b"
+  std::vector<int> boundaries;      // the first layer of stages 1 to stages-1
+  bool balanced = false;            // boundaries cut from layer_times_s (else the point's)
+  std::vector<std::string> layer_names;
+  std::vector<double> layer_times_s;  // forward + backward of each layer on one micro-batch, rank 0
+  std::vector<PipelineStageFacts> stage;
+};
+
+// (p - 1) / (m + p - 1): a balanced pipeline's idle share with free transfers.
+double predicted_pipeline_bubble(const PipelineFacts& pipeline);
+// The measured bubble: the share of the stages' time spent idle, 1 - their compute / their steps
+// (summed over the stages); the predicted bubble when stages balance and transfers are free.
+double measured_pipeline_bubble(const PipelineFacts& pipeline);
+// The busiest stage's compute over the stages' mean, less 1 (0: balanced).
+double pipeline_stage_imbalance(const PipelineFacts& pipeline);
+
 // The staleness below which `fraction` of the counted gradients fall (0.5: the median; the
 // smallest s with at least that share at or below it); 0 with none counted.
 int64_t staleness_quantile(const std::vector<int64_t>& counts, double fraction);
@@ -245,6 +288,7 @@ struct TrainMeasurements {
   std::optional<SgdFacts> sgd;        // the SGD workloads
   std::optional<KMeansFacts> kmeans;  // workload kmeans
   std::optional<AsyncPsFacts> async_ps;  // scheme async_ps (version 16)
+  std::optional<PipelineFacts> pipeline;  // scheme pipeline (version 17)
   std::optional<TargetReached> time_to_target;  // a point with a target (version 16)
 };
 

@@ -25,7 +25,16 @@ struct EventStyle {
   double half_height;
 };
 constexpr EventStyle kStyles[] = {{"forward", 0.35},        {"backward", 0.35}, {"exposed communication", 0.35},
-                                  {"optimizer", 0.35},      {"reduce", 0.35},   {"reduce bucket", 0.2}};
+                                  {"optimizer", 0.35},      {"reduce", 0.35},   {"reduce bucket", 0.2},
+                                  {"wait", 0.2},            {"average gradients", 0.35}};
+
+// The style an event is drawn with: its name, or for scheme pipeline's per-micro-batch events
+// ("forward 3", "wait: activations 3") the kind before the micro-batch.
+bool drawn_as(const std::string& event, std::string_view style) {
+  if (event == style) return true;
+  if (style == "wait") return event.starts_with("wait: ");
+  return (style == "forward" || style == "backward") && event.starts_with(std::string(style) + " ");
+}
 
 struct Event {
   std::string name;
@@ -110,7 +119,7 @@ std::optional<TimelinePlot> timeline_plot(const ResultSet& set, const ResultsDir
   for (const EventStyle& style : kStyles) {
     std::string block;
     for (const Event& e : *events) {
-      if (e.name != style.name || !drawn.count(e.step)) continue;
+      if (!drawn_as(e.name, style.name) || !drawn.count(e.step)) continue;
       const int row = row_of[{e.rank, e.thread}];
       const double begin_ms = (e.begin_us - origin) / 1e3;
       const double end_ms = (e.end_us - origin) / 1e3;

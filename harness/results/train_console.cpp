@@ -150,6 +150,35 @@ std::string convergence_lines(const ResultSet& set) {
   return lines.empty() ? "" : "\n" + lines;
 }
 
+std::string pipeline_table(const ResultSet& set) {
+  std::vector<ConfigurationRow> rows;
+  for (const auto& row : configuration_rows(set)) {
+    if (!run_values(row, [](const PointMetrics& m) { return m.pipeline_bubble; }).empty()) rows.push_back(row);
+  }
+  if (rows.empty()) return "";
+  using Column = ConsoleColumn<ConfigurationRow>;
+  const auto median = [](std::optional<double> PointMetrics::*field, double scale, int digits) {
+    return [field, scale, digits](const ConfigurationRow& row) {
+      const auto values = run_values(row, [field](const PointMetrics& m) { return m.*field; });
+      return values.empty() ? std::string("-") : fmt::format("{:.{}f}", scale * median_of(values), digits);
+    };
+  };
+  std::vector<Column> columns = configuration_identity_columns(set);
+  columns.insert(columns.end(), {
+      {"compute", "% step", 7, false, median(&PointMetrics::pipeline_compute_share, 100, 0)},
+      {"bubble", "% step", 7, false, median(&PointMetrics::pipeline_bubble_share, 100, 0)},
+      {"imbalance", "% step", 9, false, median(&PointMetrics::pipeline_imbalance_share, 100, 0)},
+      {"transfer", "% step", 8, false, median(&PointMetrics::pipeline_transfer_share, 100, 0)},
+      {"idle", "% measured", 10, false, median(&PointMetrics::pipeline_bubble, 100, 1)},
+      {"idle", "% (p-1)/(m+p-1)", 15, false, median(&PointMetrics::pipeline_bubble_predicted, 100, 1)},
+      {"peak act", "MB", 8, false, median(&PointMetrics::peak_activation_mb, 1, 1)},
+  });
+  return "\nwhere a pipeline step went (the stages' mean step: their mean compute, the bubble of balanced stages, what "
+         "their imbalance adds, transfers and averaging; idle: the stages' idle share, against a balanced pipeline's "
+         "with free transfers):\n" +
+         format_console_table(columns, rows);
+}
+
 std::string runs_table(const ResultSet& set) {
   using Column = ConsoleColumn<const Run*>;
   const auto ok = [](const std::function<std::string(const Run&)>& format) {

@@ -10,7 +10,9 @@
 
 #include "harness/results/plot_data.h"
 #include "harness/results/scaling.h"
+#include "harness/results/statistics.h"
 #include "harness/results/train_report.h"
+#include "schemes/registry.h"
 
 namespace harness {
 namespace {
@@ -25,6 +27,13 @@ std::string interval_columns(const Interval& interval, double scale = 1) {
 
 // Configurations grouped into curves along `axis` ("ranks" or "batch_size"): equal settings
 // except that key, sorted by it. Only configurations with a successful run.
+// A configuration's place along a curve's axis: "ranks", "micro_batches" or "batch_size".
+int64_t axis_value(const PointSettings& settings, const std::string& axis) {
+  if (axis == "ranks") return settings.ranks;
+  if (axis == "micro_batches") return micro_batches(settings);
+  return settings.batch_size;
+}
+
 Curves curves_along(const std::vector<ConfigurationStats>& stats, const std::vector<std::string>& keys,
                     const std::string& axis, bool need_baseline) {
   std::vector<std::string> curve_keys;
@@ -45,8 +54,7 @@ Curves curves_along(const std::vector<ConfigurationStats>& stats, const std::vec
   }
   for (auto& curve : curves) {
     std::sort(curve.second.begin(), curve.second.end(), [&axis](const auto* a, const auto* b) {
-      return axis == "ranks" ? a->settings.ranks < b->settings.ranks
-                             : a->settings.batch_size < b->settings.batch_size;
+      return axis_value(a->settings, axis) < axis_value(b->settings, axis);
     });
   }
   return curves;
@@ -224,8 +232,7 @@ std::string throughput_curves(const std::vector<ConfigurationStats>& stats, cons
   for (const auto& [title, curve] : curves_along(stats, keys, axis, false)) {
     out += (out.empty() ? "" : "\n\n") + block_title(title);
     for (const auto* stat : curve) {
-      const int x = axis == "ranks" ? stat->settings.ranks : stat->settings.batch_size;
-      out += fmt::format("{} {}\n", x, interval_columns(stat->throughput));
+      out += fmt::format("{} {}\n", axis_value(stat->settings, axis), interval_columns(stat->throughput));
     }
   }
   return out;
@@ -303,6 +310,52 @@ bool has_positive_y(const std::string& data) {
   return false;
 }
 
+// Scheme pipeline: throughput against micro-batches (a curve per schedule and layout), the measured
+// bubble against the predicted one, and each stage's peak activation memory.
+void add_pipeline_plots(const ResultSet& set, const std::vector<ConfigurationStats>& stats,
+                        const std::vector<std::string>& keys, std::map<std::string, std::string>& data) {
+  std::vector<ConfigurationStats> pipelined;
+  for (const auto& stat : stats) {
+    if (stat.settings.scheme == "pipeline") pipelined.push_back(stat);
+  }
+  if (pipelined.empty()) return;
+  std::string throughput;
+  std::string bubble;
+  for (const auto& [title, curve] : curves_along(pipelined, keys, "micro_batches", false)) {
+    std::string throughput_rows;
+    std::string bubble_rows;
+    for (const auto* stat : curve) {
+      throughput_rows += fmt::format("{} {}\n", micro_batches(stat->settings), interval_columns(stat->throughput));
+      std::vector<double> measured;
+      std::vector<double> predicted;
+      for (const int r : stat->runs) {
+        const Run& run = set.runs()[static_cast<std::size_t>(r)];
+        if (!run.metrics || !run.metrics->pipeline_bubble) continue;
+        measured.push_back(*run.metrics->pipeline_bubble);
+        predicted.push_back(*run.metrics->pipeline_bubble_predicted);
+      }
+      if (!measured.empty()) {
+        bubble_rows += fmt::format("{:.6g} {:.6g}\n", 100 * predicted.front(), 100 * median_of(measured));
+      }
+    }
+    if (curve.size() > 1) throughput += (throughput.empty() ? "" : "\n\n") + block_title(title) + throughput_rows;
+    if (!bubble_rows.empty()) bubble += (bubble.empty() ? "" : "\n\n") + block_title(title) + bubble_rows;
+  }
+  if (!throughput.empty()) data["pipeline_throughput"] = std::move(throughput);
+  if (!bubble.empty()) data["pipeline_bubble"] = std::move(bubble);
+  std::string memory;
+  for (const auto& stat : pipelined) {
+    const TrainMeasurements* train = first_run_with_epochs(set, stat);
+    if (train == nullptr || !train->pipeline) continue;
+    std::string rows;
+    for (std::size_t s = 0; s < train->pipeline->stage.size(); ++s) {
+      rows += fmt::format("{} {:.6g}\n", s, static_cast<double>(train->pipeline->stage[s].peak_activation_bytes) / 1e6);
+    }
+    memory += (memory.empty() ? "" : "\n\n") + block_title(curve_label(stat.settings, keys, true)) + rows;
+  }
+  if (!memory.empty()) data["pipeline_memory"] = std::move(memory);
+}
+
 // The loss along the way, for one epoch or many (records before version 4: per epoch).
 void add_loss_and_accuracy_plots(const ResultSet& set, const std::vector<std::string>& keys,
                                  std::map<std::string, std::string>& data) {
@@ -369,6 +422,7 @@ std::map<std::string, std::string> TrainReport::plot_data(const ResultSet& set) 
   }
 
   add_loss_and_accuracy_plots(set, keys, data);
+  add_pipeline_plots(set, stats, keys, data);
   if (std::string steps = breakdown(set, keys); !steps.empty()) data["breakdown"] = std::move(steps);
   if (std::string lost = efficiency_loss(set, keys); !lost.empty()) data["efficiency_loss"] = std::move(lost);
   if (std::string by_rank = compute_by_rank(set, keys); !by_rank.empty()) data["compute_by_rank"] = std::move(by_rank);

@@ -79,6 +79,9 @@ const std::vector<RunColumn>& summary_columns() {
       setting("scheme", [](const PointSettings& s) { return s.scheme; }),
       setting("sync_every", [](const PointSettings& s) { return sync_every(s); }),
       setting("max_staleness", [](const PointSettings& s) { return staleness_text(s); }),
+      setting("pipeline_stages", [](const PointSettings& s) { return pipeline_stages(s); }),
+      setting("micro_batches", [](const PointSettings& s) { return micro_batches(s); }),
+      setting("pipeline_schedule", [](const PointSettings& s) { return pipeline_schedule(s); }),
       measured("time_s", [](const PointMetrics& m) { return m.time_s; }),
       measured("throughput_samples_per_s", [](const PointMetrics& m) { return m.throughput_samples_per_s; }),
       measured("step_time_s", [](const PointMetrics& m) { return m.step_time_s; }),
@@ -106,6 +109,14 @@ const std::vector<RunColumn>& summary_columns() {
       measured("staleness_p95", [](const PointMetrics& m) { return m.staleness_p95; }),
       measured("staleness_max", [](const PointMetrics& m) { return m.staleness_max; }),
       measured("server_busy_fraction", [](const PointMetrics& m) { return m.server_busy_fraction; }),
+      measured("pipeline_bubble", [](const PointMetrics& m) { return m.pipeline_bubble; }),
+      measured("pipeline_bubble_predicted", [](const PointMetrics& m) { return m.pipeline_bubble_predicted; }),
+      measured("stage_imbalance", [](const PointMetrics& m) { return m.stage_imbalance; }),
+      measured("peak_activation_mb", [](const PointMetrics& m) { return m.peak_activation_mb; }),
+      measured("pipeline_compute_share", [](const PointMetrics& m) { return m.pipeline_compute_share; }),
+      measured("pipeline_bubble_share", [](const PointMetrics& m) { return m.pipeline_bubble_share; }),
+      measured("pipeline_imbalance_share", [](const PointMetrics& m) { return m.pipeline_imbalance_share; }),
+      measured("pipeline_transfer_share", [](const PointMetrics& m) { return m.pipeline_transfer_share; }),
       {"wall_time_s", [](const Run* run) { return csv_number(run->record.launch.wall_time_s); }},
       phase("phase_launch_s", &PointTiming::launch_s),
       phase("phase_init_s", &PointTiming::init_s),
@@ -267,6 +278,14 @@ void add_scheme_columns(std::vector<ConfigurationColumn>& list) {
   median_column("staleness_p95", &PointMetrics::staleness_p95);
   median_column("staleness_max", &PointMetrics::staleness_max);
   median_column("server_busy_fraction", &PointMetrics::server_busy_fraction);
+  median_column("pipeline_bubble", &PointMetrics::pipeline_bubble);
+  median_column("pipeline_bubble_predicted", &PointMetrics::pipeline_bubble_predicted);
+  median_column("stage_imbalance", &PointMetrics::stage_imbalance);
+  median_column("peak_activation_mb", &PointMetrics::peak_activation_mb);
+  median_column("pipeline_compute_share", &PointMetrics::pipeline_compute_share);
+  median_column("pipeline_bubble_share", &PointMetrics::pipeline_bubble_share);
+  median_column("pipeline_imbalance_share", &PointMetrics::pipeline_imbalance_share);
+  median_column("pipeline_transfer_share", &PointMetrics::pipeline_transfer_share);
 }
 
 // Where the efficiency went (results/efficiency_loss.h): fractions that add up to 1 − efficiency.
@@ -353,7 +372,7 @@ std::string TrainReport::console_table(const ResultSet& set) const {
   // With repeats, one line per configuration (medians and intervals) reads better than one per
   // run; summary.csv keeps every run.
   std::string table = set.experiment().repeats > 1 ? configurations_table(set) : runs_table(set);
-  return table + efficiency_loss_table(set) + straggler_table(set) + convergence_lines(set);
+  return table + efficiency_loss_table(set) + pipeline_table(set) + straggler_table(set) + convergence_lines(set);
 }
 
 }  // namespace harness

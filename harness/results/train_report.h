@@ -35,6 +35,11 @@ std::string straggler_table(const ResultSet& set);
 // the slowest in 97% of the steps, ..."), or "" when none is.
 std::string straggler_lines(const ResultSet& set);
 
+// Per configuration of scheme pipeline: where its stages' step went (compute, the bubble, the
+// stages' imbalance, transfers and averaging), the measured bubble against (p - 1)/(m + p - 1),
+// and the largest stage's peak activation memory; "" when no run pipelines.
+std::string pipeline_table(const ResultSet& set);
+
 // The tables' "batch /rank" column: batch_size under weak scaling, its share under strong scaling.
 int64_t batch_per_training_rank(const PointSettings& settings);
 

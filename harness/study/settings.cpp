@@ -139,6 +139,11 @@ WorkerLayout worker_layout(const PointSettings& settings, int rank, int world_si
   if (const int servers = ps_servers(settings); servers > 0) {
     return {std::max(1, world_size - servers), rank < servers ? -1 : rank - servers};
   }
+  // pipeline: rank = stage x replicas + replica; every rank trains, the batch is the replicas'.
+  if (const int stages = pipeline_stages(settings); stages > 0) {
+    const int replicas = std::max(1, world_size / stages);
+    return {replicas, rank % replicas};
+  }
   const BackendInfo* backend = backend_or_null(settings.backend);
   if (backend != nullptr && backend->root_only_serves != nullptr &&
       backend->root_only_serves(backend_options(settings))) {

@@ -80,6 +80,7 @@ void validate_training_point(const Experiment& experiment, const Point& point,
   shape.samples = s.dataset_size > 0 ? s.dataset_size : samples.standard;
   shape.workers = worker_layout(s, 0, s.ranks).workers;
   shape.per_rank_batch = per_rank_batch(s, shape.workers);
+  shape.forward_batch = shape.per_rank_batch / micro_batches(s);
   const bool batched = workload.algorithm == Algorithm::kDataParallelSgd;
   if (batched && s.scaling == "strong" && s.batch_size % shape.workers != 0) {
     fail_at(experiment, point,
@@ -134,6 +135,28 @@ void validate_training_point(const Experiment& experiment, const Point& point,
                                        "keeps about {})",
                                        kMaxLossValues, steps, s.loss_every, loss_values, kLossValuesPerPoint)});
   }
+}
+
+// The pipeline's settings, set on a point that does not run it: a stage count on a comm point or
+// under sync would be silently ignored, and the point measured would not be the one asked for.
+// (Other schemes' settings only warn when no point reads them: they have no meaning elsewhere
+// that a user could expect.)
+std::optional<SettingProblem> settings_of_another_scheme(const PointSettings& s) {
+  if (s.kind == Kind::kTrain && s.scheme == "pipeline") return std::nullopt;
+  const SchemeInfo& pipeline = find_scheme("pipeline");
+  static const Json defaults = to_json(PointSettings{});
+  const Json values = to_json(s);
+  for (const SettingRow& row : pipeline.settings()) {
+    const std::string key(row.key);
+    if (values[key] == defaults[key]) continue;
+    return SettingProblem{key, s.kind == Kind::kComm
+                                   ? std::string("expected no pipeline setting on a comm point: it trains no model")
+                                   : fmt::format("expected scheme \"pipeline\" for a pipeline setting, got scheme "
+                                                 "\"{}\" (sweep the pipeline's settings with it in a zip, or "
+                                                 "exclude the other schemes' points)",
+                                                 s.scheme)};
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -244,6 +267,7 @@ void validate_points(const Experiment& experiment, const std::vector<Point>& poi
                                      "nothing, got \"{}\"",
                                      kDefaultScheme, s.scheme)});
     }
+    if (const auto problem = settings_of_another_scheme(s)) fail_at(experiment, point, *problem);
     if (s.kind == Kind::kTrain && scheme.check != nullptr) {
       if (const auto problem = scheme.check(s)) fail_at(experiment, point, *problem);
     }

@@ -92,5 +92,34 @@ TEST(CrashedRank, AnAsyncPsServerOrWorkerFailsThePointWithItsReasonAndNoHang) {
   }
 }
 
+// A killed pipeline stage: the last stage (rank 2 of 3) dies while its neighbour waits for its
+// gradients, and the middle one (rank 1) faults while the others wait for its activations and
+// gradients: the point fails with the victim's reason, and no rank is left waiting.
+TEST(CrashedRank, AKilledPipelineStageFailsThePointWithItsReasonAndNoHang) {
+  for (const auto& [victim, signal, reason] : {std::tuple{2, SIGKILL, "rank 2 killed by signal 9"},
+                                               std::tuple{1, SIGSEGV, "rank 1: SIGSEGV"}}) {
+    const fs::path dir = scratch("crashed_pipeline_" + std::to_string(victim));
+    const fs::path experiment = write_experiment(
+        dir, R"({"name": "crashed", "settings": {"workload": "iris_mlp", "scheme": "pipeline", "pipeline_stages": 3,
+                 "batch_size": 8, "epochs": 100000, "ranks": 3, "threads_per_rank": 1, "timeout_s": 120}})");
+    const fs::path out = dir / "out";
+    ChildProcess run(harness_request({"run", experiment.string(), "--out", out.string()}, dir / "run.log"));
+    ASSERT_TRUE(within_a_minute([&] { return progress_lines(out) >= 3; })) << read_text(dir / "run.log");
+    const pid_t rank = find_rank_process(victim);
+    ASSERT_NE(rank, 0);
+    ASSERT_EQ(::kill(rank, signal), 0);
+    std::optional<ProcessOutcome> ended;
+    ASSERT_TRUE(within_a_minute([&] { return (ended = run.poll()).has_value(); })) << "rank " << victim;
+    EXPECT_EQ(ended->exit_code, 1);
+    const auto rows = read_csv(out / "summary.csv");
+    ASSERT_EQ(rows.size(), 1U);
+    EXPECT_EQ(rows[0].at("status"), "failed");
+    EXPECT_EQ(rows[0].at("reason").rfind(reason, 0), 0U)
+        << rows[0].at("reason") << "\n"
+        << read_text(out / "logs" / (rows[0].at("id") + ".log"));
+    for (int other = 0; other < 3; ++other) EXPECT_EQ(find_rank_process(other), 0) << "rank " << other << " left";
+  }
+}
+
 }  // namespace
 }  // namespace harness::e2e

@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <filesystem>
+#include <set>
+#include <string>
 
 #include "e2e_helpers.h"
 #include "harness/common/files.h"
@@ -153,4 +155,58 @@ TEST(Schemes, TheCnnReachesItsTargetUnderAsyncPsAtStalenessTwo) {
 }
 
 }  // namespace
+// Scheme pipeline through the harness: the Iris MLP on 1 rank (sync), 3 stages under gpipe and
+// 1f1b, and the hybrid 2 stages x 2 replicas, traced. The 3-stage points train the 1-rank point's
+// model (the same losses and accuracy); the tables and summary.csv say where their steps went,
+// the plots are drawn, and the trace has every rank's passes by micro-batch.
+TEST(Schemes, PipelineRunsBothSchedulesAndTheHybridAndTracesItsStages) {
+  const fs::path dir = scratch("pipeline");
+  const fs::path experiment = write_experiment(dir, R"({
+    "name": "pipeline",
+    "settings": {"workload": "iris_mlp", "epochs": 3, "lr": 0.5, "batch_size": 8, "threads_per_rank": 1,
+                 "micro_batches": 4, "timeline": true},
+    "sweep": {"zip": {"ranks": [1, 3, 3, 4], "scheme": ["sync", "pipeline", "pipeline", "pipeline"],
+                      "pipeline_stages": [2, 3, 3, 2], "pipeline_schedule": ["1f1b", "gpipe", "1f1b", "1f1b"]}}})");
+  const fs::path out = dir / "out";
+  const HarnessRun run = run_harness({"run", experiment.string(), "--out", out.string()}, dir / "log");
+  ASSERT_TRUE(run.outcome.ok()) << explained(run);
+  const std::string console = joined(run.output);
+  EXPECT_NE(console.find("pipeline gpipe 3x1 m=4"), std::string::npos) << console;
+  EXPECT_NE(console.find("pipeline 1f1b 2x2 m=4"), std::string::npos) << console;
+  EXPECT_NE(console.find("where a pipeline step went"), std::string::npos) << console;
+  const auto summary = read_csv(out / "summary.csv");
+  ASSERT_EQ(summary.size(), 4U) << console;
+  for (const auto& row : summary) EXPECT_EQ(row.at("status"), "ok") << console;
+  EXPECT_EQ(summary[0].at("pipeline_bubble"), "");  // sync has none
+  for (std::size_t p = 1; p < 4; ++p) {
+    const auto& row = summary[p];
+    EXPECT_EQ(row.at("micro_batches"), "4");
+    const double shares = std::stod(row.at("pipeline_compute_share")) + std::stod(row.at("pipeline_bubble_share")) +
+                          std::stod(row.at("pipeline_imbalance_share")) + std::stod(row.at("pipeline_transfer_share"));
+    EXPECT_NEAR(shares, 1.0, 1e-6) << row.at("id");
+    EXPECT_GT(std::stod(row.at("peak_activation_mb")), 0) << row.at("id");
+  }
+  EXPECT_NEAR(std::stod(summary[1].at("pipeline_bubble_predicted")), 2.0 / 6, 1e-6);
+  for (std::size_t p = 1; p < 3; ++p) {
+    EXPECT_NEAR(std::stod(summary[p].at("final_loss")), std::stod(summary[0].at("final_loss")), 1e-5);
+    EXPECT_EQ(summary[p].at("accuracy"), summary[0].at("accuracy"));
+  }
+  const Json hybrid = read_json_file((out / "points" / (summary[3].at("id") + ".json")).string());
+  EXPECT_EQ(hybrid["measurements"]["pipeline"]["replicas"], 2);
+  EXPECT_EQ(hybrid["measurements"]["training_ranks"], 2);
+  for (const char* plot : {"pipeline_bubble", "pipeline_memory", "timeline"}) {
+    EXPECT_TRUE(fs::exists(out / "plots" / (std::string(plot) + ".png"))) << plot;
+  }
+  // Throughput against micro-batches needs two of them on one curve.
+  EXPECT_FALSE(fs::exists(out / "plots" / "pipeline_throughput.png"));
+  // The 3-stage 1F1B point's trace: each rank's forward and backward passes of every micro-batch.
+  const Json trace = read_json_file((out / "logs" / (summary[2].at("id") + ".trace.json")).string());
+  std::set<std::pair<int, std::string>> passes;
+  for (const Json& event : trace["traceEvents"]) {
+    const std::string name = event.value("name", "");
+    if (name.starts_with("forward ") || name.starts_with("backward ")) passes.insert({event["pid"].get<int>(), name});
+  }
+  EXPECT_EQ(passes.size(), 3U * 2 * 4);
+}
+
 }  // namespace harness::e2e

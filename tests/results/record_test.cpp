@@ -1,4 +1,5 @@
 #include "harness/results/record.h"
+#include "schemes/pipeline_schedule.h"
 
 #include <gtest/gtest.h>
 
@@ -89,6 +90,42 @@ TEST(Record, AsyncPsCountsAndTheTimeToTargetRoundTripIntoTheMetrics) {
   const PointMetrics missed = point_metrics(*record_from_json(to_json(record), "r.json").measurements->train);
   EXPECT_EQ(missed.target_reached, false);
   EXPECT_FALSE(missed.time_to_target_s.has_value());
+}
+
+// A pipeline's stages round-trip, and its metrics split the step: 2 stages computing 2 and 4 ms
+// (a third forward, two thirds backward), m = 2, 1F1B, a 6 ms step. Balanced at their mean, 3 ms,
+// a step takes 3 (2 + 2 - 1)/2 = 4.5 ms; replayed with their own times (stage 0: F0 0-1/3,
+// F1 -2/3; stage 1: F0 1/3-1, B0 -7/3, F1 -3, B1 -13/3; stage 0: B0 7/3-3, B1 13/3-5) 5 ms.
+TEST(Record, PipelineStagesRoundTripAndSplitTheStep) {
+  PointRecord record = ok_record();
+  record.settings.scheme = "pipeline";
+  record.key = PointKey(record.settings, 1).hash();
+  record.id = point_id(0, PointKey(record.settings, 1));
+  PipelineFacts pipeline;
+  pipeline.stages = 2;
+  pipeline.replicas = 1;
+  pipeline.micro_batches = 2;
+  pipeline.schedule = "1f1b";
+  pipeline.boundaries = {2};
+  pipeline.balanced = true;
+  pipeline.layer_names = {"a", "b", "c"};
+  pipeline.layer_times_s = {0.001, 0.001, 0.002};
+  // first, end, step, compute, forward, backward, receive, send, average, held, peak
+  pipeline.stage = {{0, 2, 0.006, 0.002, 0.0006, 0.0012, 0.004, 0, 0, 2, 3'000'000},
+                    {2, 3, 0.006, 0.004, 0.0012, 0.0024, 0.002, 0, 0, 1, 1'000'000}};
+  record.measurements->train->pipeline = pipeline;
+  const PointRecord read = record_from_json(to_json(record), "r.json");
+  EXPECT_EQ(to_json(read), to_json(record));
+  const PointMetrics metrics = point_metrics(*read.measurements->train);
+  EXPECT_DOUBLE_EQ(*metrics.pipeline_bubble, 0.5);  // 6 of the stages' 12 ms computed
+  EXPECT_DOUBLE_EQ(*metrics.pipeline_bubble_predicted, 1.0 / 3);
+  EXPECT_NEAR(*metrics.stage_imbalance, 4.0 / 3 - 1, 1e-12);
+  EXPECT_DOUBLE_EQ(*metrics.peak_activation_mb, 3.0);
+  EXPECT_NEAR(simulated_step_time("1f1b", {0.002 / 6, 0.004 / 6}, {0.004 / 6, 0.008 / 6}, 2), 0.005, 1e-12);
+  EXPECT_NEAR(*metrics.pipeline_compute_share, 0.5, 1e-12);
+  EXPECT_NEAR(*metrics.pipeline_bubble_share, 1.5 / 6, 1e-12);
+  EXPECT_NEAR(*metrics.pipeline_imbalance_share, 0.5 / 6, 1e-12);
+  EXPECT_NEAR(*metrics.pipeline_transfer_share, 1.0 / 6, 1e-12);
 }
 
 // The first epoch that reaches the target: accuracy at least it, a loss at most it; the epochs'

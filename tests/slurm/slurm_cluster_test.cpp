@@ -114,23 +114,33 @@ TEST(SlurmCluster, AutoPacksPointsThatRanShortBefore) {
 TEST(SlurmCluster, APointOnTwoNodesRunsOnBoth) {
   const fs::path dir = scratch("slurm_two_nodes");
   const fs::path experiment = write_experiment(dir, R"({"name": "two_nodes", "launcher": "slurm",
-    "settings": {"workload": "iris_mlp", "epochs": 5, "ranks": 2, "nodes": 2, "ranks_per_node": 1,
-                 "timeout_s": 120, "sync_every": 3, "max_staleness": 1},
-    "sweep": {"zip": {"scheme": ["sync", "local_sgd", "async_ps"], "backend": ["allreduce", "allreduce", "ps"]}}})");
+    "settings": {"workload": "iris_mlp", "epochs": 5, "nodes": 2, "timeout_s": 120, "sync_every": 3,
+                 "max_staleness": 1, "batch_size": 8},
+    "sweep": {"zip": {"scheme": ["sync", "local_sgd", "async_ps", "pipeline", "pipeline"],
+                      "backend": ["allreduce", "allreduce", "ps", "allreduce", "allreduce"],
+                      "ranks": [2, 2, 2, 2, 4], "ranks_per_node": [1, 1, 1, 1, 2],
+                      "pipeline_schedule": ["1f1b", "1f1b", "1f1b", "1f1b", "gpipe"]}}})");
   const HarnessRun run = run_harness({"run", experiment.string(), "--out", (dir / "out").string()}, dir / "run.log");
   ASSERT_EQ(run.outcome.exit_code, 0) << explained(run);
   const std::vector<Json> both = records(dir / "out");
-  ASSERT_EQ(both.size(), 3U);
+  ASSERT_EQ(both.size(), 5U);
   std::set<std::string> schemes;
   for (const Json& record : both) {
     EXPECT_EQ(record["status"], "ok") << record["reason"];
-    EXPECT_EQ(record["measurements"]["hosts"], Json::array({"hnode1", "hnode2"})) << record["measurements"]["hosts"];
+    const Json hosts = record["settings"]["ranks"] == 2 ? Json::array({"hnode1", "hnode2"})
+                                                        : Json::array({"hnode1", "hnode1", "hnode2", "hnode2"});
+    EXPECT_EQ(record["measurements"]["hosts"], hosts) << record["measurements"]["hosts"];
     EXPECT_EQ(record["measurements"]["epochs"].size(), 5U);
     schemes.insert(record["settings"]["scheme"].get<std::string>());
   }
-  EXPECT_EQ(schemes, (std::set<std::string>{"sync", "local_sgd", "async_ps"}));
+  EXPECT_EQ(schemes, (std::set<std::string>{"sync", "local_sgd", "async_ps", "pipeline"}));
   // async_ps's server on one node and its worker on the other: every gradient crossed.
   EXPECT_EQ(both[2]["measurements"]["async_ps"]["worker_batches"].size(), 1U);
+  // The pipeline's stages on the two nodes (1F1B, then the hybrid 2 x 2 under GPipe, each stage's
+  // replicas on one node): every activation and gradient crossed between them.
+  EXPECT_EQ(both[3]["measurements"]["pipeline"]["stage"].size(), 2U);
+  EXPECT_EQ(both[4]["measurements"]["pipeline"]["replicas"], 2);
+  EXPECT_EQ(both[4]["measurements"]["pipeline"]["stage"][0]["most_held"], 4);  // GPipe: all of m = 4
 }
 
 // Every backend that spans nodes, 2 nodes x 2 ranks, through srun: the comm benchmark checks each

@@ -31,6 +31,10 @@ TEST(PointKey, IsTheSettingsAndTheRepeat) {
   spelled.erase("ps_servers");
   spelled.erase("max_staleness");
   spelled.erase("target");
+  spelled.erase("pipeline_stages");
+  spelled.erase("micro_batches");
+  spelled.erase("pipeline_schedule");
+  spelled.erase("stage_boundaries");
   EXPECT_EQ(key.text(), spelled.dump() + "|1");
   // A scheme other than sync, or another period, is part of the key.
   PointSettings local = settings;
