@@ -57,7 +57,8 @@ struct PipelineCounters {
   double send_wait_s = 0;
   double average_s = 0;
   int most_held = 0;
-  int64_t peak_activation_bytes = 0;
+  int64_t peak_activation_bytes = 0;  // held after a forward pass, above the step's start (median step)
+  int64_t peak_step_bytes = 0;        // the allocator's peak in the step, above its start (median step)
 };
 
 struct LoopResult {

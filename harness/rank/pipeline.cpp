@@ -21,9 +21,14 @@
 namespace harness {
 namespace {
 
-constexpr int kActivationTag = 1;  // forward, stage s to s+1; in micro-batch order (MPI keeps it)
-constexpr int kGradientTag = 2;    // backward, stage s+1 to s
-constexpr int kModelTag = 3;       // a stage's tensors to rank 0 for evaluation
+// Tags name the micro-batch and the direction, so that a message can only meet the receive posted
+// for it. Modulo a bound within the 32767 every MPI allows: beyond it the schedules' micro-batch
+// order (each direction's sends and receives in micro-batch order) keeps them apart, as MPI does
+// not let messages of one tag overtake each other.
+constexpr int kTagMicroBatches = 16000;
+int activation_tag(int micro_batch) { return 2 * (micro_batch % kTagMicroBatches); }      // stage s to s+1
+int gradient_tag(int micro_batch) { return 2 * (micro_batch % kTagMicroBatches) + 1; }   // stage s+1 to s
+constexpr int kModelTag = 2 * kTagMicroBatches;  // a stage's tensors to rank 0 for evaluation
 
 LayerChain& chain_of(Workload& workload) {
   LayerChain* chain = workload.layer_chain();
@@ -100,6 +105,12 @@ struct PipelineScheme::Run {
   std::vector<int64_t> closed_samples;
   double epoch_loss = 0;
   Clock::time_point last_progress_line;
+  // Memory, in bytes above the step's start: the most held after a forward pass (activations kept
+  // for backward, received and sent tensors) and the allocator's peak (backward's transients too).
+  int64_t bytes_at_start = 0;
+  int64_t held_peak = 0;
+  std::vector<int64_t> held_peaks;  // per timed step
+  std::vector<int64_t> step_peaks;
   // The step being run.
   std::span<const int64_t> positions;  // this replica's batch
   bool traced = false;
@@ -279,7 +290,7 @@ void PipelineScheme::forward(int k, std::span<const int64_t> positions, Run& run
     if (k + 1 < micro_batches_) {  // the next one's transfer proceeds while this one computes
       held.inputs[u + 1] = empty_with(input_layout_.sizes, input_layout_.strides);
       check_mpi(MPI_Irecv(held.inputs[u + 1].data_ptr(), static_cast<int>(input_layout_.bytes), MPI_BYTE,
-                          communicator_.rank() - replicas_, kActivationTag, transfers_.get(),
+                          communicator_.rank() - replicas_, activation_tag(k + 1), transfers_.get(),
                           &held.activation_receives[u + 1]),
                 "MPI_Irecv(activations)");
     }
@@ -298,17 +309,18 @@ void PipelineScheme::forward(int k, std::span<const int64_t> positions, Run& run
     held.outputs[u] = output;
     held.sent_outputs[u] = in_layout(output.detach(), output_layout_.sizes, output_layout_.strides);
     check_mpi(MPI_Isend(held.sent_outputs[u].data_ptr(), static_cast<int>(output_layout_.bytes), MPI_BYTE,
-                        communicator_.rank() + replicas_, kActivationTag, transfers_.get(), &held.output_sends[u]),
+                        communicator_.rank() + replicas_, activation_tag(k), transfers_.get(), &held.output_sends[u]),
               "MPI_Isend(activations)");
     held.output_gradients[u] = empty_with(output_layout_.sizes, output_layout_.strides);
     check_mpi(MPI_Irecv(held.output_gradients[u].data_ptr(), static_cast<int>(output_layout_.bytes), MPI_BYTE,
-                        communicator_.rank() + replicas_, kGradientTag, transfers_.get(), &held.gradient_receives[u]),
+                        communicator_.rank() + replicas_, gradient_tag(k), transfers_.get(), &held.gradient_receives[u]),
               "MPI_Irecv(gradients)");
   }
   const auto end = Clock::now();
   run.forward_s += seconds_between(start, end);
   if (run.traced) timeline_->add(Track::kTraining, fmt::format("forward {}", k), start, end);
   run.result.pipeline.most_held = std::max(run.result.pipeline.most_held, ++held.held);
+  run.held_peak = std::max(run.held_peak, CpuAllocationCounter::installed().bytes_in_use() - run.bytes_at_start);
 }
 
 void PipelineScheme::backward(int k, Run& run, InFlight& held) {
@@ -323,7 +335,7 @@ void PipelineScheme::backward(int k, Run& run, InFlight& held) {
   if (stage_ > 0) {
     held.sent_gradients[u] = in_layout(held.inputs[u].grad(), input_layout_.sizes, input_layout_.strides);
     check_mpi(MPI_Isend(held.sent_gradients[u].data_ptr(), static_cast<int>(input_layout_.bytes), MPI_BYTE,
-                        communicator_.rank() - replicas_, kGradientTag, transfers_.get(), &held.gradient_sends[u]),
+                        communicator_.rank() - replicas_, gradient_tag(k), transfers_.get(), &held.gradient_sends[u]),
               "MPI_Isend(gradients)");
   }
   const auto end = Clock::now();
@@ -356,12 +368,24 @@ LoopResult PipelineScheme::train(LoopFlush* flush) {
   run.window_steps = loss_window_steps(settings_, run.total_steps);
   run.permutation.resize(static_cast<std::size_t>(workload_.train_size()));
   const auto timed_steps = static_cast<std::size_t>(run.total_steps - run.warmup_steps);
+  run.step_peaks.reserve(timed_steps);
+  run.held_peaks.reserve(timed_steps);
   for (auto* times : {&result.steps.compute_s, &result.steps.comm_s, &result.steps.exposed_s, &result.steps.step_s}) {
     times->reserve(timed_steps);
   }
   if (timeline_ != nullptr) timeline_->trace(communicator_.size(), static_cast<int64_t>(timed_steps));
   run.last_progress_line = Clock::now();
   for (int epoch = 1; epoch <= settings_.epochs; ++epoch) train_epoch(epoch, run);
+  // The median step's: a step that allocates once for good (a kernel's cached scratch memory) would
+  // otherwise set them.
+  const auto median = [](std::vector<int64_t>& values) {
+    if (values.empty()) return int64_t{0};
+    auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
+    std::nth_element(values.begin(), middle, values.end());
+    return *middle;
+  };
+  result.pipeline.peak_activation_bytes = median(run.held_peaks);
+  result.pipeline.peak_step_bytes = median(run.step_peaks);
   return std::move(run.result);
 }
 
@@ -435,7 +459,8 @@ void PipelineScheme::train_step(int epoch, int64_t step, bool timed, Run& run) {
     for (auto& parameter : parameters_) parameter.mutable_grad().zero_();
   }
   CpuAllocationCounter& memory = CpuAllocationCounter::installed();
-  const int64_t bytes_at_start = memory.bytes_in_use();
+  run.bytes_at_start = memory.bytes_in_use();
+  run.held_peak = 0;
   memory.reset_peak();
 
   const std::span<const int64_t> positions(run.permutation.data() + (step * replicas_ + replica_) * run.batch,
@@ -444,7 +469,7 @@ void PipelineScheme::train_step(int epoch, int64_t step, bool timed, Run& run) {
   if (stage_ > 0) {
     held.inputs[0] = empty_with(input_layout_.sizes, input_layout_.strides);
     check_mpi(MPI_Irecv(held.inputs[0].data_ptr(), static_cast<int>(input_layout_.bytes), MPI_BYTE,
-                        communicator_.rank() - replicas_, kActivationTag, transfers_.get(), &held.activation_receives[0]),
+                        communicator_.rank() - replicas_, activation_tag(0), transfers_.get(), &held.activation_receives[0]),
               "MPI_Irecv(activations)");
   }
   for (const PipelineOp& op : ops_) {
@@ -455,7 +480,7 @@ void PipelineScheme::train_step(int epoch, int64_t step, bool timed, Run& run) {
     }
   }
   for (int k = 0; k < micro_batches_; ++k) wait_for(held.gradient_sends[static_cast<std::size_t>(k)], run.send_wait_s, "send", k);
-  const int64_t peak_bytes = memory.peak_bytes() - bytes_at_start;
+  const int64_t peak_bytes = memory.peak_bytes() - run.bytes_at_start;
   inject_compute_delay(communicator_.rank(), settings_.inject_compute_delay_rank, settings_.inject_compute_delay_ms);
 
   const auto computed = Clock::now();
@@ -496,7 +521,8 @@ void PipelineScheme::train_step(int epoch, int64_t step, bool timed, Run& run) {
   counters.receive_wait_s += run.receive_wait_s;
   counters.send_wait_s += run.send_wait_s;
   counters.average_s += average_s;
-  counters.peak_activation_bytes = std::max(counters.peak_activation_bytes, peak_bytes);
+  run.step_peaks.push_back(peak_bytes);
+  run.held_peaks.push_back(run.held_peak);
 }
 
 std::vector<torch::Tensor> PipelineScheme::stage_tensors(int stage) {
@@ -534,7 +560,7 @@ void PipelineScheme::gather_model_on_rank_zero() {
 }
 
 void PipelineScheme::add_measurements(const LoopResult& result, TrainMeasurements& measurements) {
-  constexpr int kValues = 9;
+  constexpr int kValues = 10;
   const auto steps = static_cast<double>(std::max<std::size_t>(1, result.steps.step_s.size()));
   const auto sum = [](const std::vector<double>& values) { return std::accumulate(values.begin(), values.end(), 0.0); };
   const PipelineCounters& counters = result.pipeline;
@@ -546,7 +572,8 @@ void PipelineScheme::add_measurements(const LoopResult& result, TrainMeasurement
                                             counters.send_wait_s / steps,
                                             counters.average_s / steps,
                                             static_cast<double>(counters.most_held),
-                                            static_cast<double>(counters.peak_activation_bytes)};
+                                            static_cast<double>(counters.peak_activation_bytes),
+                                            static_cast<double>(counters.peak_step_bytes)};
   std::vector<double> all(static_cast<std::size_t>(kValues * communicator_.size()));
   {
     const InHarnessCollective marked;
@@ -580,6 +607,7 @@ void PipelineScheme::add_measurements(const LoopResult& result, TrainMeasurement
       facts_of_stage.most_held = std::max(facts_of_stage.most_held, static_cast<int>(values[7]));
       facts_of_stage.peak_activation_bytes =
           std::max(facts_of_stage.peak_activation_bytes, static_cast<int64_t>(values[8]));
+      facts_of_stage.peak_step_bytes = std::max(facts_of_stage.peak_step_bytes, static_cast<int64_t>(values[9]));
     }
     facts.stage.push_back(facts_of_stage);
   }

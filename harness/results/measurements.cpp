@@ -193,7 +193,8 @@ void write_train(const TrainMeasurements& train, Json& json) {
                         {"send_wait_s", stage.send_wait_s},
                         {"average_s", stage.average_s},
                         {"most_held", stage.most_held},
-                        {"peak_activation_bytes", stage.peak_activation_bytes}});
+                        {"peak_activation_bytes", stage.peak_activation_bytes},
+                        {"peak_step_bytes", stage.peak_step_bytes}});
     }
     json["pipeline"] = {{"stages", pipeline.stages},
                         {"replicas", pipeline.replicas},
@@ -297,6 +298,7 @@ TrainMeasurements train_from(const Fields& fields, int version) {
       read.average_s = stage.number("average_s");
       read.most_held = static_cast<int>(stage.integer("most_held"));
       read.peak_activation_bytes = stage.integer("peak_activation_bytes");
+      read.peak_step_bytes = stage.integer("peak_step_bytes");
       facts.stage.push_back(read);
     }
     train.pipeline = std::move(facts);

@@ -19,43 +19,49 @@ double mean_of(const std::vector<double>& values) {
 
 namespace {
 
-// Where the pipeline's step T (the stages' mean) went: the stages' mean compute C̄; the bubble of
-// a balanced pipeline at that compute, C̄ (m + p - 1)/m - C̄; what the unequal stages add, the
-// stages' schedules replayed with each stage's own forward and backward times (its compute split
-// between them as measured) less the balanced time; and the rest, transfers and averaging.
+// Where the pipeline's step T (the stages' mean) went: the stages' mean compute C̄ (their step less
+// their waits and averaging); the bubble of balanced stages at that compute: their forward and
+// backward passes, P̄ of C̄, pipelined, P̄ (m + p - 1)/m, plus what each step does once (the update,
+// zeroing, a delay), less C̄; what unequal stages add: the stages' schedules replayed with each
+// stage's own passes, plus its work done once, less that balanced time; and the rest, transfers
+// and averaging.
 void add_pipeline_metrics(const PipelineFacts& pipeline, PointMetrics& metrics) {
   const auto stages = static_cast<double>(pipeline.stage.size());
+  const double m = pipeline.micro_batches;
   double compute = 0;
+  double passes = 0;
+  double once = 0;  // the most any stage does once per step
   double step = 0;
   int64_t peak = 0;
   std::vector<double> forward;
   std::vector<double> backward;
   for (const PipelineStageFacts& stage : pipeline.stage) {
     compute += stage.compute_s / stages;
+    passes += (stage.forward_s + stage.backward_s) / stages;
+    once = std::max(once, std::max(0.0, stage.compute_s - stage.forward_s - stage.backward_s));
     step += stage.step_s / stages;
     peak = std::max(peak, stage.peak_activation_bytes);
-    const double passes = stage.forward_s + stage.backward_s;
-    const double forward_part = passes > 0 ? stage.forward_s / passes : 0.5;
-    forward.push_back(stage.compute_s * forward_part / pipeline.micro_batches);
-    backward.push_back(stage.compute_s * (1 - forward_part) / pipeline.micro_batches);
+    forward.push_back(stage.forward_s / m);
+    backward.push_back(stage.backward_s / m);
   }
   metrics.pipeline_bubble = measured_pipeline_bubble(pipeline);
   metrics.pipeline_bubble_predicted = predicted_pipeline_bubble(pipeline);
   metrics.stage_imbalance = pipeline_stage_imbalance(pipeline);
   metrics.peak_activation_mb = static_cast<double>(peak) / 1e6;
   if (step <= 0) return;
-  const double balanced = compute * (pipeline.micro_batches + pipeline.stages - 1) / pipeline.micro_batches;
+  const double balanced = passes * (m + pipeline.stages - 1) / m + (compute - passes);
   double replayed = balanced;
   try {
-    replayed = simulated_step_time(pipeline.schedule, forward, backward, pipeline.micro_batches);
+    replayed = simulated_step_time(pipeline.schedule, forward, backward, pipeline.micro_batches) + once;
   } catch (const std::logic_error&) {
     // A schedule this harness does not know (a newer record's): the split leaves imbalance out.
   }
+  if (replayed > 0) metrics.pipeline_bubble_replayed = std::max(0.0, 1.0 - compute / replayed);
   const double idle = std::max(0.0, 1.0 - compute / step);
   metrics.pipeline_compute_share = 1.0 - idle;
-  metrics.pipeline_bubble_share = std::min(idle, (balanced - compute) / step);
+  metrics.pipeline_bubble_share = std::clamp((balanced - compute) / step, 0.0, idle);
   metrics.pipeline_imbalance_share =
-      std::min(idle - *metrics.pipeline_bubble_share, std::max(0.0, replayed - balanced) / step);
+      std::clamp((replayed - balanced) / step, 0.0, idle - *metrics.pipeline_bubble_share);
   metrics.pipeline_transfer_share = idle - *metrics.pipeline_bubble_share - *metrics.pipeline_imbalance_share;
 }
 

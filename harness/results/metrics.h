@@ -47,6 +47,9 @@ struct PointMetrics {
   // times), and the rest (transfers, the replicas' averaging).
   std::optional<double> pipeline_bubble;
   std::optional<double> pipeline_bubble_predicted;
+  // The bubble the stages' schedules would have with their measured passes and free transfers
+  // (replayed): what the measured bubble is, less the transfers' cost.
+  std::optional<double> pipeline_bubble_replayed;
   std::optional<double> stage_imbalance;
   std::optional<double> peak_activation_mb;
   std::optional<double> pipeline_compute_share;

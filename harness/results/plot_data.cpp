@@ -1,5 +1,7 @@
 #include "harness/results/plot_data.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "schemes/registry.h"
@@ -30,11 +32,17 @@ std::string curve_label(const PointSettings& settings, const std::vector<std::st
   bool scheme_named = false;
   for (const auto& key : keys) {
     if (key == "ranks" && !include_ranks) continue;
-    // A scheme and its own settings in one word ("async_ps s=2"): the others' are not read.
-    if (key == "scheme" || key == "sync_every" || key == "max_staleness") {
+    // A scheme and its own settings in one word ("async_ps s=2"): the others' are not read. A curve
+    // along the micro-batches leaves them out of its pipeline's name.
+    if (key == "scheme" || key == "sync_every" || key == "max_staleness" || key == "pipeline_stages" ||
+        key == "micro_batches" || key == "pipeline_schedule" || key == "stage_boundaries") {
       if (!scheme_named) {
         if (!label.empty()) label += ' ';
-        label += scheme_label(settings);
+        const bool along_micro_batches = std::find(keys.begin(), keys.end(), "micro_batches") == keys.end();
+        label += settings.scheme == "pipeline" && along_micro_batches
+                     ? fmt::format("pipeline {} {}x{}", pipeline_schedule(settings), pipeline_stages(settings),
+                                   pipeline_replicas(settings))
+                     : scheme_label(settings);
       }
       scheme_named = true;
       continue;

@@ -262,7 +262,7 @@ double measured_pipeline_bubble(const PipelineFacts& pipeline) {
   double step = 0;
   for (const PipelineStageFacts& stage : pipeline.stage) {
     compute += stage.compute_s;
-    step += stage.step_s;
+    step += stage.step_s - stage.average_s;
   }
   return step > 0 ? std::max(0.0, 1.0 - compute / step) : 0;
 }

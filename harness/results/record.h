@@ -232,9 +232,12 @@ struct PipelineStageFacts {
   double send_wait_s = 0;     // waiting for its own sends to be taken
   double average_s = 0;       // averaging its gradients with its replicas (hybrid)
   int most_held = 0;          // the most micro-batches whose activations it held at once
-  // The most memory its allocations during a step held above the step's start (LibTorch's CPU
-  // allocator, counted): activations, received tensors, gradients being computed.
+  // Memory above the step's start (LibTorch's CPU allocations, counted), in the median step and the
+  // most over its replicas: the most held after one of its forward passes (the activations kept for
+  // backward, received and sent tensors: what the schedule decides) and the allocator's peak during
+  // the step (backward's transients too: weight gradients, convolution scratch).
   int64_t peak_activation_bytes = 0;
+  int64_t peak_step_bytes = 0;
 };
 
 struct PipelineFacts {
@@ -252,7 +255,8 @@ struct PipelineFacts {
 // (p - 1) / (m + p - 1): a balanced pipeline's idle share with free transfers.
 double predicted_pipeline_bubble(const PipelineFacts& pipeline);
 // The measured bubble: the share of the stages' time spent idle, 1 - their compute / their steps
-// (summed over the stages); the predicted bubble when stages balance and transfers are free.
+// less the replicas' averaging (summed over the stages); the predicted bubble when stages balance
+// and transfers are free.
 double measured_pipeline_bubble(const PipelineFacts& pipeline);
 // The busiest stage's compute over the stages' mean, less 1 (0: balanced).
 double pipeline_stage_imbalance(const PipelineFacts& pipeline);

@@ -170,12 +170,13 @@ std::string pipeline_table(const ResultSet& set) {
       {"imbalance", "% step", 9, false, median(&PointMetrics::pipeline_imbalance_share, 100, 0)},
       {"transfer", "% step", 8, false, median(&PointMetrics::pipeline_transfer_share, 100, 0)},
       {"idle", "% measured", 10, false, median(&PointMetrics::pipeline_bubble, 100, 1)},
+      {"idle", "% replayed", 10, false, median(&PointMetrics::pipeline_bubble_replayed, 100, 1)},
       {"idle", "% (p-1)/(m+p-1)", 15, false, median(&PointMetrics::pipeline_bubble_predicted, 100, 1)},
       {"peak act", "MB", 8, false, median(&PointMetrics::peak_activation_mb, 1, 1)},
   });
   return "\nwhere a pipeline step went (the stages' mean step: their mean compute, the bubble of balanced stages, what "
-         "their imbalance adds, transfers and averaging; idle: the stages' idle share, against a balanced pipeline's "
-         "with free transfers):\n" +
+         "their imbalance adds, transfers and averaging; idle: the stages' idle share, measured, with their passes "
+         "replayed and free transfers, and for balanced stages):\n" +
          format_console_table(columns, rows);
 }
 

@@ -111,6 +111,7 @@ const std::vector<RunColumn>& summary_columns() {
       measured("server_busy_fraction", [](const PointMetrics& m) { return m.server_busy_fraction; }),
       measured("pipeline_bubble", [](const PointMetrics& m) { return m.pipeline_bubble; }),
       measured("pipeline_bubble_predicted", [](const PointMetrics& m) { return m.pipeline_bubble_predicted; }),
+      measured("pipeline_bubble_replayed", [](const PointMetrics& m) { return m.pipeline_bubble_replayed; }),
       measured("stage_imbalance", [](const PointMetrics& m) { return m.stage_imbalance; }),
       measured("peak_activation_mb", [](const PointMetrics& m) { return m.peak_activation_mb; }),
       measured("pipeline_compute_share", [](const PointMetrics& m) { return m.pipeline_compute_share; }),
@@ -280,6 +281,7 @@ void add_scheme_columns(std::vector<ConfigurationColumn>& list) {
   median_column("server_busy_fraction", &PointMetrics::server_busy_fraction);
   median_column("pipeline_bubble", &PointMetrics::pipeline_bubble);
   median_column("pipeline_bubble_predicted", &PointMetrics::pipeline_bubble_predicted);
+  median_column("pipeline_bubble_replayed", &PointMetrics::pipeline_bubble_replayed);
   median_column("stage_imbalance", &PointMetrics::stage_imbalance);
   median_column("peak_activation_mb", &PointMetrics::peak_activation_mb);
   median_column("pipeline_compute_share", &PointMetrics::pipeline_compute_share);

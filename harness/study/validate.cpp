@@ -137,10 +137,11 @@ void validate_training_point(const Experiment& experiment, const Point& point,
   }
 }
 
-// The pipeline's settings, set on a point that does not run it: a stage count on a comm point or
-// under sync would be silently ignored, and the point measured would not be the one asked for.
-// (Other schemes' settings only warn when no point reads them: they have no meaning elsewhere
-// that a user could expect.)
+// The pipeline's settings, set to anything but their defaults on a point that does not run it: a
+// stage count on a comm point or under sync would be silently ignored, and the point measured would
+// not be the one asked for. At their defaults they change nothing anywhere, so a zip of schemes can
+// name them for every point (experiments/pipeline.json). (Other schemes' settings only warn when no
+// point reads them.)
 std::optional<SettingProblem> settings_of_another_scheme(const PointSettings& s) {
   if (s.kind == Kind::kTrain && s.scheme == "pipeline") return std::nullopt;
   const SchemeInfo& pipeline = find_scheme("pipeline");
