@@ -91,4 +91,13 @@ class LoopFlush {
   virtual double flush(const LoopResult& so_far) = 0;
 };
 
+// Before a loop's step: offers `flush` (null: none) the results so far when it is due, adding its
+// time to result.flush_time_s. Returns that time (0 when none was due). Collective when due.
+inline double flush_if_due(LoopFlush* flush, LoopResult& result) {
+  if (flush == nullptr || !flush->due(result.steps.step_s.size())) return 0;
+  const double flush_s = flush->flush(result);
+  result.flush_time_s += flush_s;
+  return flush_s;
+}
+
 }  // namespace harness

@@ -2,7 +2,10 @@
 // allocator statistics that LibTorch keeps for CUDA (memory_stats) but not for the host. Installed,
 // it replaces LibTorch's CPU allocator with one that allocates the same way (c10::alloc_cpu) and
 // counts every block while it lives; blocks allocated before keep their own deleter and are not
-// counted. Counts are glibc's usable sizes (each block's request rounded up to its chunk).
+// counted. Counts are glibc's usable sizes (each block's request rounded up to its chunk). A block
+// that some library raw_allocate()d before installation and raw-frees after it (through this
+// allocator's raw deleter) is subtracted without having been added: install it before anything
+// runs (the pipeline does, before its first pass), or the count may start below the truth.
 #pragma once
 
 #include <cstdint>

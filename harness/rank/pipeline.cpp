@@ -4,6 +4,7 @@
 #include <array>
 #include <limits>
 #include <numeric>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -93,17 +94,9 @@ struct PipelineScheme::Run {
   int64_t samples_per_step = 0;  // over all replicas
   int64_t warmup_steps = 0;
   int64_t total_steps = 0;
-  int64_t steps_done = 0;
   int64_t samples_seen = 0;
   std::vector<int64_t> permutation;
-  // The loss curve, as the data-parallel trainer keeps it (trainer.cpp): the last stage's losses.
-  int64_t window_steps = 0;
-  double window_loss = 0;
-  int64_t steps_in_window = 0;
-  std::vector<double> closed_losses;
-  std::vector<int64_t> closed_steps;
-  std::vector<int64_t> closed_samples;
-  double epoch_loss = 0;
+  std::optional<LossWindows> losses;  // the last stage's; the others add none
   Clock::time_point last_progress_line;
   // Memory, in bytes above the step's start: the most held after a forward pass (activations kept
   // for backward, received and sent tensors) and the allocator's peak (backward's transients too).
@@ -302,9 +295,7 @@ void PipelineScheme::forward(int k, std::span<const int64_t> positions, Run& run
   torch::Tensor output = run_layers(input);
   if (stage_ + 1 == stages_) {
     held.losses[u] = chain_.chain_loss(output, micro) / static_cast<double>(micro_batches_);
-    const double loss = held.losses[u].item<double>();
-    run.epoch_loss += loss;
-    run.window_loss += loss;
+    run.losses->add(held.losses[u].item<double>());
   } else {
     held.outputs[u] = output;
     held.sent_outputs[u] = in_layout(output.detach(), output_layout_.sizes, output_layout_.strides);
@@ -365,7 +356,7 @@ LoopResult PipelineScheme::train(LoopFlush* flush) {
   }
   run.warmup_steps = settings_.warmup_steps;
   run.total_steps = result.steps_per_epoch * settings_.epochs;
-  run.window_steps = loss_window_steps(settings_, run.total_steps);
+  run.losses.emplace(loss_window_steps(settings_, run.total_steps), run.total_steps, run.samples_per_step);
   run.permutation.resize(static_cast<std::size_t>(workload_.train_size()));
   const auto timed_steps = static_cast<std::size_t>(run.total_steps - run.warmup_steps);
   run.step_peaks.reserve(timed_steps);
@@ -393,7 +384,6 @@ void PipelineScheme::train_epoch(int epoch, Run& run) {
   LoopResult& result = run.result;
   std::iota(run.permutation.begin(), run.permutation.end(), 0);
   deterministic_shuffle(run.permutation, static_cast<uint64_t>(settings_.seed), static_cast<uint64_t>(epoch));
-  run.epoch_loss = 0;
   const int64_t untimed = epoch == 1 ? run.warmup_steps : 0;
   barrier_polling(communicator_);
   double epoch_start = MPI_Wtime();
@@ -405,11 +395,7 @@ void PipelineScheme::train_epoch(int epoch, Run& run) {
       epoch_start = MPI_Wtime();
       flushed_s = 0;
     }
-    if (run.flush != nullptr && run.flush->due(result.steps.step_s.size())) {
-      const double flush_s = run.flush->flush(result);
-      flushed_s += flush_s;
-      result.flush_time_s += flush_s;
-    }
+    flushed_s += flush_if_due(run.flush, result);
     train_step(epoch, step, step >= untimed, run);
   }
   barrier_polling(communicator_);
@@ -418,26 +404,8 @@ void PipelineScheme::train_epoch(int epoch, Run& run) {
   result.samples_trained += (result.steps_per_epoch - untimed) * run.samples_per_step;
   run.samples_seen += result.steps_per_epoch * run.samples_per_step;
 
-  // The last stages' losses (the others add zeros), as the trainer sums its ranks'.
-  run.closed_losses.push_back(run.epoch_loss);
-  {
-    const InHarnessCollective marked;
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, run.closed_losses.data(), static_cast<int>(run.closed_losses.size()),
-                            MPI_DOUBLE, MPI_SUM, communicator_.handle()),
-              "MPI_Allreduce(loss)");
-  }
-  const double loss_sum = run.closed_losses.back();
-  run.closed_losses.pop_back();
-  if (communicator_.rank() == 0) {
-    for (std::size_t w = 0; w < run.closed_losses.size(); ++w) {
-      result.loss_curve.push_back(
-          {run.closed_samples[w], run.closed_losses[w] / static_cast<double>(run.closed_steps[w] * replicas_)});
-    }
-  }
-  run.closed_losses.clear();
-  run.closed_steps.clear();
-  run.closed_samples.clear();
-
+  // The last stages' losses (the others add none), summed as the trainer sums its ranks'.
+  const double loss_sum = run.losses->end_epoch(communicator_, replicas_, result.loss_curve);
   gather_model_on_rank_zero();
   if (communicator_.rank() == 0) {
     const double train_loss = loss_sum / static_cast<double>(result.steps_per_epoch * replicas_);
@@ -499,14 +467,7 @@ void PipelineScheme::train_step(int epoch, int64_t step, bool timed, Run& run) {
     timeline_->end_step();
   }
 
-  ++run.steps_done;
-  if (++run.steps_in_window == run.window_steps || run.steps_done == run.total_steps) {
-    run.closed_losses.push_back(run.window_loss);
-    run.closed_steps.push_back(run.steps_in_window);
-    run.closed_samples.push_back(run.steps_done * run.samples_per_step);
-    run.window_loss = 0;
-    run.steps_in_window = 0;
-  }
+  run.losses->end_step();
   if (!timed) return;
   const double step_s = seconds_between(start, end);
   const double average_s = seconds_between(computed, averaged);

@@ -1,6 +1,7 @@
 #include "harness/rank/trainer.h"
 
 #include <numeric>
+#include <optional>
 
 #include <ATen/Parallel.h>
 #include <fmt/format.h>
@@ -78,18 +79,9 @@ struct DataParallelTrainer::TrainingRun {
   // caches and connections warm up there (validation keeps them within the first epoch).
   int64_t warmup_steps = 0;
   int64_t total_steps = 0;
-  int64_t steps_done = 0;
   int64_t samples_seen = 0;
   std::vector<int64_t> permutation;
-  // The loss curve: this rank's loss summed over windows of loss_every steps (which may span
-  // epochs); the windows closed during an epoch are summed over the ranks after it, outside the
-  // timed steps, so that a step carries no extra communication.
-  int64_t window_steps = 0;
-  double window_loss = 0;
-  int64_t steps_in_window = 0;
-  std::vector<double> closed_losses;     // sums of the windows closed in this epoch
-  std::vector<int64_t> closed_steps;     // their lengths in steps
-  std::vector<int64_t> closed_samples;   // samples seen (all ranks) at their ends
+  std::optional<LossWindows> losses;  // the epochs' losses and the loss curve, every loss_every steps
   Clock::time_point last_progress_line;
 };
 
@@ -123,7 +115,7 @@ void DataParallelTrainer::start_training(LoopFlush* flush, TrainingRun& run) {
   const auto timed_steps =
       static_cast<std::size_t>(result.steps_per_epoch * settings_.epochs - run.warmup_steps);
   run.total_steps = result.steps_per_epoch * settings_.epochs;
-  run.window_steps = loss_window_steps(settings_, run.total_steps);
+  run.losses.emplace(loss_window_steps(settings_, run.total_steps), run.total_steps, run.samples_per_step);
   for (auto* times : {&result.steps.compute_s, &result.steps.comm_s, &result.steps.exposed_s,
                       &result.steps.step_s}) {
     times->reserve(timed_steps);  // no reallocation inside the timed loop
@@ -142,7 +134,6 @@ void DataParallelTrainer::train_epoch(int epoch, TrainingRun& run) {
   std::iota(run.permutation.begin(), run.permutation.end(), 0);
   deterministic_shuffle(run.permutation, static_cast<uint64_t>(settings_.seed),
                         static_cast<uint64_t>(epoch));
-  double loss_sum = 0;
 
   const int64_t untimed = epoch == 1 ? run.warmup_steps : 0;
   epoch_barrier();
@@ -159,12 +150,8 @@ void DataParallelTrainer::train_epoch(int epoch, TrainingRun& run) {
     }
     // Before the step rather than after it: at an epoch's first step the previous epoch's
     // record (written after its last step) is then part of what is flushed.
-    if (run.flush != nullptr && run.flush->due(result.steps.step_s.size())) {
-      const double flush_s = run.flush->flush(result);
-      flushed_s += flush_s;
-      result.flush_time_s += flush_s;
-    }
-    train_step(epoch, step, untimed, loss_sum, run);
+    flushed_s += flush_if_due(run.flush, result);
+    train_step(epoch, step, untimed, run);
   }
   epoch_barrier();
   const double epoch_time = MPI_Wtime() - epoch_start - flushed_s;
@@ -172,14 +159,13 @@ void DataParallelTrainer::train_epoch(int epoch, TrainingRun& run) {
   result.samples_trained += (result.steps_per_epoch - untimed) * run.samples_per_step;
   run.samples_seen += result.steps_per_epoch * run.samples_per_step;
 
-  loss_sum = sum_epoch_losses(loss_sum, run);
+  const double loss_sum = run.losses->end_epoch(communicator_, layout_.workers, run.result.loss_curve);
   share_buffers_with_an_evaluating_server();
   if (communicator_.rank() == 0) record_epoch(epoch, loss_sum, epoch_time, run);
 }
 
 // One SGD step; a timed one (past the warm-up) adds its times to the result.
-void DataParallelTrainer::train_step(int epoch, int64_t step, int64_t untimed, double& loss_sum,
-                                     TrainingRun& run) {
+void DataParallelTrainer::train_step(int epoch, int64_t step, int64_t untimed, TrainingRun& run) {
   LoopResult& result = run.result;
   const int64_t timed_index = step < untimed ? -1 : static_cast<int64_t>(result.steps.step_s.size());
   const bool traced = timeline_ != nullptr && timeline_->traces_step(timed_index);
@@ -192,9 +178,7 @@ void DataParallelTrainer::train_step(int epoch, int64_t step, int64_t untimed, d
     const std::span<const int64_t> positions(
         run.permutation.data() + (step * layout_.workers + layout_.index) * run.batch,
         static_cast<std::size_t>(run.batch));
-    const double loss = workload_.forward_backward(positions);
-    loss_sum += loss;
-    run.window_loss += loss;
+    run.losses->add(workload_.forward_backward(positions));
   }
   inject_compute_delay(communicator_.rank(), settings_.inject_compute_delay_rank, settings_.inject_compute_delay_ms);
   // The same rate on every rank: a function of the settings and the step alone.
@@ -223,46 +207,13 @@ void DataParallelTrainer::train_step(int epoch, int64_t step, int64_t untimed, d
   }
   const auto end = Clock::now();
   if (traced) trace_step(start, computed, reduced, end);
-  ++run.steps_done;
-  if (++run.steps_in_window == run.window_steps || run.steps_done == run.total_steps) {
-    run.closed_losses.push_back(run.window_loss);
-    run.closed_steps.push_back(run.steps_in_window);
-    run.closed_samples.push_back(run.steps_done * run.samples_per_step);
-    run.window_loss = 0;
-    run.steps_in_window = 0;
-  }
+  run.losses->end_step();
   if (step < untimed) return;
   result.steps.compute_s.push_back(seconds_between(start, computed) + seconds_between(reduced, end));
   const double exposed_s = seconds_between(computed, reduced);
   result.steps.comm_s.push_back(communication.overlapped_comm_s.value_or(exposed_s));
   result.steps.exposed_s.push_back(exposed_s);
   result.steps.step_s.push_back(seconds_between(start, end));
-}
-
-// Bookkeeping outside the timed region: the epoch's loss summed over all ranks' batches (the
-// return value), and the loss windows it closed (the same number on every rank), into the loss
-// curve on rank 0. Collective.
-double DataParallelTrainer::sum_epoch_losses(double loss_sum, TrainingRun& run) {
-  run.closed_losses.push_back(loss_sum);
-  {
-    const InHarnessCollective marked;  // a rank that hangs is named apart from those waiting here
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, run.closed_losses.data(), static_cast<int>(run.closed_losses.size()),
-                            MPI_DOUBLE, MPI_SUM, communicator_.handle()),
-              "MPI_Allreduce(loss)");
-  }
-  const double total_loss = run.closed_losses.back();
-  run.closed_losses.pop_back();
-  if (communicator_.rank() == 0) {
-    for (std::size_t w = 0; w < run.closed_losses.size(); ++w) {
-      run.result.loss_curve.push_back(
-          {run.closed_samples[w],
-           run.closed_losses[w] / static_cast<double>(run.closed_steps[w] * layout_.workers)});
-    }
-  }
-  run.closed_losses.clear();
-  run.closed_steps.clear();
-  run.closed_samples.clear();
-  return total_loss;
 }
 
 // Rank 0: evaluates the model and records the epoch.

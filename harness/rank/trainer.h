@@ -77,8 +77,7 @@ class DataParallelTrainer final : public TrainingScheme {
   void train_epoch(int epoch, TrainingRun& run);
   // MPI_Barrier, marked as the harness's own collective in the rank's progress slot.
   void epoch_barrier() const;
-  void train_step(int epoch, int64_t step, int64_t untimed, double& loss_sum, TrainingRun& run);
-  double sum_epoch_losses(double loss_sum, TrainingRun& run);
+  void train_step(int epoch, int64_t step, int64_t untimed, TrainingRun& run);
   void record_epoch(int epoch, double loss_sum, double epoch_time, TrainingRun& run);
 };
 

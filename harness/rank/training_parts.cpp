@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "harness/common/errors.h"
+#include "harness/common/rank_progress.h"
 
 namespace harness {
 
@@ -54,6 +55,39 @@ void share_buffers_with_rank_zero(Workload& workload, const Communicator& commun
               "MPI_Bcast(buffers)");
     if (communicator.rank() == 0) buffer.copy_(host);
   }
+}
+
+void LossWindows::end_step() {
+  ++steps_done_;
+  if (++steps_in_window_ == window_steps_ || steps_done_ == total_steps_) {
+    closed_losses_.push_back(window_loss_);
+    closed_steps_.push_back(steps_in_window_);
+    closed_samples_.push_back(steps_done_ * samples_per_step_);
+    window_loss_ = 0;
+    steps_in_window_ = 0;
+  }
+}
+
+double LossWindows::end_epoch(const Communicator& communicator, int losses_per_step, std::vector<LossPoint>& curve) {
+  closed_losses_.push_back(epoch_loss_);
+  {
+    const InHarnessCollective marked;  // a rank that hangs is named apart from those waiting here
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, closed_losses_.data(), static_cast<int>(closed_losses_.size()), MPI_DOUBLE,
+                            MPI_SUM, communicator.handle()),
+              "MPI_Allreduce(loss)");
+  }
+  const double epoch_loss = closed_losses_.back();
+  closed_losses_.pop_back();
+  if (communicator.rank() == 0) {
+    for (std::size_t w = 0; w < closed_losses_.size(); ++w) {
+      curve.push_back({closed_samples_[w], closed_losses_[w] / static_cast<double>(closed_steps_[w] * losses_per_step)});
+    }
+  }
+  closed_losses_.clear();
+  closed_steps_.clear();
+  closed_samples_.clear();
+  epoch_loss_ = 0;
+  return epoch_loss;
 }
 
 void record_evaluated_epoch(Workload& workload, const EpochTrained& trained, LoopResult& result,

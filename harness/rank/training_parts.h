@@ -30,6 +30,39 @@ void broadcast_from_rank_zero(std::vector<torch::Tensor>& parameters, const Comm
 // broadcast_buffers shares rank 0's, when rank 0 only serves and never ran a forward pass.
 void share_buffers_with_rank_zero(Workload& workload, const Communicator& communicator, int from_rank);
 
+// The loss curve as a training loop keeps it: this rank's losses summed over windows of
+// `window_steps` steps (which may span epochs); the windows closed during an epoch are summed over
+// the ranks after it, outside the timed steps, so that a step carries no extra communication.
+class LossWindows {
+ public:
+  // `samples_per_step`: over all ranks; `total_steps`: the run's (the last window ends there).
+  LossWindows(int64_t window_steps, int64_t total_steps, int64_t samples_per_step)
+      : window_steps_(window_steps), total_steps_(total_steps), samples_per_step_(samples_per_step) {}
+  // A loss this rank computed in the running step (a batch's, or a micro-batch's share of it).
+  void add(double loss) {
+    window_loss_ += loss;
+    epoch_loss_ += loss;
+  }
+  // After every step, timed or not, on every rank.
+  void end_step();
+  // Collective, after an epoch: the epoch's losses summed over the ranks (the return value), and
+  // the windows it closed (as many on every rank) appended to rank 0's `curve`, each the mean of
+  // `losses_per_step` losses a step.
+  double end_epoch(const Communicator& communicator, int losses_per_step, std::vector<LossPoint>& curve);
+
+ private:
+  int64_t window_steps_;
+  int64_t total_steps_;
+  int64_t samples_per_step_;
+  int64_t steps_done_ = 0;
+  int64_t steps_in_window_ = 0;
+  double window_loss_ = 0;
+  double epoch_loss_ = 0;
+  std::vector<double> closed_losses_;    // sums of the windows closed in this epoch
+  std::vector<int64_t> closed_steps_;    // their lengths in steps
+  std::vector<int64_t> closed_samples_;  // samples seen (all ranks) at their ends
+};
+
 // What rank 0 knows of an epoch when it has trained it.
 struct EpochTrained {
   int epoch = 0;

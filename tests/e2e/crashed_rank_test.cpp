@@ -63,61 +63,56 @@ TEST(CrashedRank, IsTheReasonNotItsPeersFollowOnErrors) {
       << read_text(out / "logs" / (rows[0].at("id") + ".log"));
 }
 
-// Scheme async_ps: a server that dies (SIGKILL: no crash report of its own) or a worker that
-// crashes (SIGSEGV) in the middle of training fails the point with that rank as its reason, and
-// nobody waits for it: the other ranks are stopped, none left polling.
+// Runs `settings` (a training point of 3 ranks that runs until killed) and, once it has made
+// progress, kills rank `victim` with `signal`: the point fails with a reason starting `reason`, and
+// no rank is left behind.
+struct Victim {
+  int rank;
+  int signal;
+  const char* reason;
+};
+void expect_a_killed_rank_fails_the_point(const std::string& name, const std::string& settings, const Victim& victim) {
+  const fs::path dir = scratch(name + "_" + std::to_string(victim.rank));
+  const fs::path experiment = write_experiment(dir, R"({"name": "crashed", "settings": )" + settings + "}");
+  const fs::path out = dir / "out";
+  ChildProcess run(harness_request({"run", experiment.string(), "--out", out.string()}, dir / "run.log"));
+  ASSERT_TRUE(within_a_minute([&] { return progress_lines(out) >= 3; })) << read_text(dir / "run.log");
+  const pid_t rank = find_rank_process(victim.rank);
+  ASSERT_NE(rank, 0);
+  ASSERT_EQ(::kill(rank, victim.signal), 0);
+  std::optional<ProcessOutcome> ended;
+  ASSERT_TRUE(within_a_minute([&] { return (ended = run.poll()).has_value(); })) << "rank " << victim.rank;
+  EXPECT_EQ(ended->exit_code, 1);
+  const auto rows = read_csv(out / "summary.csv");
+  ASSERT_EQ(rows.size(), 1U);
+  EXPECT_EQ(rows[0].at("status"), "failed");
+  EXPECT_EQ(rows[0].at("reason").rfind(victim.reason, 0), 0U)
+      << rows[0].at("reason") << "\n"
+      << read_text(out / "logs" / (rows[0].at("id") + ".log"));
+  for (int other = 0; other < 3; ++other) EXPECT_EQ(find_rank_process(other), 0) << "rank " << other << " left";
+}
+
+// async_ps: its server killed while the workers wait for it, a worker faulting while the server
+// waits for its gradient.
 TEST(CrashedRank, AnAsyncPsServerOrWorkerFailsThePointWithItsReasonAndNoHang) {
-  for (const auto& [victim, signal, reason] : {std::tuple{0, SIGKILL, "rank 0 killed by signal 9"},
-                                               std::tuple{2, SIGSEGV, "rank 2: SIGSEGV"}}) {
-    const fs::path dir = scratch("crashed_async_ps_" + std::to_string(victim));
-    const fs::path experiment = write_experiment(
-        dir, R"({"name": "crashed", "settings": {"workload": "iris_mlp", "scheme": "async_ps", "backend": "ps",
-                 "epochs": 100000, "ranks": 3, "threads_per_rank": 1, "timeout_s": 120}})");
-    const fs::path out = dir / "out";
-    ChildProcess run(harness_request({"run", experiment.string(), "--out", out.string()}, dir / "run.log"));
-    ASSERT_TRUE(within_a_minute([&] { return progress_lines(out) >= 3; })) << read_text(dir / "run.log");
-    const pid_t rank = find_rank_process(victim);
-    ASSERT_NE(rank, 0);
-    ASSERT_EQ(::kill(rank, signal), 0);
-    std::optional<ProcessOutcome> ended;
-    ASSERT_TRUE(within_a_minute([&] { return (ended = run.poll()).has_value(); })) << "rank " << victim;
-    EXPECT_EQ(ended->exit_code, 1);
-    const auto rows = read_csv(out / "summary.csv");
-    ASSERT_EQ(rows.size(), 1U);
-    EXPECT_EQ(rows[0].at("status"), "failed");
-    EXPECT_EQ(rows[0].at("reason").rfind(reason, 0), 0U)
-        << rows[0].at("reason") << "\n"
-        << read_text(out / "logs" / (rows[0].at("id") + ".log"));
-    for (int other = 0; other < 3; ++other) EXPECT_EQ(find_rank_process(other), 0) << "rank " << other << " left";
+  for (const Victim& victim : {Victim{0, SIGKILL, "rank 0 killed by signal 9"}, Victim{2, SIGSEGV, "rank 2: SIGSEGV"}}) {
+    expect_a_killed_rank_fails_the_point("crashed_async_ps",
+                                         R"({"workload": "iris_mlp", "scheme": "async_ps", "backend": "ps",
+                                             "epochs": 100000, "ranks": 3, "threads_per_rank": 1, "timeout_s": 120})",
+                                         victim);
   }
 }
 
 // A killed pipeline stage: the last stage (rank 2 of 3) dies while its neighbour waits for its
 // gradients, and the middle one (rank 1) faults while the others wait for its activations and
-// gradients: the point fails with the victim's reason, and no rank is left waiting.
+// gradients.
 TEST(CrashedRank, AKilledPipelineStageFailsThePointWithItsReasonAndNoHang) {
-  for (const auto& [victim, signal, reason] : {std::tuple{2, SIGKILL, "rank 2 killed by signal 9"},
-                                               std::tuple{1, SIGSEGV, "rank 1: SIGSEGV"}}) {
-    const fs::path dir = scratch("crashed_pipeline_" + std::to_string(victim));
-    const fs::path experiment = write_experiment(
-        dir, R"({"name": "crashed", "settings": {"workload": "iris_mlp", "scheme": "pipeline", "pipeline_stages": 3,
-                 "batch_size": 8, "epochs": 100000, "ranks": 3, "threads_per_rank": 1, "timeout_s": 120}})");
-    const fs::path out = dir / "out";
-    ChildProcess run(harness_request({"run", experiment.string(), "--out", out.string()}, dir / "run.log"));
-    ASSERT_TRUE(within_a_minute([&] { return progress_lines(out) >= 3; })) << read_text(dir / "run.log");
-    const pid_t rank = find_rank_process(victim);
-    ASSERT_NE(rank, 0);
-    ASSERT_EQ(::kill(rank, signal), 0);
-    std::optional<ProcessOutcome> ended;
-    ASSERT_TRUE(within_a_minute([&] { return (ended = run.poll()).has_value(); })) << "rank " << victim;
-    EXPECT_EQ(ended->exit_code, 1);
-    const auto rows = read_csv(out / "summary.csv");
-    ASSERT_EQ(rows.size(), 1U);
-    EXPECT_EQ(rows[0].at("status"), "failed");
-    EXPECT_EQ(rows[0].at("reason").rfind(reason, 0), 0U)
-        << rows[0].at("reason") << "\n"
-        << read_text(out / "logs" / (rows[0].at("id") + ".log"));
-    for (int other = 0; other < 3; ++other) EXPECT_EQ(find_rank_process(other), 0) << "rank " << other << " left";
+  for (const Victim& victim : {Victim{2, SIGKILL, "rank 2 killed by signal 9"}, Victim{1, SIGSEGV, "rank 1: SIGSEGV"}}) {
+    expect_a_killed_rank_fails_the_point("crashed_pipeline",
+                                         R"({"workload": "iris_mlp", "scheme": "pipeline", "pipeline_stages": 3,
+                                             "batch_size": 8, "epochs": 100000, "ranks": 3, "threads_per_rank": 1,
+                                             "timeout_s": 120})",
+                                         victim);
   }
 }
 

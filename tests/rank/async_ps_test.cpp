@@ -15,6 +15,7 @@
 #include "harness/rank/async_ps.h"
 #include "harness/rank/trainer.h"
 #include "workloads/factories.h"
+#include "tests/rank/parameter_vectors.h"
 
 namespace harness {
 namespace {
@@ -29,20 +30,6 @@ int world_rank() {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   return rank;
-}
-
-std::vector<float> flattened(Workload& workload) {
-  std::vector<float> flat;
-  for (const auto& parameter : workload.parameters()) {
-    flat.insert(flat.end(), parameter.data_ptr<float>(), parameter.data_ptr<float>() + parameter.numel());
-  }
-  return flat;
-}
-
-float largest_difference(const std::vector<float>& a, const std::vector<float>& b) {
-  float largest = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) largest = std::max(largest, std::abs(a[i] - b[i]));
-  return largest;
 }
 
 PointSettings iris() {
@@ -73,7 +60,7 @@ Trained train_async(PointSettings settings, int servers, const Json& staleness) 
   scheme.broadcast_parameters();
   Trained trained;
   trained.result = scheme.train(nullptr);
-  trained.parameters = flattened(*workload);
+  trained.parameters = test::flattened_parameters(*workload);
   return trained;
 }
 
@@ -93,7 +80,7 @@ std::vector<float> train_sync_on_ranks_from(PointSettings settings, int first) {
     DataParallelTrainer trainer(*workload, *backend, workers, settings);
     trainer.broadcast_parameters();
     trainer.train();
-    parameters = flattened(*workload);
+    parameters = test::flattened_parameters(*workload);
     backend.reset();
     MPI_Comm_free(&workers);
   }
@@ -132,12 +119,12 @@ TEST(AsyncPsAtStalenessZero, EqualsSynchronousSgdOnItsWorkers) {
     const Trained asynchronous = train_async(settings, servers, 0);
     const std::vector<float> synchronous = train_sync_on_ranks_from(settings, servers);
     ASSERT_EQ(asynchronous.parameters.size(), synchronous.size());
-    EXPECT_LE(largest_difference(asynchronous.parameters, synchronous), 1e-6F)
+    EXPECT_LE(test::largest_difference(asynchronous.parameters, synchronous), 1e-6F)
         << size - servers << " workers, " << servers << " servers";
     // Every rank holds the servers' model at the end.
     std::vector<float> rank0 = asynchronous.parameters;
     MPI_Bcast(rank0.data(), static_cast<int>(rank0.size()), MPI_FLOAT, 0, MPI_COMM_WORLD);
-    EXPECT_EQ(largest_difference(asynchronous.parameters, rank0), 0.0F);
+    EXPECT_EQ(test::largest_difference(asynchronous.parameters, rank0), 0.0F);
     const int workers = size - servers;
     const int64_t steps = 96 / (2 * workers);
     EXPECT_EQ(asynchronous.result.steps_per_epoch, steps);

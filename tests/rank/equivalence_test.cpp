@@ -18,6 +18,7 @@
 #include "workloads/mnist_cnn.h"
 #include "workloads/factories.h"
 #include "workloads/registry.h"
+#include "tests/rank/parameter_vectors.h"
 
 namespace harness {
 namespace {
@@ -37,26 +38,7 @@ std::unique_ptr<Workload> trained(PointSettings settings, MPI_Comm communicator)
 
 std::vector<float> train_and_flatten(const PointSettings& settings, MPI_Comm communicator) {
   const std::unique_ptr<Workload> workload = trained(settings, communicator);
-  std::vector<float> flat;
-  for (const auto& parameter : workload->parameters()) {
-    flat.insert(flat.end(), parameter.data_ptr<float>(),
-                parameter.data_ptr<float>() + parameter.numel());
-  }
-  return flat;
-}
-
-// ||a − b|| / ||b||: the relative error of the parameter vector as a whole. (Element by element,
-// parameters that end near zero would turn float rounding, which differs with the batch size's
-// summation order inside LibTorch's kernels, into large ratios.)
-double relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
-  double difference = 0;
-  double norm = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const double delta = static_cast<double>(a[i]) - b[i];
-    difference += delta * delta;
-    norm += static_cast<double>(b[i]) * b[i];
-  }
-  return std::sqrt(difference / std::max(norm, 1e-30));
+  return test::flattened_parameters(*workload);
 }
 
 using WorkloadAndBackend = std::tuple<std::string, std::string>;
@@ -102,7 +84,7 @@ TEST_P(DataParallelEquivalence, PRanksWithBatchBEqualOneRankWithBatchPB) {
   const std::vector<float> reference = train_and_flatten(single, MPI_COMM_SELF);
 
   ASSERT_EQ(distributed.size(), reference.size());
-  EXPECT_LE(relative_difference(distributed, reference), 1e-5)
+  EXPECT_LE(test::relative_difference(distributed, reference), 1e-5)
       << workload << " with " << backend << " on " << size << " ranks";
 }
 
@@ -117,7 +99,7 @@ TEST(DataParallelEquivalence, StrongScalingSplitsOneGlobalBatchOverTheRanks) {
   settings.epochs = 3;
   const std::vector<float> distributed = train_and_flatten(settings, MPI_COMM_WORLD);
   const std::vector<float> reference = train_and_flatten(settings, MPI_COMM_SELF);
-  EXPECT_LE(relative_difference(distributed, reference), 1e-5) << size << " ranks";
+  EXPECT_LE(test::relative_difference(distributed, reference), 1e-5) << size << " ranks";
 }
 
 // `ps` without ps_server_trains: rank 0 only serves, yet it evaluates. Its BatchNorm statistics

@@ -18,6 +18,7 @@
 #include "harness/rank/trainer.h"
 #include "workloads/factories.h"
 #include "workloads/registry.h"
+#include "tests/rank/parameter_vectors.h"
 
 namespace harness {
 namespace {
@@ -56,12 +57,6 @@ Trained train(PointSettings settings) {
   return trained;
 }
 
-float largest_difference(const std::vector<float>& a, const std::vector<float>& b) {
-  float largest = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) largest = std::max(largest, std::abs(a[i] - b[i]));
-  return largest;
-}
-
 PointSettings iris(const std::string& backend) {
   PointSettings settings;
   settings.workload = "iris_mlp";
@@ -95,7 +90,7 @@ TEST_P(LocalSgdAtSyncEveryOne, EqualsSynchronousSgd) {
     apply_setting(settings, "sync_every", 1, "test");
     const Trained local = train(settings);
     ASSERT_EQ(local.parameters.size(), synchronous.parameters.size());
-    EXPECT_LE(largest_difference(local.parameters, synchronous.parameters), 1e-6F)
+    EXPECT_LE(test::largest_difference(local.parameters, synchronous.parameters), 1e-6F)
         << backend << " on " << size << " ranks, ps_server_trains " << server_trains;
     EXPECT_EQ(local.backend_calls, synchronous.backend_calls) << backend;
     EXPECT_EQ(local.result.epochs.size(), synchronous.result.epochs.size());
@@ -128,9 +123,9 @@ TEST(LocalSgd, RanksAverageEverySyncEveryStepsAndAtEachEpochsEndAndEndAlike) {
   // Every rank's model is rank 0's, bit for bit.
   std::vector<float> rank0 = local.parameters;
   MPI_Bcast(rank0.data(), static_cast<int>(rank0.size()), MPI_FLOAT, 0, MPI_COMM_WORLD);
-  EXPECT_EQ(largest_difference(local.parameters, rank0), 0.0F);
+  EXPECT_EQ(test::largest_difference(local.parameters, rank0), 0.0F);
   // Apart for 5 steps, the ranks' models are not the synchronous one (but close: same data).
-  const float apart = largest_difference(local.parameters, synchronous.parameters);
+  const float apart = test::largest_difference(local.parameters, synchronous.parameters);
   if (size > 1) {
     EXPECT_GT(apart, 1e-4F);
   } else {

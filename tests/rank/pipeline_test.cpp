@@ -19,42 +19,14 @@
 #include "harness/rank/trainer.h"
 #include "workloads/factories.h"
 #include "workloads/mnist_cnn.h"
+#include "tests/mpi_world.h"
+#include "tests/rank/parameter_vectors.h"
 
 namespace harness::pipeline_test {  // named: the unity build joins this file with others that have such helpers
 namespace {
 
-int world_size() {
-  int size = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  return size;
-}
-
-int world_rank() {
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  return rank;
-}
-
-std::vector<float> flattened(Workload& workload) {
-  std::vector<float> flat;
-  for (const auto& parameter : workload.parameters()) {
-    const torch::Tensor values = parameter.contiguous();
-    flat.insert(flat.end(), values.data_ptr<float>(), values.data_ptr<float>() + values.numel());
-  }
-  return flat;
-}
-
-// ||a − b|| / ||b||, as the data-parallel equivalence test measures it (equivalence_test.cpp).
-double relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
-  double difference = 0;
-  double norm = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const double delta = static_cast<double>(a[i]) - b[i];
-    difference += delta * delta;
-    norm += static_cast<double>(b[i]) * b[i];
-  }
-  return std::sqrt(difference / std::max(norm, 1e-30));
-}
+int world_size() { return World().size; }
+int world_rank() { return World().rank; }
 
 struct Pipelined {
   std::vector<float> parameters;  // rank 0's whole model after training
@@ -74,7 +46,7 @@ Pipelined train_pipeline(PointSettings settings) {
   Pipelined trained;
   trained.result = scheme.train(nullptr);
   scheme.add_measurements(trained.result, trained.measurements);
-  trained.parameters = flattened(*workload);
+  trained.parameters = test::flattened_parameters(*workload);
   return trained;
 }
 
@@ -97,7 +69,7 @@ OneRank train_one_rank(PointSettings settings, int replicas) {
   DataParallelTrainer trainer(*workload, *backend, MPI_COMM_SELF, settings);
   OneRank trained;
   trained.result = trainer.train();
-  trained.parameters = flattened(*workload);
+  trained.parameters = test::flattened_parameters(*workload);
   return trained;
 }
 
@@ -153,7 +125,7 @@ TEST(PipelineEquality, StagesAndMicroBatchesEqualOneRankWithTheWholeBatch) {
           EXPECT_EQ(pipelined.result.steps.step_s.size(), reference.result.steps.step_s.size()) << what;
           if (world_rank() != 0) continue;
           ASSERT_EQ(pipelined.parameters.size(), reference.parameters.size());
-          EXPECT_LE(relative_difference(pipelined.parameters, reference.parameters), 1e-5) << what;
+          EXPECT_LE(test::relative_difference(pipelined.parameters, reference.parameters), 1e-5) << what;
           ASSERT_EQ(pipelined.result.epochs.size(), reference.result.epochs.size()) << what;
           EXPECT_NEAR(pipelined.result.epochs.back().train_loss, reference.result.epochs.back().train_loss,
                       1e-5 * std::abs(reference.result.epochs.back().train_loss))
@@ -199,7 +171,7 @@ TEST(PipelineHybrid, EveryBackendAveragesAStagesReplicas) {
     apply_setting(settings, "micro_batches", 2, "test");
     const Pipelined pipelined = train_pipeline(settings);
     if (world_rank() != 0) continue;
-    EXPECT_LE(relative_difference(pipelined.parameters, reference.parameters), 1e-5) << backend;
+    EXPECT_LE(test::relative_difference(pipelined.parameters, reference.parameters), 1e-5) << backend;
   }
 }
 
