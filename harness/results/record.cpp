@@ -95,7 +95,16 @@ Json to_json(const PointRecord& record) {
     json["reason"] = record.reason;
     json["log_tail"] = record.log_tail;
   }
-  json["settings"] = to_json(record.settings);
+  Json settings = to_json(record.settings);
+  // The pipeline's settings only where they are read: on any other point validation keeps them at
+  // their defaults, which a reader fills in, and the records of the other schemes stay as they were
+  // (a failed point's record on a nearly full disk fits where it did).
+  if (record.settings.scheme != "pipeline") {
+    for (const char* key : {"pipeline_stages", "micro_batches", "pipeline_schedule", "stage_boundaries"}) {
+      settings.erase(key);
+    }
+  }
+  json["settings"] = std::move(settings);
   json["launch"] = {{"scheduler", record.launch.scheduler},
                     {"job_id", record.launch.job_id},
                     {"command", record.launch.command},
