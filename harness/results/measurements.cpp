@@ -124,6 +124,66 @@ Json to_json(const EpochMeasurement& epoch) {
   return json;
 }
 
+// Scheme pipeline's measurements (record.h's PipelineFacts).
+Json to_json(const PipelineFacts& pipeline) {
+  Json stages = Json::array();
+  for (const PipelineStageFacts& stage : pipeline.stage) {
+    stages.push_back({{"first_layer", stage.first_layer},
+                      {"end_layer", stage.end_layer},
+                      {"step_s", stage.step_s},
+                      {"compute_s", stage.compute_s},
+                      {"forward_s", stage.forward_s},
+                      {"backward_s", stage.backward_s},
+                      {"receive_wait_s", stage.receive_wait_s},
+                      {"send_wait_s", stage.send_wait_s},
+                      {"average_s", stage.average_s},
+                      {"most_held", stage.most_held},
+                      {"peak_activation_bytes", stage.peak_activation_bytes},
+                      {"peak_step_bytes", stage.peak_step_bytes}});
+  }
+  return {{"stages", pipeline.stages},
+          {"replicas", pipeline.replicas},
+          {"micro_batches", pipeline.micro_batches},
+          {"schedule", pipeline.schedule},
+          {"boundaries", pipeline.boundaries},
+          {"balanced", pipeline.balanced},
+          {"layer_names", pipeline.layer_names},
+          {"layer_times_s", pipeline.layer_times_s},
+          {"stage", std::move(stages)}};
+}
+
+PipelineFacts pipeline_from(const Fields& pipeline) {
+  PipelineFacts facts;
+  facts.stages = static_cast<int>(pipeline.integer("stages"));
+  facts.replicas = static_cast<int>(pipeline.integer("replicas"));
+  facts.micro_batches = static_cast<int>(pipeline.integer("micro_batches"));
+  facts.schedule = pipeline.text("schedule");
+  facts.boundaries = pipeline.list<int>("boundaries");
+  facts.balanced = pipeline.boolean("balanced");
+  facts.layer_names = pipeline.list<std::string>("layer_names");
+  facts.layer_times_s = pipeline.list<double>("layer_times_s");
+  const Json& stages = pipeline.at("stage");
+  if (!stages.is_array()) pipeline.fail("stage", "a list");
+  for (std::size_t i = 0; i < stages.size(); ++i) {
+    const Fields stage(stages[i], fmt::format("{}: stage[{}]", pipeline.where(), i));
+    PipelineStageFacts read;
+    read.first_layer = static_cast<int>(stage.integer("first_layer"));
+    read.end_layer = static_cast<int>(stage.integer("end_layer"));
+    read.step_s = stage.number("step_s");
+    read.compute_s = stage.number("compute_s");
+    read.forward_s = stage.number("forward_s");
+    read.backward_s = stage.number("backward_s");
+    read.receive_wait_s = stage.number("receive_wait_s");
+    read.send_wait_s = stage.number("send_wait_s");
+    read.average_s = stage.number("average_s");
+    read.most_held = static_cast<int>(stage.integer("most_held"));
+    read.peak_activation_bytes = stage.integer("peak_activation_bytes");
+    read.peak_step_bytes = stage.integer("peak_step_bytes");
+    facts.stage.push_back(read);
+  }
+  return facts;
+}
+
 EpochMeasurement epoch_from(const Fields& fields) {
   EpochMeasurement epoch;
   epoch.epoch = static_cast<int>(fields.integer("epoch"));
@@ -179,33 +239,7 @@ void write_train(const TrainMeasurements& train, Json& json) {
                         {"server_busy_fraction", train.async_ps->server_busy_fraction},
                         {"worker_batches", train.async_ps->worker_batches}};
   }
-  if (train.pipeline) {
-    const PipelineFacts& pipeline = *train.pipeline;
-    Json stages = Json::array();
-    for (const PipelineStageFacts& stage : pipeline.stage) {
-      stages.push_back({{"first_layer", stage.first_layer},
-                        {"end_layer", stage.end_layer},
-                        {"step_s", stage.step_s},
-                        {"compute_s", stage.compute_s},
-                        {"forward_s", stage.forward_s},
-                        {"backward_s", stage.backward_s},
-                        {"receive_wait_s", stage.receive_wait_s},
-                        {"send_wait_s", stage.send_wait_s},
-                        {"average_s", stage.average_s},
-                        {"most_held", stage.most_held},
-                        {"peak_activation_bytes", stage.peak_activation_bytes},
-                        {"peak_step_bytes", stage.peak_step_bytes}});
-    }
-    json["pipeline"] = {{"stages", pipeline.stages},
-                        {"replicas", pipeline.replicas},
-                        {"micro_batches", pipeline.micro_batches},
-                        {"schedule", pipeline.schedule},
-                        {"boundaries", pipeline.boundaries},
-                        {"balanced", pipeline.balanced},
-                        {"layer_names", pipeline.layer_names},
-                        {"layer_times_s", pipeline.layer_times_s},
-                        {"stage", std::move(stages)}};
-  }
+  if (train.pipeline) json["pipeline"] = to_json(*train.pipeline);
 }
 
 TrainMeasurements train_from(const Fields& fields, int version) {
@@ -271,38 +305,7 @@ TrainMeasurements train_from(const Fields& fields, int version) {
     facts.worker_batches = async_ps.list<int64_t>("worker_batches");
     train.async_ps = std::move(facts);
   }
-  if (fields.has("pipeline")) {
-    const Fields pipeline = fields.object("pipeline");
-    PipelineFacts facts;
-    facts.stages = static_cast<int>(pipeline.integer("stages"));
-    facts.replicas = static_cast<int>(pipeline.integer("replicas"));
-    facts.micro_batches = static_cast<int>(pipeline.integer("micro_batches"));
-    facts.schedule = pipeline.text("schedule");
-    facts.boundaries = pipeline.list<int>("boundaries");
-    facts.balanced = pipeline.boolean("balanced");
-    facts.layer_names = pipeline.list<std::string>("layer_names");
-    facts.layer_times_s = pipeline.list<double>("layer_times_s");
-    const Json& stages = pipeline.at("stage");
-    if (!stages.is_array()) pipeline.fail("stage", "a list");
-    for (std::size_t i = 0; i < stages.size(); ++i) {
-      const Fields stage(stages[i], fmt::format("{}: stage[{}]", pipeline.where(), i));
-      PipelineStageFacts read;
-      read.first_layer = static_cast<int>(stage.integer("first_layer"));
-      read.end_layer = static_cast<int>(stage.integer("end_layer"));
-      read.step_s = stage.number("step_s");
-      read.compute_s = stage.number("compute_s");
-      read.forward_s = stage.number("forward_s");
-      read.backward_s = stage.number("backward_s");
-      read.receive_wait_s = stage.number("receive_wait_s");
-      read.send_wait_s = stage.number("send_wait_s");
-      read.average_s = stage.number("average_s");
-      read.most_held = static_cast<int>(stage.integer("most_held"));
-      read.peak_activation_bytes = stage.integer("peak_activation_bytes");
-      read.peak_step_bytes = stage.integer("peak_step_bytes");
-      facts.stage.push_back(read);
-    }
-    train.pipeline = std::move(facts);
-  }
+  if (fields.has("pipeline")) train.pipeline = pipeline_from(fields.object("pipeline"));
   return train;
 }
 
