@@ -91,6 +91,7 @@ class RunTallies {
       ++ranks_[static_cast<std::size_t>(rank)].slowest_on[host.entry.host];
     }
     steps_ += static_cast<int64_t>(count);
+    all_step_s_.insert(all_step_s_.end(), steps.step_s.begin(), steps.step_s.end());
     if (!steps.rank_compute) return;
     // The flag's test reads the training ranks' compute by rank, and by host.
     RunCompute by_rank;
@@ -141,6 +142,7 @@ class RunTallies {
     }
     result.straggler = *most_often_slowest(result.ranks);
     result.median_compute_s = median_of(all_compute_s_);
+    result.median_step_s = median_of(all_step_s_);
     return result;
   }
 
@@ -187,6 +189,7 @@ class RunTallies {
   std::vector<Tally> hosts_;  // in order of their first rank (in the first run that has them)
   double rank_steps_ = 0;     // every run's training ranks times its steps
   std::vector<double> all_compute_s_;
+  std::vector<double> all_step_s_;
   std::vector<RunCompute> by_rank_;  // each run's sampled compute, grouped by rank
   std::vector<RunCompute> by_host_;  // and by host
   int training_ranks_ = 0;
@@ -220,9 +223,12 @@ Stragglers find_stragglers(const std::vector<const Measurements*>& runs) {
   const auto k = static_cast<double>(std::max(tallies.training_ranks(), 1));
   result.rank_p_limit = kFalseAlarmRate / 2 / k;
   result.host_p_limit = kFalseAlarmRate / 2 / static_cast<double>(std::max<std::size_t>(result.hosts.size(), 1));
+  // By enough: in compute, and in what it costs the others (where the records time their steps).
   const double enough_s = kMinExcessShare * result.median_compute_s;
+  const double enough_wait_s = kMinWaitShare * result.median_step_s;
   const auto stands_out = [&](const Straggling& entry, double p_limit) {
-    return entry.blocks >= 2 && entry.p_value <= p_limit && entry.excess_s >= enough_s && entry.excess_s > 0;
+    return entry.blocks >= 2 && entry.p_value <= p_limit && entry.excess_s >= enough_s && entry.excess_s > 0 &&
+           entry.wait_per_step_s >= enough_wait_s;
   };
   // A host whose ranks are slow together is one finding, not one rank's: it is flagged when two
   // or more of its ranks stand out and so does the host; else the rank that stands out most. A
@@ -262,12 +268,16 @@ std::string describe_flag(const Stragglers& stragglers) {
   const Straggling* entry = stragglers.flagged_entry();
   if (entry == nullptr) return "";
   const double limit = entry->rank >= 0 ? stragglers.rank_p_limit : stragglers.host_p_limit;
+  const std::string cost = stragglers.median_step_s > 0
+                               ? fmt::format(", a wait of {:.0f}% of the median step",
+                                             100 * entry->wait_per_step_s / stragglers.median_step_s)
+                               : "";
   return fmt::format(
-      "its compute {:.3g} ms ({:.0f}% of the median rank's) above the others' median in the median sampled step, "
+      "its compute {:.3g} ms ({:.0f}% of the median rank's) above the others' median in the median sampled step{}, "
       "consistently: p {:.2g} over {} blocks of steps (flagged at p <= {:.3g})",
       1e3 * entry->excess_s,
-      stragglers.median_compute_s > 0 ? 100 * entry->excess_s / stragglers.median_compute_s : 0.0, entry->p_value,
-      entry->blocks, limit);
+      stragglers.median_compute_s > 0 ? 100 * entry->excess_s / stragglers.median_compute_s : 0.0, cost,
+      entry->p_value, entry->blocks, limit);
 }
 
 }  // namespace harness

@@ -21,7 +21,10 @@
 //     exchangeable ranks give, by a one-sided test at kFalseAlarmRate / 2 split over the ranks
 //     (consistent_lead.h has the test);
 //   - by enough: its compute exceeds the median of the others' by kMinExcessShare of the median
-//     rank's compute in the median sampled step.
+//     rank's compute in the median sampled step, and what it makes the others wait costs them
+//     kMinWaitShare of the median step or more (a straggler worth chasing costs throughput: on
+//     this 2-core VM, 4 undelayed ranks had one rank 12-20% slower in compute, consistently, at a
+//     wait of 2-4% of the step; a 0.05 ms sleep in each step cost 9-14%).
 // With two hosts or more and no rank flagged, the same test of each host's ranks against the
 // others' (at kFalseAlarmRate / 2 split over the hosts) flags "host". Where no rank is slower, a
 // configuration is flagged with probability at most kFalseAlarmRate (measured on synthetic runs
@@ -38,6 +41,7 @@ namespace harness {
 
 inline constexpr double kFalseAlarmRate = 0.001;
 inline constexpr double kMinExcessShare = 0.1;
+inline constexpr double kMinWaitShare = 0.05;
 
 // One training rank (or host) of a configuration.
 struct Straggling {
@@ -75,6 +79,7 @@ struct Stragglers {
   // The flagged rank; else the rank most often the slowest (the lowest on a tie).
   Straggling straggler;
   double median_compute_s = 0;  // the training ranks' sampled compute, pooled (kMinExcessShare's scale)
+  double median_step_s = 0;     // the runs' steps, pooled (kMinWaitShare's scale); 0 when not recorded
   // The one-sided p below which a rank is consistently slower: kFalseAlarmRate / 2 over the
   // training ranks (a host: over the hosts).
   double rank_p_limit = 0;
@@ -92,8 +97,9 @@ Stragglers find_stragglers(const std::vector<const Measurements*>& runs);
 // One line for the console and the report: "rank 2 (nodeb) was the slowest in 97% of the steps,
 // leading the others' median by 20.1 ms (p95 21.3 ms), a wait of 15.2 ms per step".
 std::string describe_straggling(const Straggling& entry);
-// Why it is flagged: "its compute 0.2 ms (20%) above the others' median in the median step, and
-// consistently (p 3e-09 over 15 blocks of steps; chance gives each of 4 ranks 25% of the steps)".
+// Why it is flagged: "its compute 0.2 ms (20% of the median rank's) above the others' median in
+// the median sampled step, a wait of 12% of the median step, consistently: p 3e-09 over 15 blocks
+// of steps (flagged at p <= 0.000125)".
 std::string describe_flag(const Stragglers& stragglers);
 
 }  // namespace harness

@@ -67,10 +67,10 @@ TEST(Straggler, ADelayedRankIsNamedAndFlaggedAndNoDelayFlagsNothing) {
   // Without a delay nothing is flagged, and the straggler columns are empty (the console's table
   // still names the rank that was the slowest most often: some rank always is). In one of two
   // tries: this VM's ranks are not identical. Beside the sandbox's agent (at nice -10, ~7% of a
-  // core), one rank of 4 was 17% slower in compute than the others in all 3 repeats (p 1.7e-11 over
-  // 40 blocks; 3 of 22 runs of this test flagged the first try), and of 2 ranks on the 2 idle cores
-  // one was 34-54 us slower in nearly every step of a 0.1 ms compute in 7 of 12 runs: consistent,
-  // and so flagged, as a user's would be. A detector that flags identical ranks more often than
+  // core), one rank of 4 was 12-20% slower in compute than the others in all 3 repeats (p 1e-7 to
+  // 1e-9), consistently, in 5 of 10 runs; that flagged both tries of a CI run (at 36b9022) until a
+  // flag also asked for a wait of kMinWaitShare of the step: those ranks cost the others 2-4%, the
+  // 0.05 ms sleep below 9-14% (stragglers.h). A detector that flags identical ranks more often than
   // kFalseAlarmRate (consistent_lead_test.cpp's synthetic runs) fails both tries.
   CsvRow quiet = stats[0];
   std::string quiet_flags;

@@ -27,7 +27,8 @@ struct Noise {
 };
 
 // A run of `ranks` training ranks (their hosts `hosts`, else all "a") over `steps` timed steps,
-// every one sampled; rank `slow_rank` computes `extra_s` longer in each.
+// every one sampled; rank `slow_rank` computes `extra_s` longer in each. A step takes as long as
+// its slowest rank's compute (no communication).
 Measurements synthetic_run(uint64_t seed, int ranks, int steps, const Noise& noise, int slow_rank = -1,
                            double extra_s = 0, std::vector<std::string> hosts = {}) {
   std::mt19937_64 random(seed);
@@ -65,6 +66,7 @@ Measurements synthetic_run(uint64_t seed, int ranks, int steps, const Noise& noi
     series.slowest_rank->push_back(slowest);
     series.slowest_lead_s->push_back(compute[static_cast<std::size_t>(slowest)] - median_of(others));
     series.imbalance_s->push_back(compute[static_cast<std::size_t>(slowest)] - mean);
+    series.step_s.push_back(compute[static_cast<std::size_t>(slowest)]);  // the step waits for the slowest
     sample.steps.push_back(step);
     sample.compute_s.push_back(compute);
   }

@@ -118,8 +118,23 @@ TEST(Stragglers, NoiseIsNotFlagged) {
   const Measurements pair = run_of({"a", "a"}, two, std::vector<double>(100, 5e-3));
   EXPECT_EQ(find_stragglers({&pair}).flagged, "");
   // The same rank always, by 5 ms: flagged, even with two ranks.
-  const Measurements slow = run_of({"a", "a"}, std::vector<int>(100, 1), std::vector<double>(100, 5e-3), 1, 5e-3);
+  Measurements slow = run_of({"a", "a"}, std::vector<int>(100, 1), std::vector<double>(100, 5e-3), 1, 5e-3);
   EXPECT_EQ(find_stragglers({&slow}).flagged, "rank");
+  // Its wait, 2.5 ms per step, is 12.5% of a 20 ms step: flagged, and the flag says what it cost.
+  slow.train->steps.step_s.assign(100, 0.020);
+  const Stragglers costly = find_stragglers({&slow});
+  EXPECT_EQ(costly.flagged, "rank");
+  EXPECT_DOUBLE_EQ(costly.median_step_s, 0.020);
+  EXPECT_NE(describe_flag(costly).find("above the others' median in the median sampled step, a wait of 13% of the "
+                                       "median step, consistently"),
+            std::string::npos)
+      << describe_flag(costly);
+  // The same on a 100 ms step (communication the rest) costs the others 2.5%: consistent, 50% more
+  // compute, and not worth a flag (below kMinWaitShare).
+  slow.train->steps.step_s.assign(100, 0.100);
+  const Stragglers cheap = find_stragglers({&slow});
+  EXPECT_EQ(cheap.ranks[1].p_value, 0);
+  EXPECT_EQ(cheap.flagged, "");
 }
 
 // Every rank's sampled compute is 10 ms, but in step s `slow(s)` computes `extra_s` more (none
