@@ -36,12 +36,19 @@
 #                    pure ring beside MPI_Allreduce (the ring's crossover, the memory limits)
 #   scale            experiments/scale.json (CNN weak scaling, 1 to 16 ranks) and DDP beside it
 #   cnn_one_gpu      the CNN, 2 ranks on the one GPU: allreduce, shm, cuda_ipc (one round)
+#   pipeline_gpu     issue 53: experiments/gpu/pipeline_cuda.json, ResNet-50 in 2 stages sharing the
+#                    one GPU, m = 1-8, both schedules (MPS started first)
+#   pipeline_bubble16 issue 53: pipeline_bubble.json at p = 4 (4 ranks x 4 threads on the 16 cores),
+#                    the bubble against (p - 1)/(m + p - 1) at m = 8
 #   levers_auto      issue 51's unmeasured levers, 2 ranks on the one GPU, 4-64 MiB: staged shm and
 #                    hier with shm_reduce_threads and shm_copy_engine_gathers left at "auto" beside
 #                    1 and false set by hand (threads_per_rank 8), and cuda_ipc's 16-byte kernels
 # Issue 51's GPU changes (nccl's polled wait and bus-id check, staging of one chunk on streams,
 # cuda_ipc's proven arrivals, per-block epochs and vectors, the levers by size) have not run on a
 # GPU: STAGES="gpu_tests levers_auto" runs their tests (ctest -L gpu has them all) and measures.
+# Issue 53's pipeline on GPUs has not run on one either: STAGES="gpu_tests pipeline_gpu
+# pipeline_bubble16" runs its test (GpuTraining.PipelineStagesOnGpusEqualOneRank, in gpu_training_*)
+# and measures.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -108,6 +115,21 @@ stage_comm_cuda() {
   [[ -f $out/cuda_ipc_hangs ]] && return 1
   start_mps
   run_and_keep comm_cuda experiments/gpu/comm_cuda.json
+}
+
+# Issue 53: the pipeline's stages on the one GPU (experiments/gpu/pipeline_cuda.json), and the
+# bubble at p = 4, m = 8 on the CPU's 16 cores (pipeline_bubble.json at 4 ranks x 4 threads).
+stage_pipeline_gpu() {
+  start_mps
+  run_and_keep pipeline_cuda experiments/gpu/pipeline_cuda.json
+}
+
+stage_pipeline_bubble16() {
+  "$harness" run experiments/pipeline_bubble.json --out "$results/pipeline_bubble16" --set ranks=4 \
+    --set pipeline_stages=4 --set threads_per_rank=4
+  local status=$?
+  keep pipeline_bubble16 "$results/pipeline_bubble16"
+  return $status
 }
 
 stage_compare_gpu() {

@@ -178,9 +178,6 @@ std::optional<SettingProblem> pipeline_check(const PointSettings& settings) {
       previous = first;
     }
   }
-  if (settings.device != "cpu") {
-    return SettingProblem{"device", "expected \"cpu\" with scheme \"pipeline\" (stages on GPUs are not built yet)"};
-  }
   if (settings.overlap) {
     return SettingProblem{"overlap", "expected false with scheme \"pipeline\": a stage's gradients are complete only "
                                      "after its last micro-batch's backward, and its replicas average them then"};

@@ -13,7 +13,6 @@
 #include "harness/common/errors.h"
 #include "harness/common/rank_progress.h"
 #include "harness/common/shuffle.h"
-#include "harness/rank/counting_allocator.h"
 #include "harness/rank/polling_wait.h"
 #include "harness/rank/trainer.h"
 #include "harness/rank/training_parts.h"
@@ -66,7 +65,8 @@ std::vector<int64_t> first_positions(int64_t count) {
 // What a step holds per micro-batch between its forward and its backward pass.
 struct PipelineScheme::InFlight {
   explicit InFlight(int micro_batches)
-      : inputs(micro_batches),
+      : received(micro_batches),
+        inputs(micro_batches),
         outputs(micro_batches),
         losses(micro_batches),
         sent_outputs(micro_batches),
@@ -76,11 +76,12 @@ struct PipelineScheme::InFlight {
         gradient_receives(micro_batches, MPI_REQUEST_NULL),
         output_sends(micro_batches, MPI_REQUEST_NULL),
         gradient_sends(micro_batches, MPI_REQUEST_NULL) {}
+  std::vector<torch::Tensor> received;          // host buffers the activations' receives write
   std::vector<torch::Tensor> inputs;            // received (a leaf whose .grad goes back), or stage 0's batch
   std::vector<torch::Tensor> outputs;           // the stage's output (not on the last stage)
   std::vector<torch::Tensor> losses;            // the last stage's, scaled by 1/m
   std::vector<torch::Tensor> sent_outputs;      // what the output send reads, until it completes
-  std::vector<torch::Tensor> output_gradients;  // received from the next stage
+  std::vector<torch::Tensor> output_gradients;  // received from the next stage (host memory)
   std::vector<torch::Tensor> sent_gradients;    // what the input-gradient send reads
   std::vector<MPI_Request> activation_receives, gradient_receives, output_sends, gradient_sends;
   int held = 0;
@@ -120,12 +121,13 @@ PipelineScheme::PipelineScheme(Workload& workload, const Communicator& communica
       replicas_(std::max(1, communicator.size() / std::max(1, stages_))),
       stage_(communicator.rank() / replicas_),
       replica_(communicator.rank() % replicas_),
-      micro_batches_(micro_batches(settings)) {
+      micro_batches_(micro_batches(settings)),
+      device_(workload.parameters().empty() ? torch::kCPU : workload.parameters().front().device()),
+      memory_(device_) {
   if (stages_ < 1 || communicator.size() % stages_ != 0 || stages_ > chain_.layer_count()) {
     throw ConfigError(fmt::format("pipeline_stages: expected a divisor of the {} ranks and at most the {} layers, got {}",
                                   communicator.size(), chain_.layer_count(), stages_));
   }
-  CpuAllocationCounter::installed();  // before anything the steps allocate
   ops_ = stage_schedule(pipeline_schedule(settings), stage_, stages_, micro_batches_);
   check_mpi(MPI_Comm_dup(communicator.handle(), transfers_.target()), "MPI_Comm_dup");
   check_mpi(MPI_Comm_split(communicator.handle(), stage_, replica_, replicas_comm_.target()), "MPI_Comm_split");
@@ -176,14 +178,17 @@ void PipelineScheme::measure_and_cut() {
         inputs[l] = l == 0 ? x : outputs[l - 1].detach().requires_grad_(true);
         const auto start = Clock::now();
         outputs[l] = chain_.forward_layer(l, inputs[l]);
+        finish_queued_work(device_);
         times[l] += seconds_since(start);
       }
       auto start = Clock::now();
       chain_.chain_loss(outputs[layers - 1], positions).backward();
+      finish_queued_work(device_);
       times[layers - 1] += seconds_since(start);
       for (int l = layers - 2; l >= 0; --l) {
         start = Clock::now();
         outputs[l].backward(inputs[l + 1].grad());
+        finish_queued_work(device_);
         times[l] += seconds_since(start);
       }
       if (repeat == 0) continue;
@@ -207,14 +212,6 @@ void PipelineScheme::measure_and_cut() {
 
 // The shapes and memory layouts at this stage's cuts, from one forward pass without autograd.
 void PipelineScheme::learn_cut_layouts() {
-  const auto layout_of = [](const torch::Tensor& tensor) {
-    Layout layout;
-    layout.sizes = tensor.sizes().vec();
-    layout.strides = tensor.is_non_overlapping_and_dense() ? tensor.strides().vec()
-                                                           : tensor.contiguous().strides().vec();
-    layout.bytes = tensor.numel() * static_cast<int64_t>(tensor.element_size());
-    return layout;
-  };
   const int64_t micro = per_rank_batch(settings_, replicas_) / micro_batches_;
   const std::vector<int64_t> positions = first_positions(std::min(micro, workload_.train_size()));
   const std::vector<torch::Tensor> saved = saved_buffers(chain_, 0, end_layer_);
@@ -222,10 +219,10 @@ void PipelineScheme::learn_cut_layouts() {
     torch::NoGradGuard no_grad;
     torch::Tensor x = chain_.chain_input(positions);
     for (int layer = 0; layer < end_layer_; ++layer) {
-      if (layer == first_layer_ && stage_ > 0) input_layout_ = layout_of(x);
+      if (layer == first_layer_ && stage_ > 0) input_link_ = StageLink(x, device_);
       x = chain_.forward_layer(layer, x);
     }
-    if (stage_ + 1 < stages_) output_layout_ = layout_of(x);
+    if (stage_ + 1 < stages_) output_link_ = StageLink(x, device_);
   }
   restore_buffers(chain_, 0, end_layer_, saved);
 }
@@ -254,24 +251,6 @@ void PipelineScheme::wait_for(MPI_Request& request, double& waited_s, std::strin
   }
 }
 
-namespace {
-
-torch::Tensor empty_with(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
-  return torch::empty_strided(sizes, strides, torch::TensorOptions().dtype(torch::kFloat32));
-}
-
-// `tensor` in the layout the other side expects (the cut's, learnt before training): itself where
-// it has it, else a copy.
-torch::Tensor in_layout(const torch::Tensor& tensor, const std::vector<int64_t>& sizes,
-                        const std::vector<int64_t>& strides) {
-  if (tensor.sizes().vec() == sizes && tensor.strides().vec() == strides) return tensor;
-  torch::Tensor copy = empty_with(sizes, strides);
-  copy.copy_(tensor);
-  return copy;
-}
-
-}  // namespace
-
 void PipelineScheme::forward(int k, std::span<const int64_t> positions, Run& run, InFlight& held) {
   const auto u = static_cast<std::size_t>(k);
   const std::span<const int64_t> micro = positions.subspan(u * static_cast<std::size_t>(run.micro),
@@ -279,39 +258,44 @@ void PipelineScheme::forward(int k, std::span<const int64_t> positions, Run& run
   torch::Tensor input;
   if (stage_ > 0) {
     wait_for(held.activation_receives[u], run.receive_wait_s, "activations", k);
-    input = held.inputs[u].requires_grad_(true);
     if (k + 1 < micro_batches_) {  // the next one's transfer proceeds while this one computes
-      held.inputs[u + 1] = empty_with(input_layout_.sizes, input_layout_.strides);
-      check_mpi(MPI_Irecv(held.inputs[u + 1].data_ptr(), static_cast<int>(input_layout_.bytes), MPI_BYTE,
+      held.received[u + 1] = input_link_.host_buffer();
+      check_mpi(MPI_Irecv(held.received[u + 1].data_ptr(), static_cast<int>(input_link_.bytes()), MPI_BYTE,
                           communicator_.rank() - replicas_, activation_tag(k + 1), transfers_.get(),
                           &held.activation_receives[u + 1]),
                 "MPI_Irecv(activations)");
     }
+  }
+  const auto start = Clock::now();
+  if (stage_ > 0) {
+    held.inputs[u] = input_link_.to_device(held.received[u]).requires_grad_(true);
+    held.received[u] = torch::Tensor();
+    input = held.inputs[u];
   } else {
     input = chain_.chain_input(micro);
     held.inputs[u] = input;
   }
-  const auto start = Clock::now();
   torch::Tensor output = run_layers(input);
   if (stage_ + 1 == stages_) {
     held.losses[u] = chain_.chain_loss(output, micro) / static_cast<double>(micro_batches_);
     run.losses->add(held.losses[u].item<double>());
   } else {
     held.outputs[u] = output;
-    held.sent_outputs[u] = in_layout(output.detach(), output_layout_.sizes, output_layout_.strides);
-    check_mpi(MPI_Isend(held.sent_outputs[u].data_ptr(), static_cast<int>(output_layout_.bytes), MPI_BYTE,
+    held.sent_outputs[u] = output_link_.to_host(output.detach());
+    check_mpi(MPI_Isend(held.sent_outputs[u].data_ptr(), static_cast<int>(output_link_.bytes()), MPI_BYTE,
                         communicator_.rank() + replicas_, activation_tag(k), transfers_.get(), &held.output_sends[u]),
               "MPI_Isend(activations)");
-    held.output_gradients[u] = empty_with(output_layout_.sizes, output_layout_.strides);
-    check_mpi(MPI_Irecv(held.output_gradients[u].data_ptr(), static_cast<int>(output_layout_.bytes), MPI_BYTE,
+    held.output_gradients[u] = output_link_.host_buffer();
+    check_mpi(MPI_Irecv(held.output_gradients[u].data_ptr(), static_cast<int>(output_link_.bytes()), MPI_BYTE,
                         communicator_.rank() + replicas_, gradient_tag(k), transfers_.get(), &held.gradient_receives[u]),
               "MPI_Irecv(gradients)");
   }
+  finish_queued_work(device_);
   const auto end = Clock::now();
   run.forward_s += seconds_between(start, end);
   if (run.traced) timeline_->add(Track::kTraining, fmt::format("forward {}", k), start, end);
   run.result.pipeline.most_held = std::max(run.result.pipeline.most_held, ++held.held);
-  run.held_peak = std::max(run.held_peak, CpuAllocationCounter::installed().bytes_in_use() - run.bytes_at_start);
+  run.held_peak = std::max(run.held_peak, memory_.in_use() - run.bytes_at_start);
 }
 
 void PipelineScheme::backward(int k, Run& run, InFlight& held) {
@@ -321,14 +305,15 @@ void PipelineScheme::backward(int k, Run& run, InFlight& held) {
   if (stage_ + 1 == stages_) {
     held.losses[u].backward();
   } else {
-    held.outputs[u].backward(held.output_gradients[u]);
+    held.outputs[u].backward(output_link_.to_device(held.output_gradients[u]));
   }
   if (stage_ > 0) {
-    held.sent_gradients[u] = in_layout(held.inputs[u].grad(), input_layout_.sizes, input_layout_.strides);
-    check_mpi(MPI_Isend(held.sent_gradients[u].data_ptr(), static_cast<int>(input_layout_.bytes), MPI_BYTE,
+    held.sent_gradients[u] = input_link_.to_host(held.inputs[u].grad());
+    check_mpi(MPI_Isend(held.sent_gradients[u].data_ptr(), static_cast<int>(input_link_.bytes()), MPI_BYTE,
                         communicator_.rank() - replicas_, gradient_tag(k), transfers_.get(), &held.gradient_sends[u]),
               "MPI_Isend(gradients)");
   }
+  finish_queued_work(device_);
   const auto end = Clock::now();
   run.backward_s += seconds_between(start, end);
   if (run.traced) timeline_->add(Track::kTraining, fmt::format("backward {}", k), start, end);
@@ -426,17 +411,16 @@ void PipelineScheme::train_step(int epoch, int64_t step, bool timed, Run& run) {
   } else {
     for (auto& parameter : parameters_) parameter.mutable_grad().zero_();
   }
-  CpuAllocationCounter& memory = CpuAllocationCounter::installed();
-  run.bytes_at_start = memory.bytes_in_use();
+  run.bytes_at_start = memory_.in_use();
   run.held_peak = 0;
-  memory.reset_peak();
+  memory_.reset_peak();
 
   const std::span<const int64_t> positions(run.permutation.data() + (step * replicas_ + replica_) * run.batch,
                                            static_cast<std::size_t>(run.batch));
   InFlight held(micro_batches_);
   if (stage_ > 0) {
-    held.inputs[0] = empty_with(input_layout_.sizes, input_layout_.strides);
-    check_mpi(MPI_Irecv(held.inputs[0].data_ptr(), static_cast<int>(input_layout_.bytes), MPI_BYTE,
+    held.received[0] = input_link_.host_buffer();
+    check_mpi(MPI_Irecv(held.received[0].data_ptr(), static_cast<int>(input_link_.bytes()), MPI_BYTE,
                         communicator_.rank() - replicas_, activation_tag(0), transfers_.get(), &held.activation_receives[0]),
               "MPI_Irecv(activations)");
   }
@@ -448,7 +432,7 @@ void PipelineScheme::train_step(int epoch, int64_t step, bool timed, Run& run) {
     }
   }
   for (int k = 0; k < micro_batches_; ++k) wait_for(held.gradient_sends[static_cast<std::size_t>(k)], run.send_wait_s, "send", k);
-  const int64_t peak_bytes = memory.peak_bytes() - run.bytes_at_start;
+  const int64_t peak_bytes = memory_.peak() - run.bytes_at_start;
   inject_compute_delay(communicator_.rank(), settings_.inject_compute_delay_rank, settings_.inject_compute_delay_ms);
 
   const auto computed = Clock::now();
@@ -497,7 +481,8 @@ std::vector<torch::Tensor> PipelineScheme::stage_tensors(int stage) {
   return tensors;
 }
 
-// The first replica of every later stage sends rank 0 its stage (outside the timed steps).
+// The first replica of every later stage sends rank 0 its stage (outside the timed steps), through
+// host memory.
 void PipelineScheme::gather_model_on_rank_zero() {
   torch::NoGradGuard no_grad;
   const int rank = communicator_.rank();
@@ -505,7 +490,7 @@ void PipelineScheme::gather_model_on_rank_zero() {
     const int sender = stage * replicas_;
     if (rank != 0 && rank != sender) continue;
     for (auto& tensor : stage_tensors(stage)) {
-      torch::Tensor bytes = tensor.contiguous();
+      torch::Tensor bytes = tensor.to(torch::kCPU).contiguous();
       if (rank == sender) {
         check_mpi(MPI_Send(bytes.data_ptr(), static_cast<int>(bytes.nbytes()), MPI_BYTE, 0, kModelTag, transfers_.get()),
                   "MPI_Send(stage)");

@@ -14,7 +14,7 @@
 //
 // Transfers: activations go forward and their gradients back with MPI_Isend/MPI_Irecv between
 // neighbouring stages of one pipeline (tags: micro-batch, direction), on a duplicate of the world
-// communicator. The receive of the next micro-batch's activations is posted before the current
+// communicator, from and to host memory (stages on GPUs stage them: stage_link.h). The receive of the next micro-batch's activations is posted before the current
 // one's forward, and the receive of a micro-batch's output gradient as its output is sent, so
 // transfers proceed while the stage computes; sends are waited for only before their tensor is
 // freed. Every wait polls (polling_wait.h), so an idle stage leaves its core to the busy ones
@@ -24,6 +24,9 @@
 // Stage boundaries: the point's stage_boundaries, or "balanced": before training, rank 0 times
 // each layer's forward and backward pass on one micro-batch (the best of three, after one warm-up)
 // and cuts the chain where the largest stage sum is least (balanced_boundaries).
+//
+// GPUs (device "cuda"): each stage computes on its rank's GPU (ranks may share one); a pass's time
+// includes waiting for its kernels, and memory is the CUDA caching allocator's (stage_link.h).
 //
 // Evaluation: every rank builds the whole model; after each epoch the first replica of every stage
 // sends its stage's parameters and buffers to rank 0, which evaluates the whole network.
@@ -35,6 +38,7 @@
 #include <vector>
 
 #include "harness/rank/gradient_buckets.h"
+#include "harness/rank/stage_link.h"
 #include "schemes/pipeline_schedule.h"
 #include "harness/rank/training_scheme.h"
 
@@ -62,12 +66,6 @@ class PipelineScheme final : public TrainingScheme {
  private:
   struct Run;
   struct InFlight;
-  // The shape and strides of a tensor at a cut, and its size in bytes.
-  struct Layout {
-    std::vector<int64_t> sizes;
-    std::vector<int64_t> strides;
-    int64_t bytes = 0;
-  };
 
   void measure_and_cut();
   void learn_cut_layouts();
@@ -101,8 +99,10 @@ class PipelineScheme final : public TrainingScheme {
   std::unique_ptr<GradientSync> backend_;
   std::unique_ptr<GradientBuckets> buckets_;
   std::vector<torch::Tensor> parameters_;  // this stage's
-  Layout input_layout_;   // what this stage receives (stages after the first)
-  Layout output_layout_;  // what it sends (stages before the last)
+  torch::Device device_;                   // where it computes: its parameters' device
+  StageMemory memory_;
+  StageLink input_link_;   // what this stage receives (stages after the first)
+  StageLink output_link_;  // what it sends (stages before the last)
   Timeline* timeline_ = nullptr;
 };
 

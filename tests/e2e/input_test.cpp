@@ -198,7 +198,7 @@ TEST(EndToEnd, GpuExperimentsSayWhyTheyCannotRunHere) {
     EXPECT_FALSE(fs::exists(out));
     ++checked;
   }
-  EXPECT_EQ(checked, 5);  // comm_cuda, cnn_cuda, cnn_two_ranks_one_gpu, nccl_cuda, resnet50_cuda
+  EXPECT_EQ(checked, 6);  // comm_cuda, cnn_cuda, cnn_two_ranks_one_gpu, nccl_cuda, pipeline_cuda, resnet50_cuda
 }
 
 // experiments/schema.json is what `harness schema` generates from the settings table, so it

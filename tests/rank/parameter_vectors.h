@@ -16,7 +16,7 @@ namespace harness::test {
 inline std::vector<float> flattened_parameters(Workload& workload) {
   std::vector<float> flat;
   for (const auto& parameter : workload.parameters()) {
-    const torch::Tensor values = parameter.contiguous();
+    const torch::Tensor values = parameter.to(torch::kCPU).contiguous();  // a GPU's too
     flat.insert(flat.end(), values.data_ptr<float>(), values.data_ptr<float>() + values.numel());
   }
   return flat;

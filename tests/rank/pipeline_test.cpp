@@ -13,12 +13,14 @@
 #include <string>
 #include <vector>
 
+#include "backends/device_staging.h"
 #include "backends/gloo_allreduce.h"
 #include "backends/registry.h"
 #include "harness/rank/pipeline.h"
 #include "harness/rank/trainer.h"
 #include "workloads/factories.h"
 #include "workloads/mnist_cnn.h"
+#include "workloads/registry.h"
 #include "tests/mpi_world.h"
 #include "tests/rank/parameter_vectors.h"
 
@@ -34,10 +36,10 @@ struct Pipelined {
   TrainMeasurements measurements;  // rank 0's
 };
 
-Pipelined train_pipeline(PointSettings settings) {
+Pipelined train_pipeline(PointSettings settings, int cuda_device = kNoCudaDevice) {
   settings.ranks = world_size();
   settings.scheme = "pipeline";
-  auto workload = make_workload(settings, kNoCudaDevice);
+  auto workload = make_workload(settings, cuda_device);
   const BackendMaker make_backend = [&settings](const Communicator& group) {
     return make_gradient_sync(settings.backend, group);
   };
@@ -56,7 +58,7 @@ struct OneRank {
   LoopResult result;
 };
 
-OneRank train_one_rank(PointSettings settings, int replicas) {
+OneRank train_one_rank(PointSettings settings, int replicas, int cuda_device = kNoCudaDevice) {
   settings.ranks = 1;
   settings.scheme = "sync";
   settings.options.erase("pipeline_stages");
@@ -64,7 +66,7 @@ OneRank train_one_rank(PointSettings settings, int replicas) {
   settings.options.erase("pipeline_schedule");
   settings.options.erase("stage_boundaries");
   settings.batch_size *= replicas;
-  auto workload = make_workload(settings, kNoCudaDevice);
+  auto workload = make_workload(settings, cuda_device);
   auto backend = make_gradient_sync("allreduce", MPI_COMM_SELF);
   DataParallelTrainer trainer(*workload, *backend, MPI_COMM_SELF, settings);
   OneRank trained;
@@ -225,6 +227,36 @@ TEST(PipelineEquality, ResNetsLossIsOneRanksWithinFivePercent) {
   if (world_rank() != 0) return;
   const double expected = reference.result.epochs.back().train_loss;
   EXPECT_NEAR(pipelined.result.epochs.back().train_loss, expected, 0.05 * expected);
+}
+
+// On GPUs (tests gpu_training_*, label gpu; skipped without a GPU and a LibTorch with CUDA): 2 or 3
+// stages sharing the node's GPU(s), their activations and gradients staged through pinned host
+// memory, end with the parameters of one rank on a GPU with the whole batch, both schedules; each
+// stage's memory is the CUDA caching allocator's.
+TEST(GpuTraining, PipelineStagesOnGpusEqualOneRank) {
+  if (const CudaStatus cuda = cuda_status(); !cuda.usable) GTEST_SKIP() << cuda.reason;
+  if (const std::string problem = training_device_problem("cuda"); !problem.empty()) GTEST_SKIP() << problem;
+  const int size = world_size();
+  if (size < 2 || size > 3) GTEST_SKIP() << "2 or 3 stages of the Iris MLP";
+  const int device = select_cuda_device(MPI_COMM_WORLD);
+  PointSettings base = small("iris_mlp", 1);
+  base.device = "cuda";
+  const OneRank reference = train_one_rank(base, 1, device);
+  for (const std::string schedule : {"gpipe", "1f1b"}) {
+    PointSettings settings = base;
+    settings.scheme = "pipeline";
+    apply_setting(settings, "pipeline_stages", size, "test");
+    apply_setting(settings, "micro_batches", 4, "test");
+    apply_setting(settings, "pipeline_schedule", schedule, "test");
+    const Pipelined pipelined = train_pipeline(settings, device);
+    if (world_rank() != 0) continue;
+    EXPECT_LE(test::relative_difference(pipelined.parameters, reference.parameters), 1e-5) << schedule;
+    ASSERT_TRUE(pipelined.measurements.pipeline.has_value()) << schedule;
+    for (const PipelineStageFacts& stage : pipelined.measurements.pipeline->stage) {
+      EXPECT_GT(stage.peak_activation_bytes, 0) << schedule;
+      EXPECT_GE(stage.peak_step_bytes, stage.peak_activation_bytes) << schedule;
+    }
+  }
 }
 
 }  // namespace
