@@ -29,6 +29,7 @@
 #include "harness/common/process.h"
 #include "harness/common/text.h"
 #include "harness/common/resources.h"
+#include "harness/common/mpi_build.h"
 #include "harness/common/version.h"
 #include "workloads/registry.h"
 
@@ -122,7 +123,8 @@ int exec_rank_program(char** argv) {
   // As the rank program says its last words, so that the point's reason quotes them
   // (harness/launch/failure_reason.cpp).
   const char* rank = nullptr;
-  for (const char* variable : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID"}) {
+  // Open MPI's, PMIx's, hydra's (MPICH and its family) and SLURM's names for it.
+  for (const char* variable : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
     if (rank == nullptr) rank = std::getenv(variable);
   }
   std::cerr << (rank != nullptr ? fmt::format("harness worker (rank {}): {}\n", rank, why)
@@ -161,9 +163,11 @@ int main(int argc, char** argv) {
   }
 
   CLI::App app{"harness: scaling studies of data-parallel training over MPI"};
-  // The first line is what `builds` probes parse; the second says where run-time files are read.
-  app.set_version_flag("--version", fmt::format("harness {} ({})\n{}", harness::kHarnessVersion,
-                                                harness::git_commit(),
+  // The first line is what `builds` probes parse; the second names the MPI the build is for (the
+  // probes read its family: each build's points start with its own launcher); the third says where
+  // run-time files are read.
+  app.set_version_flag("--version", fmt::format("harness {} ({})\n{}\n{}", harness::kHarnessVersion,
+                                                harness::git_commit(), harness::describe_mpi_build(),
                                                 harness::describe_resources(harness::resource_directory())));
   app.require_subcommand(1);
   app.footer(names_help());

@@ -2,6 +2,7 @@
 
 #include "backends/registry.h"  // cuda_status, mps_control_running
 #include "harness/common/machine.h"
+#include "harness/common/mpi_build.h"
 
 #include <unistd.h>
 
@@ -114,8 +115,11 @@ Allocation current_allocation() {
   return allocation;
 }
 
-LocalScheduler::LocalScheduler(LocalOptions options, UsableCpus cpus, bool is_root, Allocation allocation)
+LocalScheduler::LocalScheduler(LocalOptions options, UsableCpus cpus, bool is_root, Allocation allocation,
+                               MpiFamily family)
     : options_(std::move(options)),
+      family_(family),
+      launcher_(family == MpiFamily::kOpenMpi ? "mpirun" : "mpiexec"),
       cpus_(std::move(cpus)),
       cores_(cpus_.cores()),
       is_root_(is_root),
@@ -128,13 +132,32 @@ UsableCpus cores_of_their_own(int cores) {
   cpus.online = cpus.physical_cores = cores;
   return cpus;
 }
+
+// What `launcher --version` says of its family; nullopt when it cannot be run or does not say
+// (a wrapper script, say: it is then taken as it is).
+std::optional<MpiFamily> probed_family(const std::string& launcher) {
+  ProcessRequest request;
+  request.argv = {launcher, "--version"};
+  request.timeout_s = 10;
+  request.stop_on_interrupt = false;
+  try {
+    return launcher_family_from_version(run_captured(std::move(request)).output);
+  } catch (const LaunchError&) {
+    return std::nullopt;
+  }
+}
 }  // namespace
 
-LocalScheduler::LocalScheduler(LocalOptions options, int cores, bool is_root, Allocation allocation)
-    : LocalScheduler(std::move(options), cores_of_their_own(cores), is_root, std::move(allocation)) {}
+LocalScheduler::LocalScheduler(LocalOptions options, int cores, bool is_root, Allocation allocation, MpiFamily family)
+    : LocalScheduler(std::move(options), cores_of_their_own(cores), is_root, std::move(allocation), family) {}
 
 LocalScheduler::LocalScheduler(LocalOptions options)
-    : LocalScheduler(std::move(options), usable_cpus(), ::geteuid() == 0, current_allocation()) {}
+    : LocalScheduler(std::move(options), usable_cpus(), ::geteuid() == 0, current_allocation(), build_mpi_family()) {
+  // Where the usual name is not on PATH, the launcher configure found.
+  if (find_program(launcher_).empty()) {
+    if (const std::string configured = build_launcher(); !configured.empty()) launcher_ = configured;
+  }
+}
 
 void LocalScheduler::check_available() const {
   // Otherwise every point's mpirun fails with exit code 2 and the reason is only in its log. The
@@ -145,10 +168,52 @@ void LocalScheduler::check_available() const {
         "launcher.simulate_hosts: simulated hosts need root (each is a UTS namespace, "
         "unshare(CLONE_NEWUTS)); run as root or list real hosts without \"simulate_hosts\"");
   }
-  if (allocation_.inside()) return;  // srun, found when the allocation was read
-  if (find_program("mpirun").empty()) {
-    throw LaunchError("mpirun not found on PATH (install openmpi-bin: bash .ci/install-deps)");
+  if (family_ == MpiFamily::kMpich) {
+    if (options_.simulate_hosts) {
+      throw ConfigError("launcher.simulate_hosts: not built for hydra's mpiexec (this harness is built against "
+                        "MPICH): simulated hosts need a build against Open MPI (docs/mpi.md)");
+    }
+    // Open MPI's own options would stop hydra before any rank starts, with its usage text.
+    for (std::size_t i = 0; i < options_.mpirun_args.size(); ++i) {
+      const std::string& argument = options_.mpirun_args[i];
+      if (argument == "--mca" || argument == "-mca" || argument == "-x" || argument == "--oversubscribe" ||
+          argument == "--allow-run-as-root" || argument.starts_with("--map-by") || argument == "--host") {
+        throw ConfigError(fmt::format("launcher.mpirun_args[{}]: \"{}\" is Open MPI's mpirun's, and this harness "
+                                      "is built against MPICH, whose hydra mpiexec takes -genv NAME VALUE for "
+                                      "MPICH's settings (MPIR_CVAR_*; docs/mpi.md)",
+                                      i, argument));
+      }
+    }
   }
+  if (allocation_.inside()) {
+    // srun, found when the allocation was read, with Open MPI's PMIx.
+    if (family_ == MpiFamily::kMpich) {
+      throw LaunchError(fmt::format("inside SLURM allocation {} the local launcher starts ranks with srun --mpi=pmix, "
+                                    "and this harness is built against MPICH: srun --mpi=pmi2 or hydra's SLURM "
+                                    "bootstrap are not built yet (docs/mpi.md)",
+                                    allocation_.job_id));
+    }
+    return;
+  }
+  if (find_program(launcher_).empty()) {
+    throw LaunchError(fmt::format("{} not found on PATH, nor where configure found this build's ({}): install {} "
+                                  "(bash .ci/install-deps), or put the launcher of the MPI this harness was built "
+                                  "against on PATH",
+                                  launcher_, mpi_build().launcher.empty() ? "none" : mpi_build().launcher,
+                                  family_ == MpiFamily::kOpenMpi ? "openmpi-bin" : "mpich"));
+  }
+  // A rank program started by another MPI's launcher runs every rank as a world of its own.
+  const std::optional<MpiFamily> found = probed_family(launcher_);
+  if (!found || *found == family_) return;
+  const std::string configured = build_launcher();
+  if (!configured.empty() && configured != launcher_ && probed_family(configured) == family_) {
+    launcher_ = configured;
+    return;
+  }
+  throw LaunchError(fmt::format("{} is {}, but this harness is built against {} ({}): put {}'s launcher on PATH, or "
+                                "build the harness against the MPI of this launcher (-DHARNESS_MPI={}, docs/mpi.md)",
+                                find_program(launcher_), mpi_launcher_description(*found), mpi_build().library,
+                                mpi_family_name(family_), mpi_family_name(family_), mpi_family_name(*found)));
 }
 
 ResourceLimits LocalScheduler::limits() const {
@@ -290,69 +355,61 @@ int LocalScheduler::nodes_available() const {
   return static_cast<int>(options_.hosts.size());
 }
 
-std::vector<std::string> LocalScheduler::host_arguments(const JobSpec& job) const {
-  if (options_.hosts.empty()) return {};
+void LocalScheduler::place_on_hosts(const JobSpec& job, MpiLaunch& launch) const {
+  if (options_.hosts.empty()) return;
   // The job's ranks on its first `nodes` hosts: ranks_per_node each, or spread as evenly as
-  // possible (the first hosts one more), in rank order as mpirun fills slots.
+  // possible (the first hosts one more), in rank order as the launchers fill slots.
   const int nodes = std::max(1, job.nodes);
-  std::string placement;
   for (int node = 0; node < nodes; ++node) {
     const int ranks = job.ranks_per_node > 0 ? job.ranks_per_node
                                              : job.ranks / nodes + (node < job.ranks % nodes ? 1 : 0);
-    placement += fmt::format("{}{}:{}", node > 0 ? "," : "", options_.hosts[static_cast<std::size_t>(node)], ranks);
+    launch.hosts.emplace_back(options_.hosts[static_cast<std::size_t>(node)], ranks);
   }
-  std::vector<std::string> argv = {"--host", placement};
   if (options_.simulate_hosts) {
-    // mpirun calls the agent as ssh; the harness that runs the ranks is also the agent. Through
-    // rsh's launcher by name: where another is configured (images that set OMPI_MCA_plm=isolated,
-    // which launches no daemon), mpirun would start nothing on the hosts and report them full.
-    argv.insert(argv.end(), {"--mca", "plm", "rsh", "--mca", "plm_rsh_agent", job.argv.front() + " simulated-node",
-                             // Between simulated hosts only the loopback exists.
-                             "--mca", "btl_tcp_if_include", "lo", "--mca", "oob_tcp_if_include", "lo",
-                             "-x", "GLOO_SOCKET_IFNAME=lo"});
-    // Every simulated host's slots are this machine's cores, which mpirun cannot know: with more
-    // ranks than cores, waiting ranks must yield or they starve the ones they wait for (measured
-    // on 2 x 2 ranks on 2 cores: a 64 KiB MPI_Allreduce took 16 ms busy-polling, 72 us yielding).
-    // Unless mpirun_args sets it (mpirun refuses an MCA parameter given twice).
+    // The launcher calls the agent as it would call ssh; the harness that runs the ranks is also
+    // the agent.
+    launch.simulated_host_agent = {job.argv.front(), "simulated-node"};
+    launch.environment.emplace_back("GLOO_SOCKET_IFNAME", "lo");  // between simulated hosts only the loopback exists
+    // Every simulated host's slots are this machine's cores, which the launcher cannot know: with
+    // more ranks than cores, waiting ranks must yield or they starve the ones they wait for
+    // (measured on 2 x 2 ranks on 2 cores: a 64 KiB MPI_Allreduce took 16 ms busy-polling, 72 us
+    // yielding). Unless mpirun_args sets it (mpirun refuses an MCA parameter given twice).
     const bool user_sets_yield = std::ranges::find(options_.mpirun_args, "mpi_yield_when_idle") !=
                                  options_.mpirun_args.end();
-    if (job.ranks > cores_ && !user_sets_yield) argv.insert(argv.end(), {"--mca", "mpi_yield_when_idle", "1"});
+    launch.idle_ranks_yield = job.ranks > cores_ && !user_sets_yield;
   } else if (!user_configures_remote_shell(options_.mpirun_args) && !find_program("ssh").empty()) {
-    // mpirun starts its daemon on each host through ssh, which waits as long as TCP does for a
-    // host that does not answer (measured here: a silent address held mpirun for the 700 s it was
-    // given; with ConnectTimeout=5 it failed in 5.3 s): the point would wait out its timeout_s
+    // The launcher starts its daemon on each host through ssh, which waits as long as TCP does for
+    // a host that does not answer (measured here: a silent address held mpirun for the 700 s it
+    // was given; with ConnectTimeout=5 it failed in 5.3 s): the point would wait out its timeout_s
     // with no rank started. No prompt could be answered either (the job has no terminal).
-    argv.insert(argv.end(),
-                {"--mca", "plm_rsh_args", fmt::format("-o ConnectTimeout={} -o BatchMode=yes", kSshConnectTimeoutS)});
+    launch.ssh_connect_timeout_s = kSshConnectTimeoutS;
   }
-  return argv;
 }
 
 std::vector<std::string> LocalScheduler::command_for(const JobSpec& job) const {
   const int threads = threads_per_rank(job);
   if (allocation_.inside()) return srun_command(job, threads);
-  std::vector<std::string> argv = {"mpirun", "-n", std::to_string(job.ranks)};
-  if (is_root_) argv.emplace_back("--allow-run-as-root");
-  // Open MPI counts a slot per physical core it may use (a core's hyperthreads once), and refuses
-  // more ranks than slots without this; it is harmless where there are enough.
-  if (job.ranks > cpus_.slots()) argv.emplace_back("--oversubscribe");
-  // Open MPI binds each rank to one core when there are at most 2 ranks. Unbound, as Horovod
-  // runs its ranks (-bind-to none): a rank's threads get room, and a rank is not pinned to the
-  // core where mpirun and the harness wake up (measured here: the CNN on one bound rank trained
-  // 722-817 images/s, unbound 785-867, alternating runs).
-  argv.insert(argv.end(), {"--bind-to", "none"});
+  MpiLaunch launch;
+  launch.launcher = launcher_;
+  launch.ranks = job.ranks;
+  launch.as_root = is_root_;
+  // Open MPI counts a slot per physical core it may use (a core's hyperthreads once).
+  launch.more_ranks_than_slots = job.ranks > cpus_.slots();
+  // Unbound (-bind-to none), as Horovod runs its ranks: a rank's threads get room, and a rank is
+  // not pinned to the core where the launcher and the harness wake up (measured here: the CNN on
+  // one bound rank trained 722-817 images/s, unbound 785-867, alternating runs). Open MPI binds
+  // each rank to one core when there are at most 2 ranks otherwise.
   // The rank program sizes LibTorch's pools from HARNESS_THREADS_PER_RANK; OpenBLAS and OpenMP
   // read their own variables when the library loads, before any code of ours runs.
   for (const char* variable :
        {"HARNESS_THREADS_PER_RANK", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"}) {
-    argv.insert(argv.end(), {"-x", fmt::format("{}={}", variable, threads)});
+    launch.environment.emplace_back(variable, std::to_string(threads));
   }
-  for (const auto& [key, value] : job.environment) argv.insert(argv.end(), {"-x", key + "=" + value});
-  const std::vector<std::string> hosts = host_arguments(job);
-  argv.insert(argv.end(), hosts.begin(), hosts.end());
-  argv.insert(argv.end(), options_.mpirun_args.begin(), options_.mpirun_args.end());
-  argv.insert(argv.end(), job.argv.begin(), job.argv.end());
-  return argv;
+  launch.environment.insert(launch.environment.end(), job.environment.begin(), job.environment.end());
+  place_on_hosts(job, launch);
+  launch.user_arguments = options_.mpirun_args;
+  launch.program = job.argv;
+  return mpi_launch_command(family_, launch);
 }
 
 JobId LocalScheduler::submit(const JobSpec& job) {

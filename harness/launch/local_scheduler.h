@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "harness/common/usable_cpus.h"
+#include "harness/launch/mpi_dialect.h"
 #include "harness/launch/process_jobs.h"
 #include "harness/launch/scheduler.h"
 
@@ -49,14 +50,21 @@ Allocation current_allocation();
 
 class LocalScheduler final : public Scheduler {
  public:
-  // `cpus`, `is_root` and `allocation` are parameters so tests can check the flags for any
-  // machine.
-  LocalScheduler(LocalOptions options, UsableCpus cpus, bool is_root, Allocation allocation = {});
+  // `cpus`, `is_root`, `allocation` and `family` are parameters so tests can check the flags for
+  // any machine and MPI; the launcher is then the family's usual name ("mpirun", "mpiexec").
+  LocalScheduler(LocalOptions options, UsableCpus cpus, bool is_root, Allocation allocation = {},
+                 MpiFamily family = MpiFamily::kOpenMpi);
   // A machine of `cores` CPUs, each a core of its own, without a quota.
-  LocalScheduler(LocalOptions options, int cores, bool is_root, Allocation allocation = {});
+  LocalScheduler(LocalOptions options, int cores, bool is_root, Allocation allocation = {},
+                 MpiFamily family = MpiFamily::kOpenMpi);
+  // This machine, and this build's MPI (mpi_dialect.h).
   explicit LocalScheduler(LocalOptions options = {});
 
   std::string_view name() const override { return "local"; }
+  // Also settles the launcher: the family's usual name on PATH ("mpirun", "mpiexec"), unless its
+  // `--version` says it is the other family's, as a Debian machine's mpiexec is Open MPI's where
+  // both MPIs are installed: then the one configure found for this build (mpi_build.h), and
+  // where that is missing or not this family's either, a one-line refusal.
   void check_available() const override;
   // Oversubscription lets mpirun start any number of ranks, but past a few per core each rank's
   // LibTorch memory and time slices make the measurement meaningless: 8 per core at most.
@@ -78,11 +86,13 @@ class LocalScheduler final : public Scheduler {
   };
   NodeShare busiest_node(const JobSpec& job) const;
   std::vector<std::string> srun_command(const JobSpec& job, int threads) const;
-  // mpirun's arguments that place the job's ranks on its hosts (none without hosts).
-  std::vector<std::string> host_arguments(const JobSpec& job) const;
+  // Where the job's ranks go, and how the launcher reaches its hosts (nothing without hosts).
+  void place_on_hosts(const JobSpec& job, MpiLaunch& launch) const;
   int nodes_available() const;
 
   LocalOptions options_;
+  MpiFamily family_;
+  mutable std::string launcher_;  // settled by check_available
   UsableCpus cpus_;
   int cores_;  // cpus_.cores()
   bool is_root_;

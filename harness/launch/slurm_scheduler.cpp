@@ -12,6 +12,7 @@
 #include "harness/common/files.h"
 #include "harness/common/process.h"
 #include "harness/common/text.h"
+#include "harness/launch/mpi_dialect.h"
 #include "harness/study/sweep.h"
 
 namespace harness {
@@ -37,6 +38,11 @@ SlurmScheduler::SlurmScheduler(SlurmOptions options, std::string where, ClusterC
 }
 
 void SlurmScheduler::check_available() const {
+  // Its jobs start ranks with srun --mpi=pmix or Open MPI's mpirun (slurm_options.h).
+  if (build_mpi_family() != MpiFamily::kOpenMpi) {
+    throw LaunchError("the slurm launcher starts ranks with srun --mpi=pmix or Open MPI's mpirun, and this harness is "
+                      "built against MPICH: its jobs' srun --mpi=pmi2 or hydra's mpiexec are not built yet (docs/mpi.md)");
+  }
   for (const char* program : {"sbatch", "squeue", "scancel", "scontrol"}) {
     if (find_program(program).empty()) {
       throw LaunchError(fmt::format("{} not found on PATH: the slurm launcher runs where SLURM's client "

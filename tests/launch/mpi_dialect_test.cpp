@@ -1,0 +1,137 @@
+// The two MPI families' launchers (harness/launch/mpi_dialect.h): what each is told for the same
+// launch, which family a launcher's --version names, and the local launcher's refusals of what
+// hydra cannot do.
+#include "harness/launch/mpi_dialect.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "harness/common/errors.h"
+#include "harness/common/mpi_build.h"
+#include "harness/common/process.h"
+#include "harness/launch/local_scheduler.h"
+
+namespace harness {
+namespace {
+
+MpiLaunch four_ranks_on_two_hosts(const std::string& launcher) {
+  MpiLaunch launch;
+  launch.launcher = launcher;
+  launch.ranks = 4;
+  launch.as_root = true;
+  launch.more_ranks_than_slots = true;
+  launch.environment = {{"OMP_NUM_THREADS", "1"}, {"HARNESS_X", "a b"}};
+  launch.hosts = {{"nodea", 2}, {"nodeb", 2}};
+  launch.ssh_connect_timeout_s = 20;
+  launch.user_arguments = {"--user-flag"};
+  launch.program = {"/opt/harness", "worker"};
+  return launch;
+}
+
+TEST(MpiDialect, OpenMpisMpirunIsToldEverythingOnItsCommandLine) {
+  EXPECT_EQ(mpi_launch_command(MpiFamily::kOpenMpi, four_ranks_on_two_hosts("mpirun")),
+            (std::vector<std::string>{"mpirun", "-n", "4", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none",
+                                      "-x", "OMP_NUM_THREADS=1", "-x", "HARNESS_X=a b", "--host", "nodea:2,nodeb:2",
+                                      "--mca", "plm_rsh_args", "-o ConnectTimeout=20 -o BatchMode=yes", "--user-flag",
+                                      "/opt/harness", "worker"}));
+}
+
+TEST(MpiDialect, HydrasMpiexecNeedsNoRootOrOversubscriptionFlagsAndTakesSshOptionsFromItsEnvironment) {
+  EXPECT_EQ(mpi_launch_command(MpiFamily::kMpich, four_ranks_on_two_hosts("/usr/bin/mpiexec.mpich")),
+            (std::vector<std::string>{"env", "HYDRA_LAUNCHER_EXTRA_ARGS=-o ConnectTimeout=20 -o BatchMode=yes",
+                                      "/usr/bin/mpiexec.mpich", "-n", "4", "-bind-to", "none", "-genv",
+                                      "OMP_NUM_THREADS", "1", "-genv", "HARNESS_X", "a b", "-hosts",
+                                      "nodea:2,nodeb:2", "--user-flag", "/opt/harness", "worker"}));
+  MpiLaunch here;
+  here.launcher = "mpiexec";
+  here.ranks = 2;
+  here.program = {"/opt/harness", "worker"};
+  EXPECT_EQ(mpi_launch_command(MpiFamily::kMpich, here),
+            (std::vector<std::string>{"mpiexec", "-n", "2", "-bind-to", "none", "/opt/harness", "worker"}));
+  // What hydra cannot be told is refused, not left out.
+  here.idle_ranks_yield = true;
+  EXPECT_THROW(mpi_launch_command(MpiFamily::kMpich, here), LaunchError);
+  here.idle_ranks_yield = false;
+  here.simulated_host_agent = {"/opt/harness", "simulated-node"};
+  EXPECT_THROW(mpi_launch_command(MpiFamily::kMpich, here), LaunchError);
+}
+
+TEST(MpiDialect, ALaunchersVersionNamesItsFamily) {
+  // As printed on Debian 12 by mpirun.openmpi --version and mpiexec.mpich --version.
+  EXPECT_EQ(launcher_family_from_version("mpirun (Open MPI) 4.1.4\n\nReport bugs to "
+                                         "http://www.open-mpi.org/community/help/\n"),
+            MpiFamily::kOpenMpi);
+  EXPECT_EQ(launcher_family_from_version("HYDRA build details:\n    Version:                                 4.0.2\n"),
+            MpiFamily::kMpich);
+  EXPECT_EQ(launcher_family_from_version("Intel(R) MPI Library for Linux* OS, Version 2021.10"), MpiFamily::kMpich);
+  EXPECT_EQ(launcher_family_from_version("#!/bin/sh wrapper said nothing"), std::nullopt);
+  EXPECT_EQ(mpi_family_named("mpich"), MpiFamily::kMpich);
+  EXPECT_EQ(mpi_family_named("lam"), std::nullopt);
+}
+
+TEST(MpiDialect, TheBuildKnowsItsMpi) {
+  const MpiBuild& build = mpi_build();
+  ASSERT_TRUE(mpi_family_named(build.family).has_value()) << build.family;
+  EXPECT_NE(build.library, "unknown");
+  EXPECT_NE(build.library.find(build.family == "openmpi" ? "Open MPI" : "MPICH"), std::string::npos) << build.library;
+  EXPECT_EQ(describe_mpi_build().rfind("MPI: " + build.library + " (family " + build.family, 0), 0U)
+      << describe_mpi_build();
+}
+
+JobSpec two_ranks() {
+  JobSpec job;
+  job.ranks = 2;
+  job.argv = {"/opt/harness", "worker"};
+  return job;
+}
+
+TEST(MpiDialect, TheLocalLauncherSpeaksItsBuildsFamily) {
+  const auto argv = LocalScheduler({}, 2, true, {}, MpiFamily::kMpich).command_for(two_ranks());
+  EXPECT_EQ(std::vector<std::string>(argv.begin(), argv.begin() + 5),
+            (std::vector<std::string>{"mpiexec", "-n", "2", "-bind-to", "none"}));
+  EXPECT_EQ(std::find(argv.begin(), argv.end(), "--allow-run-as-root"), argv.end());
+  EXPECT_NE(std::find(argv.begin(), argv.end(), "HARNESS_THREADS_PER_RANK"), argv.end());
+}
+
+TEST(MpiDialect, OpenMpisOptionsAndSimulatedHostsAreRefusedUnderHydraInOneLine) {
+  LocalOptions mca;
+  mca.mpirun_args = {"--mca", "btl", "self,vader"};
+  try {
+    LocalScheduler(mca, 2, true, {}, MpiFamily::kMpich).check_available();
+    FAIL() << "--mca under hydra";
+  } catch (const ConfigError& error) {
+    EXPECT_EQ(std::string(error.what()).rfind("launcher.mpirun_args[0]: \"--mca\" is Open MPI's mpirun's", 0), 0U)
+        << error.what();
+  }
+  LocalOptions simulated;
+  simulated.hosts = {"nodea", "nodeb"};
+  simulated.simulate_hosts = true;
+  EXPECT_THROW(LocalScheduler(simulated, 2, true, {}, MpiFamily::kMpich).check_available(), ConfigError);
+}
+
+// Speaking hydra's dialect where the launchers on PATH and configure's are Open MPI's (an Open MPI
+// build on a machine whose plain mpiexec is Open MPI's, as Debian's is): refused before any rank
+// starts, naming the launcher and both families.
+TEST(MpiDialect, ALauncherOfTheOtherFamilyIsRefusedBeforeAnyRankStarts) {
+  if (build_mpi_family() != MpiFamily::kOpenMpi) GTEST_SKIP() << "an Open MPI build's launchers";
+  ProcessRequest version;
+  version.argv = {"mpiexec", "--version"};
+  version.timeout_s = 10;
+  if (find_program("mpiexec").empty() ||
+      launcher_family_from_version(run_captured(version).output) != MpiFamily::kOpenMpi) {
+    GTEST_SKIP() << "mpiexec on PATH is not Open MPI's";
+  }
+  try {
+    LocalScheduler({}, 2, true, {}, MpiFamily::kMpich).check_available();
+    FAIL() << "hydra's dialect to Open MPI's mpiexec";
+  } catch (const LaunchError& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find("mpiexec is Open MPI's mpirun, but this harness is built against"), std::string::npos)
+        << message;
+    EXPECT_NE(message.find("(mpich): put mpich's launcher on PATH"), std::string::npos) << message;
+  }
+}
+
+}  // namespace
+}  // namespace harness
