@@ -23,6 +23,10 @@ struct JobSpec {
   double time_limit_s = 0;          // 0: none
   double expected_s = 0;            // how long earlier runs of the point took; 0: unknown
   std::vector<std::string> argv;    // the program every rank runs, with its arguments
+  // The MPI family of that program's build and the launcher configure found for it (mpi_build.h),
+  // where it is another build than the running harness (a two-build sweep); "" otherwise.
+  std::string mpi_family;
+  std::string mpi_launcher;
   std::vector<std::pair<std::string, std::string>> environment;  // for every rank
   std::string log_path;             // everything the job prints
   std::string measurements_path;    // what rank 0 writes (the last argument of argv)

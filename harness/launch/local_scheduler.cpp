@@ -391,6 +391,13 @@ std::vector<std::string> LocalScheduler::command_for(const JobSpec& job) const {
   if (allocation_.inside()) return srun_command(job, threads);
   MpiLaunch launch;
   launch.launcher = launcher_;
+  // A named build of another MPI starts with its own family's launcher: the one its configure found.
+  MpiFamily family = family_;
+  if (const auto job_family = mpi_family_named(job.mpi_family); job_family && *job_family != family_) {
+    family = *job_family;
+    launch.launcher = !job.mpi_launcher.empty() ? job.mpi_launcher
+                                                : (family == MpiFamily::kOpenMpi ? "mpirun" : "mpiexec");
+  }
   launch.ranks = job.ranks;
   launch.as_root = is_root_;
   // Open MPI counts a slot per physical core it may use (a core's hyperthreads once).
@@ -409,7 +416,7 @@ std::vector<std::string> LocalScheduler::command_for(const JobSpec& job) const {
   place_on_hosts(job, launch);
   launch.user_arguments = options_.mpirun_args;
   launch.program = job.argv;
-  return mpi_launch_command(family_, launch);
+  return mpi_launch_command(family, launch);
 }
 
 JobId LocalScheduler::submit(const JobSpec& job) {

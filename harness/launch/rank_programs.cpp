@@ -135,6 +135,12 @@ std::optional<BuildProvenance> RankPrograms::provenance_for(const PointSettings&
   return provenance;
 }
 
+std::optional<std::pair<std::string, std::string>> RankPrograms::mpi_for(const PointSettings& settings) const {
+  const Build* build = build_of(settings);
+  if (build == nullptr || !build->facts || build->facts->mpi_family.empty()) return std::nullopt;
+  return std::pair(build->facts->mpi_family, build->facts->mpi_launcher);
+}
+
 std::map<std::string, BuildFacts> RankPrograms::facts() const {
   std::map<std::string, BuildFacts> facts;
   for (const auto& [name, build] : builds_) {

@@ -37,6 +37,9 @@ class RankPrograms {
   std::optional<BuildProvenance> provenance_for(const PointSettings& settings) const;
   // What every probed build said of itself, by name (for validate_builds).
   std::map<std::string, BuildFacts> facts() const;
+  // A named build's MPI family and launcher (BuildFacts); nothing for the running harness or a
+  // build that did not say.
+  std::optional<std::pair<std::string, std::string>> mpi_for(const PointSettings& settings) const;
 
  private:
   struct Build {

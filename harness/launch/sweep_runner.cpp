@@ -5,6 +5,7 @@
 #include <iterator>
 #include <ostream>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -57,6 +58,7 @@ JobSpec SweepRunner::job_for(const Point& point, const ResultsDirectory& directo
   job.argv = {rank_programs.path_for(point.settings), "worker", "--settings",
               rank_programs.worker_settings_for(point.settings).dump(),
               "--output", directory.measurements_path(point.id, run_id)};
+  if (const auto mpi = rank_programs.mpi_for(point.settings)) std::tie(job.mpi_family, job.mpi_launcher) = *mpi;
   job.log_path = directory.log_path(point.id);
   job.measurements_path = job.argv.back();
   job.attempt = run_id;

@@ -123,6 +123,16 @@ BuildFacts parse_build_facts(const std::string& version_output, const std::strin
   BuildFacts facts;
   facts.version = match[1].str();
   facts.commit = match[2].str();
+  // "MPI: MPICH Version: 4.0.2 (family mpich, launcher /usr/bin/mpiexec.mpich)" (issue 54 on).
+  static const std::regex mpi_line(R"(^MPI: .* \(family (\S+), launcher (.*)\)\s*$)");
+  std::istringstream rest(version_output);
+  while (std::getline(rest, line)) {
+    if (std::smatch mpi; std::regex_match(line, mpi, mpi_line)) {
+      facts.mpi_family = mpi[1].str();
+      facts.mpi_launcher = mpi[2].str() == "not found at configure time" ? "" : mpi[2].str();
+      break;
+    }
+  }
   // From the first '{' to the last '}', for the same reason.
   Json schema;
   const auto open = schema_output.find('{');

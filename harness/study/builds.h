@@ -43,6 +43,10 @@ struct BuildFacts {
   // Each setting's default in that build (its schema's "default"), by key: what its rank program
   // uses for a setting it is not sent.
   Json defaults = Json::object();
+  // The MPI it was built against, from its --version's "MPI: ... (family F, launcher L)" line:
+  // its points start with that family's launcher (mpi_dialect.h). "" for builds before the line.
+  std::string mpi_family;
+  std::string mpi_launcher;
 };
 
 // The settings every build's rank program is sent: those the running harness itself acts on when

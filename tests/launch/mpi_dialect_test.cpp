@@ -11,6 +11,7 @@
 #include "harness/common/mpi_build.h"
 #include "harness/common/process.h"
 #include "harness/launch/local_scheduler.h"
+#include "harness/study/builds.h"
 
 namespace harness {
 namespace {
@@ -108,6 +109,29 @@ TEST(MpiDialect, OpenMpisOptionsAndSimulatedHostsAreRefusedUnderHydraInOneLine) 
   simulated.hosts = {"nodea", "nodeb"};
   simulated.simulate_hosts = true;
   EXPECT_THROW(LocalScheduler(simulated, 2, true, {}, MpiFamily::kMpich).check_available(), ConfigError);
+}
+
+// A two-build sweep (--build openmpi=... --build mpich=...): each build's --version names its MPI,
+// and the local launcher starts its points with that family's launcher, the one its configure found.
+TEST(MpiDialect, EachBuildOfATwoBuildSweepStartsWithItsOwnMpisLauncher) {
+  const std::string schema = R"({"$defs": {"settings": {"properties": {}}}})";
+  const BuildFacts mpich = parse_build_facts(
+      "harness 0.3.0 (559560a1b2c3)\nMPI: MPICH Version: 4.0.2 (family mpich, launcher /usr/bin/mpiexec.mpich)\n"
+      "resources: /opt (installed)\n",
+      schema, "--build mpich");
+  EXPECT_EQ(mpich.mpi_family, "mpich");
+  EXPECT_EQ(mpich.mpi_launcher, "/usr/bin/mpiexec.mpich");
+  const BuildFacts older = parse_build_facts("harness 0.3.0 (36fd8b66df3b)\nresources: /opt (installed)\n", schema, "b");
+  EXPECT_EQ(older.mpi_family, "");  // built before the line: the running harness's launcher
+  JobSpec job = two_ranks();
+  job.mpi_family = mpich.mpi_family;
+  job.mpi_launcher = mpich.mpi_launcher;
+  const auto argv = LocalScheduler({}, 2, true).command_for(job);  // an Open MPI harness
+  EXPECT_EQ(std::vector<std::string>(argv.begin(), argv.begin() + 5),
+            (std::vector<std::string>{"/usr/bin/mpiexec.mpich", "-n", "2", "-bind-to", "none"}));
+  job.mpi_family = "openmpi";
+  job.mpi_launcher = "/usr/bin/mpirun.openmpi";
+  EXPECT_EQ(LocalScheduler({}, 2, true).command_for(job).front(), "mpirun");  // its own family: its own launcher
 }
 
 // Speaking hydra's dialect where the launchers on PATH and configure's are Open MPI's (an Open MPI
