@@ -62,9 +62,11 @@ function(harness_describe_mpi)
   set(probe "${CMAKE_BINARY_DIR}/CMakeFiles/mpi_library_version.cpp")
   file(WRITE "${probe}" "#include <mpi.h>\n#include <cstdio>\nint main() {\n  char text[MPI_MAX_LIBRARY_VERSION_STRING];\n"
                         "  int length = 0;\n  MPI_Get_library_version(text, &length);\n  std::fputs(text, stdout);\n}\n")
-  try_run(run_result compile_result "${CMAKE_BINARY_DIR}/CMakeFiles/mpi_library_version" "${probe}"
-          LINK_LIBRARIES MPI::MPI_CXX RUN_OUTPUT_VARIABLE library)
-  if(NOT compile_result OR NOT run_result EQUAL 0)
+  unset(HARNESS_MPI_PROBE_RAN CACHE)  # try_run caches its results: run it at every configure
+  unset(HARNESS_MPI_PROBE_BUILT CACHE)
+  try_run(HARNESS_MPI_PROBE_RAN HARNESS_MPI_PROBE_BUILT "${CMAKE_BINARY_DIR}/CMakeFiles/mpi_library_version"
+          "${probe}" LINK_LIBRARIES MPI::MPI_CXX RUN_OUTPUT_VARIABLE library)
+  if(NOT HARNESS_MPI_PROBE_BUILT OR NOT HARNESS_MPI_PROBE_RAN EQUAL 0)
     set(library "unknown")
   endif()
   # Its first line, tabs and spaces squeezed ("MPICH Version: 4.0.2", "Open MPI v4.1.4, package: ...").

@@ -26,7 +26,8 @@ namespace {
 // arguments): on mpirun's command line, in the environment or in a parameter file. The harness
 // then leaves it as they chose. Open MPI 4 names the parameters plm_rsh_*, Open MPI 5's PRRTE
 // plm_ssh_* (PRTE_MCA_ in the environment); a parameter file named by mca_base_param_files counts
-// as one that may set them.
+// as one that may set them. Hydra's are -launcher, -bootstrap (and their -exec) on its command line
+// and HYDRA_LAUNCHER*, HYDRA_BOOTSTRAP* in the environment.
 bool user_configures_remote_shell(const std::vector<std::string>& mpirun_args) {
   const auto names_it = [](std::string_view text) {
     for (const std::string_view name : {"rsh_agent", "rsh_args", "ssh_agent", "ssh_args", "param_files"}) {
@@ -34,13 +35,18 @@ bool user_configures_remote_shell(const std::vector<std::string>& mpirun_args) {
     }
     return false;
   };
-  if (std::ranges::any_of(mpirun_args, names_it)) return true;
+  const auto names_hydras = [](std::string_view argument) {
+    return argument.starts_with("-launcher") || argument.starts_with("-bootstrap") ||
+           argument.starts_with("--launcher") || argument.starts_with("--bootstrap");
+  };
+  if (std::ranges::any_of(mpirun_args, names_it) || std::ranges::any_of(mpirun_args, names_hydras)) return true;
   for (char** entry = environ; *entry != nullptr; ++entry) {
     const std::string_view variable(*entry);
     if ((variable.starts_with("OMPI_MCA_") || variable.starts_with("PRTE_MCA_")) &&
         names_it(variable.substr(0, variable.find('=')))) {
       return true;
     }
+    if (variable.starts_with("HYDRA_LAUNCHER") || variable.starts_with("HYDRA_BOOTSTRAP")) return true;
   }
   const char* home = std::getenv("HOME");
   for (const std::string& file : {std::string(home != nullptr ? home : "") + "/.openmpi/mca-params.conf",
@@ -177,7 +183,7 @@ void LocalScheduler::check_available() const {
     for (std::size_t i = 0; i < options_.mpirun_args.size(); ++i) {
       const std::string& argument = options_.mpirun_args[i];
       if (argument == "--mca" || argument == "-mca" || argument == "-x" || argument == "--oversubscribe" ||
-          argument == "--allow-run-as-root" || argument.starts_with("--map-by") || argument == "--host") {
+          argument == "--allow-run-as-root" || argument == "--host" || argument == "--hostfile") {
         throw ConfigError(fmt::format("launcher.mpirun_args[{}]: \"{}\" is Open MPI's mpirun's, and this harness "
                                       "is built against MPICH, whose hydra mpiexec takes -genv NAME VALUE for "
                                       "MPICH's settings (MPIR_CVAR_*; docs/mpi.md)",

@@ -266,14 +266,16 @@ void PipelineScheme::forward(int k, std::span<const int64_t> positions, Run& run
                 "MPI_Irecv(activations)");
     }
   }
+  if (stage_ == 0) {
+    input = chain_.chain_input(micro);
+    held.inputs[u] = input;
+  }
+  // The pass: on a GPU, from the copy of what was received to the copy of what is sent.
   const auto start = Clock::now();
   if (stage_ > 0) {
     held.inputs[u] = input_link_.to_device(held.received[u]).requires_grad_(true);
     held.received[u] = torch::Tensor();
     input = held.inputs[u];
-  } else {
-    input = chain_.chain_input(micro);
-    held.inputs[u] = input;
   }
   torch::Tensor output = run_layers(input);
   if (stage_ + 1 == stages_) {
@@ -444,6 +446,7 @@ void PipelineScheme::train_step(int epoch, int64_t step, bool timed, Run& run) {
     torch::NoGradGuard no_grad;
     sgd_update(parameters_, static_cast<float>(learning_rate(settings_, replicas_, epochs_done)));
   }
+  finish_queued_work(device_);  // the update's kernels are this step's, not the next forward's
   const auto end = Clock::now();
   if (run.traced) {
     timeline_->add(Track::kTraining, "optimizer", averaged, end);
