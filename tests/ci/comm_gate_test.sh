@@ -125,6 +125,22 @@ $pass_row"
 gate_case inconclusive_many 2 0 3 "$undecided_row
 $undecided_row
 $pass_row
+$pass_row" 0 3 "$undecided_row
+$undecided_row
+$pass_row
+$pass_row"
+# An undecided first run without a regression is made again, and the second run decides.
+gate_case inconclusive_then_decided 0 0 3 "$undecided_row
+$undecided_row
+$pass_row
+$pass_row" 0 0 "$pass_row
+$pass_row
+$pass_row
+$pass_row"
+gate_case inconclusive_then_regressed 2 0 3 "$undecided_row
+$undecided_row
+$pass_row" 0 1 "$busbw_row
+$pass_row
 $pass_row"
 # A regression confirmed in both runs fails the gate (1), however many rows were inconclusive.
 gate_case confirmed_among_many_inconclusive 1 0 1 "$busbw_row
