@@ -125,7 +125,7 @@ LocalScheduler::LocalScheduler(LocalOptions options, UsableCpus cpus, bool is_ro
                                MpiFamily family)
     : options_(std::move(options)),
       family_(family),
-      launcher_(family == MpiFamily::kOpenMpi ? "mpirun" : "mpiexec"),
+      launcher_(usual_launcher(family)),
       cpus_(std::move(cpus)),
       cores_(cpus_.cores()),
       is_root_(is_root),
@@ -139,19 +139,6 @@ UsableCpus cores_of_their_own(int cores) {
   return cpus;
 }
 
-// What `launcher --version` says of its family; nullopt when it cannot be run or does not say
-// (a wrapper script, say: it is then taken as it is).
-std::optional<MpiFamily> probed_family(const std::string& launcher) {
-  ProcessRequest request;
-  request.argv = {launcher, "--version"};
-  request.timeout_s = 10;
-  request.stop_on_interrupt = false;
-  try {
-    return launcher_family_from_version(run_captured(std::move(request)).output);
-  } catch (const LaunchError&) {
-    return std::nullopt;
-  }
-}
 }  // namespace
 
 LocalScheduler::LocalScheduler(LocalOptions options, int cores, bool is_root, Allocation allocation, MpiFamily family)
@@ -209,17 +196,7 @@ void LocalScheduler::check_available() const {
                                   family_ == MpiFamily::kOpenMpi ? "openmpi-bin" : "mpich"));
   }
   // A rank program started by another MPI's launcher runs every rank as a world of its own.
-  const std::optional<MpiFamily> found = probed_family(launcher_);
-  if (!found || *found == family_) return;
-  const std::string configured = build_launcher();
-  if (!configured.empty() && configured != launcher_ && probed_family(configured) == family_) {
-    launcher_ = configured;
-    return;
-  }
-  throw LaunchError(fmt::format("{} is {}, but this harness is built against {} ({}): put {}'s launcher on PATH, or "
-                                "build the harness against the MPI of this launcher (-DHARNESS_MPI={}, docs/mpi.md)",
-                                find_program(launcher_), mpi_launcher_description(*found), mpi_build().library,
-                                mpi_family_name(family_), mpi_family_name(family_), mpi_family_name(*found)));
+  launcher_ = launcher_of_family(family_, launcher_);
 }
 
 ResourceLimits LocalScheduler::limits() const {
@@ -401,8 +378,7 @@ std::vector<std::string> LocalScheduler::command_for(const JobSpec& job) const {
   MpiFamily family = family_;
   if (const auto job_family = mpi_family_named(job.mpi_family); job_family && *job_family != family_) {
     family = *job_family;
-    launch.launcher = !job.mpi_launcher.empty() ? job.mpi_launcher
-                                                : (family == MpiFamily::kOpenMpi ? "mpirun" : "mpiexec");
+    launch.launcher = !job.mpi_launcher.empty() ? job.mpi_launcher : usual_launcher(family);
   }
   launch.ranks = job.ranks;
   launch.as_root = is_root_;

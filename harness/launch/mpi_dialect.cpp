@@ -114,12 +114,42 @@ std::optional<MpiFamily> launcher_family_from_version(std::string_view version_o
   return std::nullopt;
 }
 
+std::string usual_launcher(MpiFamily family) { return family == MpiFamily::kOpenMpi ? "mpirun" : "mpiexec"; }
+
 std::string build_launcher() {
   const std::string& configured = mpi_build().launcher;
   std::error_code error;
   if (!configured.empty() && std::filesystem::is_regular_file(configured, error)) return configured;
-  const char* usual = build_mpi_family() == MpiFamily::kOpenMpi ? "mpirun" : "mpiexec";
+  const std::string usual = usual_launcher(build_mpi_family());
   return find_program(usual).empty() ? "" : usual;
+}
+
+namespace {
+
+// What `launcher --version` says of its family; nullopt when it cannot be run or does not say.
+std::optional<MpiFamily> probed_family(const std::string& launcher) {
+  ProcessRequest request;
+  request.argv = {launcher, "--version"};
+  request.timeout_s = 10;
+  request.stop_on_interrupt = false;
+  try {
+    return launcher_family_from_version(run_captured(std::move(request)).output);
+  } catch (const LaunchError&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+std::string launcher_of_family(MpiFamily family, const std::string& launcher) {
+  const std::optional<MpiFamily> found = probed_family(launcher);
+  if (!found || *found == family) return launcher;
+  const std::string configured = build_launcher();
+  if (!configured.empty() && configured != launcher && probed_family(configured) == family) return configured;
+  throw LaunchError(fmt::format("{} is {}, but this harness is built against {} ({}): put {}'s launcher on PATH, or "
+                                "build the harness against the MPI of this launcher (-DHARNESS_MPI={}, docs/mpi.md)",
+                                find_program(launcher), mpi_launcher_description(*found), mpi_build().library,
+                                mpi_family_name(family), mpi_family_name(family), mpi_family_name(*found)));
 }
 
 }  // namespace harness

@@ -62,8 +62,17 @@ std::vector<std::string> mpi_launch_command(MpiFamily family, const MpiLaunch& l
 // 4.1.4"; hydra's "HYDRA build details:"; "Intel(R) MPI Library"): nullopt when neither.
 std::optional<MpiFamily> launcher_family_from_version(std::string_view version_output);
 
+// The family's usual launcher name: "mpirun" (Open MPI), "mpiexec" (hydra).
+std::string usual_launcher(MpiFamily family);
+
 // The launcher of this build: the one configure found where it still exists, else the family's
-// usual name on PATH ("mpirun", "mpiexec"); "" when neither is there.
+// usual name on PATH; "" when neither is there.
 std::string build_launcher();
+
+// The launcher that starts ranks of `family`: `launcher` unless its `--version` says it is the
+// other family's (Debian's plain mpiexec is Open MPI's where both MPIs are installed), then this
+// build's where that is of `family`. A launcher that does not say (a wrapper script) is taken as
+// it is. Throws LaunchError, in one line, where neither is of `family`.
+std::string launcher_of_family(MpiFamily family, const std::string& launcher);
 
 }  // namespace harness
