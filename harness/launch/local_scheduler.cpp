@@ -17,6 +17,7 @@
 #include "harness/common/json_values.h"
 #include "harness/common/option_rows.h"
 #include "harness/common/text.h"
+#include "harness/launch/simulated_node.h"
 #include "harness/launch/slurm_commands.h"
 
 namespace harness {
@@ -117,7 +118,8 @@ Allocation current_allocation() {
   if (const char* cpus = std::getenv("SLURM_JOB_CPUS_PER_NODE"); cpus != nullptr) {
     allocation.cpus_per_node = parse_slurm_cpus_per_node(cpus).value_or(std::vector<int>{});
   }
-  allocation.srun_has_pmix = SlurmCommands(std::filesystem::temp_directory_path().string()).srun_offers_pmix();
+  allocation.srun_has_mpi_plugin = SlurmCommands(std::filesystem::temp_directory_path().string())
+                                       .srun_offers_mpi(srun_mpi_plugin(build_mpi_family()));
   return allocation;
 }
 
@@ -150,6 +152,15 @@ LocalScheduler::LocalScheduler(LocalOptions options)
   if (find_program(launcher_).empty()) {
     if (const std::string configured = build_launcher(); !configured.empty()) launcher_ = configured;
   }
+  // Where the usual name is the other family's (Debian's plain mpiexec is Open MPI's beside
+  // MPICH), the one of this build's family, already for `harness plan` and --dry-run, which print
+  // the commands without check_available; check_available says why when there is none.
+  if (!allocation_.inside() && !find_program(launcher_).empty()) {
+    try {
+      launcher_ = launcher_of_family(family_, launcher_);
+    } catch (const LaunchError&) {
+    }
+  }
 }
 
 void LocalScheduler::check_available() const {
@@ -163,8 +174,15 @@ void LocalScheduler::check_available() const {
   }
   if (family_ == MpiFamily::kMpich) {
     if (options_.simulate_hosts) {
-      throw ConfigError("launcher.simulate_hosts: not built for hydra's mpiexec (this harness is built against "
-                        "MPICH): simulated hosts need a build against Open MPI (docs/mpi.md)");
+      // Hydra's agent: a program of its own beside harness (its -launcher-exec takes one word).
+      std::error_code error;
+      const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
+      const std::filesystem::path agent = self.parent_path() / kSimulatedNodeAgent;
+      if (!error && !std::filesystem::is_regular_file(agent, error)) {
+        throw LaunchError(fmt::format("launcher.simulate_hosts: {} not found: hydra's mpiexec enters simulated hosts "
+                                      "through it (it is built and installed beside harness)",
+                                      agent.string()));
+      }
     }
     // Open MPI's own options would stop hydra before any rank starts, with its usage text.
     for (std::size_t i = 0; i < options_.mpirun_args.size(); ++i) {
@@ -179,11 +197,13 @@ void LocalScheduler::check_available() const {
     }
   }
   if (allocation_.inside()) {
-    // srun, found when the allocation was read, with Open MPI's PMIx.
-    if (family_ == MpiFamily::kMpich) {
-      throw LaunchError(fmt::format("inside SLURM allocation {} the local launcher starts ranks with srun --mpi=pmix, "
-                                    "and this harness is built against MPICH: srun --mpi=pmi2 or hydra's SLURM "
-                                    "bootstrap are not built yet (docs/mpi.md)",
+    // srun, found when the allocation was read. Open MPI's ranks have long been started without a
+    // plugin where srun lacks pmix (its default may serve them); MPICH's ranks without pmi2 would
+    // each start as a world of their own.
+    if (family_ == MpiFamily::kMpich && !allocation_.srun_has_mpi_plugin) {
+      throw LaunchError(fmt::format("inside SLURM allocation {} the local launcher starts ranks with srun --mpi=pmi2 "
+                                    "for this MPICH build, and `srun --mpi=list` does not offer pmi2: run hydra's "
+                                    "mpiexec in the allocation yourself, or use the slurm launcher (docs/mpi.md)",
                                     allocation_.job_id));
     }
     return;
@@ -324,7 +344,7 @@ std::vector<std::string> LocalScheduler::srun_command(const JobSpec& job, int th
   }
   for (const auto& [key, value] : job.environment) argv.push_back(key + "=" + value);
   argv.insert(argv.end(), {"srun", fmt::format("--nodes={}", job.nodes), fmt::format("--ntasks={}", job.ranks)});
-  if (allocation_.srun_has_pmix) argv.emplace_back("--mpi=pmix");
+  if (allocation_.srun_has_mpi_plugin) argv.push_back(fmt::format("--mpi={}", srun_mpi_plugin(family_)));
   if (job.ranks_per_node > 0) argv.push_back(fmt::format("--ntasks-per-node={}", job.ranks_per_node));
   // More ranks than the allocation has tasks, as mpirun --oversubscribe would run them.
   if (allocation_.tasks > 0 && job.ranks > allocation_.tasks) argv.emplace_back("--overcommit");
@@ -338,7 +358,7 @@ int LocalScheduler::nodes_available() const {
   return static_cast<int>(options_.hosts.size());
 }
 
-void LocalScheduler::place_on_hosts(const JobSpec& job, MpiLaunch& launch) const {
+void LocalScheduler::place_on_hosts(const JobSpec& job, MpiFamily family, MpiLaunch& launch) const {
   if (options_.hosts.empty()) return;
   // The job's ranks on its first `nodes` hosts: ranks_per_node each, or spread as evenly as
   // possible (the first hosts one more), in rank order as the launchers fill slots.
@@ -350,16 +370,23 @@ void LocalScheduler::place_on_hosts(const JobSpec& job, MpiLaunch& launch) const
   }
   if (options_.simulate_hosts) {
     // The launcher calls the agent as it would call ssh; the harness that runs the ranks is also
-    // the agent.
-    launch.simulated_host_agent = {job.argv.front(), "simulated-node"};
+    // the agent: `harness simulated-node` for mpirun, and for hydra, which runs its agent as one
+    // word, the program beside it that does the same.
+    const std::filesystem::path harness_binary = job.argv.front();
+    if (family == MpiFamily::kOpenMpi) {
+      launch.simulated_host_agent = {harness_binary.string(), "simulated-node"};
+    } else {
+      launch.simulated_host_agent = {(harness_binary.parent_path() / kSimulatedNodeAgent).string()};
+    }
     launch.environment.emplace_back("GLOO_SOCKET_IFNAME", "lo");  // between simulated hosts only the loopback exists
     // Every simulated host's slots are this machine's cores, which the launcher cannot know: with
     // more ranks than cores, waiting ranks must yield or they starve the ones they wait for
     // (measured on 2 x 2 ranks on 2 cores: a 64 KiB MPI_Allreduce took 16 ms busy-polling, 72 us
     // yielding). Unless mpirun_args sets it (mpirun refuses an MCA parameter given twice).
+    // MPICH's ch4:ucx polls without yielding whatever it is told (docs/mpi.md).
     const bool user_sets_yield = std::ranges::find(options_.mpirun_args, "mpi_yield_when_idle") !=
                                  options_.mpirun_args.end();
-    launch.idle_ranks_yield = job.ranks > cores_ && !user_sets_yield;
+    launch.idle_ranks_yield = family == MpiFamily::kOpenMpi && job.ranks > cores_ && !user_sets_yield;
   } else if (!user_configures_remote_shell(options_.mpirun_args) && !find_program("ssh").empty()) {
     // The launcher starts its daemon on each host through ssh, which waits as long as TCP does for
     // a host that does not answer (measured here: a silent address held mpirun for the 700 s it
@@ -395,7 +422,7 @@ std::vector<std::string> LocalScheduler::command_for(const JobSpec& job) const {
     launch.environment.emplace_back(variable, std::to_string(threads));
   }
   launch.environment.insert(launch.environment.end(), job.environment.begin(), job.environment.end());
-  place_on_hosts(job, launch);
+  place_on_hosts(job, family, launch);
   launch.user_arguments = options_.mpirun_args;
   launch.program = job.argv;
   return mpi_launch_command(family, launch);

@@ -41,11 +41,13 @@ struct Allocation {
   int tasks = 0;       // SLURM_NTASKS; 0 = unknown
   // SLURM_JOB_CPUS_PER_NODE: each node's CPUs in the allocation, in its order; empty = unknown.
   std::vector<int> cpus_per_node;
-  bool srun_has_pmix = true;  // srun --mpi=pmix (Open MPI's ranks need PMIx under srun)
+  // Whether srun offers the MPI plugin of this build's family (srun_mpi_plugin: pmix for Open MPI,
+  // pmi2 for MPICH).
+  bool srun_has_mpi_plugin = true;
   bool inside() const { return !job_id.empty(); }
 };
 // Reads SLURM_JOB_ID, SLURM_JOB_NUM_NODES, SLURM_NTASKS and SLURM_JOB_CPUS_PER_NODE (and asks
-// srun for pmix once).
+// srun once for the MPI plugin of this build's family).
 Allocation current_allocation();
 
 class LocalScheduler final : public Scheduler {
@@ -87,7 +89,7 @@ class LocalScheduler final : public Scheduler {
   NodeShare busiest_node(const JobSpec& job) const;
   std::vector<std::string> srun_command(const JobSpec& job, int threads) const;
   // Where the job's ranks go, and how the launcher reaches its hosts (nothing without hosts).
-  void place_on_hosts(const JobSpec& job, MpiLaunch& launch) const;
+  void place_on_hosts(const JobSpec& job, MpiFamily family, MpiLaunch& launch) const;
   int nodes_available() const;
 
   LocalOptions options_;

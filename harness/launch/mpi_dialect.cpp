@@ -114,6 +114,8 @@ std::optional<MpiFamily> launcher_family_from_version(std::string_view version_o
   return std::nullopt;
 }
 
+std::string_view srun_mpi_plugin(MpiFamily family) { return family == MpiFamily::kOpenMpi ? "pmix" : "pmi2"; }
+
 std::string usual_launcher(MpiFamily family) { return family == MpiFamily::kOpenMpi ? "mpirun" : "mpiexec"; }
 
 std::string build_launcher() {

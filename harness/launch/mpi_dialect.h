@@ -62,6 +62,11 @@ std::vector<std::string> mpi_launch_command(MpiFamily family, const MpiLaunch& l
 // 4.1.4"; hydra's "HYDRA build details:"; "Intel(R) MPI Library"): nullopt when neither.
 std::optional<MpiFamily> launcher_family_from_version(std::string_view version_output);
 
+// The plugin srun starts the family's ranks with (srun --mpi=PLUGIN): "pmix" for Open MPI, whose
+// ranks need PMIx under srun (Debian's has no PMI-2), "pmi2" for MPICH's family, whose ranks built
+// for hydra speak PMI-1's wire protocol, which SLURM's pmi2 plugin serves as well.
+std::string_view srun_mpi_plugin(MpiFamily family);
+
 // The family's usual launcher name: "mpirun" (Open MPI), "mpiexec" (hydra).
 std::string usual_launcher(MpiFamily family);
 

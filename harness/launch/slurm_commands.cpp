@@ -212,9 +212,9 @@ ClusterConfig SlurmCommands::read_config(const std::string& partition) const {
   return config;
 }
 
-bool SlurmCommands::srun_offers_pmix() const {
+bool SlurmCommands::srun_offers_mpi(std::string_view plugin) const {
   const Output output = run({"srun", "--mpi=list"});
-  return output.exit_code == 0 && output.text.find("pmix") != std::string::npos;
+  return output.exit_code == 0 && output.text.find(plugin) != std::string::npos;
 }
 
 std::string SlurmCommands::submit(const std::vector<std::string>& arguments, const std::string& script) const {

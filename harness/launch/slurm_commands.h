@@ -49,8 +49,8 @@ class SlurmCommands {
 
   // scontrol show config; sinfo for the CPUs of `partition`'s nodes ("" = the default one).
   ClusterConfig read_config(const std::string& partition) const;
-  // Whether `srun --mpi=list` offers pmix (what Open MPI's ranks need under srun).
-  bool srun_offers_pmix() const;
+  // Whether `srun --mpi=list` offers `plugin` (mpi_dialect.h: srun_mpi_plugin).
+  bool srun_offers_mpi(std::string_view plugin) const;
   // sbatch --parsable ARGS SCRIPT; the job id. Throws LaunchError with sbatch's own words, or when
   // sbatch queued the job on another cluster ("1234;other", cancelled there), and SbatchTimedOut
   // when sbatch gave no answer within sbatch_timeout_s() (the job may be queued).

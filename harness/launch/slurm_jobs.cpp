@@ -85,14 +85,26 @@ std::vector<std::string> SlurmScheduler::command_for(const JobSpec& job) const {
     command.emplace_back("env");
     for (const auto& [key, value] : job.environment) command.push_back(key + "=" + value);
   }
+  // A named build of another MPI (a two-build sweep) starts its ranks as its MPI needs.
+  const MpiFamily family = mpi_family_named(job.mpi_family).value_or(family_);
   if (starter() == RankStarter::kSrun) {
-    command.insert(command.end(), {"srun", "--mpi=pmix", fmt::format("--nodes={}", job.nodes),
-                                   fmt::format("--ntasks={}", job.ranks)});
+    command.insert(command.end(), {"srun", fmt::format("--mpi={}", srun_plugin(family)),
+                                   fmt::format("--nodes={}", job.nodes), fmt::format("--ntasks={}", job.ranks)});
     if (job.ranks_per_node > 0) command.push_back(fmt::format("--ntasks-per-node={}", job.ranks_per_node));
     if (job.threads_per_rank > 0) command.push_back(fmt::format("--cpus-per-task={}", job.threads_per_rank));
     if (overcommits(job)) command.emplace_back("--overcommit");
     // One rank failing ends the step instead of leaving the others waiting in a collective.
     command.emplace_back("--kill-on-bad-exit=1");
+  } else if (family == MpiFamily::kMpich) {
+    // Hydra finds the allocation's nodes and starts its proxies with srun (its SLURM bootstrap),
+    // and passes its whole environment on to every rank. Its name, as configure found it:
+    // Debian's plain mpiexec is Open MPI's where both are installed.
+    const std::string launcher =
+        !job.mpi_launcher.empty() ? job.mpi_launcher : (build_mpi_family() == family ? build_launcher() : "");
+    command.insert(command.end(),
+                   {launcher.empty() ? usual_launcher(family) : launcher, "-n", std::to_string(job.ranks)});
+    if (job.ranks_per_node > 0) command.insert(command.end(), {"-ppn", std::to_string(job.ranks_per_node)});
+    command.insert(command.end(), {"-bind-to", "none"});
   } else {
     command.insert(command.end(), {"mpirun", "-n", std::to_string(job.ranks)});
     if (job.ranks_per_node > 0) {

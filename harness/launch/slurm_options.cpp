@@ -16,6 +16,7 @@ namespace {
 // SLURM's names (partitions, accounts, QOS) are words; a comma separates several partitions.
 constexpr const char* kNameExpected = "a SLURM name (letters, digits, _ . -; commas between several)";
 const std::regex kName(R"([A-Za-z0-9_.\-]+(,[A-Za-z0-9_.\-]+)*)");
+const std::regex kSrunMpi(R"([A-Za-z0-9_]+)");
 // Node features joined with SLURM's operators: "skylake&ib", "[rack1|rack2]", "gpu*2".
 constexpr const char* kConstraintExpected =
     "node features with SLURM's operators (letters, digits, _ . - & | * ! [ ] ( ) , :)";
@@ -243,7 +244,8 @@ const std::vector<OptionRow<SlurmOptions>>& slurm_option_rows() {
        },
        [](const SlurmOptions& o) { return Json(std::string(mode_name(o.mode))); }},
       {"start_ranks_with", "\"auto\", \"srun\" or \"mpirun\"",
-       "what starts the ranks in a job: srun --mpi=pmix, mpirun, or auto (srun when it offers pmix)",
+       "what starts the ranks in a job: srun (--mpi=pmix for Open MPI, pmi2 for MPICH), mpirun (the MPI's own "
+       "launcher: mpirun, or hydra's mpiexec), or auto (srun when it offers that plugin)",
        R"({"enum": ["auto", "srun", "mpirun"]})",
        [](SlurmOptions& o, const Json& v, const std::string& where) {
          const std::string starter = read_choice(v, where, {"auto", "srun", "mpirun"});
@@ -252,6 +254,14 @@ const std::vector<OptionRow<SlurmOptions>>& slurm_option_rows() {
          }
        },
        [](const SlurmOptions& o) { return Json(std::string(starter_name(o.start_ranks_with))); }},
+      {"srun_mpi", "an srun MPI plugin name (letters, digits, '_')",
+       "the plugin srun starts ranks with (srun --mpi=...; default: pmix for Open MPI, pmi2 for MPICH's family; "
+       "what `srun --mpi=list` offers, e.g. cray_shasta on HPE Cray EX)",
+       R"({"type": "string", "pattern": "^[A-Za-z0-9_]+$"})",
+       [](SlurmOptions& o, const Json& v, const std::string& where) {
+         o.srun_mpi = matching_string(v, where, kSrunMpi, "an srun MPI plugin name (letters, digits, '_')");
+       },
+       [](const SlurmOptions& o) { return Json(o.srun_mpi); }},
       integer_row("array_throttle", "an integer from 0 to 10000",
                   "array tasks running at once (sbatch --array=...%N); 0: as many as the cluster allows", {0, 10000},
                   &SlurmOptions::array_throttle),

@@ -24,9 +24,9 @@ enum class SlurmMode {
 
 // What starts the ranks inside a job.
 enum class RankStarter {
-  kAuto,    // srun when `srun --mpi=list` offers pmix, otherwise mpirun
-  kSrun,    // srun --mpi=pmix
-  kMpirun,  // Open MPI's mpirun, which reads the allocation from SLURM
+  kAuto,    // srun when `srun --mpi=list` offers the build's MPI plugin, otherwise mpirun
+  kSrun,    // srun --mpi=pmix (Open MPI) or --mpi=pmi2 (MPICH's family): mpi_dialect.h
+  kMpirun,  // the MPI's own launcher, which reads the allocation from SLURM: Open MPI's mpirun, hydra's mpiexec
 };
 
 struct SlurmOptions {
@@ -52,6 +52,8 @@ struct SlurmOptions {
   std::vector<std::string> setup;   // shell lines before the ranks start: "module load openmpi"
   SlurmMode mode = SlurmMode::kAuto;
   RankStarter start_ranks_with = RankStarter::kAuto;
+  // srun's MPI plugin (srun --mpi=...); "": the build's family's (mpi_dialect.h: srun_mpi_plugin).
+  std::string srun_mpi;
   int array_throttle = 0;        // array tasks running at once (%N); 0: no limit
   std::string template_path;     // "" = the harness's own (slurm/job.sh.in)
 };

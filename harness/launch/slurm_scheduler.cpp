@@ -31,18 +31,15 @@ SlurmScheduler::SlurmScheduler(SlurmOptions options, std::string where)
   template_text_ = load_job_template(options_.template_path, where_ + ".template");
 }
 
-SlurmScheduler::SlurmScheduler(SlurmOptions options, std::string where, ClusterConfig cluster, RankStarter starter)
+SlurmScheduler::SlurmScheduler(SlurmOptions options, std::string where, ClusterConfig cluster, RankStarter starter,
+                               MpiFamily family)
     : SlurmScheduler(std::move(options), std::move(where)) {
   config_ = cluster;
   starter_ = starter;
+  family_ = family;
 }
 
 void SlurmScheduler::check_available() const {
-  // Its jobs start ranks with srun --mpi=pmix or Open MPI's mpirun (slurm_options.h).
-  if (build_mpi_family() != MpiFamily::kOpenMpi) {
-    throw LaunchError("the slurm launcher starts ranks with srun --mpi=pmix or Open MPI's mpirun, and this harness is "
-                      "built against MPICH: its jobs' srun --mpi=pmi2 or hydra's mpiexec are not built yet (docs/mpi.md)");
-  }
   for (const char* program : {"sbatch", "squeue", "scancel", "scontrol"}) {
     if (find_program(program).empty()) {
       throw LaunchError(fmt::format("{} not found on PATH: the slurm launcher runs where SLURM's client "
@@ -85,11 +82,16 @@ const ClusterConfig& SlurmScheduler::config() const {
   return *config_;
 }
 
+std::string SlurmScheduler::srun_plugin(MpiFamily family) const {
+  return options_.srun_mpi.empty() ? std::string(srun_mpi_plugin(family)) : options_.srun_mpi;
+}
+
 RankStarter SlurmScheduler::starter() const {
   if (options_.start_ranks_with != RankStarter::kAuto) return options_.start_ranks_with;
   if (!starter_ || *starter_ == RankStarter::kAuto) {
-    starter_ = !find_program("srun").empty() && commands().srun_offers_pmix() ? RankStarter::kSrun
-                                                                                : RankStarter::kMpirun;
+    starter_ = !find_program("srun").empty() && commands().srun_offers_mpi(srun_plugin(family_))
+                   ? RankStarter::kSrun
+                   : RankStarter::kMpirun;
   }
   return *starter_;
 }

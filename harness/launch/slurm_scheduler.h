@@ -3,7 +3,8 @@
 // Jobs are batch scripts rendered from a template (slurm_script.h) and submitted with sbatch,
 // grouped by mode: a job per point, a job array per group of points with the same resources
 // (split at the cluster's MaxArraySize), or a pack: one allocation per group that runs its points
-// one after another as job steps. Inside a job, srun --mpi=pmix or mpirun starts the ranks.
+// one after another as job steps. Inside a job, srun (--mpi=pmix for Open MPI, pmi2 for MPICH)
+// or the MPI's own launcher starts the ranks.
 //
 // Following is gentle: a point's end is read from its status file (slurm_follow.h); the
 // scheduler is asked about the whole sweep at once (its jobs share the name harness-<sweep id>),
@@ -21,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/launch/mpi_dialect.h"
 #include "harness/launch/scheduler.h"
 #include "harness/launch/slurm_commands.h"
 #include "harness/launch/slurm_follow.h"
@@ -34,8 +36,9 @@ class SlurmScheduler final : public Scheduler {
   // `where` names the launcher in messages ("exp.json: launcher").
   SlurmScheduler(SlurmOptions options, std::string where);
   // For tests: a cluster of this configuration whose jobs start ranks with `starter`, asked
-  // nothing until a job is submitted.
-  SlurmScheduler(SlurmOptions options, std::string where, ClusterConfig cluster, RankStarter starter);
+  // nothing until a job is submitted, for a build against `family`'s MPI.
+  SlurmScheduler(SlurmOptions options, std::string where, ClusterConfig cluster, RankStarter starter,
+                 MpiFamily family = MpiFamily::kOpenMpi);
 
   std::string_view name() const override { return "slurm"; }
   void check_available() const override;
@@ -86,6 +89,8 @@ class SlurmScheduler final : public Scheduler {
   // The plan's words on a batch's GPUs: how many, and which one each rank uses; "" without.
   std::string gpu_note(const Batch& batch, const std::vector<JobSpec>& jobs) const;
   RankStarter starter() const;
+  // What srun --mpi= starts ranks of `family` with: the launcher's srun_mpi, else the family's.
+  std::string srun_plugin(MpiFamily family) const;
   double point_limit_s(const JobSpec& job) const;
   // The most one job may ask for: max_time_per_job_s, the partition's MaxTime, 365 days.
   double max_job_time_s() const;
@@ -119,6 +124,7 @@ class SlurmScheduler final : public Scheduler {
   mutable std::optional<ClusterConfig> config_;
   mutable std::string config_problem_;  // why no configuration could be read
   mutable std::optional<RankStarter> starter_;
+  MpiFamily family_ = build_mpi_family();  // of the running harness; a named build's points say theirs
   std::map<JobId, Tracked> tracked_;
   std::map<std::string, SchedulerJob> last_seen_;  // the last query's answer, by job id
   QueryBackoff backoff_{60};

@@ -24,7 +24,7 @@ prefix=$work/opt/harness
 cmake --install "$build" --prefix "$prefix" > "$work/install.log"
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
-for file in bin/harness bin/harness-worker bin/harness-comm-worker share/harness/experiments/speedup.json share/harness/experiments/schema.json \
+for file in bin/harness bin/harness-worker bin/harness-comm-worker bin/harness-simulated-node share/harness/experiments/speedup.json share/harness/experiments/schema.json \
             share/harness/data/iris.csv share/harness/slurm/job.sh.in share/doc/harness/README.md; do
   [[ -e $prefix/$file ]] || fail "cmake --install put no $file under $prefix"
 done

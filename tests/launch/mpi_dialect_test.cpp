@@ -7,10 +7,14 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "harness/common/errors.h"
 #include "harness/common/mpi_build.h"
 #include "harness/common/process.h"
 #include "harness/launch/local_scheduler.h"
+#include "harness/launch/slurm_scheduler.h"
 #include "harness/study/builds.h"
 
 namespace harness {
@@ -98,7 +102,7 @@ TEST(MpiDialect, TheLocalLauncherSpeaksItsBuildsFamily) {
   EXPECT_NE(std::find(argv.begin(), argv.end(), "HARNESS_THREADS_PER_RANK"), argv.end());
 }
 
-TEST(MpiDialect, OpenMpisOptionsAndSimulatedHostsAreRefusedUnderHydraInOneLine) {
+TEST(MpiDialect, OpenMpisOptionsAreRefusedUnderHydraInOneLine) {
   LocalOptions mca;
   mca.mpirun_args = {"--mca", "btl", "self,vader"};
   try {
@@ -108,10 +112,78 @@ TEST(MpiDialect, OpenMpisOptionsAndSimulatedHostsAreRefusedUnderHydraInOneLine) 
     EXPECT_EQ(std::string(error.what()).rfind("launcher.mpirun_args[0]: \"--mca\" is Open MPI's mpirun's", 0), 0U)
         << error.what();
   }
+}
+
+// Hydra runs its agent as one word: harness-simulated-node, beside the harness whose ranks it
+// starts; and it is told nothing of yielding (MPICH's ch4:ucx would not listen).
+TEST(MpiDialect, HydraEntersSimulatedHostsThroughTheAgentBesideTheHarness) {
   LocalOptions simulated;
   simulated.hosts = {"nodea", "nodeb"};
   simulated.simulate_hosts = true;
-  EXPECT_THROW(LocalScheduler(simulated, 2, true, {}, MpiFamily::kMpich).check_available(), ConfigError);
+  JobSpec job = two_ranks();
+  job.ranks = 4;  // more than the 2 cores: Open MPI's ranks would be told to yield
+  job.nodes = 2;
+  const auto hydra = LocalScheduler(simulated, 2, true, {}, MpiFamily::kMpich).command_for(job);
+  const auto has_words = [](const std::vector<std::string>& argv, const std::vector<std::string>& words) {
+    return std::search(argv.begin(), argv.end(), words.begin(), words.end()) != argv.end();
+  };
+  EXPECT_TRUE(has_words(hydra, {"-hosts", "nodea:2,nodeb:2"}));
+  EXPECT_TRUE(has_words(hydra, {"-launcher", "rsh", "-launcher-exec", "/opt/harness-simulated-node", "-iface", "lo"}));
+  EXPECT_TRUE(has_words(hydra, {"-genv", "GLOO_SOCKET_IFNAME", "lo"}));
+  const auto open_mpi = LocalScheduler(simulated, 2, true, {}, MpiFamily::kOpenMpi).command_for(job);
+  EXPECT_NE(std::find(open_mpi.begin(), open_mpi.end(), "/opt/harness simulated-node"), open_mpi.end());
+  EXPECT_NE(std::find(open_mpi.begin(), open_mpi.end(), "mpi_yield_when_idle"), open_mpi.end());
+  // This test's binary has no agent beside it: refused before any launch, naming what is missing.
+  try {
+    LocalScheduler(simulated, 2, true, {}, MpiFamily::kMpich).check_available();
+    FAIL() << "no harness-simulated-node beside the test binary";
+  } catch (const LaunchError& error) {
+    EXPECT_NE(std::string(error.what()).find("harness-simulated-node not found"), std::string::npos) << error.what();
+  }
+}
+
+// Under SLURM, MPICH's ranks start with srun --mpi=pmi2 (SLURM's pmi2 plugin serves the PMI-1 wire
+// protocol of Debian's hydra-built MPICH), or with hydra's mpiexec, which reads the allocation;
+// Open MPI's with --mpi=pmix. Run on the test cluster: tests/slurm/mpich_slurm_test.sh.
+TEST(MpiDialect, SlurmStartsEachFamilysRanksAsItsMpiNeeds) {
+  JobSpec job = two_ranks();
+  job.ranks = 4;
+  job.nodes = 2;
+  job.ranks_per_node = 2;
+  const auto has = [](const std::vector<std::string>& argv, const std::string& word) {
+    return std::find(argv.begin(), argv.end(), word) != argv.end();
+  };
+  const auto srun = [&](MpiFamily family) {
+    return SlurmScheduler({}, "launcher", ClusterConfig{}, RankStarter::kSrun, family).command_for(job);
+  };
+  EXPECT_TRUE(has(srun(MpiFamily::kMpich), "--mpi=pmi2"));
+  EXPECT_TRUE(has(srun(MpiFamily::kOpenMpi), "--mpi=pmix"));
+  // A site's own plugin (HPE Cray EX's cray_shasta), whatever the family.
+  SlurmOptions cray;
+  cray.srun_mpi = "cray_shasta";
+  EXPECT_TRUE(has(SlurmScheduler(cray, "launcher", ClusterConfig{}, RankStarter::kSrun, MpiFamily::kMpich).command_for(job),
+                  "--mpi=cray_shasta"));
+  // A named build of the other family in a two-build sweep starts as its own MPI needs.
+  job.mpi_family = "mpich";
+  EXPECT_TRUE(has(srun(MpiFamily::kOpenMpi), "--mpi=pmi2"));
+  job.mpi_family = "";
+
+  const auto hydra = SlurmScheduler({}, "launcher", ClusterConfig{}, RankStarter::kMpirun, MpiFamily::kMpich)
+                         .command_for(job);
+  EXPECT_NE(hydra.front().find("mpiexec"), std::string::npos) << hydra.front();
+  const std::vector<std::string> layout = {"-n", "4", "-ppn", "2", "-bind-to", "none", "/opt/harness", "worker"};
+  EXPECT_TRUE(std::equal(layout.begin(), layout.end(), hydra.begin() + 1)) << fmt::format("{}", fmt::join(hydra, " "));
+  EXPECT_FALSE(has(hydra, "-x"));  // hydra passes the job script's environment on by itself
+
+  // Inside an allocation, the local launcher's srun too; without the plugin, MPICH's ranks could
+  // not find each other: refused before any starts.
+  Allocation allocation;
+  allocation.job_id = "42";
+  allocation.nodes = 2;
+  EXPECT_TRUE(has(LocalScheduler({}, 2, true, allocation, MpiFamily::kMpich).command_for(job), "--mpi=pmi2"));
+  allocation.srun_has_mpi_plugin = false;
+  EXPECT_THROW(LocalScheduler({}, 2, true, allocation, MpiFamily::kMpich).check_available(), LaunchError);
+  EXPECT_NO_THROW(LocalScheduler({}, 2, true, allocation, MpiFamily::kOpenMpi).check_available());
 }
 
 // A two-build sweep (--build openmpi=... --build mpich=...): each build's --version names its MPI,
