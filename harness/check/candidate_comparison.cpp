@@ -199,10 +199,18 @@ void CandidateComparison::compare(const Counterparts& with, bool same_run) const
   // Timings of different machines' kinds, libraries or record formats say nothing of the code.
   for (const Configuration* other : {with.current_reference, with.baseline_candidate, with.baseline_reference}) {
     if (other == nullptr) continue;
-    const std::string why = incomparable(*candidate_.ok.begin()->second, *other->ok.begin()->second);
+    const PointRecord& candidate_record = *candidate_.ok.begin()->second;
+    const PointRecord& other_record = *other->ok.begin()->second;
+    const std::string why = incomparable(candidate_record, other_record, options_.allow_other_mpi);
     if (!why.empty()) {
       add(Verdict::kNotComparable, "all", fmt::format("{} ({} against {})", why, candidate_.first_id, other->first_id));
       return;
+    }
+    if (const std::string library = mpi_release(candidate_record.measurements->mpi_library),
+        other_library = mpi_release(other_record.measurements->mpi_library);
+        library != other_library) {
+      note(fmt::format("{} {}: MPI library \"{}\" compared with \"{}\" ({}; --allow-other-mpi)", candidate_.first_id,
+                       candidate_.label, library, other_library, other->first_id));
     }
   }
   note_differences(with);

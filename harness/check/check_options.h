@@ -25,6 +25,9 @@ struct CheckOptions {
   // Compare the timings of records from different machines (common/machine.h) instead of calling
   // them not comparable; the report then says which machines met.
   bool allow_other_machine = false;
+  // Compare the timings of records whose MPI libraries differ (a study of MPI libraries: two builds
+  // against two MPIs, docs/mpi.md) instead of calling them not comparable; the report says which met.
+  bool allow_other_mpi = false;
 
   bool selected(std::string_view metric) const;
 };

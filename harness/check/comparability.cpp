@@ -12,6 +12,8 @@ std::string mpi_release(std::string text) {
   // Records before 0.3.1 kept the NUL that Open MPI counts in the string's length.
   while (!text.empty() && (text.back() == '\0' || text.back() == ' ')) text.pop_back();
   text = text.substr(0, text.find(','));
+  // MPICH says "MPICH Version:\t4.0.2": one space for any run of blanks, for messages.
+  text = std::regex_replace(text, std::regex(R"([ \t]+)"), " ");
   static const std::regex release(R"(^(\D*?)(\d+)\.(\d+)(\.\d+)?)");
   std::smatch match;
   if (std::regex_search(text, match, release)) return match[1].str() + match[2].str() + "." + match[3].str();
@@ -23,7 +25,7 @@ int timings_schema(const PointRecord& record) {
                              : record.schema_version;
 }
 
-std::string incomparable(const PointRecord& a, const PointRecord& b) {
+std::string incomparable(const PointRecord& a, const PointRecord& b, bool allow_other_mpi) {
   const auto hosts = [](const PointRecord& record) {
     const auto& list = record.measurements->hosts;
     return std::set<std::string>(list.begin(), list.end()).size();
@@ -41,7 +43,7 @@ std::string incomparable(const PointRecord& a, const PointRecord& b) {
   if (hosts(a) != hosts(b)) return fmt::format("{} host(s) against {}", hosts(a), hosts(b));
   const std::string library_a = mpi_release(a.measurements->mpi_library);
   const std::string library_b = mpi_release(b.measurements->mpi_library);
-  if (library_a != library_b) return fmt::format("MPI library \"{}\" against \"{}\"", library_a, library_b);
+  if (library_a != library_b && !allow_other_mpi) return fmt::format("MPI library \"{}\" against \"{}\"", library_a, library_b);
   if (a.settings.device != b.settings.device) {
     return fmt::format("device {} against {}", a.settings.device, b.settings.device);
   }

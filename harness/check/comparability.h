@@ -19,7 +19,8 @@ std::string mpi_release(std::string text);
 // the record's when that is older (a record converted from an older version).
 int timings_schema(const PointRecord& record);
 
-// Why two ok records' timings may not be compared ("2 host(s) against 1"), or "" when they may be.
-std::string incomparable(const PointRecord& a, const PointRecord& b);
+// Why two ok records' timings may not be compared ("2 host(s) against 1"), or "" when they may be;
+// MPI libraries that differ are compared when `allow_other_mpi` (harness check --allow-other-mpi).
+std::string incomparable(const PointRecord& a, const PointRecord& b, bool allow_other_mpi = false);
 
 }  // namespace harness

@@ -45,6 +45,7 @@ CheckOptions options_for(const ResultsSide& current, const CheckCommandOptions& 
   for (const auto& argument : command.floors) apply_floor_argument(options, argument);
   if (!command.metrics.empty()) select_metrics(options, command.metrics);
   options.allow_other_machine = command.allow_other_machine;
+  options.allow_other_mpi = command.allow_other_mpi;
   return options;
 }
 

@@ -65,6 +65,7 @@ struct CheckCommandOptions {
   std::string against;       // JSON text; "" = the experiment's check.against, if any
   bool strict = false;
   bool allow_other_machine = false;  // compare records of different machines (check_options.h)
+  bool allow_other_mpi = false;      // compare records of different MPI libraries (check_options.h)
   std::string json_path, junit_path, markdown_path;
   std::vector<std::string> thresholds;  // METRIC=VALUE
   std::vector<std::string> floors;      // METRIC=VALUE

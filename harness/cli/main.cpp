@@ -289,6 +289,9 @@ CLI::App* add_check_command(CLI::App& app, harness::CheckCommandOptions& check_o
   check->add_flag("--allow-other-machine", check_options.allow_other_machine,
                   "compare timings of records from different machines (host, CPU model, CPUs or memory differ) "
                   "instead of calling them not comparable");
+  check->add_flag("--allow-other-mpi", check_options.allow_other_mpi,
+                  "compare timings of records of different MPI libraries (builds against two MPIs, docs/mpi.md) "
+                  "instead of calling them not comparable");
   check->add_option("--threshold", check_options.thresholds,
                     "METRIC=CHANGE: relative change that may regress, 0.15 or 15% (repeatable)")
       ->allow_extra_args(false);

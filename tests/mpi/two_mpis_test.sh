@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One sweep, two builds of the harness against two MPIs (docs/mpi.md): every point runs, each
 # started by its own build's launcher (Open MPI's mpirun, hydra's mpiexec), and each record names
-# its build's MPI library: the comm benchmark of three backends per build.
+# its build's MPI library: the comm benchmark of three backends per build; and harness check
+# compares the two MPIs when told to.
 #   tests/mpi/two_mpis_test.sh OPENMPI_HARNESS MPICH_HARNESS SCRATCH_DIR
 set -euo pipefail
 openmpi_harness=$1 mpich_harness=$2 scratch=$3
@@ -47,4 +48,17 @@ for path in sys.argv[1:]:
     if problems: sys.exit(1)
 if len(seen) != 6: print("points seen:", sorted(seen)); sys.exit(1)
 PY
+# harness check compares the two MPIs' timings only when asked to (--allow-other-mpi): exit 0 or 1
+# (MPICH may be slower), a note per configuration naming both libraries, nothing not comparable.
+status=0
+"$mpich_harness" check "$scratch/out" --against '{"build": "openmpi"}' > "$scratch/refused.log" 2>&1 || status=$?
+[[ $status == 2 ]] && grep -q 'MPI library "MPICH Version: 4.0" against "Open MPI v4.1"' "$scratch/refused.log" ||
+  { cat "$scratch/refused.log"; fail "check without --allow-other-mpi: expected exit 2 naming both libraries, got $status"; }
+status=0
+"$mpich_harness" check "$scratch/out" --against '{"build": "openmpi"}' --allow-other-mpi > "$scratch/check.log" 2>&1 ||
+  status=$?
+notes=$(grep -c 'compared with "Open MPI v4.1" (.*; --allow-other-mpi)' "$scratch/check.log" || true)
+if [[ $status -gt 1 || $notes != 3 ]] || grep -q 'NOT COMPARABLE' "$scratch/check.log"; then
+  cat "$scratch/check.log"; fail "check --allow-other-mpi: expected exit 0 or 1 and 3 notes, got exit $status and $notes"
+fi
 echo "two_mpis_test: 6 points ok, each record naming its build's MPI"
