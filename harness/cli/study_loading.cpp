@@ -16,6 +16,7 @@
 #include "harness/cli/commands.h"
 #include "harness/common/errors.h"
 #include "harness/common/text.h"
+#include "harness/launch/mpi_dialect.h"
 #include "harness/study/json_document.h"
 #include "harness/study/validate.h"
 
@@ -258,6 +259,31 @@ Experiment with_changes(const Experiment& experiment, const StudyChanges& change
   return edit.result();
 }
 
+// The local launcher's mpirun_args go to every point's launcher: where a sweep's builds are of two
+// MPI families, to Open MPI's mpirun and to hydra's mpiexec, which take different options, and one
+// of them would stop every point of its build with its usage text.
+void refuse_launcher_arguments_across_mpis(const LoadedStudy& study) {
+  const LauncherSpec& launcher = study.experiment.launcher;
+  if (launcher.name != "local" || !launcher.options.is_object() || !launcher.options.contains("mpirun_args") ||
+      launcher.options["mpirun_args"].empty()) {
+    return;
+  }
+  const auto facts = study.rank_programs.facts();
+  std::set<std::string> families;
+  for (const Point& point : study.points) {
+    const auto build = facts.find(point.settings.build);
+    if (build == facts.end()) {
+      families.emplace(mpi_family_name(build_mpi_family()));
+    } else if (!build->second.mpi_family.empty()) {
+      families.insert(build->second.mpi_family);
+    }
+  }
+  if (families.size() < 2) return;
+  throw ConfigError(fmt::format("{}.mpirun_args: the sweep's builds start with two MPIs' launchers ({}), which take "
+                                "different options: expected none (docs/mpi.md)",
+                                launcher.where.empty() ? "launcher" : launcher.where, fmt::join(families, ", ")));
+}
+
 }  // namespace
 
 LoadedStudy load_study(const std::string& experiment_path, const StudyChanges& changes) {
@@ -286,6 +312,7 @@ LoadedStudy load_study(const std::string& experiment_path, const StudyChanges& c
   validate_points(study.experiment, study.points, study.scheduler->limits());
   study.rank_programs = RankPrograms::probe(study.experiment, self_executable());
   validate_builds(study.experiment, study.points, study.rank_programs.facts());
+  refuse_launcher_arguments_across_mpis(study);
   return study;
 }
 

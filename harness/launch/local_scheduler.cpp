@@ -152,15 +152,6 @@ LocalScheduler::LocalScheduler(LocalOptions options)
   if (find_program(launcher_).empty()) {
     if (const std::string configured = build_launcher(); !configured.empty()) launcher_ = configured;
   }
-  // Where the usual name is the other family's (Debian's plain mpiexec is Open MPI's beside
-  // MPICH), the one of this build's family, already for `harness plan` and --dry-run, which print
-  // the commands without check_available; check_available says why when there is none.
-  if (!allocation_.inside() && !find_program(launcher_).empty()) {
-    try {
-      launcher_ = launcher_of_family(family_, launcher_);
-    } catch (const LaunchError&) {
-    }
-  }
 }
 
 void LocalScheduler::check_available() const {

@@ -61,4 +61,14 @@ notes=$(grep -c 'compared with "Open MPI v4.1" (.*; --allow-other-mpi)' "$scratc
 if [[ $status -gt 1 || $notes != 3 ]] || grep -q 'NOT COMPARABLE' "$scratch/check.log"; then
   cat "$scratch/check.log"; fail "check --allow-other-mpi: expected exit 0 or 1 and 3 notes, got exit $status and $notes"
 fi
+# One mpirun_args list cannot speak both launchers' languages: refused before anything runs.
+sed 's/"name": "two_mpis",/"name": "two_mpis", "launcher": {"name": "local", "mpirun_args": ["--mca", "btl", "self,vader"]},/' \
+    "$scratch/two_mpis.json" > "$scratch/with_arguments.json"
+status=0
+output=$("$mpich_harness" run "$scratch/with_arguments.json" --out "$scratch/refused" \
+         --build "openmpi=$openmpi_harness" --build "mpich=$mpich_harness" 2>&1) || status=$?
+if [[ $status != 2 || $output != *"launcher.mpirun_args: the sweep's builds start with two MPIs' launchers (mpich, openmpi)"* ||
+      $(wc -l <<<"$output") != 1 || -e $scratch/refused ]]; then
+  echo "$output"; fail "mpirun_args across two MPIs: expected one line and exit 2 before anything ran, got exit $status"
+fi
 echo "two_mpis_test: 6 points ok, each record naming its build's MPI"
