@@ -13,7 +13,8 @@ std::string mpi_release(std::string text) {
   while (!text.empty() && (text.back() == '\0' || text.back() == ' ')) text.pop_back();
   text = text.substr(0, text.find(','));
   // MPICH says "MPICH Version:\t4.0.2": one space for any run of blanks, for messages.
-  text = std::regex_replace(text, std::regex(R"([ \t]+)"), " ");
+  static const std::regex blanks(R"([ \t]+)");
+  text = std::regex_replace(text, blanks, " ");
   static const std::regex release(R"(^(\D*?)(\d+)\.(\d+)(\.\d+)?)");
   std::smatch match;
   if (std::regex_search(text, match, release)) return match[1].str() + match[2].str() + "." + match[3].str();
@@ -43,7 +44,9 @@ std::string incomparable(const PointRecord& a, const PointRecord& b, bool allow_
   if (hosts(a) != hosts(b)) return fmt::format("{} host(s) against {}", hosts(a), hosts(b));
   const std::string library_a = mpi_release(a.measurements->mpi_library);
   const std::string library_b = mpi_release(b.measurements->mpi_library);
-  if (library_a != library_b && !allow_other_mpi) return fmt::format("MPI library \"{}\" against \"{}\"", library_a, library_b);
+  if (library_a != library_b && !allow_other_mpi) {
+    return fmt::format("MPI library \"{}\" against \"{}\"", library_a, library_b);
+  }
   if (a.settings.device != b.settings.device) {
     return fmt::format("device {} against {}", a.settings.device, b.settings.device);
   }

@@ -15,6 +15,7 @@
 #include "harness/check/check_options.h"
 #include "harness/cli/commands.h"
 #include "harness/common/errors.h"
+#include "harness/common/resources.h"
 #include "harness/common/text.h"
 #include "harness/launch/mpi_dialect.h"
 #include "harness/study/json_document.h"
@@ -268,14 +269,12 @@ void refuse_launcher_arguments_across_mpis(const LoadedStudy& study) {
       launcher.options["mpirun_args"].empty()) {
     return;
   }
-  const auto facts = study.rank_programs.facts();
   std::set<std::string> families;
   for (const Point& point : study.points) {
-    const auto build = facts.find(point.settings.build);
-    if (build == facts.end()) {
+    if (point.settings.build.empty()) {
       families.emplace(mpi_family_name(build_mpi_family()));
-    } else if (!build->second.mpi_family.empty()) {
-      families.insert(build->second.mpi_family);
+    } else if (const auto mpi = study.rank_programs.mpi_for(point.settings)) {  // a build that says
+      families.insert(mpi->first);
     }
   }
   if (families.size() < 2) return;
@@ -350,9 +349,8 @@ std::string default_out_dir(const std::string& experiment_name) {
 }
 
 std::string self_executable() {
-  std::error_code error;
-  const auto path = std::filesystem::read_symlink("/proc/self/exe", error);
-  if (error) throw LaunchError("cannot resolve /proc/self/exe to start the rank program");
+  const std::filesystem::path path = running_executable();
+  if (path.empty()) throw LaunchError("cannot resolve /proc/self/exe to start the rank program");
   return path.string();
 }
 

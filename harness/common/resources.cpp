@@ -19,11 +19,13 @@ ResourceDirectory resource_directory_for(const std::filesystem::path& executable
   return {source_tree, false};
 }
 
-ResourceDirectory resource_directory() {
+std::filesystem::path running_executable() {
   std::error_code error;
-  const std::filesystem::path executable = std::filesystem::read_symlink("/proc/self/exe", error);
-  return resource_directory_for(error ? std::filesystem::path() : executable, HARNESS_SOURCE_DIR);
+  std::filesystem::path executable = std::filesystem::read_symlink("/proc/self/exe", error);
+  return error ? std::filesystem::path() : executable;
 }
+
+ResourceDirectory resource_directory() { return resource_directory_for(running_executable(), HARNESS_SOURCE_DIR); }
 
 std::string describe_resources(const ResourceDirectory& resources) {
   return fmt::format("resources: {} ({})", resources.path.string(),

@@ -15,6 +15,9 @@ struct ResourceDirectory {
   bool installed = false;  // PREFIX/share/harness beside PREFIX/bin/harness, else the source tree
 };
 
+// The running binary (/proc/self/exe); empty where it cannot be read.
+std::filesystem::path running_executable();
+
 // The directory for the running binary (/proc/self/exe).
 ResourceDirectory resource_directory();
 

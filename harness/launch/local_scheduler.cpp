@@ -16,6 +16,7 @@
 #include "harness/common/errors.h"
 #include "harness/common/json_values.h"
 #include "harness/common/option_rows.h"
+#include "harness/common/resources.h"
 #include "harness/common/text.h"
 #include "harness/launch/simulated_node.h"
 #include "harness/launch/slurm_commands.h"
@@ -166,10 +167,10 @@ void LocalScheduler::check_available() const {
   if (family_ == MpiFamily::kMpich) {
     if (options_.simulate_hosts) {
       // Hydra's agent: a program of its own beside harness (its -launcher-exec takes one word).
-      std::error_code error;
-      const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
+      const std::filesystem::path self = running_executable();
       const std::filesystem::path agent = self.parent_path() / kSimulatedNodeAgent;
-      if (!error && !std::filesystem::is_regular_file(agent, error)) {
+      std::error_code error;
+      if (!self.empty() && !std::filesystem::is_regular_file(agent, error)) {
         throw LaunchError(fmt::format("launcher.simulate_hosts: {} not found: hydra's mpiexec enters simulated hosts "
                                       "through it (it is built and installed beside harness)",
                                       agent.string()));
