@@ -3,31 +3,39 @@
 
 The reference point for bench/compare_ddp.sh (CPU, gloo) and bench/compare_gpu.sh (one GPU,
 NCCL): the networks of the harness's iris_mlp, mnist_cnn (the CNN laid out as in the PyTorch
-MNIST example) and resnet (torchvision's ResNet-18/50 on synthetic images, as Horovod's
-synthetic benchmark), with the same data, sharding, batch and SGD, written the way a PyTorch
+MNIST example), resnet (torchvision's ResNet-18/50 on synthetic images, as Horovod's
+synthetic benchmark) and gpt (a GPT-2 decoder on synthetic token sequences, from the tiny
+default to GPT-2 small), with the same data, sharding, batch and SGD, written the way a PyTorch
 user would. Start it under mpirun, one process per rank:
 
     mpirun -n 2 python3 bench/ddp_baseline.py --workload mnist_cnn --batch-size 64 \\
         --dataset-size 4096 --epochs 1 --lr 0.05 --threads 1
     mpirun -n 1 python3 bench/ddp_baseline.py --workload resnet --resnet-depth 50 \\
         --image-size 224 --num-classes 1000 --batch-size 64 --dataset-size 1280 --device cuda
+    mpirun -n 2 python3 bench/ddp_baseline.py --workload gpt --batch-size 8 --dataset-size 512 \\
+        --epochs 1 --lr 0.5 --threads 1
+    mpirun -n 1 python3 bench/ddp_baseline.py --workload gpt --n-layer 12 --n-head 12 \\
+        --d-model 768 --seq-len 1024 --vocab 50257 --batch-size 8 --dataset-size 256 --lr 0.1 \\
+        --device cuda
 
 With --device cuda the model, the data and the gradients live on the rank's GPU (local rank mod
 the visible GPUs, as in the harness), DDP reduces over NCCL, and the clock stops only after the
 GPU has finished (torch.cuda.synchronize).
 
-With --tuned the CNN is laid out as the harness's is and DDP's gradients are views of its buckets;
-compare_ddp.sh then also gives it the harness's malloc settings (GLIBC_TUNABLES).
+With --tuned the CNN is laid out as the harness's is and DDP's gradients are views of its buckets
+(for the other networks only the latter); compare_ddp.sh then also gives it the harness's malloc
+settings (GLIBC_TUNABLES).
 
 Prints one JSON line on rank 0: samples/s over the timed epochs (barrier to barrier, as the
-harness's train_time_s), and the epoch times. Needs PyTorch: on the CPU Debian's python3-torch
-(1.13.1, the version of libtorch-dev), on a GPU the PyTorch whose LibTorch the harness was built
-against; not used by the tests or CI.
+harness's train_time_s; gpt's samples are sequences), and the epoch times. Needs PyTorch: on the
+CPU Debian's python3-torch (1.13.1, the version of libtorch-dev), on a GPU the PyTorch whose
+LibTorch the harness was built against; not used by the tests or CI.
 """
 import argparse
 import csv
 import gzip
 import json
+import math
 import os
 import pathlib
 import time
@@ -134,6 +142,91 @@ class ResNet(nn.Module):
         return F.log_softmax(self.fc(torch.flatten(y, 1)), 1)
 
 
+class CausalSelfAttention(nn.Module):
+    """Multi-head self-attention over the positions at or before each one, as workloads/gpt.cpp:
+    one projection to queries, keys and values, the heads concatenated and projected back."""
+
+    def __init__(self, width, heads):
+        super().__init__()
+        self.heads = heads
+        self.c_attn = nn.Linear(width, 3 * width)
+        self.c_proj = nn.Linear(width, width)
+
+    def forward(self, x):
+        batch, length, width = x.shape
+        head_width = width // self.heads
+        # Explicit, as the harness computes it (and torch 1.13 has no scaled_dot_product_attention).
+        q, k, v = self.c_attn(x).view(batch, length, 3, self.heads, head_width).permute(2, 0, 3, 1, 4)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(head_width)
+        # Made here, not held as a buffer as the harness does: gloo cannot broadcast a bool
+        # tensor, and DDP broadcasts every buffer.
+        future = torch.ones(length, length, dtype=torch.bool, device=x.device).triu(1)
+        scores = scores.masked_fill(future, float("-inf"))
+        mixed = torch.softmax(scores, -1) @ v
+        return self.c_proj(mixed.transpose(1, 2).reshape(batch, length, width))
+
+
+class GptBlock(nn.Module):
+    def __init__(self, width, heads):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(width)
+        self.attn = CausalSelfAttention(width, heads)
+        self.ln_2 = nn.LayerNorm(width)
+        self.c_fc = nn.Linear(width, 4 * width)
+        self.c_proj = nn.Linear(4 * width, width)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.c_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
+
+
+class Gpt(nn.Module):
+    """GPT-2 as the harness's gpt: pre-LayerNorm blocks, no dropout, the output projection tied
+    to the token embedding, GPT-2's initialisation."""
+
+    def __init__(self, n_layer, n_head, d_model, seq_len, vocab):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, d_model)
+        self.wpe = nn.Embedding(seq_len, d_model)
+        self.h = nn.ModuleList(GptBlock(d_model, n_head) for _ in range(n_layer))
+        self.ln_f = nn.LayerNorm(d_model)
+        with torch.no_grad():
+            for module in self.modules():
+                if isinstance(module, nn.Linear):
+                    nn.init.normal_(module.weight, 0.0, 0.02)
+                    nn.init.zeros_(module.bias)
+                elif isinstance(module, nn.Embedding):
+                    nn.init.normal_(module.weight, 0.0, 0.02)
+            # The projections into the residual stream: n_layer of each add up.
+            for block in self.h:
+                for projection in (block.attn.c_proj, block.c_proj):
+                    nn.init.normal_(projection.weight, 0.0, 0.02 / math.sqrt(2 * n_layer))
+
+    def forward(self, tokens):
+        x = self.wte(tokens) + self.wpe(torch.arange(tokens.shape[1], device=tokens.device))
+        for block in self.h:
+            x = block(x)
+        return self.ln_f(x) @ self.wte.weight.t()
+
+
+def next_token_loss(logits, targets):
+    return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+
+
+def synthetic_sequences(dataset_size, seq_len, vocab):
+    """dataset_size (256 by default) sequences of seq_len + 1 tokens, the same on every rank, as
+    the harness's: a random start, then next = (5 t + 3) mod vocab, or one time in ten a random
+    token."""
+    count = dataset_size or 256
+    sequences = torch.empty(count, seq_len + 1, dtype=torch.int64)
+    sequences[:, 0] = torch.randint(0, vocab, (count,))
+    for t in range(1, seq_len + 1):
+        follows = (sequences[:, t - 1] * 5 + 3) % vocab
+        noise = torch.rand(count) < 0.1
+        sequences[:, t] = torch.where(noise, torch.randint(0, vocab, (count,)), follows)
+    return sequences
+
+
 def synthetic_data(dataset_size, image_size, num_classes):
     """A fixed set of random images and labels, the same on every rank (Horovod's synthetic
     benchmark); 256 images by default, as the harness's resnet workload."""
@@ -178,10 +271,15 @@ def mnist_data(dataset_size, directory):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workload", choices=["iris_mlp", "mnist_cnn", "resnet"], required=True)
+    parser.add_argument("--workload", choices=["iris_mlp", "mnist_cnn", "resnet", "gpt"], required=True)
     parser.add_argument("--resnet-depth", type=int, choices=[18, 50], default=18)
     parser.add_argument("--image-size", type=int, default=32, help="resnet: synthetic image side")
     parser.add_argument("--num-classes", type=int, default=10, help="resnet: random labels")
+    parser.add_argument("--n-layer", type=int, default=2, help="gpt: transformer blocks")
+    parser.add_argument("--n-head", type=int, default=2, help="gpt: attention heads per block")
+    parser.add_argument("--d-model", type=int, default=64, help="gpt: width")
+    parser.add_argument("--seq-len", type=int, default=64, help="gpt: tokens per sequence")
+    parser.add_argument("--vocab", type=int, default=256, help="gpt: vocabulary size")
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--batch-size", type=int, required=True, help="per rank")
     parser.add_argument("--dataset-size", type=int, default=0)
@@ -214,6 +312,11 @@ def main():
     elif args.workload == "mnist_cnn":
         x, y = mnist_data(args.dataset_size, args.data)
         model, loss_fn = MnistCnn(args.tuned), F.nll_loss
+    elif args.workload == "gpt":
+        sequences = synthetic_sequences(args.dataset_size, args.seq_len, args.vocab)
+        x, y = sequences[:, :-1], sequences[:, 1:]
+        model = Gpt(args.n_layer, args.n_head, args.d_model, args.seq_len, args.vocab)
+        loss_fn = next_token_loss
     else:
         x, y = synthetic_data(args.dataset_size, args.image_size, args.num_classes)
         model, loss_fn = ResNet(args.resnet_depth, args.num_classes), F.nll_loss

@@ -6,6 +6,8 @@
 #include "workloads/iris_mlp.h"
 #include "workloads/mnist_cnn.h"
 #include "workloads/resnet.h"
+#include "workloads/gpt.h"
+#include "workloads/torchscript.h"
 #include "workloads/workload.h"
 
 namespace harness {
@@ -15,6 +17,8 @@ const std::vector<WorkloadFactory>& workload_factories() {
       {"iris_mlp", make_iris_mlp},
       {"mnist_cnn", make_mnist_cnn},
       {"resnet", make_resnet},
+      {"torchscript", make_torchscript},
+      {"gpt", make_gpt},
   };
   return factories;
 }

@@ -1,7 +1,6 @@
 #include "workloads/iris_data.h"
 
 #include <cmath>
-#include <cstdlib>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -20,12 +19,7 @@ constexpr const char* kHeader = "sepal_length,sepal_width,petal_length,petal_wid
 
 }  // namespace
 
-std::string default_iris_path() {
-  if (const char* directory = std::getenv("HARNESS_DATA_DIR"); directory != nullptr) {
-    return std::string(directory) + "/iris.csv";
-  }
-  return (resource_directory().path / "data" / "iris.csv").string();
-}
+std::string default_iris_path() { return (data_folder() / "iris.csv").string(); }
 
 IrisData load_iris_csv(const std::string& path) {
   // The classic file is 4.6 KB; a megabyte is any Iris-shaped file, and a bound keeps a wrong

@@ -9,6 +9,8 @@
 #include "workloads/kmeans.h"
 #include "workloads/mnist_cnn.h"
 #include "workloads/resnet.h"
+#include "workloads/gpt.h"
+#include "workloads/torchscript.h"
 
 namespace harness {
 namespace {
@@ -93,6 +95,20 @@ const std::vector<WorkloadInfo>& workload_table() {
        .meaningful_held_out = false,  // random labels: accuracy stays at chance
        .chain_layers = resnet_layers,
        .check = resnet_check},
+      {.name = "torchscript",
+       .summary = "your own network, exported from PyTorch with torch.jit.save; synthetic, Iris or MNIST data",
+       .engines = {"torch"},
+       .settings = torchscript_setting_rows,
+       .train_samples = torchscript_limits,
+       .chain_layers = nullptr,  // one scripted forward: no layers to cut stages between
+       .check = torchscript_check},
+      {.name = "gpt",
+       .summary = "decoder-only transformer (GPT-2 layout, tied embedding); synthetic tokens or a byte-level text file",
+       .engines = {"torch"},
+       .settings = gpt_setting_rows,
+       .train_samples = gpt_limits,
+       .chain_layers = nullptr,  // the tied embedding is both the first layer and the last
+       .check = gpt_check},
       {.name = "kmeans",
        .summary = "distributed K-means (Lloyd), sums and counts allreduced; Iris or Gaussian blobs",
        .engines = {},  // one implementation: no "engine" to choose

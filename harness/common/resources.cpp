@@ -1,5 +1,6 @@
 #include "harness/common/resources.h"
 
+#include <cstdlib>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -26,6 +27,11 @@ std::filesystem::path running_executable() {
 }
 
 ResourceDirectory resource_directory() { return resource_directory_for(running_executable(), HARNESS_SOURCE_DIR); }
+
+std::filesystem::path data_folder() {
+  if (const char* directory = std::getenv("HARNESS_DATA_DIR"); directory != nullptr) return directory;
+  return resource_directory().path / "data";
+}
 
 std::string describe_resources(const ResourceDirectory& resources) {
   return fmt::format("resources: {} ({})", resources.path.string(),

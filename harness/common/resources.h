@@ -26,6 +26,10 @@ ResourceDirectory resource_directory();
 ResourceDirectory resource_directory_for(const std::filesystem::path& executable,
                                          const std::filesystem::path& source_tree);
 
+// The folder of the data the harness ships (data/: the Iris CSV, models/): $HARNESS_DATA_DIR when
+// set, else the resources' data/.
+std::filesystem::path data_folder();
+
 // "resources: PATH (installed)" or "resources: PATH (source tree)", for `harness --version`.
 std::string describe_resources(const ResourceDirectory& resources);
 

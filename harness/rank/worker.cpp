@@ -2,10 +2,12 @@
 
 #include <ATen/Parallel.h>
 
+#include <filesystem>
 #include <memory>
 #include <utility>
 #include <vector>
 
+#include "harness/common/file_digest.h"
 #include "harness/rank/partial_flush.h"
 #include "harness/rank/step_records.h"
 #include "harness/rank/training_scheme.h"
@@ -13,6 +15,7 @@
 #include "workloads/factories.h"
 #include "workloads/kmeans_driver.h"
 #include "workloads/registry.h"
+#include "workloads/torchscript.h"
 #include "workloads/workload.h"
 
 namespace harness {
@@ -91,6 +94,12 @@ TrainMeasurements train(const PointSettings& settings, const Communicator& commu
   sgd.final_lr = learning_rate(settings, training_ranks, static_cast<double>(settings.epochs));
   sgd.buckets = static_cast<int64_t>(scheme->bucket_count());
   facts.sgd = sgd;
+  if (settings.workload == "torchscript" && communicator.rank() == 0) {
+    // The file this rank loaded, hashed after loading it: the record names exactly what trained.
+    const std::filesystem::path file = torchscript_model_file(settings);
+    facts.model_file = ModelFileFacts{file.string(), sha256_of_file(file),
+                                      static_cast<int64_t>(std::filesystem::file_size(file))};
+  }
 
   const auto write_so_far = [&](const LoopResult& so_far, const StepSeries& steps) {
     output.write_partial(with_loop(facts, so_far, steps, settings.target), so_far.eval_time_s + so_far.flush_time_s);

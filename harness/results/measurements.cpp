@@ -240,6 +240,11 @@ void write_train(const TrainMeasurements& train, Json& json) {
                         {"worker_batches", train.async_ps->worker_batches}};
   }
   if (train.pipeline) json["pipeline"] = to_json(*train.pipeline);
+  if (train.model_file) {
+    json["model_file"] = {{"path", train.model_file->path},
+                          {"sha256", train.model_file->sha256},
+                          {"bytes", train.model_file->bytes}};
+  }
 }
 
 TrainMeasurements train_from(const Fields& fields, int version) {
@@ -306,6 +311,10 @@ TrainMeasurements train_from(const Fields& fields, int version) {
     train.async_ps = std::move(facts);
   }
   if (fields.has("pipeline")) train.pipeline = pipeline_from(fields.object("pipeline"));
+  if (fields.has("model_file")) {
+    const Fields model_file = fields.object("model_file");
+    train.model_file = ModelFileFacts{model_file.text("path"), model_file.text("sha256"), model_file.integer("bytes")};
+  }
   return train;
 }
 

@@ -78,6 +78,10 @@
 //      per-step times, micro-batches held, peak activation memory). A pipeline rank's steps'
 //      `comm_s` and `exposed_s` are its waits for its neighbours and its replicas' averaging.
 //      Timings mean what they meant in version 16.
+//  18  adds workloads torchscript and gpt (their settings: model_path, input_shape, classes, loss,
+//      model_data; n_layer, n_head, d_model, seq_len, vocab) and the training measurements'
+//      `model_file` (a torchscript point's model: its path, SHA-256 and size). Timings mean what
+//      they meant in version 17.
 #pragma once
 
 #include <cstddef>
@@ -94,7 +98,7 @@
 
 namespace harness {
 
-inline constexpr int kRecordSchemaVersion = 17;
+inline constexpr int kRecordSchemaVersion = 18;
 // Records before this name the staging levers' old defaults (version 14 above).
 inline constexpr int kStagingLeversAutoSince = 14;
 // Records of this version and later time the same things in the same way: `harness check`
@@ -189,6 +193,13 @@ struct SgdFacts {
   int64_t global_batch = 0;
   double final_lr = 0;
   int64_t buckets = 0;
+};
+
+// The model file a point loaded (workload torchscript), as rank 0 read it. Version 18.
+struct ModelFileFacts {
+  std::string path;    // the file loaded (model_path, resolved)
+  std::string sha256;  // lower-case hex of its bytes
+  int64_t bytes = 0;
 };
 
 // K-means points: what the clustering found.
@@ -294,6 +305,7 @@ struct TrainMeasurements {
   std::optional<AsyncPsFacts> async_ps;  // scheme async_ps (version 16)
   std::optional<PipelineFacts> pipeline;  // scheme pipeline (version 17)
   std::optional<TargetReached> time_to_target;  // a point with a target (version 16)
+  std::optional<ModelFileFacts> model_file;     // workload torchscript (version 18)
 };
 
 // One message size of a communication benchmark point (comm_benchmark.h).

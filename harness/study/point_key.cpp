@@ -32,7 +32,8 @@ std::string key_settings(const PointSettings& settings) {
        {"ring_allreduce_below_chunk_bytes", "cuda_ipc_one_shot_below_bytes", "cuda_ipc_device_arrivals",
         "staging_chunk_bytes", "shm_reduce_threads", "shm_copy_engine_gathers", "scheme", "sync_every",
         "ps_servers", "max_staleness", "target", "pipeline_stages", "micro_batches",
-        "pipeline_schedule", "stage_boundaries"}) {
+        "pipeline_schedule", "stage_boundaries", "model_path", "input_shape", "classes", "loss", "model_data",
+        "n_layer", "n_head", "d_model", "seq_len", "vocab"}) {
     if (json.contains(added) && json[added] == defaults[added]) json.erase(added);
   }
   return json.dump();

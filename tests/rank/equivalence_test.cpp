@@ -19,6 +19,7 @@
 #include "workloads/factories.h"
 #include "workloads/registry.h"
 #include "tests/rank/parameter_vectors.h"
+#include "tests/workloads/cnn_export.h"
 
 namespace harness {
 namespace {
@@ -53,7 +54,7 @@ TEST_P(DataParallelEquivalence, PRanksWithBatchBEqualOneRankWithBatchPB) {
           ? "torch"
           : workload_and_engine.substr(workload_and_engine.find('/') + 1);
   if (backend == "gloo" && !gloo_available()) GTEST_SKIP() << "built without libgloo-dev";
-  if (workload == "mnist_cnn" && !std::filesystem::exists(kDefaultMnistDirectory)) {
+  if ((workload == "mnist_cnn" || workload == "torchscript") && !std::filesystem::exists(kDefaultMnistDirectory)) {
     GTEST_SKIP() << "dataset-fashion-mnist not installed";
   }
   int size = 1;
@@ -75,6 +76,11 @@ TEST_P(DataParallelEquivalence, PRanksWithBatchBEqualOneRankWithBatchPB) {
     settings.dataset_size = 20 * 4 * size;      // exactly 20 steps of p·b samples
     settings.test_size = 10;
     settings.epochs = 1;
+  }
+  if (workload == "torchscript") {
+    // The export of the harness's CNN, on the built-in CNN's data.
+    apply_setting(settings, "model_path", test::shipped_model("mnist_cnn.pt").string(), "test");
+    apply_setting(settings, "model_data", "mnist", "test");
   }
   const std::vector<float> distributed = train_and_flatten(settings, MPI_COMM_WORLD);
 
@@ -139,9 +145,58 @@ TEST(DataParallelEquivalence, AServingRankZeroEvaluatesWithATrainingRanksBatchNo
   }
 }
 
+// A model exported from PyTorch trains as the built-in network it copies: the TorchScript export of
+// the CNN, from the built-in CNN's initial weights, has the built-in CNN's loss at every step
+// (loss_every 1) on the same data, ranks and backend.
+TEST(DataParallelEquivalence, TheTorchScriptCnnTrainsToTheBuiltInCnnsLosses) {
+  if (!std::filesystem::exists(kDefaultMnistDirectory)) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  int size = 1;
+  int rank = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  PointSettings settings;
+  settings.workload = "mnist_cnn";
+  settings.backend = "allreduce";
+  settings.batch_size = 8;
+  settings.lr = 0.05;
+  settings.dataset_size = 10 * 8 * size;  // 10 steps
+  settings.epochs = 1;
+  settings.test_size = 10;
+  settings.loss_every = 1;
+  settings.ranks = size;
+  // One file for all ranks, written by rank 0 (every rank would write the same weights).
+  const auto file = std::filesystem::temp_directory_path() / "harness_cnn_export_equivalence.pt";
+  if (rank == 0) test::save_cnn_export_with_builtin_weights(settings, file);
+  MPI_Barrier(MPI_COMM_WORLD);
+  PointSettings exported = settings;
+  exported.workload = "torchscript";
+  apply_setting(exported, "model_path", file.string(), "test");
+  apply_setting(exported, "model_data", "mnist", "test");
+
+  const auto losses = [](const PointSettings& point) {
+    auto workload = make_workload(point, kNoCudaDevice);
+    auto backend = make_gradient_sync(point.backend, MPI_COMM_WORLD);
+    DataParallelTrainer trainer(*workload, *backend, MPI_COMM_WORLD, point);
+    trainer.broadcast_parameters();
+    std::vector<double> curve;
+    for (const auto& value : trainer.train().loss_curve) curve.push_back(value.train_loss);
+    return curve;
+  };
+  const std::vector<double> builtin = losses(settings);
+  const std::vector<double> own = losses(exported);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) std::filesystem::remove(file);
+  if (rank != 0) return;  // the loss curve is rank 0's
+  ASSERT_EQ(own.size(), builtin.size());
+  ASSERT_EQ(builtin.size(), 10U);
+  for (std::size_t step = 0; step < builtin.size(); ++step) {
+    EXPECT_NEAR(own[step], builtin[step], 1e-5) << "step " << step << " on " << size << " ranks";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Workloads, DataParallelEquivalence,
-    ::testing::Combine(::testing::Values("iris_mlp", "iris_mlp/blas", "mnist_cnn"),
+    ::testing::Combine(::testing::Values("iris_mlp", "iris_mlp/blas", "mnist_cnn", "torchscript", "gpt"),
                        ::testing::ValuesIn(host_memory_backend_names())),
     [](const ::testing::TestParamInfo<WorkloadAndBackend>& info) {
       std::string name = std::get<0>(info.param) + "_" + std::get<1>(info.param);
