@@ -227,21 +227,21 @@ void DeviceStagedSync::release_pipeline() noexcept {
 namespace {
 
 // cuda_status() says why: this build has no CUDA.
-[[noreturn]] void throw_not_built() { throw NotSupported(cuda_status().reason); }
+[[noreturn]] void throw_staging_not_built() { throw NotSupported(cuda_status().reason); }
 
 }  // namespace
 
 DeviceStagedSync::DeviceStagedSync(GradientSync& host_backend, std::size_t chunk_floats)
     : host_backend_(host_backend), chunk_floats_(chunk_floats) {
-  throw_not_built();
+  throw_staging_not_built();
 }
 DeviceStagedSync::~DeviceStagedSync() = default;
-void DeviceStagedSync::reserve_pinned(std::size_t) { throw_not_built(); }
+void DeviceStagedSync::reserve_pinned(std::size_t) { throw_staging_not_built(); }
 void DeviceStagedSync::free_pinned() noexcept {}
-void DeviceStagedSync::allreduce_sum(float*, std::size_t) { throw_not_built(); }
-void DeviceStagedSync::allreduce_staged(float*, std::size_t) { throw_not_built(); }
-void DeviceStagedSync::prepare_pipeline(const float*, std::size_t) { throw_not_built(); }
-void DeviceStagedSync::use_device_of(const float*) { throw_not_built(); }
+void DeviceStagedSync::allreduce_sum(float*, std::size_t) { throw_staging_not_built(); }
+void DeviceStagedSync::allreduce_staged(float*, std::size_t) { throw_staging_not_built(); }
+void DeviceStagedSync::prepare_pipeline(const float*, std::size_t) { throw_staging_not_built(); }
+void DeviceStagedSync::use_device_of(const float*) { throw_staging_not_built(); }
 void DeviceStagedSync::release_pipeline() noexcept {}
 
 #endif  // HARNESS_WITH_CUDA

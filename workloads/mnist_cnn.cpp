@@ -4,51 +4,25 @@
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/linear.h>
 
-#include <fmt/format.h>
+#include <utility>
 
-#include "harness/common/errors.h"
-#include "workloads/idx_reader.h"
-#include "workloads/mnist_data.h"
 #include "workloads/classification.h"
+#include "workloads/mnist_tensors.h"
 #include "workloads/workload.h"
 
 namespace harness {
 namespace {
-
-torch::Tensor image_tensor(const IdxArray& images) {
-  const int64_t count = images.shape[0];
-  auto bytes = torch::from_blob(const_cast<uint8_t*>(images.data.data()), {count, 1, 28, 28},
-                                torch::kUInt8);
-  return bytes.to(torch::kFloat32).div_(255.0F);
-}
-
-torch::Tensor label_tensor(const IdxArray& labels, const std::string& path) {
-  for (const uint8_t label : labels.data) {
-    if (label > 9) throw ConfigError(fmt::format("{}: label {} is not a class 0..9", path, label));
-  }
-  return torch::from_blob(const_cast<uint8_t*>(labels.data.data()), {labels.shape[0]},
-                          torch::kUInt8)
-      .to(torch::kInt64);
-}
 
 // Four layers for the pipeline scheme: conv1, conv2 with its pooling, fc1, fc2.
 class MnistCnn final : public TensorClassifier, public LayerChain {
  public:
   MnistCnn(const PointSettings& settings, int cuda_device)
       : TensorClassifier(torch_device(settings.device, cuda_device)) {
-    const MnistFiles train = mnist_files(settings, true);
-    const MnistFiles test = mnist_files(settings, false);
-    const int64_t train_count = settings.dataset_size > 0 ? settings.dataset_size : 0;
-    const int64_t test_count = settings.test_size > 0 ? settings.test_size : 0;
-    train_inputs_ = image_tensor(read_idx(train.images, train_count));
-    train_labels_ = label_tensor(read_idx(train.labels, train_count), train.labels);
-    test_inputs_ = image_tensor(read_idx(test.images, test_count));
-    test_labels_ = label_tensor(read_idx(test.labels, test_count), test.labels);
-    // Standardise with the training images' statistics (the same on every rank).
-    const double mean = train_inputs_.mean().item<double>();
-    const double deviation = train_inputs_.std().item<double>();
-    train_inputs_.sub_(mean).div_(deviation);
-    test_inputs_.sub_(mean).div_(deviation);
+    MnistTensors data = load_mnist_tensors(settings);
+    train_inputs_ = std::move(data.train_images);
+    train_labels_ = std::move(data.train_labels);
+    test_inputs_ = std::move(data.test_images);
+    test_labels_ = std::move(data.test_labels);
 
     torch::manual_seed(static_cast<uint64_t>(settings.seed));
     model_ = std::make_shared<torch::nn::Module>();

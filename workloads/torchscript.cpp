@@ -8,13 +8,13 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include <fmt/format.h>
 
-#include "workloads/idx_reader.h"
 #include "workloads/iris_data.h"
 #include "workloads/iris_mlp.h"
-#include "workloads/mnist_data.h"
+#include "workloads/mnist_tensors.h"
 #include "workloads/resnet.h"
 #include "workloads/workload.h"
 
@@ -43,18 +43,6 @@ std::string one_line_reason(const std::exception& error) {
 }
 
 std::string shape_text(c10::IntArrayRef shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
-
-torch::Tensor image_tensor(const IdxArray& images) {
-  const int64_t count = images.shape[0];
-  return torch::from_blob(const_cast<uint8_t*>(images.data.data()), {count, 1, 28, 28}, torch::kUInt8)
-      .to(torch::kFloat32)
-      .div_(255.0F);
-}
-
-torch::Tensor label_tensor(const IdxArray& labels) {
-  return torch::from_blob(const_cast<uint8_t*>(labels.data.data()), {labels.shape[0]}, torch::kUInt8)
-      .to(torch::kInt64);
-}
 
 class TorchScriptModel final : public Workload {
  public:
@@ -132,20 +120,12 @@ class TorchScriptModel final : public Workload {
       rows(split.train, train_inputs_, train_labels_);
       rows(split.test, test_inputs_, test_labels_);
     } else if (options_.data == "mnist") {
-      // As mnist_cnn reads them: the first dataset_size (test_size) images, standardised with the
-      // training images' mean and deviation.
-      const MnistFiles train = mnist_files(settings, true);
-      const MnistFiles test = mnist_files(settings, false);
-      const int64_t train_count = std::max<int64_t>(settings.dataset_size, 0);
-      const int64_t test_count = std::max<int64_t>(settings.test_size, 0);
-      train_inputs_ = image_tensor(read_idx(train.images, train_count));
-      train_labels_ = label_tensor(read_idx(train.labels, train_count));
-      test_inputs_ = image_tensor(read_idx(test.images, test_count));
-      test_labels_ = label_tensor(read_idx(test.labels, test_count));
-      const double mean = train_inputs_.mean().item<double>();
-      const double deviation = train_inputs_.std().item<double>();
-      train_inputs_.sub_(mean).div_(deviation);
-      test_inputs_.sub_(mean).div_(deviation);
+      // As mnist_cnn reads them.
+      MnistTensors data = load_mnist_tensors(settings);
+      train_inputs_ = std::move(data.train_images);
+      train_labels_ = std::move(data.train_labels);
+      test_inputs_ = std::move(data.test_images);
+      test_labels_ = std::move(data.test_labels);
     } else {
       // Every rank holds the same synthetic set (the seed) and shards it by position.
       const int64_t train = settings.dataset_size > 0 ? settings.dataset_size : kDefaultSyntheticImages;
