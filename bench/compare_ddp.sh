@@ -19,7 +19,7 @@
 # 4096 by default; lr 0.05, 1 epoch),
 # iris_mlp (120 rows, batch 4 per rank, lr 0.5, 20 epochs; harness engines torch and blas)
 # and gpt (the tiny default model: 2 layers, 2 heads, d_model 64, 64 tokens, vocabulary 256;
-# 512 synthetic sequences, 8 per rank, lr 0.5, 1 epoch; its tuned DDP differs only in
+# 2048 synthetic sequences, 8 per rank, lr 0.5, 1 epoch; its tuned DDP differs only in
 # gradient_as_bucket_view and the malloc settings, there being no CNN to lay out),
 # each on 1 and 2 ranks with one thread per rank.
 set -euo pipefail
@@ -88,7 +88,7 @@ printf '%-10s %-6s %5s %12s %12s %7s %12s %7s\n' workload engine ranks harness/s
   ddp-tuned/s ratio
 for config in "mnist_cnn torch $cnn_batch $((64 * cnn_batch)) 1 0.05" "iris_mlp torch 4 120 20 0.5" \
   "iris_mlp blas 4 120 20 0.5" \
-  "gpt torch 8 512 1 0.5 n_layer=2,n_head=2,d_model=64,seq_len=64,vocab=256"; do
+  "gpt torch 8 2048 1 0.5 n_layer=2,n_head=2,d_model=64,seq_len=64,vocab=256"; do
   [[ "$config" == *"${ONLY:-}"* ]] || continue
   read -r workload engine batch dataset epochs lr model <<< "$config"
   for ranks in ${RANKS:-1 2}; do

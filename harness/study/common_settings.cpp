@@ -38,8 +38,8 @@ SettingRow number_row(std::string_view key, std::string_view expected, std::stri
 SettingRow data_path_row() {
   constexpr std::string_view kExpected = "a path (at most 4096 bytes, no control characters)";
   return {"data_path", kExpected,
-          "training data: a CSV file for iris_mlp, a directory of IDX files for mnist_cnn (empty = the "
-          "workload's own)",
+          "training data: a CSV file for iris_mlp, a directory of IDX files for mnist_cnn (and torchscript's "
+          "model_data mnist), a text file read as bytes for gpt (empty = the workload's own)",
           R"({"type": "string"})",
           [kExpected](PointSettings& s, const Json& v, const std::string& where) {
             if (!v.is_string() || v.get_ref<const std::string&>().size() > 4096) fail_expected(where, kExpected, v);

@@ -25,7 +25,8 @@ cmake --install "$build" --prefix "$prefix" > "$work/install.log"
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 for file in bin/harness bin/harness-worker bin/harness-comm-worker bin/harness-simulated-node share/harness/experiments/speedup.json share/harness/experiments/schema.json \
-            share/harness/data/iris.csv share/harness/slurm/job.sh.in share/doc/harness/README.md; do
+            share/harness/data/iris.csv share/harness/data/models/fashion_convnet.pt share/harness/slurm/job.sh.in \
+            share/doc/harness/README.md; do
   [[ -e $prefix/$file ]] || fail "cmake --install put no $file under $prefix"
 done
 # The installed documentation's links between its pages resolve, as they do in the source tree.
@@ -69,6 +70,9 @@ unshare --mount --propagation private bash -euo pipefail -c '
   grep -q "$harness" "$work/out/points/"*.json || fail "the records do not name the installed binary"
   "$harness" run comm.json --out "$work/comm" > comm.log 2>&1 || { cat comm.log; fail "the comm point failed"; }
 
+  # A relative model_path is found in the installed data folder (docs/own-model.md).
+  "$harness" run "$prefix/share/harness/experiments/own_model.json" --dry-run > own.log 2>&1 ||
+    { cat own.log; fail "own_model.json does not find its installed model"; }
   "$harness" run "$prefix/share/harness/experiments/speedup.json" --launcher slurm --dry-run \
       > dry.log 2>&1 || { cat dry.log; fail "the SLURM dry run failed"; }
   grep -q "^#SBATCH" dry.log || { cat dry.log; fail "the SLURM dry run shows no job script"; }

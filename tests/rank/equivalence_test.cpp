@@ -59,6 +59,12 @@ TEST_P(DataParallelEquivalence, PRanksWithBatchBEqualOneRankWithBatchPB) {
   }
   int size = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
+  // The backends' sums, over 3 and 4 ranks and with every backend, are the other workloads' to
+  // prove; what these two add is that their gradients are their models' (a module's own, a
+  // transformer's), which 2 ranks through one MPI and one shared-memory backend show.
+  if ((workload == "torchscript" || workload == "gpt") && (size > 2 || (backend != "allreduce" && backend != "shm"))) {
+    GTEST_SKIP() << "proven at 2 ranks with allreduce and shm";
+  }
 
   PointSettings settings;
   settings.workload = workload;
