@@ -198,7 +198,8 @@ TEST(EndToEnd, GpuExperimentsSayWhyTheyCannotRunHere) {
     EXPECT_FALSE(fs::exists(out));
     ++checked;
   }
-  EXPECT_EQ(checked, 6);  // comm_cuda, cnn_cuda, cnn_two_ranks_one_gpu, nccl_cuda, pipeline_cuda, resnet50_cuda
+  // comm_cuda, cnn_cuda, cnn_two_ranks_one_gpu, gpt_cuda, nccl_cuda, pipeline_cuda, resnet50_cuda
+  EXPECT_EQ(checked, 7);
 }
 
 // experiments/schema.json is what `harness schema` generates from the settings table, so it

@@ -44,15 +44,16 @@ TEST(Validate, UnknownBackendNamesTheSweepEntryAndListsValidNames) {
 }
 
 TEST(Validate, UnknownWorkloadNamesTheSetting) {
-  EXPECT_EQ(validation_error(R"({"name": "x", "settings": {"workload": "gpt"}})"),
-            "exp.json: settings.workload: unknown workload \"gpt\" (expected one of: iris_mlp, mnist_cnn, resnet, kmeans)");
+  EXPECT_EQ(validation_error(R"({"name": "x", "settings": {"workload": "bert"}})"),
+            "exp.json: settings.workload: unknown workload \"bert\" (expected one of: iris_mlp, mnist_cnn, resnet, "
+            "torchscript, gpt, kmeans)");
 }
 
 // The name is the user's: a newline in it must not split the message, nor a long one swell it.
 TEST(Validate, UnknownNamesAreEchoedEscapedAndShort) {
   EXPECT_EQ(validation_error(R"({"name": "x", "settings": {"workload": "bad\nline2"}})"),
             "exp.json: settings.workload: unknown workload \"bad\\nline2\" (expected one of: "
-            "iris_mlp, mnist_cnn, resnet, kmeans)");
+            "iris_mlp, mnist_cnn, resnet, torchscript, gpt, kmeans)");
   const std::string message = validation_error(R"({"name": "x", "settings": {"backend": ")" +
                                                std::string(1000000, 'b') + "\"}}");
   EXPECT_EQ(message, "exp.json: settings.backend: unknown backend \"" + std::string(56, 'b') +
