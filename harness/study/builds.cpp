@@ -9,6 +9,7 @@
 
 #include "harness/common/errors.h"
 #include "harness/common/text.h"
+#include "harness/study/settings.h"
 #include "harness/study/validate.h"
 
 namespace harness {
@@ -168,7 +169,14 @@ const std::set<std::string>& settings_always_sent() {
 Json worker_settings(const PointSettings& settings, const BuildFacts* facts, const std::set<std::string>& set_keys) {
   Json json = to_json(settings);
   json.erase("build");
-  if (facts == nullptr) return json;
+  if (facts == nullptr) {
+    // The running harness's own rank program: every setting the point reads. Those it leaves unread
+    // (another workload's, scheme's or backend's, and the rest settings_not_read lists) change
+    // nothing it does; sent, they only lengthened every command, job script and record (a comm
+    // point's launch.command by a third).
+    for (const std::string& key : settings_not_read(settings)) json.erase(key);
+    return json;
+  }
   Json sent = Json::object();
   for (auto& [key, value] : json.items()) {
     const bool given = set_keys.count(key) != 0 || settings_always_sent().count(key) != 0;

@@ -156,7 +156,9 @@ TEST(Builds, ANamedBuildGetsOnlyWhatTheExperimentSetsAndTheLaunchDecides) {
   const Json own = worker_settings(point.settings, nullptr, experiment.set_keys);
   EXPECT_FALSE(own.contains("build"));  // the worker is the build
   EXPECT_TRUE(own.contains("timeline"));
-  EXPECT_TRUE(own.contains("comm_iterations"));  // the running harness's own worker: every setting
+  EXPECT_TRUE(own.contains("comm_iterations"));  // the running harness's own worker: every setting it reads
+  EXPECT_FALSE(own.contains("resnet_depth"));    // (a workload's are not a comm point's)
+  EXPECT_FALSE(own.contains("sync_every"));
   const BuildFacts facts = parse_build_facts("harness 0.3.0 (abc)", kSchema, "b");
   const Json sent = worker_settings(point.settings, &facts, experiment.set_keys);
   // kind, comm_min_bytes and backend are set; ranks is the launch's and workload names the
