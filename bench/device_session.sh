@@ -40,12 +40,17 @@
 #                    one GPU, m = 1-8, both schedules (MPS started first)
 #   pipeline_bubble16 issue 53: pipeline_bubble.json at p = 4 (4 ranks x 4 threads on the 16 cores),
 #                    the bubble against (p - 1)/(m + p - 1) at m = 8
+#   gpt_gpu          issue 55: experiments/gpu/gpt_cuda.json (GPT-2 small, one GPU) beside PyTorch's
+#                    own loop on the same model and batch (bench/ddp_baseline.py --workload gpt), and
+#                    the shipped TorchScript model trained on the GPU (torchscript's device path)
 #   levers_auto      issue 51's unmeasured levers, 2 ranks on the one GPU, 4-64 MiB: staged shm and
 #                    hier with shm_reduce_threads and shm_copy_engine_gathers left at "auto" beside
 #                    1 and false set by hand (threads_per_rank 8), and cuda_ipc's 16-byte kernels
 # Issue 51's GPU changes (nccl's polled wait and bus-id check, staging of one chunk on streams,
 # cuda_ipc's proven arrivals, per-block epochs and vectors, the levers by size) have not run on a
 # GPU: STAGES="gpu_tests levers_auto" runs their tests (ctest -L gpu has them all) and measures.
+# Issue 55's GPT-2 small and TorchScript on a GPU have not run on one: STAGES="gpu_tests gpt_gpu"
+# runs them (GpuExperiments.* runs gpt_cuda.json cut short) and measures.
 # Issue 53's pipeline on GPUs has not run on one either: STAGES="gpu_tests pipeline_gpu
 # pipeline_bubble16" runs its test (GpuTraining.PipelineStagesOnGpusEqualOneRank, in gpu_training_*)
 # and measures.
@@ -129,6 +134,27 @@ stage_pipeline_bubble16() {
     --set pipeline_stages=4 --set threads_per_rank=4
   local status=$?
   keep pipeline_bubble16 "$results/pipeline_bubble16"
+  return $status
+}
+
+# Issue 55: GPT-2 small on the one GPU against PyTorch's own loop (the same model, initialisation,
+# data distribution, batch and SGD; the samples/s line of each), then the shipped TorchScript
+# model on the GPU for one epoch of Fashion-MNIST.
+stage_gpt_gpu() {
+  run_and_keep gpt_cuda experiments/gpu/gpt_cuda.json
+  local status=$?
+  mpirun --allow-run-as-root -n 1 --bind-to none -x MASTER_PORT=$((29500 + RANDOM % 400)) \
+    "${PYTHON:-python3}" bench/ddp_baseline.py --workload gpt --n-layer 12 --n-head 12 --d-model 768 \
+    --seq-len 1024 --vocab 50257 --batch-size 8 --dataset-size 256 --epochs 1 --lr 0.1 --device cuda \
+    | tee "$out/gpt_cuda_pytorch.json" || status=1
+  mkdir -p "$results"
+  cat > "$results/own_model_cuda.json" <<'JSON'
+{"name": "own_model_cuda", "settings": {"workload": "torchscript", "model_path": "models/fashion_convnet.pt",
+ "model_data": "mnist", "device": "cuda", "batch_size": 64, "dataset_size": 12800, "test_size": 1000,
+ "epochs": 1, "lr": 0.05}, "sweep": {"ranks": [1, 2], "backend": ["allreduce"]}}
+JSON
+  start_mps
+  run_and_keep own_model_cuda "$results/own_model_cuda.json" || status=1
   return $status
 }
 

@@ -8,10 +8,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "harness/common/errors.h"
 #include "workloads/iris_data.h"
 #include "workloads/classification.h"
+#include "workloads/iris_tensors.h"
 
 namespace harness {
 namespace {
@@ -39,16 +41,12 @@ class IrisMlpBase : public TensorClassifier {
  public:
   IrisMlpBase(const PointSettings& settings, int cuda_device)
       : TensorClassifier(torch_device(settings.device, cuda_device)) {
-    IrisData data = load_iris_for(settings);
-    IrisSplit split = split_iris(data, kIrisTestFraction, static_cast<uint64_t>(settings.seed));
-    if (settings.dataset_size > 0) split.train.resize(settings.dataset_size);
-    standardize(data, split.train);
-
-    train_inputs_ = rows_of_features(data, split.train);
-    train_labels_ = labels_of(data, split.train);
+    IrisTensors data = load_iris_tensors(settings);
+    train_inputs_ = std::move(data.train_features);
+    train_labels_ = std::move(data.train_labels);
     train_targets_ = torch::one_hot(train_labels_, IrisData::kClasses).to(torch::kFloat32);
-    test_inputs_ = rows_of_features(data, split.test);
-    test_labels_ = labels_of(data, split.test);
+    test_inputs_ = std::move(data.test_features);
+    test_labels_ = std::move(data.test_labels);
     test_targets_ = torch::one_hot(test_labels_, IrisData::kClasses).to(torch::kFloat32);
 
     // Same seed on every rank; rank 0's weights are broadcast anyway.
@@ -240,6 +238,15 @@ class IrisMlpBlas final : public IrisMlpBase {
 };
 
 }  // namespace
+
+IrisTensors load_iris_tensors(const PointSettings& settings) {
+  IrisData data = load_iris_for(settings);
+  IrisSplit split = split_iris(data, kIrisTestFraction, static_cast<uint64_t>(settings.seed));
+  if (settings.dataset_size > 0) split.train.resize(static_cast<std::size_t>(settings.dataset_size));
+  standardize(data, split.train);
+  return {rows_of_features(data, split.train), labels_of(data, split.train), rows_of_features(data, split.test),
+          labels_of(data, split.test)};
+}
 
 std::unique_ptr<Workload> make_iris_mlp(const PointSettings& settings, int cuda_device) {
   if (settings.engine == "blas") return std::make_unique<IrisMlpBlas>(settings, cuda_device);

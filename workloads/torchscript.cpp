@@ -8,12 +8,12 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include <fmt/format.h>
 
-#include "workloads/iris_data.h"
-#include "workloads/iris_mlp.h"
+#include "workloads/iris_tensors.h"
 #include "workloads/mnist_tensors.h"
 #include "workloads/resnet.h"
 #include "workloads/workload.h"
@@ -32,10 +32,10 @@ std::string one_line_reason(const std::exception& error) {
   std::string line;
   std::string raised;
   while (std::getline(lines, line)) {
-    const auto colon = line.find(": ");
-    if (colon != std::string::npos && colon > 0 && line.find(' ') > colon &&
-        (line.compare(0, colon, "RuntimeError") == 0 || line.substr(0, colon).ends_with("Error") ||
-         line.substr(0, colon).ends_with("Exception"))) {
+    // "RuntimeError: ...", "ValueError: ...": a first word naming an error, then ": ".
+    const std::string_view first_word = std::string_view(line).substr(0, line.find(": "));
+    if (first_word.size() < line.size() && first_word.find(' ') == std::string_view::npos &&
+        (first_word.ends_with("Error") || first_word.ends_with("Exception"))) {
       raised = line;
     }
   }
@@ -104,21 +104,11 @@ class TorchScriptModel final : public Workload {
  private:
   void load_data(const PointSettings& settings) {
     if (options_.data == "iris") {
-      IrisData data = load_iris_for(settings);
-      IrisSplit split = split_iris(data, kIrisTestFraction, static_cast<uint64_t>(settings.seed));
-      if (settings.dataset_size > 0) split.train.resize(static_cast<std::size_t>(settings.dataset_size));
-      standardize(data, split.train);
-      const auto rows = [&data](const std::vector<int64_t>& which, torch::Tensor& features, torch::Tensor& labels) {
-        features = torch::empty({static_cast<int64_t>(which.size()), IrisData::kFeatures});
-        labels = torch::empty({static_cast<int64_t>(which.size())}, torch::kInt64);
-        for (std::size_t i = 0; i < which.size(); ++i) {
-          std::copy_n(&data.features[static_cast<std::size_t>(which[i]) * IrisData::kFeatures], IrisData::kFeatures,
-                      features.data_ptr<float>() + i * IrisData::kFeatures);
-          labels.data_ptr<int64_t>()[i] = data.labels[static_cast<std::size_t>(which[i])];
-        }
-      };
-      rows(split.train, train_inputs_, train_labels_);
-      rows(split.test, test_inputs_, test_labels_);
+      IrisTensors data = load_iris_tensors(settings);  // as iris_mlp reads them
+      train_inputs_ = std::move(data.train_features);
+      train_labels_ = std::move(data.train_labels);
+      test_inputs_ = std::move(data.test_features);
+      test_labels_ = std::move(data.test_labels);
     } else if (options_.data == "mnist") {
       // As mnist_cnn reads them.
       MnistTensors data = load_mnist_tensors(settings);

@@ -1,5 +1,5 @@
 // Bringing your own model, end to end (docs/own-model.md): the shipped TorchScript export trains on
-// 2 ranks through the backends, its records name the exact file; a model whose output is not the
+// 2 ranks through the backends, blocking and overlapped, its records name the exact file; a model whose output is not the
 // experiment's classes fails its point with the reason while the others complete; and the gpt
 // workload reaches a target, timed, as the built-in workloads do.
 #include <gtest/gtest.h>
@@ -22,7 +22,8 @@ TEST(OwnModel, TheShippedTorchScriptModelTrainsOnTwoRanksAndItsRecordsNameItsHas
     "settings": {"workload": "torchscript", "model_path": "models/fashion_convnet.pt",
                  "ranks": 2, "threads_per_rank": 1, "batch_size": 16, "dataset_size": 256, "test_size": 64,
                  "epochs": 1, "lr": 0.05},
-    "sweep": {"zip": {"backend": ["allreduce", "shm", "allreduce"], "model_data": ["mnist", "mnist", "synthetic"],
+    "sweep": {"zip": {"backend": ["allreduce", "shm", "allreduce"], "overlap": [false, true, false],
+                      "bucket_mb": [25, 0.05, 25], "model_data": ["mnist", "mnist", "synthetic"],
                       "input_shape": [[], [], [1, 28, 28]], "classes": [10, 10, 3]}}})");
   const fs::path out = dir / "out";
   const HarnessRun run = run_harness({"run", experiment.string(), "--out", out.string()}, dir / "log");
@@ -39,8 +40,10 @@ TEST(OwnModel, TheShippedTorchScriptModelTrainsOnTwoRanksAndItsRecordsNameItsHas
     EXPECT_EQ(file["bytes"], static_cast<int64_t>(fs::file_size(model)));
     EXPECT_EQ(fs::path(file["path"].get<std::string>()), model);
     EXPECT_EQ(record["measurements"]["parameters"], 46826);
+    EXPECT_EQ(record["measurements"]["buckets"], i == 0 ? 1 : 4);  // 187 KB of gradients in 0.05 MiB buckets
   }
-  // Both backends compute the same steps (dropout's masks come from the seed).
+  // Both backends compute the same steps (dropout's masks come from the seed), the second with its
+  // gradients reduced in buckets during the backward pass (hooks on the module's parameters).
   EXPECT_NEAR(std::stod(summary[0].at("final_loss")), std::stod(summary[1].at("final_loss")), 1e-4);
   EXPECT_EQ(summary[2].at("status"), "failed");
   const Json failed = read_json_file((out / "points" / (summary[2].at("id") + ".json")).string());
