@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "harness/common/errors.h"
 #include "workloads/factories.h"
 #include "workloads/workload.h"
 
@@ -117,6 +118,30 @@ TEST(Gpt, OnRandomBytesTheHeldOutLossStaysAtChanceSoNoPositionSeesItsTarget) {
   }
   EXPECT_GT(workload->evaluate().loss, std::log(256.0) - 0.1);
   std::filesystem::remove(file);
+}
+
+TEST(Gpt, ATextFileTooSmallOrAVocabularyBelowItsBytesIsRefusedBeforeLaunch) {
+  const auto file = std::filesystem::temp_directory_path() / "harness_gpt_short.txt";
+  std::ofstream(file) << "too short for two windows of 65 bytes";
+  PointSettings settings = tiny_gpt();
+  settings.data_path = file.string();
+  try {
+    gpt_limits(settings);
+    ADD_FAILURE() << "a 37-byte file was accepted";
+  } catch (const ConfigError& error) {
+    EXPECT_NE(std::string(error.what()).find("data_path: " + file.string() + ": 37 bytes give fewer than 2 windows "
+                                             "of seq_len + 1 = 65 bytes"),
+              std::string::npos)
+        << error.what();
+  }
+  std::filesystem::remove(file);
+  apply_setting(settings, "vocab", 100, "test");
+  const auto problem = gpt_check(settings, PointShape{});
+  ASSERT_TRUE(problem.has_value());
+  EXPECT_EQ(problem->key, "vocab");
+  EXPECT_EQ(problem->message, "expected at least 256 with a byte-level text file (data_path), got 100");
+  settings.data_path.clear();
+  EXPECT_FALSE(gpt_check(settings, PointShape{}).has_value()) << "synthetic tokens take any vocabulary";
 }
 
 TEST(Gpt, EveryRankBuildsTheSameSequencesAndWeights) {
