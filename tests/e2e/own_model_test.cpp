@@ -1,7 +1,7 @@
 // Bringing your own model, end to end (docs/own-model.md): the shipped TorchScript export trains on
-// 2 ranks through the backends, blocking and overlapped, its records name the exact file; a model whose output is not the
-// experiment's classes fails its point with the reason while the others complete; and the gpt
-// workload reaches a target, timed, as the built-in workloads do.
+// 2 ranks through the backends, blocking and overlapped, and its records name the exact file; a
+// model whose output is not the experiment's classes fails its point with the reason while the
+// others complete; and the gpt workload reaches a target, timed, as the built-in workloads do.
 #include <gtest/gtest.h>
 
 #include <filesystem>
