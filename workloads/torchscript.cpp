@@ -72,7 +72,8 @@ class TorchScriptModel final : public Workload {
   std::vector<torch::Tensor> buffers() override { return buffers_; }
 
   double forward_backward(std::span<const int64_t> positions) override {
-    module_.train(true);
+    // Back to training mode only after an evaluation: train() walks every submodule.
+    if (!module_.is_training()) module_.train(true);
     const auto index = position_index(positions, device_);
     const auto loss = loss_of(forward(train_inputs_.index_select(0, index)), train_labels_.index_select(0, index));
     mark_backward();
